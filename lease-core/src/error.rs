@@ -1,0 +1,215 @@
+//! [`Error`]: everything that can go wrong, by what it means to the caller.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::LeaseName;
+
+/// The error type of a store's own failure (driver error, I/O, pool timeout, ...).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Everything that can go wrong with a lease.
+///
+/// Input errors ([`InvalidName`](Error::InvalidName), [`InvalidTtl`](Error::InvalidTtl),
+/// [`InvalidIdentifier`](Error::InvalidIdentifier), [`InvalidConfig`](Error::InvalidConfig))
+/// are returned before any statement reaches a store. A store's own failure is
+/// [`Store`](Error::Store), with the driver's error as its [`source`](std::error::Error::source).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A lease name was empty, too long or contained a NUL character.
+    #[error("invalid lease name {name:?}: {reason}")]
+    InvalidName {
+        /// The rejected name, as given.
+        name: String,
+        /// Why it was rejected.
+        reason: NameError,
+    },
+
+    /// A TTL outside [`Ttl::MIN`](crate::Ttl::MIN)..=[`Ttl::MAX`](crate::Ttl::MAX).
+    #[error("invalid TTL {requested:?}: must be between {min:?} and {max:?}", min = crate::Ttl::MIN.get(), max = crate::Ttl::MAX.get())]
+    InvalidTtl {
+        /// The rejected duration.
+        requested: Duration,
+    },
+
+    /// A table or schema name that is not a plain SQL identifier.
+    #[error("invalid SQL identifier {identifier:?}: {reason}")]
+    InvalidIdentifier {
+        /// The rejected identifier, as given.
+        identifier: String,
+        /// Why it was rejected.
+        reason: &'static str,
+    },
+
+    /// A client setting that cannot work, such as a renewal period not shorter than the TTL.
+    #[error("invalid lease configuration: {reason}")]
+    InvalidConfig {
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// The lease is no longer held by this holder: it expired, was taken over, or the local
+    /// deadline passed before a renewal succeeded.
+    #[error("lease {name} was lost: {reason}")]
+    Lost {
+        /// The lease that was lost.
+        name: LeaseName,
+        /// How it was lost.
+        reason: LossReason,
+    },
+
+    /// Waiting for a lease gave up because somebody else held it for the whole time.
+    #[error("timed out after {waited:?} waiting for lease {name}")]
+    Timeout {
+        /// The lease that was waited for.
+        name: LeaseName,
+        /// How long the caller waited.
+        waited: Duration,
+    },
+
+    /// The store failed: connection refused, pool timed out, statement rejected, ...
+    #[error("lease store failed to {operation}{}", DisplayLease(.name))]
+    Store {
+        /// The operation that failed.
+        operation: Operation,
+        /// The lease it concerned, if it concerned one.
+        name: Option<LeaseName>,
+        /// The store's own error.
+        #[source]
+        source: BoxError,
+    },
+}
+
+impl Error {
+    /// A store error for `operation` on `name`, wrapping the driver's error.
+    pub fn store(
+        operation: Operation,
+        name: Option<&LeaseName>,
+        source: impl Into<BoxError>,
+    ) -> Self {
+        Self::Store {
+            operation,
+            name: name.cloned(),
+            source: source.into(),
+        }
+    }
+
+    /// Whether this is the caller's input or configuration, which retrying cannot fix.
+    pub fn is_invalid_input(&self) -> bool {
+        matches!(
+            self,
+            Self::InvalidName { .. }
+                | Self::InvalidTtl { .. }
+                | Self::InvalidIdentifier { .. }
+                | Self::InvalidConfig { .. }
+        )
+    }
+}
+
+struct DisplayLease<'a>(&'a Option<LeaseName>);
+
+impl fmt::Display for DisplayLease<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(name) => write!(f, " lease {name:?}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Why a lease name was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NameError {
+    /// The name was empty.
+    #[error("it is empty")]
+    Empty,
+    /// The name was longer than [`LeaseName::MAX_LEN`] bytes.
+    #[error("it is {len} bytes long, more than {} allowed", LeaseName::MAX_LEN)]
+    TooLong {
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// The name contained a NUL character.
+    #[error("it contains a NUL character")]
+    ContainsNul,
+}
+
+/// How a holder learnt that its lease is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LossReason {
+    /// The store answered that this holder no longer holds the lease: it expired, or somebody
+    /// else took it over.
+    Rejected,
+    /// No renewal succeeded before the local deadline (the TTL after the last successful renewal
+    /// was sent, minus the safety margin): the store may be unreachable, and may soon hand the
+    /// lease to somebody else.
+    DeadlinePassed,
+}
+
+impl fmt::Display for LossReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Rejected => "the store no longer has it for this holder",
+            Self::DeadlinePassed => "no renewal succeeded before the local deadline",
+        })
+    }
+}
+
+/// A store operation, as named in [`Error::Store`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Operation {
+    /// [`LeaseStore::try_acquire`](crate::LeaseStore::try_acquire).
+    Acquire,
+    /// [`LeaseStore::renew`](crate::LeaseStore::renew).
+    Renew,
+    /// [`LeaseStore::renew_many`](crate::LeaseStore::renew_many).
+    RenewMany,
+    /// [`LeaseStore::release`](crate::LeaseStore::release).
+    Release,
+    /// [`LeaseStore::inspect`](crate::LeaseStore::inspect).
+    Inspect,
+    /// [`LeaseStore::list`](crate::LeaseStore::list).
+    List,
+    /// Creating the lease table.
+    Setup,
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Acquire => "acquire",
+            Self::Renew => "renew",
+            Self::RenewMany => "renew many",
+            Self::Release => "release",
+            Self::Inspect => "inspect",
+            Self::List => "list",
+            Self::Setup => "set up",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn store_error_names_operation_and_lease_and_keeps_source_out_of_display() {
+        let name = LeaseName::new("sweep").unwrap();
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let err = Error::store(Operation::Renew, Some(&name), io);
+        assert_eq!(
+            err.to_string(),
+            "lease store failed to renew lease \"sweep\""
+        );
+        assert_eq!(err.source().unwrap().to_string(), "refused");
+        assert!(!err.is_invalid_input());
+
+        let err = Error::store(Operation::List, None, "down");
+        assert_eq!(err.to_string(), "lease store failed to list");
+    }
+}

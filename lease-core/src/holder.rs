@@ -1,0 +1,100 @@
+//! [`HolderId`]: who holds a lease, unique for every acquisition.
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+/// Who holds a lease: host name, process id and 64 random bits, as `host:pid:hex`.
+///
+/// A new id is made for every acquisition. The host name tells an operator where the holder
+/// runs; the process id tells apart two instances on one host (a host name alone collides); the
+/// random part tells apart two acquisitions in one process. So a late release or renewal from an
+/// earlier acquisition can never touch a lease somebody took since.
+///
+/// ```
+/// use lease_core::HolderId;
+///
+/// let a = HolderId::generate();
+/// let b = HolderId::generate();
+/// assert_ne!(a, b);
+/// assert!(a.as_str().contains(&format!(":{}:", std::process::id())));
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HolderId(Arc<str>);
+
+impl HolderId {
+    /// A fresh id for one acquisition.
+    pub fn generate() -> Self {
+        let nonce: u64 = rand::random();
+        Self(Arc::from(format!(
+            "{}:{}:{nonce:016x}",
+            host(),
+            std::process::id()
+        )))
+    }
+
+    /// An id as a store reads it back. Ids made this way are for reporting: acquire with
+    /// [`HolderId::generate`].
+    pub fn from_stored(id: impl Into<Arc<str>>) -> Self {
+        Self(id.into())
+    }
+
+    /// The id as text, as stores bind it.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The host name, read once: it does not change while the process runs, and every acquisition
+/// needs it.
+fn host() -> &'static str {
+    static HOST: OnceLock<String> = OnceLock::new();
+    HOST.get_or_init(|| {
+        let host = gethostname::gethostname().to_string_lossy().into_owned();
+        if host.is_empty() {
+            "unknown-host".to_owned()
+        } else {
+            host
+        }
+    })
+}
+
+impl fmt::Debug for HolderId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for HolderId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for HolderId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn has_host_pid_and_random_part() {
+        let id = HolderId::generate();
+        let parts: Vec<&str> = id.as_str().rsplitn(3, ':').collect();
+        assert_eq!(parts.len(), 3, "{id}");
+        assert_eq!(parts[0].len(), 16);
+        assert!(u64::from_str_radix(parts[0], 16).is_ok());
+        assert_eq!(parts[1], std::process::id().to_string());
+        assert_eq!(parts[2], host());
+    }
+
+    #[test]
+    fn every_acquisition_gets_a_new_id() {
+        let ids: HashSet<HolderId> = (0..10_000).map(|_| HolderId::generate()).collect();
+        assert_eq!(ids.len(), 10_000);
+    }
+}

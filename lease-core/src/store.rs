@@ -1,0 +1,124 @@
+//! [`LeaseStore`]: the few atomic statements a store must implement.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::{Error, Fence, HolderId, LeaseInfo, LeaseName, Ttl};
+
+/// Where leases live: a table in a database, or memory.
+///
+/// A store is the storage half only. Each method is **one atomic statement** that borrows a
+/// connection for that statement alone and gives it back, so holding a lease holds no
+/// connection. Renewal, retries, deadlines, guards and leader election are written once in
+/// [`LeaseClient`](crate::LeaseClient), generic over every store.
+///
+/// Every store keeps these rules (the `lease-tests` conformance suite checks each):
+/// - **The store's clock only.** Expiry is decided by the store's own `now()`, inside the
+///   statement; the application's clock has no say.
+/// - **One holder.** Two callers of [`try_acquire`](LeaseStore::try_acquire) at the same moment
+///   can never both win.
+/// - **Fences strictly increase** per name with every acquisition, across takeovers and
+///   releases; renewal keeps the fence.
+/// - **Conditioned on the holder.** Renew and release touch the lease only if `holder` holds it,
+///   and renew only if it has not expired: a lapsed lease is never revived.
+/// - **Errors, not panics**, when the store cannot be reached.
+///
+/// Names and TTLs arrive validated ([`LeaseName`], [`Ttl`]).
+///
+/// The trait is object safe: `Arc<dyn LeaseStore>` is a store too.
+#[async_trait]
+pub trait LeaseStore: Send + Sync + Debug + 'static {
+    /// Takes the lease for `holder` for `ttl` if nobody holds it or its holder's lease has
+    /// expired. Returns the new fence, or `None` when somebody else holds it.
+    async fn try_acquire(
+        &self,
+        name: &LeaseName,
+        holder: &HolderId,
+        ttl: Ttl,
+    ) -> Result<Option<Fence>, Error>;
+
+    /// Extends the lease to `ttl` from now, only if `holder` holds it and it has not expired.
+    /// `false` means it is lost.
+    async fn renew(&self, name: &LeaseName, holder: &HolderId, ttl: Ttl) -> Result<bool, Error>;
+
+    /// Renews every `(name, holder)` pair, answering in the same order. The default calls
+    /// [`renew`](LeaseStore::renew) for each; SQL stores override it with one statement per batch.
+    async fn renew_many(
+        &self,
+        leases: &[(LeaseName, HolderId)],
+        ttl: Ttl,
+    ) -> Result<Vec<bool>, Error> {
+        let mut renewed = Vec::with_capacity(leases.len());
+        for (name, holder) in leases {
+            renewed.push(self.renew(name, holder, ttl).await?);
+        }
+        Ok(renewed)
+    }
+
+    /// Gives the lease back, only if `holder` holds it. Returns whether it did.
+    ///
+    /// With a non-zero `min_hold` the lease stays taken until `min_hold` after it was taken (when
+    /// that is still ahead), so the same work is not run again by the next instance straight
+    /// away: at most once per period. The fence is never reset.
+    async fn release(
+        &self,
+        name: &LeaseName,
+        holder: &HolderId,
+        min_hold: Duration,
+    ) -> Result<bool, Error>;
+
+    /// The lease called `name`, if it has been taken and not released. An expired lease is
+    /// reported (with [`LeaseInfo::is_expired`]) until somebody takes it over.
+    async fn inspect(&self, name: &LeaseName) -> Result<Option<LeaseInfo>, Error>;
+
+    /// Every lease [`inspect`](LeaseStore::inspect) would report, ordered by name.
+    async fn list(&self) -> Result<Vec<LeaseInfo>, Error>;
+}
+
+/// A store behind a shared pointer is a store: `Arc<dyn LeaseStore>` works wherever a store does.
+#[async_trait]
+impl<S: LeaseStore + ?Sized> LeaseStore for Arc<S> {
+    async fn try_acquire(
+        &self,
+        name: &LeaseName,
+        holder: &HolderId,
+        ttl: Ttl,
+    ) -> Result<Option<Fence>, Error> {
+        (**self).try_acquire(name, holder, ttl).await
+    }
+
+    async fn renew(&self, name: &LeaseName, holder: &HolderId, ttl: Ttl) -> Result<bool, Error> {
+        (**self).renew(name, holder, ttl).await
+    }
+
+    async fn renew_many(
+        &self,
+        leases: &[(LeaseName, HolderId)],
+        ttl: Ttl,
+    ) -> Result<Vec<bool>, Error> {
+        (**self).renew_many(leases, ttl).await
+    }
+
+    async fn release(
+        &self,
+        name: &LeaseName,
+        holder: &HolderId,
+        min_hold: Duration,
+    ) -> Result<bool, Error> {
+        (**self).release(name, holder, min_hold).await
+    }
+
+    async fn inspect(&self, name: &LeaseName) -> Result<Option<LeaseInfo>, Error> {
+        (**self).inspect(name).await
+    }
+
+    async fn list(&self) -> Result<Vec<LeaseInfo>, Error> {
+        (**self).list().await
+    }
+}
+
+/// A type-erased store, as `Arc<DynLeaseStore>`.
+pub type DynLeaseStore = dyn LeaseStore;
