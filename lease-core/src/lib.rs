@@ -3,22 +3,36 @@
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod backoff;
+mod client;
+mod clock;
+mod config;
 mod error;
 mod fence;
+mod guard;
+mod held;
 mod holder;
 mod info;
+mod leader;
 mod memory;
 mod name;
+mod renewer;
+mod run;
 pub mod runtime;
 mod store;
 mod ttl;
 
+pub use client::{IntoLeaseName, LeaseClient, LeaseClientBuilder};
+pub use config::{LeaseConfig, OnLoss};
 pub use error::{BoxError, Error, LossReason, NameError, Operation};
 pub use fence::Fence;
+pub use guard::{LeaseGuard, LeaseHandle};
 pub use holder::HolderId;
 pub use info::LeaseInfo;
+pub use leader::Leader;
 pub use memory::MemoryStore;
 pub use name::LeaseName;
+pub use run::{RunOptions, RunOutcome};
 pub use runtime::Runtime;
 pub use store::{DynLeaseStore, LeaseStore};
 pub use ttl::Ttl;

@@ -1,0 +1,46 @@
+//! [`Backoff`]: pauses between attempts that double up to a limit, drawn at random.
+
+use std::time::Duration;
+
+/// Exponential backoff with "equal jitter": each pause is drawn between half the current limit
+/// and the limit, and the limit doubles up to its longest. The random half keeps instances that
+/// started waiting together from retrying in lockstep; the fixed half keeps each pause useful.
+#[derive(Debug)]
+pub(crate) struct Backoff {
+    limit: Duration,
+    longest: Duration,
+}
+
+impl Backoff {
+    pub(crate) fn new((first, longest): (Duration, Duration)) -> Self {
+        Self {
+            limit: first,
+            longest,
+        }
+    }
+
+    pub(crate) fn next_pause(&mut self) -> Duration {
+        let limit = self.limit;
+        self.limit = (limit * 2).min(self.longest);
+        let half = limit / 2;
+        half + half.mul_f64(rand::random::<f64>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doubles_up_to_the_longest_pause_with_jitter_in_the_upper_half() {
+        let mut backoff = Backoff::new((Duration::from_millis(100), Duration::from_millis(800)));
+        let limits = [100, 200, 400, 800, 800, 800];
+        for limit in limits.map(Duration::from_millis) {
+            let pause = backoff.next_pause();
+            assert!(
+                pause >= limit / 2 && pause <= limit,
+                "{pause:?} for {limit:?}"
+            );
+        }
+    }
+}

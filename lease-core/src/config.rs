@@ -1,0 +1,145 @@
+//! [`LeaseConfig`]: how long leases last and how they are kept alive.
+
+use std::time::Duration;
+
+use crate::{Error, Ttl};
+
+/// What [`run_exclusive`](crate::LeaseClient::run_exclusive) does with the work when the lease
+/// is lost while it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum OnLoss {
+    /// Stop the work (drop its future) and report
+    /// [`RunOutcome::Cancelled`](crate::RunOutcome::Cancelled). Another instance may already
+    /// run it.
+    #[default]
+    Cancel,
+    /// Log a warning and let the work finish, reporting
+    /// [`RunOutcome::FinishedAfterLoss`](crate::RunOutcome::FinishedAfterLoss). Only for work
+    /// that is safe to run twice at once.
+    Finish,
+}
+
+/// How a [`LeaseClient`](crate::LeaseClient) takes and keeps its leases.
+///
+/// Built by [`LeaseClientBuilder`](crate::LeaseClientBuilder); every setting has a default that
+/// suits background jobs.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LeaseConfig {
+    /// How long a lease lasts without renewal. Default: 2 minutes.
+    pub ttl: Ttl,
+    /// How often a held lease is renewed. Default: a quarter of the TTL.
+    pub renew_every: Duration,
+    /// How much earlier than the store this process gives a lease up when renewals fail: the
+    /// local deadline is the TTL after the last successful renewal was *sent*, minus this.
+    /// Default: a tenth of the TTL.
+    pub safety_margin: Duration,
+    /// How long one store call (acquire, renew, release) may take before it counts as failed.
+    /// A renewal that times out counts as not renewed. Default: the renewal period.
+    pub store_timeout: Duration,
+    /// How many leases one `renew_many` call carries. Default: 1,000.
+    pub renew_batch: usize,
+    /// The first and the longest pause between attempts of
+    /// [`acquire`](crate::LeaseClient::acquire); each pause is drawn at random up to a limit that
+    /// doubles from the first to the longest. Default: 50 ms and 5 s.
+    pub acquire_backoff: (Duration, Duration),
+    /// What `run_exclusive` does when the lease is lost. Default: [`OnLoss::Cancel`].
+    pub on_loss: OnLoss,
+}
+
+impl LeaseConfig {
+    /// The defaults for `ttl`: renewal every quarter, a margin of a tenth.
+    pub fn for_ttl(ttl: Ttl) -> Self {
+        let renew_every = ttl.get() / 4;
+        Self {
+            ttl,
+            renew_every,
+            safety_margin: ttl.get() / 10,
+            store_timeout: renew_every,
+            renew_batch: 1000,
+            acquire_backoff: (Duration::from_millis(50), Duration::from_secs(5)),
+            on_loss: OnLoss::Cancel,
+        }
+    }
+
+    /// How long after a renewal was sent this process still believes it holds the lease.
+    pub fn local_validity(&self) -> Duration {
+        self.ttl.get().saturating_sub(self.safety_margin)
+    }
+
+    /// Checks that the settings can work together.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the first setting that cannot work.
+    pub fn validate(&self) -> Result<(), Error> {
+        let invalid = |reason: String| Err(Error::InvalidConfig { reason });
+        if self.safety_margin >= self.ttl.get() {
+            return invalid(format!(
+                "the safety margin {:?} must be shorter than the TTL {:?}",
+                self.safety_margin, self.ttl
+            ));
+        }
+        if self.renew_every.is_zero() || self.renew_every >= self.local_validity() {
+            return invalid(format!(
+                "the renewal period {:?} must be above zero and shorter than the TTL minus the safety margin ({:?}), or a lease lapses between two renewals",
+                self.renew_every,
+                self.local_validity()
+            ));
+        }
+        if self.store_timeout.is_zero() {
+            return invalid("the store timeout must be above zero".to_owned());
+        }
+        if self.renew_batch == 0 {
+            return invalid("the renewal batch must hold at least one lease".to_owned());
+        }
+        let (first, longest) = self.acquire_backoff;
+        if first.is_zero() || first > longest {
+            return invalid(format!(
+                "the acquire backoff must start above zero and not above its longest pause, got {first:?} and {longest:?}"
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Default for LeaseConfig {
+    fn default() -> Self {
+        Self::for_ttl(Ttl::DEFAULT)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_the_ttl() {
+        let config = LeaseConfig::default();
+        assert_eq!(config.ttl.get(), Duration::from_secs(120));
+        assert_eq!(config.renew_every, Duration::from_secs(30));
+        assert_eq!(config.safety_margin, Duration::from_secs(12));
+        assert!(config.validate().is_ok());
+    }
+
+    #[test]
+    fn rejects_settings_that_cannot_work() {
+        let ttl = Ttl::from_secs(10).unwrap();
+        let broken: [fn(&mut LeaseConfig); 6] = [
+            |c| c.safety_margin = Duration::from_secs(10),
+            |c| c.renew_every = Duration::ZERO,
+            |c| c.renew_every = Duration::from_secs(9),
+            |c| c.store_timeout = Duration::ZERO,
+            |c| c.renew_batch = 0,
+            |c| c.acquire_backoff = (Duration::from_secs(2), Duration::from_secs(1)),
+        ];
+        for (i, breaks) in broken.iter().enumerate() {
+            let mut config = LeaseConfig::for_ttl(ttl);
+            breaks(&mut config);
+            assert!(
+                matches!(config.validate(), Err(Error::InvalidConfig { .. })),
+                "case {i}"
+            );
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! [`Held`]: what this process knows about one lease it holds.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+
+use futures::channel::oneshot;
+use futures::future::{self, Either, FutureExt, Shared};
+
+use crate::clock::Clock;
+use crate::{Fence, HolderId, LeaseName, LossReason};
+
+const HELD: u8 = 0;
+const REJECTED: u8 = 1;
+const DEADLINE_PASSED: u8 = 2;
+const RELEASED: u8 = 3;
+
+/// One held lease, shared by its guard, its handles and the renewer.
+///
+/// The renewer moves `deadline` and `next_renewal` forward; anybody may mark the lease lost, once,
+/// and a lost lease never comes back: a renewal that succeeds after the deadline passed does not
+/// make work that was cancelled valid again.
+#[derive(Debug)]
+pub(crate) struct Held {
+    pub(crate) id: u64,
+    pub(crate) name: LeaseName,
+    pub(crate) holder: HolderId,
+    pub(crate) fence: Fence,
+    clock: Clock,
+    /// Clock ticks after which this process no longer believes it holds the lease.
+    deadline: AtomicU64,
+    /// Clock ticks at which the renewer should next renew it.
+    next_renewal: AtomicU64,
+    loss: AtomicU8,
+    notify: Mutex<Option<oneshot::Sender<()>>>,
+    lost: Shared<oneshot::Receiver<()>>,
+}
+
+impl Held {
+    pub(crate) fn new(
+        id: u64,
+        name: LeaseName,
+        holder: HolderId,
+        fence: Fence,
+        clock: Clock,
+        deadline: u64,
+        next_renewal: u64,
+    ) -> Self {
+        let (notify, lost) = oneshot::channel();
+        Self {
+            id,
+            name,
+            holder,
+            fence,
+            clock,
+            deadline: AtomicU64::new(deadline),
+            next_renewal: AtomicU64::new(next_renewal),
+            loss: AtomicU8::new(HELD),
+            notify: Mutex::new(Some(notify)),
+            lost: lost.shared(),
+        }
+    }
+
+    pub(crate) fn deadline(&self) -> u64 {
+        self.deadline.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn next_renewal(&self) -> u64 {
+        self.next_renewal.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_next_renewal(&self, ticks: u64) {
+        self.next_renewal.store(ticks, Ordering::Release);
+    }
+
+    /// Records a renewal that succeeded: `deadline` and `next_renewal` computed from the moment
+    /// it was sent, never from when the answer came back.
+    pub(crate) fn renewed(&self, deadline: u64, next_renewal: u64) {
+        self.deadline.fetch_max(deadline, Ordering::AcqRel);
+        self.set_next_renewal(next_renewal);
+    }
+
+    /// How the lease was lost, if it was; checks the deadline too. A released lease was not lost.
+    pub(crate) fn loss(&self) -> Option<LossReason> {
+        match self.loss.load(Ordering::Acquire) {
+            REJECTED => Some(LossReason::Rejected),
+            DEADLINE_PASSED => Some(LossReason::DeadlinePassed),
+            RELEASED => None,
+            _ if self.clock.now() >= self.deadline() => self.mark_lost(LossReason::DeadlinePassed),
+            _ => None,
+        }
+    }
+
+    /// Whether this process may still act as the holder: not lost, not released, deadline ahead.
+    pub(crate) fn is_held(&self) -> bool {
+        self.loss().is_none() && self.loss.load(Ordering::Acquire) == HELD
+    }
+
+    /// Marks the lease given back. Returns how it had been lost, if it was lost first.
+    pub(crate) fn mark_released(&self) -> Option<LossReason> {
+        let loss = self.loss();
+        let _ = self
+            .loss
+            .compare_exchange(HELD, RELEASED, Ordering::AcqRel, Ordering::Acquire);
+        loss
+    }
+
+    /// Marks the lease lost (the first reason sticks) and wakes everybody waiting for that.
+    /// Returns the reason that stuck; `None` when the lease had been released first.
+    pub(crate) fn mark_lost(&self, reason: LossReason) -> Option<LossReason> {
+        let code = match reason {
+            LossReason::Rejected => REJECTED,
+            LossReason::DeadlinePassed => DEADLINE_PASSED,
+        };
+        match self
+            .loss
+            .compare_exchange(HELD, code, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => {
+                tracing::warn!(lease = %self.name, fence = %self.fence, holder = %self.holder, %reason, "lease lost");
+                let notify = self
+                    .notify
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take();
+                if let Some(notify) = notify {
+                    // Nobody waiting is fine: the flag above is what `loss` reads.
+                    let _ = notify.send(());
+                }
+                Some(reason)
+            }
+            Err(REJECTED) => Some(LossReason::Rejected),
+            Err(DEADLINE_PASSED) => Some(LossReason::DeadlinePassed),
+            Err(_) => None,
+        }
+    }
+
+    /// Completes when the lease is lost: on a rejected renewal, or when the deadline passes.
+    /// Never completes for a lease that was released.
+    pub(crate) async fn lost(&self) -> LossReason {
+        loop {
+            if let Some(reason) = self.loss() {
+                return reason;
+            }
+            if self.loss.load(Ordering::Acquire) == RELEASED {
+                return future::pending().await;
+            }
+            let deadline = self.deadline();
+            let sleep = std::pin::pin!(self.clock.sleep_until(deadline));
+            // Woken either by a rejection, or by the deadline as it stood: the loop then reads
+            // whether a renewal moved it.
+            if let Either::Left(_) = future::select(self.lost.clone(), sleep).await {
+                if let Some(reason) = self.loss() {
+                    return reason;
+                }
+            }
+        }
+    }
+}

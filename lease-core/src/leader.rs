@@ -1,0 +1,263 @@
+//! [`Leader`]: keep campaigning for a lease, and know at any moment whether this process leads.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use futures::channel::{mpsc, oneshot};
+use futures::future::{self, BoxFuture, Either, FusedFuture, FutureExt};
+use futures::stream::Stream;
+
+use crate::backoff::Backoff;
+use crate::client::IntoLeaseName;
+use crate::clock::ticks;
+use crate::guard::LeaseHandle;
+use crate::{Error, Fence, LeaseClient, LeaseName};
+
+/// Leader election on one lease name: the campaign keeps trying to take the lease, holds it while
+/// it can, and tries again when it is lost.
+///
+/// Made by [`LeaseClient::campaign`]. [`is_leader`](Leader::is_leader) answers at any moment
+/// (it turns `false` as soon as the lease is lost or its local deadline passes);
+/// [`changes`](Leader::changes) streams every change. Dropping the last `Leader` or calling
+/// [`resign`](Leader::resign) ends the campaign and gives the lease back.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lease_core::Error> {
+/// use futures::StreamExt;
+/// use lease_core::{LeaseClient, MemoryStore, runtime::TokioRuntime};
+///
+/// let client = LeaseClient::new(MemoryStore::new(), TokioRuntime);
+/// let leader = client.campaign("alerts")?;
+/// let mut changes = leader.changes();
+/// assert_eq!(changes.next().await, Some(true));
+/// assert!(leader.is_leader());
+/// leader.resign().await;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Leader {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    name: LeaseName,
+    state: Mutex<State>,
+}
+
+struct State {
+    current: Option<LeaseHandle>,
+    /// What was last told to watchers, so each change is told once.
+    told: bool,
+    watchers: Vec<mpsc::UnboundedSender<bool>>,
+    /// Sent by `resign`, or dropped with the last `Leader`: either ends the campaign.
+    stop: Option<oneshot::Sender<oneshot::Sender<()>>>,
+}
+
+impl Leader {
+    /// The lease this campaign is for.
+    pub fn name(&self) -> &LeaseName {
+        &self.shared.name
+    }
+
+    /// Whether this process leads right now.
+    pub fn is_leader(&self) -> bool {
+        self.shared
+            .state()
+            .current
+            .as_ref()
+            .is_some_and(LeaseHandle::is_held)
+    }
+
+    /// The fence of the current term, while this process leads.
+    pub fn fence(&self) -> Option<Fence> {
+        let state = self.shared.state();
+        state
+            .current
+            .as_ref()
+            .filter(|lease| lease.is_held())
+            .map(LeaseHandle::fence)
+    }
+
+    /// Every change of leadership from now on: `true` when this process becomes leader, `false`
+    /// when it stops. The first item is the current state when this process leads.
+    pub fn changes(&self) -> impl Stream<Item = bool> + Send + 'static {
+        let (tx, rx) = mpsc::unbounded();
+        let mut state = self.shared.state();
+        if state.told {
+            let _ = tx.unbounded_send(true);
+        }
+        state.watchers.push(tx);
+        rx
+    }
+
+    /// Ends the campaign, for every clone of this `Leader`, and gives the lease back; returns
+    /// once it is given back.
+    pub async fn resign(self) {
+        let Some(stop) = self.shared.state().stop.take() else {
+            return;
+        };
+        let (done, released) = oneshot::channel();
+        if stop.send(done).is_ok() {
+            // The campaign answers once it has released, or drops the sender if it already ended.
+            let _ = released.await;
+        }
+    }
+}
+
+impl Shared {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn set(&self, current: Option<LeaseHandle>) {
+        let mut state = self.state();
+        let leading = current.is_some();
+        state.current = current;
+        if state.told != leading {
+            state.told = leading;
+            state
+                .watchers
+                .retain(|watcher| watcher.unbounded_send(leading).is_ok());
+        }
+    }
+}
+
+impl LeaseClient {
+    /// Starts campaigning for leadership on `name`, on a task of the runtime.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`]; [`Error::InvalidConfig`] when the runtime cannot spawn (use
+    /// [`campaign_on_this_task`](LeaseClient::campaign_on_this_task) then).
+    pub fn campaign(&self, name: impl IntoLeaseName) -> Result<Leader, Error> {
+        let (leader, campaign) = self.campaign_on_this_task(name)?;
+        self.inner
+            .clock
+            .runtime()
+            .spawn(campaign)
+            .map_err(|_| Error::InvalidConfig {
+                reason: "leader election on a runtime that cannot spawn: poll the campaign future of campaign_on_this_task instead".to_owned(),
+            })?;
+        Ok(leader)
+    }
+
+    /// The [`Leader`] for `name` and the campaign future that runs the election; poll it on a
+    /// task of your own. It ends when every `Leader` clone is dropped or resigns.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`].
+    pub fn campaign_on_this_task(
+        &self,
+        name: impl IntoLeaseName,
+    ) -> Result<(Leader, BoxFuture<'static, ()>), Error> {
+        let name = name.into_lease_name()?;
+        let (stop, stopped) = oneshot::channel();
+        let shared = Arc::new(Shared {
+            name: name.clone(),
+            state: Mutex::new(State {
+                current: None,
+                told: false,
+                watchers: Vec::new(),
+                stop: Some(stop),
+            }),
+        });
+        let campaign = run_campaign(self.clone(), Arc::downgrade(&shared), name, stopped);
+        Ok((Leader { shared }, campaign.boxed()))
+    }
+}
+
+async fn run_campaign(
+    client: LeaseClient,
+    shared: Weak<Shared>,
+    name: LeaseName,
+    mut stopped: oneshot::Receiver<oneshot::Sender<()>>,
+) {
+    let clock = client.inner.clock.clone();
+    let retry = ticks(client.config().renew_every);
+    let first_pause = client.config().acquire_backoff;
+    let mut backoff = Backoff::new(first_pause);
+    // Keeps the renewer going where the runtime cannot spawn it; waits idle where it can.
+    let mut renewer = std::pin::pin!(client.renewer().fuse());
+    let mut events = Events {
+        stopped: &mut stopped,
+        renewer: &mut renewer,
+    };
+    let resigned = loop {
+        let pause = match events.until_stopped(client.try_acquire(&name)).await {
+            Err(resigned) => break resigned,
+            Ok(Ok(Some(guard))) => {
+                backoff = Backoff::new(first_pause);
+                let Some(leader) = shared.upgrade() else {
+                    break None;
+                };
+                leader.set(Some(guard.handle()));
+                // No strong reference while leading, so dropping the last `Leader` stops this.
+                drop(leader);
+                let term = events.until_stopped(guard.lost()).await;
+                if let Some(leader) = shared.upgrade() {
+                    leader.set(None);
+                }
+                match term {
+                    Ok(reason) => {
+                        tracing::info!(lease = %name, %reason, "leadership lost; campaigning again");
+                        drop(guard);
+                        retry
+                    }
+                    Err(resigned) => {
+                        if let Err(error) = guard.release().await {
+                            tracing::warn!(lease = %name, error = &error as &dyn std::error::Error, "leadership not given back on resign");
+                        }
+                        break resigned;
+                    }
+                }
+            }
+            Ok(Ok(None)) => retry,
+            Ok(Err(error)) => {
+                tracing::warn!(lease = %name, error = &error as &dyn std::error::Error, "campaign attempt failed");
+                ticks(backoff.next_pause())
+            }
+        };
+        let wait = clock.sleep_until(clock.now().saturating_add(pause));
+        if let Err(resigned) = events.until_stopped(wait).await {
+            break resigned;
+        }
+    };
+    if let Some(resigned) = resigned {
+        let _ = resigned.send(());
+    }
+}
+
+/// What a campaign waits on besides its own work.
+struct Events<'a, R> {
+    stopped: &'a mut oneshot::Receiver<oneshot::Sender<()>>,
+    renewer: &'a mut R,
+}
+
+impl<R: FusedFuture<Output = ()> + Unpin> Events<'_, R> {
+    /// Runs `work` until it ends, or until the campaign is stopped: `Err` with whom to tell once
+    /// the lease is given back (`None` when the last `Leader` was dropped).
+    async fn until_stopped<T>(
+        &mut self,
+        work: impl Future<Output = T>,
+    ) -> Result<T, Option<oneshot::Sender<()>>> {
+        let work = std::pin::pin!(work);
+        let stop = future::select(&mut *self.stopped, &mut *self.renewer);
+        match future::select(work, stop).await {
+            Either::Left((output, _)) => Ok(output),
+            Either::Right((Either::Left((resigned, _)), _)) => Err(resigned.ok()),
+            // The renewer ends only with the client, which this campaign holds.
+            Either::Right((Either::Right(_), _)) => Err(None),
+        }
+    }
+}
+
+impl fmt::Debug for Leader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Leader")
+            .field("name", self.name())
+            .field("leader", &self.is_leader())
+            .finish()
+    }
+}

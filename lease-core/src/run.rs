@@ -1,0 +1,183 @@
+//! [`LeaseClient::run_exclusive`]: take a lease, run the work, keep it renewed, give it back.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::time::Duration;
+
+use futures::future::{self, Either};
+
+use crate::client::IntoLeaseName;
+use crate::config::OnLoss;
+use crate::guard::LeaseHandle;
+use crate::renewer::Renewer;
+use crate::{Error, LeaseClient, LossReason};
+
+/// How work run under a lease ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RunOutcome<T> {
+    /// The work finished while the lease was held.
+    Finished(T),
+    /// The lease was lost while the work ran, and the work was stopped ([`OnLoss::Cancel`]).
+    Cancelled {
+        /// How the lease was lost.
+        reason: LossReason,
+    },
+    /// The lease was lost while the work ran, and the work was let finish ([`OnLoss::Finish`]).
+    /// It may have overlapped with another holder's run.
+    FinishedAfterLoss {
+        /// What the work returned.
+        output: T,
+        /// How the lease was lost.
+        reason: LossReason,
+    },
+}
+
+impl<T> RunOutcome<T> {
+    /// What the work returned, if it finished.
+    pub fn output(self) -> Option<T> {
+        match self {
+            Self::Finished(output) | Self::FinishedAfterLoss { output, .. } => Some(output),
+            Self::Cancelled { .. } => None,
+        }
+    }
+}
+
+/// Per-call settings for [`LeaseClient::run_exclusive_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct RunOptions {
+    /// What to do with the work when the lease is lost; `None` takes the client's
+    /// [`LeaseConfig::on_loss`](crate::LeaseConfig::on_loss).
+    pub on_loss: Option<OnLoss>,
+    /// Keep the lease taken until this long after it was taken, even when the work ends sooner:
+    /// at most one run per period across all instances. Default: zero.
+    pub min_hold: Duration,
+}
+
+impl RunOptions {
+    /// Sets what to do with the work when the lease is lost.
+    #[must_use]
+    pub fn on_loss(mut self, on_loss: OnLoss) -> Self {
+        self.on_loss = Some(on_loss);
+        self
+    }
+
+    /// Keeps the lease taken at least `min_hold` after it was taken.
+    #[must_use]
+    pub fn min_hold(mut self, min_hold: Duration) -> Self {
+        self.min_hold = min_hold;
+        self
+    }
+}
+
+impl LeaseClient {
+    /// Takes the lease `name`, runs `work` while keeping the lease renewed, and releases it when
+    /// the work ends. `None` when somebody else holds the lease: this round is theirs.
+    ///
+    /// When the lease is lost while the work runs, the work is cancelled (its future dropped)
+    /// and the outcome says so; [`OnLoss::Finish`] lets it run to its end instead. The work gets
+    /// a [`LeaseHandle`] for the fence to pass downstream.
+    ///
+    /// Renewal runs on this task alongside the work where the runtime cannot spawn, so this needs
+    /// nothing but a timer.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lease_core::Error> {
+    /// use lease_core::{LeaseClient, MemoryStore, RunOutcome, runtime::TokioRuntime};
+    ///
+    /// let client = LeaseClient::new(MemoryStore::new(), TokioRuntime);
+    /// let outcome = client
+    ///     .run_exclusive("sweep", |lease| async move {
+    ///         // delete expired challenges, passing lease.fence() along
+    ///         lease.fence().get()
+    ///     })
+    ///     .await?;
+    /// assert_eq!(outcome, Some(RunOutcome::Finished(1)));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`try_acquire`](LeaseClient::try_acquire). A failed release after the work finished is
+    /// logged, not returned, so the work's output is never lost: the lease then lapses.
+    pub async fn run_exclusive<W, F, T>(
+        &self,
+        name: impl IntoLeaseName,
+        work: W,
+    ) -> Result<Option<RunOutcome<T>>, Error>
+    where
+        W: FnOnce(LeaseHandle) -> F,
+        F: Future<Output = T>,
+    {
+        self.run_exclusive_with(name, RunOptions::default(), work)
+            .await
+    }
+
+    /// [`run_exclusive`](LeaseClient::run_exclusive) with per-call [`RunOptions`].
+    ///
+    /// # Errors
+    /// As [`run_exclusive`](LeaseClient::run_exclusive).
+    pub async fn run_exclusive_with<W, F, T>(
+        &self,
+        name: impl IntoLeaseName,
+        options: RunOptions,
+        work: W,
+    ) -> Result<Option<RunOutcome<T>>, Error>
+    where
+        W: FnOnce(LeaseHandle) -> F,
+        F: Future<Output = T>,
+    {
+        let Some(guard) = self.try_acquire(name).await? else {
+            return Ok(None);
+        };
+        let on_loss = options.on_loss.unwrap_or(self.config().on_loss);
+        let handle = guard.handle();
+        let work = std::pin::pin!(work(guard.handle()));
+        let lost = std::pin::pin!(handle.lost());
+        // One renewer future for the whole call: it may hold the renewer's lock, which a second
+        // one would wait for forever.
+        let mut renewer = std::pin::pin!(self.drive_renewer());
+        let outcome = match future::select(work, future::select(lost, renewer.as_mut())).await {
+            Either::Left((output, _)) => RunOutcome::Finished(output),
+            Either::Right((Either::Right((never, _)), _)) => match never {},
+            Either::Right((Either::Left((reason, _)), work)) => match on_loss {
+                OnLoss::Cancel => RunOutcome::Cancelled { reason },
+                OnLoss::Finish => {
+                    tracing::warn!(lease = %guard.name(), fence = %guard.fence(), %reason, "lease lost; letting the work finish as configured");
+                    match future::select(work, renewer).await {
+                        Either::Left((output, _)) => {
+                            RunOutcome::FinishedAfterLoss { output, reason }
+                        }
+                        Either::Right((never, _)) => match never {},
+                    }
+                }
+            },
+        };
+        if let Err(error) = guard.release_after(options.min_hold).await {
+            if let RunOutcome::Finished(_) = outcome {
+                tracing::warn!(
+                    error = &error as &dyn std::error::Error,
+                    "lease not released after the work finished"
+                );
+            }
+        }
+        Ok(Some(outcome))
+    }
+
+    /// Drives the renewer on this task when no spawned task does; otherwise never completes.
+    /// Other leases of this client are renewed by it too, for as long as this task drives it.
+    async fn drive_renewer(&self) -> Infallible {
+        let inner = &self.inner;
+        if inner.renewer.is_spawned() {
+            return future::pending().await;
+        }
+        Renewer::drive(
+            std::sync::Arc::downgrade(inner),
+            inner.renewer.driver(),
+            inner.clock.clone(),
+        )
+        .await;
+        // The client outlives this call, so the loop cannot have ended.
+        future::pending().await
+    }
+}
