@@ -1,0 +1,112 @@
+//! MariaDB (10.5 and later): `?` placeholders, `DATETIME(6)` in UTC, `UTC_TIMESTAMP(6)` as the
+//! clock (evaluated once per statement).
+//!
+//! Names and holders are `VARBINARY`, so they are compared byte for byte: no collation folds
+//! case or pads spaces, and `'a'` and `'A '` are different leases.
+//!
+//! MySQL does not work: it has no `INSERT ... RETURNING`, which try-acquire needs to tell
+//! "inserted" or "taken over" from "somebody else holds it" (the affected-rows count cannot,
+//! with the `CLIENT_FOUND_ROWS` flag that sqlx and diesel set).
+
+use crate::Param;
+use crate::template::{Arg, DialectSql, Template};
+
+const NOW: &str = "UTC_TIMESTAMP(6)";
+
+/// Microseconds since the Unix epoch of a `DATETIME(6)` expression in UTC.
+fn micros(expr: &str) -> String {
+    format!("TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {expr})")
+}
+
+/// The lease is free: nobody holds it, or its holder's lease has expired.
+const FREE: &str = "holder IS NULL OR expires_at <= UTC_TIMESTAMP(6)";
+
+pub(crate) fn sql(t: &str) -> DialectSql {
+    let columns = format!(
+        "CONVERT(name USING utf8mb4), CONVERT(holder USING utf8mb4), fence, {}, {}, {}",
+        micros("taken_at"),
+        micros("expires_at"),
+        micros(NOW)
+    );
+    DialectSql {
+        create_table: format!(
+            "CREATE TABLE IF NOT EXISTS {t} (\n    \
+                name       VARBINARY(255) NOT NULL PRIMARY KEY,\n    \
+                holder     VARBINARY(1024),\n    \
+                fence      BIGINT NOT NULL,\n    \
+                taken_at   DATETIME(6) NOT NULL,\n    \
+                expires_at DATETIME(6) NOT NULL\n\
+            ) ENGINE = InnoDB"
+        ),
+        // `ON DUPLICATE KEY UPDATE` decides under the row's exclusive lock. Its assignments run
+        // left to right and each sees the columns assigned before it, so the order matters:
+        // fence, taken_at and holder test `FREE` on the old holder and expiry; expires_at comes
+        // last and, since `FREE` no longer reads the old row once holder is assigned, follows
+        // the marker the earlier assignments left (our holder, taken at this statement's time).
+        //
+        // The winner is read from `RETURNING` (MariaDB has it on `INSERT`, including the
+        // duplicate-key path, where it returns the row as updated), never from the affected-rows
+        // count: the row carries our holder id and this statement's time only if we took it.
+        // Holder ids are new for every acquisition, so only the same id acquiring twice within
+        // one microsecond could look like a win, and it would find its own lease.
+        try_acquire: Template::new(
+            format!(
+                "INSERT INTO {t} (name, holder, fence, taken_at, expires_at)\n\
+                 VALUES (?, ?, 1, {NOW}, {NOW} + INTERVAL ? MICROSECOND)\n\
+                 ON DUPLICATE KEY UPDATE\n    \
+                     fence = IF({FREE}, fence + 1, fence),\n    \
+                     taken_at = IF({FREE}, VALUES(taken_at), taken_at),\n    \
+                     holder = IF({FREE}, VALUES(holder), holder),\n    \
+                     expires_at = IF(holder = VALUES(holder) AND taken_at = VALUES(taken_at), VALUES(expires_at), expires_at)\n\
+                 RETURNING fence, CAST(holder = ? AND taken_at = {NOW} AS SIGNED) AS won"
+            ),
+            &[Arg::Name, Arg::Holder, Arg::Micros, Arg::Holder],
+        ),
+        renew: Template::new(
+            format!(
+                "UPDATE {t} SET expires_at = {NOW} + INTERVAL ? MICROSECOND\n\
+                 WHERE name = ? AND holder = ? AND expires_at > {NOW}"
+            ),
+            &[Arg::Micros, Arg::Name, Arg::Holder],
+        ),
+        // Left to right again: expires_at becomes the end of the minimum hold when that is still
+        // ahead, or now; holder, assigned after it, stays only when expires_at is still ahead.
+        release: Template::new(
+            format!(
+                "UPDATE {t} SET\n    \
+                     expires_at = GREATEST(taken_at + INTERVAL ? MICROSECOND, {NOW}),\n    \
+                     holder = IF(expires_at > {NOW}, holder, NULL)\n\
+                 WHERE name = ? AND holder = ? AND expires_at > {NOW}"
+            ),
+            &[Arg::Micros, Arg::Name, Arg::Holder],
+        ),
+        inspect: Template::new(
+            format!("SELECT {columns} FROM {t} WHERE name = ? AND holder IS NOT NULL"),
+            &[Arg::Name],
+        ),
+        // A binary column orders by bytes, as the memory store does.
+        list: format!("SELECT {columns} FROM {t} WHERE holder IS NOT NULL ORDER BY name"),
+    }
+}
+
+/// One multi-table `UPDATE` joining the pairs as a derived table. It answers only with a count
+/// (see [`RenewManyResult::Count`](crate::RenewManyResult::Count)).
+pub(crate) fn renew_many_sql(t: &str, pairs: usize) -> String {
+    let mut rows = String::from("SELECT ? AS name, ? AS holder");
+    for _ in 1..pairs {
+        rows.push_str(" UNION ALL SELECT ?, ?");
+    }
+    format!(
+        "UPDATE {t} AS l JOIN ({rows}) AS r ON l.name = r.name AND l.holder = r.holder\n\
+         SET l.expires_at = {NOW} + INTERVAL ? MICROSECOND\n\
+         WHERE l.expires_at > {NOW}"
+    )
+}
+
+pub(crate) fn renew_many_params<'a>(pairs: &[(&'a str, &'a str)], micros: i64) -> Vec<Param<'a>> {
+    pairs
+        .iter()
+        .flat_map(|&(name, holder)| [Param::Text(name), Param::Text(holder)])
+        .chain([Param::Int(micros)])
+        .collect()
+}

@@ -1,0 +1,112 @@
+//! PostgreSQL: `$n` placeholders, `timestamptz` columns, `statement_timestamp()` as the clock.
+//!
+//! The clock is `statement_timestamp()` rather than `now()`: `now()` is the start of the
+//! transaction, which is only the statement's own time when the statement runs on its own.
+//! `statement_timestamp()` is the statement's time even inside a transaction, and stays the same
+//! for the whole statement.
+
+use crate::Param;
+use crate::template::{Arg, DialectSql, Template};
+
+const NOW: &str = "statement_timestamp()";
+
+/// Microseconds since the Unix epoch of a `timestamptz` expression. `extract` gives an exact
+/// `numeric` (PostgreSQL 14 and later), so the cast only drops nothing.
+fn micros(expr: &str) -> String {
+    format!("(extract(epoch FROM {expr}) * 1000000)::int8")
+}
+
+/// A duration of `$n` microseconds. The `int8` becomes `float8` for the multiplication, exact
+/// below 2^53 microseconds (285 years).
+fn interval(param: u8) -> String {
+    format!("${param}::int8 * interval '1 microsecond'")
+}
+
+pub(crate) fn sql(t: &str) -> DialectSql {
+    let columns = format!(
+        "name, holder, fence, {}, {}, {}",
+        micros("taken_at"),
+        micros("expires_at"),
+        micros(NOW)
+    );
+    DialectSql {
+        create_table: format!(
+            "CREATE TABLE IF NOT EXISTS {t} (\n    \
+                name       text COLLATE \"C\" NOT NULL PRIMARY KEY,\n    \
+                holder     text,\n    \
+                fence      bigint NOT NULL,\n    \
+                taken_at   timestamptz NOT NULL,\n    \
+                expires_at timestamptz NOT NULL\n\
+            )"
+        ),
+        // The `WHERE NOT EXISTS` guard reads the row from the statement's snapshot first: when
+        // the lease is held (the common, contended case) nothing is inserted, so the statement
+        // takes no row lock, gets no transaction id and writes no WAL, and its commit waits for
+        // no flush. When the snapshot shows the lease free, the upsert decides again under the
+        // row lock with the `DO UPDATE ... WHERE`, which sees the latest committed row: two
+        // callers can never both win. A guard that misses a lease released a moment ago answers
+        // "held", which was true when the snapshot was taken.
+        try_acquire: Template::new(
+            format!(
+                "INSERT INTO {t} AS l (name, holder, fence, taken_at, expires_at)\n\
+                 SELECT $1::text, $2::text, 1, {NOW}, {NOW} + {ttl}\n\
+                 WHERE NOT EXISTS (\n    \
+                     SELECT 1 FROM {t} AS held\n    \
+                     WHERE held.name = $1::text AND held.holder IS NOT NULL AND held.expires_at > {NOW}\n\
+                 )\n\
+                 ON CONFLICT (name) DO UPDATE\n\
+                 SET holder = excluded.holder, fence = l.fence + 1, taken_at = excluded.taken_at, expires_at = excluded.expires_at\n\
+                 WHERE l.holder IS NULL OR l.expires_at <= excluded.taken_at\n\
+                 RETURNING l.fence, 1::int8 AS won",
+                ttl = interval(3)
+            ),
+            &[Arg::Name, Arg::Holder, Arg::Micros],
+        ),
+        renew: Template::new(
+            format!(
+                "UPDATE {t} SET expires_at = {NOW} + {ttl}\n\
+                 WHERE name = $1::text AND holder = $2::text AND expires_at > {NOW}",
+                ttl = interval(3)
+            ),
+            &[Arg::Name, Arg::Holder, Arg::Micros],
+        ),
+        release: Template::new(
+            format!(
+                "UPDATE {t} SET\n    \
+                     expires_at = GREATEST(taken_at + {hold}, {NOW}),\n    \
+                     holder = CASE WHEN taken_at + {hold} > {NOW} THEN holder END\n\
+                 WHERE name = $1::text AND holder = $2::text AND expires_at > {NOW}",
+                hold = interval(3)
+            ),
+            &[Arg::Name, Arg::Holder, Arg::Micros],
+        ),
+        inspect: Template::new(
+            format!("SELECT {columns} FROM {t} WHERE name = $1::text AND holder IS NOT NULL"),
+            &[Arg::Name],
+        ),
+        // `COLLATE "C"` orders by bytes, as the memory store does, whatever the table's collation.
+        list: format!(
+            "SELECT {columns} FROM {t} WHERE holder IS NOT NULL ORDER BY name COLLATE \"C\""
+        ),
+    }
+}
+
+/// One statement for any number of pairs: the names and holders travel as two arrays, so the
+/// text is the same for every batch and can be prepared once.
+pub(crate) fn renew_many_sql(t: &str) -> String {
+    format!(
+        "UPDATE {t} AS l SET expires_at = {NOW} + {ttl}\n\
+         FROM unnest($1::text[], $2::text[]) AS r(name, holder)\n\
+         WHERE l.name = r.name AND l.holder = r.holder AND l.expires_at > {NOW}\n\
+         RETURNING l.name, l.holder",
+        ttl = interval(3)
+    )
+}
+
+pub(crate) fn renew_many_params<'a>(pairs: &[(&'a str, &'a str)], micros: i64) -> Vec<Param<'a>> {
+    vec![
+        Param::TextArray(pairs.iter().map(|(name, _)| *name).collect()),
+        Param::TextArray(pairs.iter().map(|(_, holder)| *holder).collect()),
+        Param::Int(micros),
+    ]
+}

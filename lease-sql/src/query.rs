@@ -1,0 +1,62 @@
+//! [`Query`] and [`Param`]: one statement with its parameters, ready for a driver to run.
+
+use std::borrow::Cow;
+
+/// One parameter of a [`Query`], in the type the statement expects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Param<'a> {
+    /// Text: a lease name or a holder id (PostgreSQL `text`, MariaDB a string compared with
+    /// the binary column, SQLite `TEXT`).
+    Text(&'a str),
+    /// A 64-bit integer: a duration in microseconds.
+    Int(i64),
+    /// An array of text (PostgreSQL `text[]`, only in [`Statements::renew_many`]).
+    ///
+    /// [`Statements::renew_many`]: crate::Statements::renew_many
+    TextArray(Vec<&'a str>),
+}
+
+/// A statement and its parameters in binding order: bind each [`Param`] in turn, then run
+/// [`sql`](Query::sql).
+///
+/// The order is the placeholders' order for the dialect (`$1, $2, ...` on PostgreSQL, each `?`
+/// in turn on MariaDB, `?1, ?2, ...` on SQLite), so a driver never needs to know which parameter
+/// is which.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Query<'a> {
+    pub(crate) sql: Cow<'a, str>,
+    pub(crate) params: Vec<Param<'a>>,
+}
+
+impl<'a> Query<'a> {
+    /// The statement's text, with placeholders.
+    pub fn sql(&self) -> &str {
+        &self.sql
+    }
+
+    /// The parameters, in binding order.
+    pub fn params(&self) -> &[Param<'a>] {
+        &self.params
+    }
+
+    /// The statement's text and its parameters, to hand to a driver by value.
+    pub fn into_parts(self) -> (Cow<'a, str>, Vec<Param<'a>>) {
+        (self.sql, self.params)
+    }
+}
+
+/// What [`Statements::renew_many`](crate::Statements::renew_many) answers with, which depends on
+/// the dialect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RenewManyResult {
+    /// Rows of `(name, holder)`, one for each lease the statement renewed (PostgreSQL, SQLite:
+    /// `UPDATE ... RETURNING`). Map them back with
+    /// [`renewed_in_order`](crate::renewed_in_order).
+    Rows,
+    /// Only the number of leases the statement renewed (MariaDB, which has no `RETURNING` on
+    /// `UPDATE`; the count is that of matched rows, as with the `CLIENT_FOUND_ROWS` flag that
+    /// sqlx and diesel set). When it equals the number of pairs sent, all were renewed; when it
+    /// is smaller, renew the pairs one by one with [`Statements::renew`](crate::Statements::renew)
+    /// to learn which: renewing a lease twice is harmless, and a lost one stays lost.
+    Count,
+}

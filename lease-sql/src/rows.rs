@@ -1,0 +1,216 @@
+//! Turning what the statements return into lease-core's types, the same way for every driver.
+
+use std::collections::HashSet;
+use std::time::{Duration, SystemTime};
+
+use lease_core::{BoxError, Fence, HolderId, LeaseInfo, LeaseName, Ttl};
+
+/// The longest minimum hold a release sends: longer ones are cut to this. A thousand years keeps
+/// every dialect's time arithmetic in range (MariaDB's `DATETIME` ends in 9999).
+pub const MAX_MIN_HOLD: Duration = Duration::from_secs(1000 * 365 * 24 * 60 * 60);
+
+/// A TTL as the statements bind it: microseconds.
+pub fn ttl_micros(ttl: Ttl) -> i64 {
+    // Ttl::MAX is 365 days: far inside i64 microseconds.
+    i64::try_from(ttl.as_millis() * 1000).unwrap_or(i64::MAX)
+}
+
+/// A minimum hold as the statements bind it: microseconds, at most [`MAX_MIN_HOLD`].
+pub fn min_hold_micros(min_hold: Duration) -> i64 {
+    // MAX_MIN_HOLD is about 3.2e16 microseconds, so the cast cannot overflow.
+    min_hold.min(MAX_MIN_HOLD).as_micros() as i64
+}
+
+/// A time the statements return, in microseconds since the Unix epoch.
+pub fn time_from_micros(micros: i64) -> SystemTime {
+    let offset = Duration::from_micros(micros.unsigned_abs());
+    if micros >= 0 {
+        SystemTime::UNIX_EPOCH + offset
+    } else {
+        SystemTime::UNIX_EPOCH - offset
+    }
+}
+
+/// The fence a try-acquire row carries, when that row says the lease was taken.
+///
+/// Every dialect's try-acquire returns zero or one row of `(fence, won)`.
+///
+/// # Errors
+/// When the fence is negative, which no statement of this crate ever writes.
+pub fn acquired(row: Option<(i64, i64)>) -> Result<Option<Fence>, BoxError> {
+    match row {
+        Some((fence, won)) if won != 0 => Ok(Some(fence_from(fence)?)),
+        _ => Ok(None),
+    }
+}
+
+fn fence_from(fence: i64) -> Result<Fence, BoxError> {
+    u64::try_from(fence)
+        .map(Fence::new)
+        .map_err(|_| format!("the lease table holds a negative fence ({fence})").into())
+}
+
+/// One row of inspect or list: `(name, holder, fence, taken_at, expires_at, observed_at)`, the
+/// times in microseconds since the Unix epoch on the database's clock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseRow {
+    /// The lease name.
+    pub name: String,
+    /// The holder id.
+    pub holder: String,
+    /// The fence of the latest acquisition.
+    pub fence: i64,
+    /// When the lease was taken.
+    pub taken_at: i64,
+    /// When it expires.
+    pub expires_at: i64,
+    /// The database's time when the row was read.
+    pub observed_at: i64,
+}
+
+impl LeaseRow {
+    /// The row as [`LeaseInfo`].
+    ///
+    /// # Errors
+    /// When the table holds what this crate never writes: an invalid name or a negative fence.
+    pub fn into_info(self) -> Result<LeaseInfo, BoxError> {
+        Ok(LeaseInfo::new(
+            LeaseName::new(&self.name)?,
+            HolderId::from_stored(self.holder),
+            fence_from(self.fence)?,
+            time_from_micros(self.taken_at),
+            time_from_micros(self.expires_at),
+            time_from_micros(self.observed_at),
+        ))
+    }
+}
+
+impl From<(String, String, i64, i64, i64, i64)> for LeaseRow {
+    fn from(
+        (name, holder, fence, taken_at, expires_at, observed_at): (
+            String,
+            String,
+            i64,
+            i64,
+            i64,
+            i64,
+        ),
+    ) -> Self {
+        Self {
+            name,
+            holder,
+            fence,
+            taken_at,
+            expires_at,
+            observed_at,
+        }
+    }
+}
+
+/// The pairs of a renew-many call with repeats removed, in first-seen order. Renewing a pair
+/// twice in one call answers the same for both, so each is sent once.
+pub fn distinct_pairs(leases: &[(LeaseName, HolderId)]) -> Vec<(&str, &str)> {
+    let mut seen = HashSet::with_capacity(leases.len());
+    leases
+        .iter()
+        .map(|(name, holder)| (name.as_str(), holder.as_str()))
+        .filter(|pair| seen.insert(*pair))
+        .collect()
+}
+
+/// The answer of renew-many in input order: whether each `(name, holder)` is among the pairs the
+/// statements returned as renewed.
+pub fn renewed_in_order<N, H>(
+    leases: &[(LeaseName, HolderId)],
+    renewed: impl IntoIterator<Item = (N, H)>,
+) -> Vec<bool>
+where
+    N: AsRef<str>,
+    H: AsRef<str>,
+{
+    let renewed: HashSet<(String, String)> = renewed
+        .into_iter()
+        .map(|(name, holder)| (name.as_ref().to_owned(), holder.as_ref().to_owned()))
+        .collect();
+    leases
+        .iter()
+        .map(|(name, holder)| {
+            renewed.contains(&(name.as_str().to_owned(), holder.as_str().to_owned()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(name: &str, holder: &str) -> (LeaseName, HolderId) {
+        (LeaseName::new(name).unwrap(), HolderId::from_stored(holder))
+    }
+
+    #[test]
+    fn durations_bind_as_microseconds_and_long_holds_are_capped() {
+        assert_eq!(ttl_micros(Ttl::from_millis(1500).unwrap()), 1_500_000);
+        assert_eq!(ttl_micros(Ttl::MAX), 365 * 24 * 3600 * 1_000_000);
+        assert_eq!(min_hold_micros(Duration::from_micros(7)), 7);
+        assert_eq!(
+            min_hold_micros(Duration::MAX),
+            min_hold_micros(MAX_MIN_HOLD)
+        );
+    }
+
+    #[test]
+    fn times_come_back_from_microseconds_either_side_of_the_epoch() {
+        assert_eq!(
+            time_from_micros(1_700_000_000_123_456),
+            SystemTime::UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_000)
+        );
+        assert_eq!(
+            time_from_micros(-1),
+            SystemTime::UNIX_EPOCH - Duration::from_micros(1)
+        );
+    }
+
+    #[test]
+    fn only_a_won_row_is_an_acquisition() {
+        assert_eq!(acquired(None).unwrap(), None);
+        assert_eq!(acquired(Some((4, 0))).unwrap(), None);
+        assert_eq!(acquired(Some((4, 1))).unwrap(), Some(Fence::new(4)));
+        assert!(acquired(Some((-1, 1))).is_err());
+    }
+
+    #[test]
+    fn rows_become_lease_info_and_bad_rows_are_errors() {
+        let row = LeaseRow::from(("sweep".to_owned(), "h".to_owned(), 3, 1_000, 2_000, 1_500));
+        let info = row.clone().into_info().unwrap();
+        assert_eq!(info.name.as_str(), "sweep");
+        assert_eq!(info.fence, Fence::new(3));
+        assert!(!info.is_expired());
+        assert_eq!(info.expires_in(), Duration::from_micros(500));
+        assert!(
+            LeaseRow {
+                name: String::new(),
+                ..row.clone()
+            }
+            .into_info()
+            .is_err()
+        );
+        assert!(LeaseRow { fence: -2, ..row }.into_info().is_err());
+    }
+
+    #[test]
+    fn renew_many_answers_in_input_order_and_repeats_agree() {
+        let leases = [
+            pair("a", "1"),
+            pair("b", "2"),
+            pair("a", "1"),
+            pair("a", "9"),
+        ];
+        assert_eq!(
+            distinct_pairs(&leases),
+            vec![("a", "1"), ("b", "2"), ("a", "9")]
+        );
+        let renewed = renewed_in_order(&leases, [("a", "1")]);
+        assert_eq!(renewed, vec![true, false, true, false]);
+    }
+}

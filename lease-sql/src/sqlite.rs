@@ -1,0 +1,87 @@
+//! SQLite (3.42 and later, for `unixepoch('subsec')`; the bundled library is newer): numbered
+//! `?n` placeholders, times as integer Unix milliseconds, and the clock read inside the
+//! statement.
+//!
+//! SQLite gives one value for `'now'` throughout a statement, so every comparison and every
+//! time written in one statement agree.
+
+use crate::Param;
+use crate::template::{Arg, DialectSql, Template};
+
+/// The statement's time in whole Unix milliseconds. `round` rather than a plain cast, because
+/// the seconds come as a floating-point number that may sit just below the millisecond.
+const NOW: &str = "CAST(round(unixepoch('subsec') * 1000) AS INTEGER)";
+
+pub(crate) fn sql(t: &str) -> DialectSql {
+    // Durations arrive in microseconds like on every dialect; the table holds milliseconds.
+    let columns = format!("name, holder, fence, taken_at * 1000, expires_at * 1000, {NOW} * 1000");
+    DialectSql {
+        create_table: format!(
+            "CREATE TABLE IF NOT EXISTS {t} (\n    \
+                name       TEXT NOT NULL PRIMARY KEY,\n    \
+                holder     TEXT,\n    \
+                fence      INTEGER NOT NULL,\n    \
+                taken_at   INTEGER NOT NULL,\n    \
+                expires_at INTEGER NOT NULL\n\
+            )"
+        ),
+        // SQLite runs one writer at a time, so the upsert decides with the database to itself.
+        try_acquire: Template::new(
+            format!(
+                "INSERT INTO {t} (name, holder, fence, taken_at, expires_at)\n\
+                 VALUES (?1, ?2, 1, {NOW}, {NOW} + ?3 / 1000)\n\
+                 ON CONFLICT (name) DO UPDATE\n\
+                 SET holder = excluded.holder, fence = fence + 1, taken_at = excluded.taken_at, expires_at = excluded.expires_at\n\
+                 WHERE holder IS NULL OR expires_at <= excluded.taken_at\n\
+                 RETURNING fence, 1 AS won"
+            ),
+            &[Arg::Name, Arg::Holder, Arg::Micros],
+        ),
+        renew: Template::new(
+            format!(
+                "UPDATE {t} SET expires_at = {NOW} + ?3 / 1000\n\
+                 WHERE name = ?1 AND holder = ?2 AND expires_at > {NOW}"
+            ),
+            &[Arg::Name, Arg::Holder, Arg::Micros],
+        ),
+        release: Template::new(
+            format!(
+                "UPDATE {t} SET\n    \
+                     expires_at = max(taken_at + ?3 / 1000, {NOW}),\n    \
+                     holder = CASE WHEN taken_at + ?3 / 1000 > {NOW} THEN holder END\n\
+                 WHERE name = ?1 AND holder = ?2 AND expires_at > {NOW}"
+            ),
+            &[Arg::Name, Arg::Holder, Arg::Micros],
+        ),
+        inspect: Template::new(
+            format!("SELECT {columns} FROM {t} WHERE name = ?1 AND holder IS NOT NULL"),
+            &[Arg::Name],
+        ),
+        // The default BINARY collation orders by bytes, as the memory store does.
+        list: format!("SELECT {columns} FROM {t} WHERE holder IS NOT NULL ORDER BY name"),
+    }
+}
+
+/// One `UPDATE ... FROM (VALUES ...) RETURNING` for the batch: `?1` is the TTL, then each pair.
+pub(crate) fn renew_many_sql(t: &str, pairs: usize) -> String {
+    let rows = (0..pairs)
+        .map(|i| format!("(?{}, ?{})", 2 * i + 2, 2 * i + 3))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "UPDATE {t} AS l SET expires_at = {NOW} + ?1 / 1000\n\
+         FROM (VALUES {rows}) AS r\n\
+         WHERE l.name = r.column1 AND l.holder = r.column2 AND l.expires_at > {NOW}\n\
+         RETURNING name, holder"
+    )
+}
+
+pub(crate) fn renew_many_params<'a>(pairs: &[(&'a str, &'a str)], micros: i64) -> Vec<Param<'a>> {
+    std::iter::once(Param::Int(micros))
+        .chain(
+            pairs
+                .iter()
+                .flat_map(|&(name, holder)| [Param::Text(name), Param::Text(holder)]),
+        )
+        .collect()
+}

@@ -1,0 +1,319 @@
+//! [`Statements`]: every statement of one dialect for one table, built once.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use lease_core::{HolderId, LeaseName, Ttl};
+
+use crate::template::DialectSql;
+use crate::{
+    Dialect, Query, RenewManyResult, TableName, min_hold_micros, mysql, postgres, sqlite,
+    ttl_micros,
+};
+
+/// Every statement a lease store runs, for one dialect and one validated table name.
+///
+/// Build it once when the store is made; each method then hands out a [`Query`] (the text and
+/// the parameters in binding order) without building any SQL, except renew-many on MariaDB and
+/// SQLite for a batch of another size than the last full one.
+///
+/// What each statement returns:
+///
+/// | method | result |
+/// |---|---|
+/// | [`create_table`](Statements::create_table) | nothing; idempotent (`CREATE TABLE IF NOT EXISTS`) |
+/// | [`try_acquire`](Statements::try_acquire) | zero or one row `(fence BIGINT, won BIGINT)`: taken iff `won` is 1 ([`acquired`](crate::acquired)) |
+/// | [`renew`](Statements::renew), [`release`](Statements::release) | affected rows: 1 if the holder held it, else 0 |
+/// | [`inspect`](Statements::inspect), [`list`](Statements::list) | rows of [`LeaseRow`](crate::LeaseRow) columns |
+/// | [`renew_many`](Statements::renew_many) | see [`RenewManyResult`] |
+///
+/// ```
+/// use lease_core::{HolderId, LeaseName, Ttl};
+/// use lease_sql::{Dialect, Param, Statements, TableName};
+///
+/// let statements = Statements::new(Dialect::Postgres, &TableName::new("leases")?);
+/// let name = LeaseName::new("sweep")?;
+/// let holder = HolderId::generate();
+/// let query = statements.renew(&name, &holder, Ttl::from_secs(120)?);
+/// assert!(query.sql().starts_with("UPDATE \"leases\""));
+/// assert_eq!(query.params()[0], Param::Text("sweep"));
+/// assert_eq!(query.params()[2], Param::Int(120_000_000));
+/// # Ok::<(), lease_core::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Statements {
+    dialect: Dialect,
+    table: TableName,
+    quoted: String,
+    sql: DialectSql,
+    /// Renew-many for a full batch (PostgreSQL: for any batch).
+    renew_many_full: String,
+}
+
+impl Statements {
+    /// The statements of `dialect` on `table`.
+    pub fn new(dialect: Dialect, table: &TableName) -> Self {
+        let quoted = table.quoted(dialect.quote());
+        let sql = match dialect {
+            Dialect::Postgres => postgres::sql(&quoted),
+            Dialect::MySql => mysql::sql(&quoted),
+            Dialect::Sqlite => sqlite::sql(&quoted),
+        };
+        let renew_many_full = renew_many_sql(dialect, &quoted, dialect.renew_many_batch());
+        Self {
+            dialect,
+            table: table.clone(),
+            quoted,
+            sql,
+            renew_many_full,
+        }
+    }
+
+    /// The dialect.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// The table.
+    pub fn table(&self) -> &TableName {
+        &self.table
+    }
+
+    /// `CREATE TABLE IF NOT EXISTS` for the lease table. The same text, for the default table,
+    /// ships as `sql/<dialect>.sql` for those who run their own migrations.
+    pub fn create_table(&self) -> &str {
+        &self.sql.create_table
+    }
+
+    /// Try-acquire. Parameters: name, holder, TTL in microseconds (MariaDB: and the holder again,
+    /// to tell the winner in `RETURNING`).
+    pub fn try_acquire<'a>(
+        &'a self,
+        name: &'a LeaseName,
+        holder: &'a HolderId,
+        ttl: Ttl,
+    ) -> Query<'a> {
+        let template = &self.sql.try_acquire;
+        Query {
+            sql: Cow::Borrowed(&template.sql),
+            params: template.params(name.as_str(), holder.as_str(), ttl_micros(ttl)),
+        }
+    }
+
+    /// Renew. Parameters: name, holder, TTL in microseconds (MariaDB: the TTL first).
+    pub fn renew<'a>(&'a self, name: &'a LeaseName, holder: &'a HolderId, ttl: Ttl) -> Query<'a> {
+        let template = &self.sql.renew;
+        Query {
+            sql: Cow::Borrowed(&template.sql),
+            params: template.params(name.as_str(), holder.as_str(), ttl_micros(ttl)),
+        }
+    }
+
+    /// Release, keeping the lease until `min_hold` after it was taken when that is still ahead.
+    /// Parameters: name, holder, minimum hold in microseconds (MariaDB: the hold first).
+    pub fn release<'a>(
+        &'a self,
+        name: &'a LeaseName,
+        holder: &'a HolderId,
+        min_hold: Duration,
+    ) -> Query<'a> {
+        let template = &self.sql.release;
+        Query {
+            sql: Cow::Borrowed(&template.sql),
+            params: template.params(name.as_str(), holder.as_str(), min_hold_micros(min_hold)),
+        }
+    }
+
+    /// Inspect one lease. Parameter: name.
+    pub fn inspect<'a>(&'a self, name: &'a LeaseName) -> Query<'a> {
+        let template = &self.sql.inspect;
+        Query {
+            sql: Cow::Borrowed(&template.sql),
+            params: template.params(name.as_str(), "", 0),
+        }
+    }
+
+    /// List every held lease, ordered by name (bytewise). No parameters.
+    pub fn list(&self) -> Query<'_> {
+        Query {
+            sql: Cow::Borrowed(&self.sql.list),
+            params: Vec::new(),
+        }
+    }
+
+    /// Renew-many for one batch of at most [`Dialect::renew_many_batch`] distinct pairs (see
+    /// [`distinct_pairs`](crate::distinct_pairs)); what it returns is
+    /// [`Dialect::renew_many_result`].
+    ///
+    /// Parameters: PostgreSQL `$1` the names as `text[]`, `$2` the holders as `text[]`, `$3`
+    /// the TTL in microseconds; MariaDB each name and holder in turn, then the TTL; SQLite `?1`
+    /// the TTL, then each name and holder in turn.
+    ///
+    /// # Panics
+    /// When `pairs` is empty or longer than a batch: split the call first.
+    pub fn renew_many<'a>(&'a self, pairs: &[(&'a str, &'a str)], ttl: Ttl) -> Query<'a> {
+        assert!(
+            !pairs.is_empty() && pairs.len() <= self.dialect.renew_many_batch(),
+            "a renew-many batch holds 1 to {} pairs, not {}",
+            self.dialect.renew_many_batch(),
+            pairs.len()
+        );
+        let micros = ttl_micros(ttl);
+        let (sql, params) = match self.dialect {
+            Dialect::Postgres => (
+                Cow::Borrowed(self.renew_many_full.as_str()),
+                postgres::renew_many_params(pairs, micros),
+            ),
+            Dialect::MySql | Dialect::Sqlite => {
+                let sql = if pairs.len() == self.dialect.renew_many_batch() {
+                    Cow::Borrowed(self.renew_many_full.as_str())
+                } else {
+                    Cow::Owned(renew_many_sql(self.dialect, &self.quoted, pairs.len()))
+                };
+                let params = match self.dialect {
+                    Dialect::MySql => mysql::renew_many_params(pairs, micros),
+                    _ => sqlite::renew_many_params(pairs, micros),
+                };
+                (sql, params)
+            }
+        };
+        Query { sql, params }
+    }
+
+    /// What [`renew_many`](Statements::renew_many) returns.
+    pub fn renew_many_result(&self) -> RenewManyResult {
+        self.dialect.renew_many_result()
+    }
+}
+
+fn renew_many_sql(dialect: Dialect, quoted: &str, pairs: usize) -> String {
+    match dialect {
+        Dialect::Postgres => postgres::renew_many_sql(quoted),
+        Dialect::MySql => mysql::renew_many_sql(quoted, pairs),
+        Dialect::Sqlite => sqlite::renew_many_sql(quoted, pairs),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Param;
+
+    const DIALECTS: [Dialect; 3] = [Dialect::Postgres, Dialect::MySql, Dialect::Sqlite];
+
+    /// How many parameters the text of a statement asks for.
+    fn placeholders(dialect: Dialect, sql: &str) -> usize {
+        match dialect {
+            Dialect::MySql => sql.matches('?').count(),
+            Dialect::Postgres | Dialect::Sqlite => {
+                let marker = if dialect == Dialect::Postgres {
+                    '$'
+                } else {
+                    '?'
+                };
+                sql.match_indices(marker)
+                    .filter_map(|(at, _)| {
+                        let digits: String = sql[at + 1..]
+                            .chars()
+                            .take_while(char::is_ascii_digit)
+                            .collect();
+                        digits.parse::<usize>().ok()
+                    })
+                    .max()
+                    .unwrap_or(0)
+            }
+        }
+    }
+
+    #[test]
+    fn every_statement_gets_as_many_parameters_as_it_has_placeholders() {
+        let name = LeaseName::new("a").unwrap();
+        let holder = HolderId::generate();
+        let ttl = Ttl::from_secs(1).unwrap();
+        let pairs: Vec<(&str, &str)> = vec![("a", "h"); 3];
+        for dialect in DIALECTS {
+            let s = Statements::new(dialect, &TableName::default());
+            let full: Vec<(&str, &str)> = vec![("a", "h"); dialect.renew_many_batch()];
+            for query in [
+                s.try_acquire(&name, &holder, ttl),
+                s.renew(&name, &holder, ttl),
+                s.release(&name, &holder, Duration::from_secs(1)),
+                s.inspect(&name),
+                s.list(),
+                s.renew_many(&pairs, ttl),
+                s.renew_many(&full, ttl),
+            ] {
+                assert_eq!(
+                    placeholders(dialect, query.sql()),
+                    query.params().len(),
+                    "{dialect:?}: {}",
+                    query.sql()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_table_name_is_quoted_everywhere() {
+        let table = TableName::new("jobs.Order").unwrap();
+        let pg = Statements::new(Dialect::Postgres, &table);
+        assert!(
+            pg.create_table()
+                .starts_with("CREATE TABLE IF NOT EXISTS \"jobs\".\"Order\" (")
+        );
+        assert!(pg.list().sql().contains("FROM \"jobs\".\"Order\" WHERE"));
+        let my = Statements::new(Dialect::MySql, &table);
+        assert!(my.create_table().contains("`jobs`.`Order`"));
+    }
+
+    #[test]
+    fn mariadb_binds_each_placeholder_in_text_order() {
+        let s = Statements::new(Dialect::MySql, &TableName::default());
+        let name = LeaseName::new("n").unwrap();
+        let holder = HolderId::from_stored("h");
+        let ttl = Ttl::from_millis(2).unwrap();
+        assert_eq!(
+            s.try_acquire(&name, &holder, ttl).params(),
+            [
+                Param::Text("n"),
+                Param::Text("h"),
+                Param::Int(2000),
+                Param::Text("h")
+            ]
+        );
+        assert_eq!(
+            s.renew(&name, &holder, ttl).params(),
+            [Param::Int(2000), Param::Text("n"), Param::Text("h")]
+        );
+        assert_eq!(
+            s.renew_many(&[("n", "h"), ("m", "g")], ttl).params(),
+            [
+                Param::Text("n"),
+                Param::Text("h"),
+                Param::Text("m"),
+                Param::Text("g"),
+                Param::Int(2000)
+            ]
+        );
+    }
+
+    #[test]
+    fn the_expiry_is_assigned_last_in_the_mariadb_upsert() {
+        let s = Statements::new(Dialect::MySql, &TableName::default());
+        let (name, holder) = (LeaseName::new("n").unwrap(), HolderId::generate());
+        let sql = s.try_acquire(&name, &holder, Ttl::MIN).sql;
+        let update = &sql[sql.find("ON DUPLICATE KEY UPDATE").unwrap()..];
+        let position = |column: &str| update.find(&format!("{column} = IF(")).unwrap();
+        assert!(position("fence") < position("taken_at"));
+        assert!(position("taken_at") < position("holder"));
+        assert!(position("holder") < position("expires_at"));
+    }
+
+    #[test]
+    #[should_panic(expected = "a renew-many batch holds")]
+    fn an_oversized_renew_many_batch_is_refused() {
+        let s = Statements::new(Dialect::Sqlite, &TableName::default());
+        let pairs = vec![("a", "h"); 501];
+        let _ = s.renew_many(&pairs, Ttl::MIN);
+    }
+}

@@ -1,0 +1,50 @@
+//! [`Template`]: a statement's text and which value fills each placeholder.
+
+use crate::Param;
+
+/// A value a statement takes, named so that each dialect can put its placeholders in whatever
+/// order its SQL needs and repeat one where it has no numbered placeholders (MariaDB).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arg {
+    /// The lease name.
+    Name,
+    /// The holder id.
+    Holder,
+    /// The TTL or the minimum hold, in microseconds.
+    Micros,
+}
+
+/// A statement's text and, in binding order, the values of its placeholders.
+#[derive(Debug, Clone)]
+pub(crate) struct Template {
+    pub(crate) sql: String,
+    pub(crate) args: &'static [Arg],
+}
+
+impl Template {
+    pub(crate) fn new(sql: String, args: &'static [Arg]) -> Self {
+        Self { sql, args }
+    }
+
+    pub(crate) fn params<'a>(&self, name: &'a str, holder: &'a str, micros: i64) -> Vec<Param<'a>> {
+        self.args
+            .iter()
+            .map(|arg| match arg {
+                Arg::Name => Param::Text(name),
+                Arg::Holder => Param::Text(holder),
+                Arg::Micros => Param::Int(micros),
+            })
+            .collect()
+    }
+}
+
+/// The text of every statement of one dialect for one table.
+#[derive(Debug, Clone)]
+pub(crate) struct DialectSql {
+    pub(crate) create_table: String,
+    pub(crate) try_acquire: Template,
+    pub(crate) renew: Template,
+    pub(crate) release: Template,
+    pub(crate) inspect: Template,
+    pub(crate) list: String,
+}
