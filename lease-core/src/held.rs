@@ -4,7 +4,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 use futures::channel::oneshot;
-use futures::future::{self, Either, FutureExt, Shared};
+use futures::future::{self, FutureExt, Shared};
 
 use crate::clock::Clock;
 use crate::{Fence, HolderId, LeaseName, LossReason};
@@ -146,13 +146,9 @@ impl Held {
             }
             let deadline = self.deadline();
             let sleep = std::pin::pin!(self.clock.sleep_until(deadline));
-            // Woken either by a rejection, or by the deadline as it stood: the loop then reads
-            // whether a renewal moved it.
-            if let Either::Left(_) = future::select(self.lost.clone(), sleep).await {
-                if let Some(reason) = self.loss() {
-                    return reason;
-                }
-            }
+            // Woken either by a loss, or by the deadline as it stood: the loop then reads whether
+            // a renewal moved it.
+            future::select(self.lost.clone(), sleep).await;
         }
     }
 }

@@ -153,13 +153,14 @@ impl LeaseClient {
                 }
             },
         };
-        if let Err(error) = guard.release_after(options.min_hold).await {
-            if let RunOutcome::Finished(_) = outcome {
-                tracing::warn!(
-                    error = &error as &dyn std::error::Error,
-                    "lease not released after the work finished"
-                );
-            }
+        // After a loss the release is expected to fail; after a clean finish it is worth a word.
+        if let Err(error) = guard.release_after(options.min_hold).await
+            && let RunOutcome::Finished(_) = outcome
+        {
+            tracing::warn!(
+                error = &error as &dyn std::error::Error,
+                "lease not released after the work finished"
+            );
         }
         Ok(Some(outcome))
     }

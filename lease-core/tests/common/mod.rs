@@ -1,0 +1,146 @@
+//! A store wrapper for tests: counts every call, and fails or hangs on command.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use lease_core::{
+    Error, Fence, HolderId, LeaseClient, LeaseInfo, LeaseName, LeaseStore, MemoryStore, Operation,
+    Ttl, async_trait, runtime::TokioRuntime,
+};
+
+/// What the wrapped store does with each call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Mode {
+    Pass = 0,
+    Fail = 1,
+    Hang = 2,
+}
+
+#[derive(Debug)]
+pub struct Faulty {
+    pub inner: MemoryStore,
+    mode: AtomicU8,
+    pub acquires: AtomicUsize,
+    pub renews: AtomicUsize,
+    pub renew_manys: AtomicUsize,
+    pub renewed_leases: AtomicUsize,
+    pub releases: AtomicUsize,
+}
+
+impl Faulty {
+    pub fn new(inner: MemoryStore) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            mode: AtomicU8::new(Mode::Pass as u8),
+            acquires: AtomicUsize::new(0),
+            renews: AtomicUsize::new(0),
+            renew_manys: AtomicUsize::new(0),
+            renewed_leases: AtomicUsize::new(0),
+            releases: AtomicUsize::new(0),
+        })
+    }
+
+    pub fn set(&self, mode: Mode) {
+        self.mode.store(mode as u8, Ordering::SeqCst);
+    }
+
+    pub fn calls(&self) -> usize {
+        [
+            &self.acquires,
+            &self.renews,
+            &self.renew_manys,
+            &self.releases,
+        ]
+        .iter()
+        .map(|c| c.load(Ordering::SeqCst))
+        .sum()
+    }
+
+    async fn gate(&self, operation: Operation) -> Result<(), Error> {
+        match self.mode.load(Ordering::SeqCst) {
+            0 => Ok(()),
+            1 => Err(Error::store(operation, None, "injected failure")),
+            _ => futures::future::pending().await,
+        }
+    }
+}
+
+#[async_trait]
+impl LeaseStore for Faulty {
+    async fn try_acquire(
+        &self,
+        name: &LeaseName,
+        holder: &HolderId,
+        ttl: Ttl,
+    ) -> Result<Option<Fence>, Error> {
+        self.acquires.fetch_add(1, Ordering::SeqCst);
+        self.gate(Operation::Acquire).await?;
+        self.inner.try_acquire(name, holder, ttl).await
+    }
+
+    async fn renew(&self, name: &LeaseName, holder: &HolderId, ttl: Ttl) -> Result<bool, Error> {
+        self.renews.fetch_add(1, Ordering::SeqCst);
+        self.gate(Operation::Renew).await?;
+        self.inner.renew(name, holder, ttl).await
+    }
+
+    async fn renew_many(
+        &self,
+        leases: &[(LeaseName, HolderId)],
+        ttl: Ttl,
+    ) -> Result<Vec<bool>, Error> {
+        self.renew_manys.fetch_add(1, Ordering::SeqCst);
+        self.renewed_leases
+            .fetch_add(leases.len(), Ordering::SeqCst);
+        self.gate(Operation::RenewMany).await?;
+        let mut renewed = Vec::with_capacity(leases.len());
+        for (name, holder) in leases {
+            renewed.push(self.inner.renew(name, holder, ttl).await?);
+        }
+        Ok(renewed)
+    }
+
+    async fn release(
+        &self,
+        name: &LeaseName,
+        holder: &HolderId,
+        min_hold: Duration,
+    ) -> Result<bool, Error> {
+        self.releases.fetch_add(1, Ordering::SeqCst);
+        self.gate(Operation::Release).await?;
+        self.inner.release(name, holder, min_hold).await
+    }
+
+    async fn inspect(&self, name: &LeaseName) -> Result<Option<LeaseInfo>, Error> {
+        self.gate(Operation::Inspect).await?;
+        self.inner.inspect(name).await
+    }
+
+    async fn list(&self) -> Result<Vec<LeaseInfo>, Error> {
+        self.gate(Operation::List).await?;
+        self.inner.list().await
+    }
+}
+
+/// A memory store on tokio's clock, so a paused test clock expires its leases too.
+pub fn tokio_memory() -> MemoryStore {
+    MemoryStore::with_clock(|| tokio::time::Instant::now().into_std())
+}
+
+/// A client with a 1 s TTL renewed every 250 ms, a 100 ms margin: local deadline 900 ms.
+pub fn fast_client(store: impl LeaseStore) -> LeaseClient {
+    LeaseClient::builder(store, TokioRuntime)
+        .ttl(Ttl::from_millis(1_000).unwrap())
+        .renew_every(Duration::from_millis(250))
+        .safety_margin(Duration::from_millis(100))
+        .build()
+        .unwrap()
+}
+
+pub fn name(text: &str) -> LeaseName {
+    LeaseName::new(text).unwrap()
+}

@@ -1,0 +1,242 @@
+//! The guard and the shared renewer: lost signals, deadlines, releases, many leases.
+
+mod common;
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use common::{Faulty, Mode, fast_client, name, tokio_memory};
+use lease_core::{
+    Error, HolderId, LeaseClient, LeaseStore, LossReason, Ttl, runtime::TokioRuntime,
+};
+use tokio::time::Instant;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_client_among_many_wins_and_the_others_skip() {
+    let store = std::sync::Arc::new(lease_core::MemoryStore::new());
+    let tasks = (0..32).map(|_| {
+        let client = LeaseClient::new(store.clone(), TokioRuntime);
+        // Winners keep their guard, so nobody can take the lease after a release.
+        tokio::spawn(async move { client.try_acquire("sweep").await.unwrap() })
+    });
+    let mut winners = Vec::new();
+    for task in tasks {
+        winners.extend(task.await.unwrap());
+    }
+    assert_eq!(winners.len(), 1, "{winners:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_held_lease_is_renewed_and_never_taken_over() {
+    let store = Faulty::new(tokio_memory());
+    let holder = fast_client(store.clone());
+    let guard = holder.try_acquire("alerts").await.unwrap().unwrap();
+    let other = fast_client(store.clone());
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(other.try_acquire("alerts").await.unwrap().is_none());
+        assert!(guard.is_held());
+    }
+    assert!(
+        store.renew_manys.load(Ordering::SeqCst) >= 20,
+        "renewed every 250 ms for 6 s"
+    );
+    guard.release().await.unwrap();
+    assert!(
+        other.try_acquire("alerts").await.unwrap().is_some(),
+        "released means free"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_lost_signal_fires_within_one_renewal_period_after_a_takeover() {
+    let store = tokio_memory();
+    let client = fast_client(store.clone());
+    let guard = client.try_acquire("alerts").await.unwrap().unwrap();
+
+    // Somebody takes the lease behind the holder's back (as after a partition healed).
+    assert!(
+        store
+            .release(guard.name(), guard.holder(), Duration::ZERO)
+            .await
+            .unwrap()
+    );
+    let thief = HolderId::generate();
+    let taken = store
+        .try_acquire(guard.name(), &thief, Ttl::from_secs(60).unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(taken > guard.fence());
+
+    let started = Instant::now();
+    assert_eq!(guard.lost().await, LossReason::Rejected);
+    assert!(
+        started.elapsed() <= Duration::from_millis(250),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(!guard.is_held());
+    assert!(matches!(
+        guard.release().await,
+        Err(Error::Lost {
+            reason: LossReason::Rejected,
+            ..
+        })
+    ));
+}
+
+async fn lost_before_the_store_expires_it(mode: Mode) {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(store.clone());
+    let guard = client.try_acquire("mail-checks").await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(guard.is_held());
+
+    store.set(mode);
+    assert_eq!(guard.lost().await, LossReason::DeadlinePassed);
+    assert!(!guard.is_held());
+    // The store still has the lease: the holder knew before anybody else could take it.
+    let info = store.inner.inspect(guard.name()).await.unwrap().unwrap();
+    assert!(
+        !info.is_expired(),
+        "the holder must give up before the store's expiry"
+    );
+    assert!(info.expires_in() >= Duration::from_millis(100) - Duration::from_millis(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_store_makes_the_guard_give_up_before_the_ttl() {
+    lost_before_the_store_expires_it(Mode::Fail).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hanging_store_makes_the_guard_give_up_before_the_ttl() {
+    lost_before_the_store_expires_it(Mode::Hang).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_store_that_recovers_in_time_keeps_the_lease() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(store.clone());
+    let guard = client.try_acquire("sweep").await.unwrap().unwrap();
+    store.set(Mode::Fail);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    store.set(Mode::Pass);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(guard.is_held());
+}
+
+#[tokio::test(start_paused = true)]
+async fn invalid_input_is_rejected_before_any_store_call() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(store.clone());
+    for bad in [String::new(), "x".repeat(256), "a\0b".to_owned()] {
+        assert!(matches!(
+            client.try_acquire(&bad).await,
+            Err(Error::InvalidName { .. })
+        ));
+        assert!(matches!(
+            client.acquire(&bad, Duration::from_secs(1)).await,
+            Err(Error::InvalidName { .. })
+        ));
+        assert!(matches!(
+            client.run_exclusive(&bad, |_| async {}).await,
+            Err(Error::InvalidName { .. })
+        ));
+        assert!(matches!(
+            client.campaign(&bad),
+            Err(Error::InvalidName { .. })
+        ));
+    }
+    let bad_config = LeaseClient::builder(store.clone(), TokioRuntime)
+        .ttl(Ttl::from_secs(10).unwrap())
+        .renew_every(Duration::from_secs(10))
+        .build();
+    assert!(matches!(bad_config, Err(Error::InvalidConfig { .. })));
+    assert_eq!(store.calls(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn acquire_waits_for_a_release_and_times_out_on_a_held_lease() {
+    let store = tokio_memory();
+    let holder = fast_client(store.clone());
+    let waiter = fast_client(store.clone());
+    let guard = holder.try_acquire("sweep").await.unwrap().unwrap();
+
+    let started = Instant::now();
+    match waiter.acquire("sweep", Duration::from_secs(3)).await {
+        Err(Error::Timeout { name, waited }) => {
+            assert_eq!(name.as_str(), "sweep");
+            assert!(waited >= Duration::from_secs(3));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(4));
+
+    let release = async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        guard.release().await.unwrap();
+    };
+    let (taken, ()) = tokio::join!(waiter.acquire("sweep", Duration::from_secs(30)), release);
+    assert!(taken.unwrap().fence().get() == 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dropped_guard_is_released_in_the_background() {
+    let store = tokio_memory();
+    let client = fast_client(store.clone());
+    drop(client.try_acquire("uptime:node-a").await.unwrap().unwrap());
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(store.inspect(&name("uptime:node-a")).await.unwrap(), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn release_after_min_hold_keeps_others_out_until_then() {
+    let store = tokio_memory();
+    let client = fast_client(store.clone());
+    let guard = client.try_acquire("mail-checks").await.unwrap().unwrap();
+    guard.release_after(Duration::from_secs(900)).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(899)).await;
+    assert!(client.try_acquire("mail-checks").await.unwrap().is_none());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(client.try_acquire("mail-checks").await.unwrap().is_some());
+}
+
+#[tokio::test(start_paused = true)]
+async fn ten_thousand_leases_are_renewed_in_batches_by_one_renewer() {
+    let store = Faulty::new(tokio_memory());
+    let client = LeaseClient::new(store.clone(), TokioRuntime);
+    let mut guards = Vec::with_capacity(10_000);
+    for i in 0..10_000 {
+        guards.push(
+            client
+                .try_acquire(format!("job-{i}"))
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+        if i % 1_000 == 999 {
+            // Leases taken at scattered moments still end up renewed together.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(10 * 60)).await;
+
+    assert!(guards.iter().all(|guard| guard.is_held()));
+    assert_eq!(
+        store.renews.load(Ordering::SeqCst),
+        0,
+        "no lease renewed on its own"
+    );
+    let calls = store.renew_manys.load(Ordering::SeqCst);
+    let renewed = store.renewed_leases.load(Ordering::SeqCst);
+    // Ten minutes at one round per 30 s is about 20 rounds of 10 batches of 1,000.
+    assert!(renewed >= 10_000 * 19, "{renewed} lease renewals");
+    assert!(
+        calls <= 10 * 22,
+        "{calls} renew_many calls for 10,000 leases over 10 minutes"
+    );
+    let info = store.inner.inspect(&name("job-0")).await.unwrap().unwrap();
+    assert!(info.expires_in() > Duration::from_secs(60));
+}

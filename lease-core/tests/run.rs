@@ -1,0 +1,178 @@
+//! run_exclusive: the work runs once, is cancelled on loss, and renewal needs no spawn.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::{Faulty, Mode, fast_client, tokio_memory};
+use futures::future::BoxFuture;
+use lease_core::{
+    LeaseClient, LeaseStore, LossReason, OnLoss, RunOptions, RunOutcome, Runtime, Ttl,
+    runtime::TokioRuntime,
+};
+
+#[tokio::test(start_paused = true)]
+async fn the_work_runs_renewed_and_the_lease_is_released_after() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(store.clone());
+    let outcome = client
+        .run_exclusive("sweep", |lease| async move {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            assert!(lease.is_held());
+            lease.fence().get()
+        })
+        .await
+        .unwrap();
+    assert_eq!(outcome, Some(RunOutcome::Finished(1)));
+    assert!(
+        store.renew_manys.load(Ordering::SeqCst) >= 15,
+        "five seconds at 250 ms"
+    );
+    assert_eq!(
+        store.inner.inspect(&common::name("sweep")).await.unwrap(),
+        None
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_held_lease_means_the_round_is_skipped() {
+    let store = tokio_memory();
+    let holder = fast_client(store.clone());
+    let _guard = holder.try_acquire("sweep").await.unwrap().unwrap();
+    let ran = AtomicUsize::new(0);
+    let outcome = fast_client(store)
+        .run_exclusive("sweep", |_| async { ran.fetch_add(1, Ordering::SeqCst) })
+        .await
+        .unwrap();
+    assert_eq!(outcome, None);
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn losing_the_lease_cancels_the_work() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(store.clone());
+    let steps = AtomicUsize::new(0);
+    let outcome = client
+        .run_exclusive("alerts", |_| async {
+            loop {
+                if steps.fetch_add(1, Ordering::SeqCst) == 4 {
+                    store.set(Mode::Fail);
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+        .await
+        .unwrap();
+    let outcome: RunOutcome<()> = outcome.unwrap();
+    assert_eq!(
+        outcome,
+        RunOutcome::Cancelled {
+            reason: LossReason::DeadlinePassed
+        }
+    );
+    let steps = steps.load(Ordering::SeqCst);
+    // Failing from 400 ms on, the local deadline (900 ms after the last renewal sent, at the
+    // latest 250 ms) passed by 1.15 s: no step ran after that.
+    assert!(steps <= 12, "{steps} steps");
+}
+
+#[tokio::test(start_paused = true)]
+async fn on_loss_finish_lets_the_work_end_and_says_so() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(store.clone());
+    let outcome = client
+        .run_exclusive_with(
+            "alerts",
+            RunOptions::default().on_loss(OnLoss::Finish),
+            |_| async {
+                store.set(Mode::Fail);
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                "done"
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        Some(RunOutcome::FinishedAfterLoss {
+            output: "done",
+            reason: LossReason::DeadlinePassed
+        })
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn min_hold_keeps_the_next_instance_out_for_the_period() {
+    let store = tokio_memory();
+    let options = RunOptions::default().min_hold(Duration::from_secs(15 * 60));
+    let first = fast_client(store.clone())
+        .run_exclusive_with("mail-checks", options, |_| async {})
+        .await
+        .unwrap();
+    assert!(first.is_some());
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let second = fast_client(store.clone())
+        .run_exclusive_with("mail-checks", options, |_| async {})
+        .await
+        .unwrap();
+    assert_eq!(second, None, "ran again within 15 minutes");
+}
+
+/// A runtime that can sleep but not spawn, like a bare executor.
+#[derive(Debug)]
+struct NoSpawn;
+
+impl Runtime for NoSpawn {
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(duration))
+    }
+
+    fn now(&self) -> std::time::Instant {
+        tokio::time::Instant::now().into_std()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_spawn_the_work_drives_renewal_for_every_lease() {
+    let store = Faulty::new(tokio_memory());
+    let client = LeaseClient::builder(store.clone(), NoSpawn)
+        .ttl(Ttl::from_secs(1).unwrap())
+        .build()
+        .unwrap();
+    let seen = Arc::new(AtomicUsize::new(0));
+    let runs = ["sweep", "alerts", "mail-checks", "uptime:node-a"].map(|job| {
+        let (client, seen) = (client.clone(), seen.clone());
+        async move {
+            client
+                .run_exclusive(job, |lease| async move {
+                    for _ in 0..50 {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        assert!(lease.is_held());
+                    }
+                    seen.fetch_add(1, Ordering::SeqCst);
+                })
+                .await
+        }
+    });
+    for outcome in futures::future::join_all(runs).await {
+        assert_eq!(outcome.unwrap(), Some(RunOutcome::Finished(())));
+    }
+    assert_eq!(seen.load(Ordering::SeqCst), 4);
+    assert!(store.renew_manys.load(Ordering::SeqCst) >= 15);
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_tokio_the_renewer_is_spawned_for_plain_guards() {
+    let store = Faulty::new(tokio_memory());
+    let client = LeaseClient::builder(store.clone(), TokioRuntime)
+        .ttl(Ttl::from_secs(1).unwrap())
+        .build()
+        .unwrap();
+    let guard = client.try_acquire("sweep").await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert!(guard.is_held());
+    assert!(store.renew_manys.load(Ordering::SeqCst) >= 30);
+}
