@@ -1,0 +1,213 @@
+//! Expiry on the store's clock: an expired lease is taken over, a renewed one never is, and a
+//! lapsed lease is never revived.
+
+use std::time::Duration;
+
+use lease_core::{HolderId, LeaseStore, Ttl};
+
+use super::{SHORT_TTL, long_ttl, name, short_ttl, wait_until_expired};
+use crate::failure::{ensure, ensure_eq};
+use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
+
+/// A lease whose holder stopped renewing is taken by the next caller, once the store's clock
+/// says it expired, with a higher fence; the old holder can then neither renew nor release it.
+pub async fn expired_lease_is_taken_over<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
+    let store = ctx.store().await?;
+    let name = name("alerts");
+    let (old, new) = (HolderId::generate(), HolderId::generate());
+
+    let old_fence = store
+        .try_acquire(&name, &old, short_ttl())
+        .await?
+        .ok_or_else(|| CaseFailure::new(format!("a fresh store refused {name}")))?;
+    ensure_eq!(
+        store.try_acquire(&name, &new, long_ttl()).await?,
+        None,
+        "acquiring {name} while its holder's lease runs"
+    );
+
+    wait_until_expired(ctx, &*store, &name).await?;
+    let new_fence = store.try_acquire(&name, &new, long_ttl()).await?;
+    let Some(new_fence) = new_fence else {
+        return Err(CaseFailure::new(format!(
+            "{name} was reported expired, yet taking it over returned None"
+        )));
+    };
+    ensure!(
+        new_fence > old_fence,
+        "the takeover's fence {new_fence} is not above the expired holder's {old_fence}"
+    );
+    ensure!(
+        !store.renew(&name, &old, long_ttl()).await?,
+        "the old holder renewed {name} after it was taken over"
+    );
+    ensure!(
+        !store.release(&name, &old, Duration::ZERO).await?,
+        "the old holder released {name} after it was taken over"
+    );
+    let info = store.inspect(&name).await?;
+    ensure_eq!(
+        info.map(|info| (info.holder, info.fence)),
+        Some((new, new_fence)),
+        "holder and fence of {name} after the takeover"
+    );
+    Ok(Verdict::Passed)
+}
+
+/// A lease renewed well within its TTL is never taken over, for several TTLs; once renewal
+/// stops, it is.
+pub async fn renewed_lease_is_never_taken_over<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
+    // Renewal every fifth of the TTL leaves most of it as slack for a busy machine.
+    let ttl = Ttl::from_secs(1)?;
+    let period = ttl.get() / 5;
+    let rounds = 12;
+
+    let store = ctx.store().await?;
+    let name = name("mail-checks");
+    let (holder, rival) = (HolderId::generate(), HolderId::generate());
+    let fence = store
+        .try_acquire(&name, &holder, ttl)
+        .await?
+        .ok_or_else(|| CaseFailure::new(format!("a fresh store refused {name}")))?;
+
+    for round in 0..rounds {
+        ctx.sleep(period).await;
+        ensure!(
+            store.renew(&name, &holder, ttl).await?,
+            "renewal {round} of {name} failed although it was renewed every {period:?} with a TTL of {ttl:?}"
+        );
+        ensure_eq!(
+            store.try_acquire(&name, &rival, ttl).await?,
+            None,
+            "a rival acquiring {name} after renewal {round}"
+        );
+    }
+    let info = store.inspect(&name).await?;
+    ensure_eq!(
+        info.map(|info| (info.holder, info.fence)),
+        Some((holder, fence)),
+        "holder and fence of {name} after {rounds} renewals"
+    );
+
+    wait_until_expired(ctx, &*store, &name).await?;
+    ensure!(
+        store.try_acquire(&name, &rival, ttl).await?.is_some(),
+        "{name} could not be taken over once its holder stopped renewing"
+    );
+    Ok(Verdict::Passed)
+}
+
+/// Renewing a lease that expired fails even when nobody took it over, by `renew` and by
+/// `renew_many`, and leaves it expired; releasing it fails too.
+pub async fn expired_lease_cannot_be_renewed<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
+    let store = ctx.store().await?;
+    let name = name("uptime:node-a");
+    let holder = HolderId::generate();
+    store
+        .try_acquire(&name, &holder, short_ttl())
+        .await?
+        .ok_or_else(|| CaseFailure::new(format!("a fresh store refused {name}")))?;
+    let expired = wait_until_expired(ctx, &*store, &name).await?;
+
+    ensure!(
+        !store.renew(&name, &holder, long_ttl()).await?,
+        "renew revived {name} after it expired"
+    );
+    ensure_eq!(
+        store
+            .renew_many(&[(name.clone(), holder.clone())], long_ttl())
+            .await?,
+        vec![false],
+        "renew_many of {name} after it expired"
+    );
+    ensure!(
+        !store.release(&name, &holder, Duration::ZERO).await?,
+        "release reported giving back {name} after it expired"
+    );
+    let after = store.inspect(&name).await?;
+    let Some(after) = after else {
+        return Err(CaseFailure::new(format!(
+            "inspect({name}) reported nothing: an expired lease nobody released or took over \
+             must still be reported"
+        )));
+    };
+    ensure!(after.is_expired(), "{name} is no longer expired: {after:?}");
+    ensure_eq!(
+        (after.holder, after.fence, after.expires_at),
+        (expired.holder, expired.fence, expired.expires_at),
+        "holder, fence and expiry of {name} after the failed renewals"
+    );
+    Ok(Verdict::Passed)
+}
+
+/// A release with a minimum hold keeps the lease until that long after it was taken (at most
+/// once per period), then frees it; a release whose minimum hold has passed frees it at once.
+pub async fn release_with_min_hold_keeps_the_lease<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
+    let min_hold = SHORT_TTL * 2;
+    let store = ctx.store().await?;
+    let name = name("mail-checks");
+    let (first, second, third) = (
+        HolderId::generate(),
+        HolderId::generate(),
+        HolderId::generate(),
+    );
+
+    store
+        .try_acquire(&name, &first, long_ttl())
+        .await?
+        .ok_or_else(|| CaseFailure::new(format!("a fresh store refused {name}")))?;
+    ensure!(
+        store.release(&name, &first, min_hold).await?,
+        "release of {name} with a minimum hold of {min_hold:?} failed"
+    );
+    ensure_eq!(
+        store.try_acquire(&name, &second, long_ttl()).await?,
+        None,
+        "acquiring {name} within the minimum hold of its release"
+    );
+    let held = store.inspect(&name).await?.ok_or_else(|| {
+        CaseFailure::new(format!(
+            "inspect({name}) reported nothing within the minimum hold of its release"
+        ))
+    })?;
+    let held_for = held
+        .expires_at
+        .duration_since(held.taken_at)
+        .unwrap_or_default();
+    // The row's times come from the store's clock; allow for its timestamp precision.
+    ensure!(
+        held_for.abs_diff(min_hold) < Duration::from_millis(50),
+        "{name} released with a minimum hold of {min_hold:?} now expires {held_for:?} after it was taken"
+    );
+
+    wait_until_expired(ctx, &*store, &name).await?;
+    store
+        .try_acquire(&name, &second, long_ttl())
+        .await?
+        .ok_or_else(|| {
+            CaseFailure::new(format!(
+                "{name} could not be taken once its minimum hold ended"
+            ))
+        })?;
+    // Past a minimum hold of 1 ms for certain, whatever the store's timestamp precision.
+    ctx.sleep(Duration::from_millis(50)).await;
+    ensure!(
+        store
+            .release(&name, &second, Duration::from_millis(1))
+            .await?,
+        "release of {name} failed"
+    );
+    ensure_eq!(
+        store.inspect(&name).await?,
+        None,
+        "inspect({name}) after a release whose minimum hold had passed"
+    );
+    ensure!(
+        store
+            .try_acquire(&name, &third, long_ttl())
+            .await?
+            .is_some(),
+        "{name} could not be taken straight after a release whose minimum hold had passed"
+    );
+    Ok(Verdict::Passed)
+}

@@ -1,0 +1,156 @@
+//! Bad input gets its typed error before reaching the store; unusual names round-trip verbatim.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use lease_core::{Error, HolderId, LeaseName, LeaseStore, NameError, Ttl};
+
+use super::long_ttl;
+use crate::failure::{ensure, ensure_eq};
+use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
+
+/// Every invalid name (empty, 256 bytes, containing NUL) and TTL (zero, under a millisecond,
+/// over the maximum) gives its own typed error, and none of them reaches the store: it still
+/// lists nothing.
+pub async fn invalid_input_is_typed<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
+    let store = ctx.store().await?;
+    let names = [
+        (String::new(), NameError::Empty),
+        ("x".repeat(256), NameError::TooLong { len: 256 }),
+        // Multi-byte: the limit is in bytes, not characters.
+        ("é".repeat(128), NameError::TooLong { len: 256 }),
+        ("sweep\0".to_owned(), NameError::ContainsNul),
+        ("\0".to_owned(), NameError::ContainsNul),
+    ];
+    for (text, expected) in names {
+        match LeaseName::new(&text) {
+            Err(Error::InvalidName { name, reason }) => {
+                ensure_eq!(name, text, "the name carried by the error for {text:?}");
+                ensure_eq!(reason, expected, "the reason {text:?} was rejected");
+            }
+            other => {
+                return Err(CaseFailure::new(format!(
+                    "the name {text:?} gave {other:?}, not Error::InvalidName({expected:?})"
+                )));
+            }
+        }
+    }
+    let ttls = [
+        Duration::ZERO,
+        Duration::from_micros(999),
+        Ttl::MAX.get() + Duration::from_millis(1),
+        Duration::MAX,
+    ];
+    for requested in ttls {
+        match Ttl::new(requested) {
+            Err(Error::InvalidTtl { requested: got }) => {
+                ensure_eq!(got, requested, "the TTL carried by the error");
+            }
+            other => {
+                return Err(CaseFailure::new(format!(
+                    "the TTL {requested:?} gave {other:?}, not Error::InvalidTtl"
+                )));
+            }
+        }
+    }
+    ensure_eq!(
+        store.list().await?,
+        Vec::new(),
+        "list() after only invalid input"
+    );
+    Ok(Verdict::Passed)
+}
+
+/// Names the store must keep apart and give back exactly as they came.
+fn awkward_names() -> Vec<String> {
+    let mut names: Vec<String> = [
+        "it's",
+        "\"quoted\"",
+        "'; DROP TABLE leases; --",
+        "\" OR 1=1 --",
+        "Robert'); DELETE FROM leases WHERE ('1'='1",
+        "back\\slash\\",
+        "%_like wildcards_%",
+        "$1 ? :name @p1",
+        "tab\tnew\nline\r",
+        "🔒 lease 🦀",
+        "uptime:ノード-a",
+        // Collations that ignore case, trailing spaces or accents would merge these.
+        "sweep",
+        "Sweep",
+        "SWEEP",
+        "sweep ",
+        " sweep",
+        "café",
+        "cafe\u{301}",
+        "cafe",
+    ]
+    .iter()
+    .map(|name| (*name).to_owned())
+    .collect();
+    // The longest names: 255 bytes of ASCII, of two-byte and of four-byte characters.
+    names.push("n".repeat(LeaseName::MAX_LEN));
+    names.push("é".repeat(127) + "x");
+    names.push("🔒".repeat(63) + "abc");
+    names
+}
+
+/// Names made of quotes, SQL, backslashes, control characters, emoji, names that differ only in
+/// case, spaces or accents, and 255-byte names are each a lease of their own: each can be taken
+/// while the others are held, and `inspect`, `list` and `release` find them verbatim.
+pub async fn names_round_trip_verbatim<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
+    let store = ctx.store().await?;
+    let mut taken = Vec::new();
+    for text in awkward_names() {
+        let name = LeaseName::new(&text)?;
+        ensure!(
+            name.as_str().len() <= LeaseName::MAX_LEN,
+            "the test name {text:?} is too long"
+        );
+        let holder = HolderId::generate();
+        let fence = store.try_acquire(&name, &holder, long_ttl()).await?;
+        ensure!(
+            fence.is_some(),
+            "{text:?} was refused while only other names were held: the store merged it with \
+             one of {:?}",
+            taken
+                .iter()
+                .map(|(name, _): &(LeaseName, HolderId)| name.as_str())
+                .collect::<Vec<_>>()
+        );
+        taken.push((name, holder));
+    }
+    for (name, holder) in &taken {
+        let info = store.inspect(name).await?;
+        ensure_eq!(
+            info.map(|info| (info.name.as_str().to_owned(), info.holder)),
+            Some((name.as_str().to_owned(), holder.clone())),
+            "inspect({:?})",
+            name.as_str()
+        );
+    }
+    let listed: BTreeSet<String> = store
+        .list()
+        .await?
+        .into_iter()
+        .map(|info| info.name.as_str().to_owned())
+        .collect();
+    let expected: BTreeSet<String> = taken
+        .iter()
+        .map(|(name, _)| name.as_str().to_owned())
+        .collect();
+    ensure_eq!(listed, expected, "names reported by list()");
+    for (name, holder) in &taken {
+        ensure!(
+            store.release(name, holder, Duration::ZERO).await?,
+            "releasing {:?} failed",
+            name.as_str()
+        );
+    }
+    ensure_eq!(
+        store.list().await?,
+        Vec::new(),
+        "list() after releasing every name"
+    );
+    Ok(Verdict::Passed)
+}

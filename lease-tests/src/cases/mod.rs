@@ -1,0 +1,122 @@
+//! The conformance cases: one `pub async fn` per rule, each taking a [`Context`] and answering
+//! a [`CaseResult`](crate::CaseResult). [`conformance_suite!`](crate::conformance_suite) turns each into a test.
+//!
+//! Time-based cases use TTLs of a fraction of a second to a second, and wait on the store's own
+//! clock (through [`LeaseInfo::is_expired`]) rather than on this machine's, so they hold on a
+//! busy machine and against a database whose clock is not this one's. They assert outcomes and
+//! order, never tight timings.
+
+mod batch;
+mod exclusion;
+mod expiry;
+mod fence;
+mod input;
+mod listing;
+mod outage;
+mod pool;
+mod stale;
+
+use std::future::Future;
+use std::time::Duration;
+
+use futures::channel::oneshot;
+use lease_core::{LeaseInfo, LeaseName, LeaseStore, Runtime, Ttl};
+
+pub use batch::renew_many_reports_exactly_the_lost;
+pub use exclusion::one_holder_among_contenders;
+pub use expiry::{
+    expired_lease_cannot_be_renewed, expired_lease_is_taken_over,
+    release_with_min_hold_keeps_the_lease, renewed_lease_is_never_taken_over,
+};
+pub use fence::fences_strictly_increase;
+pub use input::{invalid_input_is_typed, names_round_trip_verbatim};
+pub use listing::inspect_and_list_agree;
+pub use outage::unreachable_store_returns_errors;
+pub use pool::no_connection_held;
+pub use stale::stale_holder_touches_nothing;
+
+use crate::failure::ensure;
+use crate::{CaseFailure, Context, TestBackend};
+
+/// A TTL that runs out within a case: long enough to act on, short enough to wait for.
+const SHORT_TTL: Duration = Duration::from_millis(300);
+/// A TTL that does not run out within a case.
+const LONG_TTL: Duration = Duration::from_secs(60);
+/// How long a short lease may take to be reported expired by the store's own clock before the
+/// case gives up: generous, for a busy machine and a store whose clock runs slow.
+const EXPIRY_WAIT: Duration = Duration::from_secs(10);
+
+fn short_ttl() -> Ttl {
+    Ttl::new(SHORT_TTL).expect("a valid TTL")
+}
+
+fn long_ttl() -> Ttl {
+    Ttl::new(LONG_TTL).expect("a valid TTL")
+}
+
+fn name(text: &str) -> LeaseName {
+    LeaseName::new(text).expect("a valid lease name")
+}
+
+/// Waits until the store itself reports `name` expired, so the case does not depend on this
+/// machine's clock agreeing with the store's. Returns what the store reported.
+async fn wait_until_expired<B: TestBackend, S: LeaseStore + ?Sized>(
+    ctx: &Context<B>,
+    store: &S,
+    name: &LeaseName,
+) -> Result<LeaseInfo, CaseFailure> {
+    let started = ctx.runtime().now();
+    loop {
+        let info = store.inspect(name).await?;
+        let Some(info) = info else {
+            return Err(CaseFailure::new(format!(
+                "inspect({name}) reported nothing while waiting for the lease to expire: a taken, \
+                 unreleased lease must be reported until somebody takes it over"
+            )));
+        };
+        if info.is_expired() {
+            return Ok(info);
+        }
+        ensure!(
+            ctx.runtime().now().duration_since(started) < EXPIRY_WAIT,
+            "lease {name} with a TTL of {SHORT_TTL:?} was still not expired after {EXPIRY_WAIT:?}: {info:?}"
+        );
+        ctx.sleep(SHORT_TTL / 3).await;
+    }
+}
+
+/// Runs every future at once, spawned on the case's runtime where it can spawn (so a
+/// multi-threaded runtime really runs them in parallel), and returns their outputs in order.
+async fn concurrently<B, F>(
+    ctx: &Context<B>,
+    futures: Vec<F>,
+) -> Result<Vec<F::Output>, CaseFailure>
+where
+    B: TestBackend,
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let mut receivers = Vec::with_capacity(futures.len());
+    let mut unspawned = Vec::new();
+    for future in futures {
+        let (sender, receiver) = oneshot::channel();
+        let task = Box::pin(async move {
+            // The receiver only goes away when the case has already failed.
+            let _ = sender.send(future.await);
+        });
+        if let Err(task) = ctx.runtime().spawn(task) {
+            unspawned.push(task);
+        }
+        receivers.push(receiver);
+    }
+    futures::future::join_all(unspawned).await;
+    let mut outputs = Vec::with_capacity(receivers.len());
+    for receiver in receivers {
+        outputs.push(
+            receiver
+                .await
+                .map_err(|_| CaseFailure::new("a concurrent task panicked"))?,
+        );
+    }
+    Ok(outputs)
+}

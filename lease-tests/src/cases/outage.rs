@@ -1,0 +1,74 @@
+//! An unreachable store answers with errors: never a panic, never a hang.
+
+use std::future::Future;
+use std::time::Duration;
+
+use lease_core::{Error, HolderId, LeaseStore, Operation};
+
+use super::{long_ttl, name};
+use crate::failure::ensure;
+use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
+
+/// How long one call to an unreachable store may take before the case calls it a hang: the
+/// backend's connect timeout plus room for a busy machine.
+const CALL_LIMIT: Duration = Duration::from_secs(20);
+
+/// Every operation on a store that cannot reach its database returns [`Error::Store`] naming
+/// that operation, within a bounded time.
+pub async fn unreachable_store_returns_errors<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
+    let Some(store) = ctx.unreachable().await? else {
+        return Ok(Verdict::NotApplicable(format!(
+            "{} cannot be unreachable",
+            ctx.backend().name()
+        )));
+    };
+    let lease = name("sweep");
+    let holder = HolderId::generate();
+    let pair = [(lease.clone(), holder.clone())];
+
+    let acquire = store.try_acquire(&lease, &holder, long_ttl());
+    expect_store_error(ctx, &[Operation::Acquire], acquire).await?;
+    let renew = store.renew(&lease, &holder, long_ttl());
+    expect_store_error(ctx, &[Operation::Renew], renew).await?;
+    // The trait's default `renew_many` renews one by one, and so fails as a renewal.
+    let renew_many = store.renew_many(&pair, long_ttl());
+    expect_store_error(ctx, &[Operation::RenewMany, Operation::Renew], renew_many).await?;
+    let release = store.release(&lease, &holder, Duration::ZERO);
+    expect_store_error(ctx, &[Operation::Release], release).await?;
+    expect_store_error(ctx, &[Operation::Inspect], store.inspect(&lease)).await?;
+    expect_store_error(ctx, &[Operation::List], store.list()).await?;
+    Ok(Verdict::Passed)
+}
+
+async fn expect_store_error<B, T>(
+    ctx: &Context<B>,
+    operations: &[Operation],
+    call: impl Future<Output = Result<T, Error>>,
+) -> Result<(), CaseFailure>
+where
+    B: TestBackend,
+    T: std::fmt::Debug,
+{
+    let operation = operations[0];
+    match ctx.within(CALL_LIMIT, call).await {
+        None => Err(CaseFailure::new(format!(
+            "{operation} on an unreachable store did not return within {CALL_LIMIT:?}"
+        ))),
+        Some(Ok(value)) => Err(CaseFailure::new(format!(
+            "{operation} on an unreachable store succeeded with {value:?}"
+        ))),
+        Some(Err(Error::Store {
+            operation: reported,
+            ..
+        })) => {
+            ensure!(
+                operations.contains(&reported),
+                "{operation} on an unreachable store failed as {reported}"
+            );
+            Ok(())
+        }
+        Some(Err(other)) => Err(CaseFailure::new(format!(
+            "{operation} on an unreachable store gave {other:?}, not Error::Store"
+        ))),
+    }
+}

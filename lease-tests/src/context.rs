@@ -1,0 +1,162 @@
+//! [`Context`]: what a case gets: the backend, the runtime, and the teardowns to run after it.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use futures::future::{BoxFuture, Either, select};
+use lease_core::{BoxError, Runtime};
+
+use crate::CaseFailure;
+use crate::harness::{PooledStore, Teardown, TestBackend};
+
+/// A runtime behind a shared pointer, so cases can hand one runtime to every client they build
+/// whatever executor the test chose.
+#[derive(Clone)]
+pub struct SharedRuntime(Arc<dyn Runtime>);
+
+impl SharedRuntime {
+    /// Shares `runtime`.
+    pub fn new(runtime: impl Runtime) -> Self {
+        Self(Arc::new(runtime))
+    }
+}
+
+impl fmt::Debug for SharedRuntime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl Runtime for SharedRuntime {
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        self.0.sleep(duration)
+    }
+
+    fn now(&self) -> Instant {
+        self.0.now()
+    }
+
+    fn spawn(&self, task: BoxFuture<'static, ()>) -> Result<(), BoxFuture<'static, ()>> {
+        self.0.spawn(task)
+    }
+}
+
+/// One case's view of the backend under test and the runtime it runs on.
+///
+/// Stores made through the context are torn down by [`teardown`](Context::teardown), which the
+/// runner calls when the case ends.
+pub struct Context<B> {
+    backend: B,
+    runtime: SharedRuntime,
+    teardowns: Mutex<Vec<Teardown>>,
+}
+
+impl<B: TestBackend> Context<B> {
+    /// A context for `backend` on `runtime`.
+    pub fn new(backend: B, runtime: impl Runtime) -> Self {
+        Self {
+            backend,
+            runtime: SharedRuntime::new(runtime),
+            teardowns: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// The runtime the case runs on.
+    pub fn runtime(&self) -> &SharedRuntime {
+        &self.runtime
+    }
+
+    fn keep(&self, teardown: Option<Teardown>) {
+        if let Some(teardown) = teardown {
+            self.teardowns
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(teardown);
+        }
+    }
+
+    /// A fresh store, torn down when the case ends.
+    ///
+    /// # Errors
+    /// The backend's error, as a failure of the case.
+    pub async fn store(&self) -> Result<Arc<B::Store>, CaseFailure> {
+        let mut fresh = self.backend.store().await?;
+        self.keep(fresh.take_teardown());
+        let (store, _) = fresh.into_store();
+        Ok(Arc::new(store))
+    }
+
+    /// A fresh store over a pool of exactly `connections`, torn down when the case ends; `None`
+    /// for a store without a pool.
+    ///
+    /// # Errors
+    /// The backend's error, as a failure of the case.
+    pub async fn pooled(
+        &self,
+        connections: u32,
+    ) -> Result<Option<PooledStore<B::Store>>, CaseFailure> {
+        let Some(mut pooled) = self.backend.pooled(connections).await? else {
+            return Ok(None);
+        };
+        self.keep(pooled.take_teardown());
+        Ok(Some(pooled))
+    }
+
+    /// A store that cannot reach its database; `None` for a store that is always reachable.
+    ///
+    /// # Errors
+    /// The backend's error, as a failure of the case.
+    pub async fn unreachable(&self) -> Result<Option<B::Store>, CaseFailure> {
+        Ok(self.backend.unreachable().await?)
+    }
+
+    /// Sleeps on the case's runtime.
+    pub async fn sleep(&self, duration: Duration) {
+        self.runtime.sleep(duration).await;
+    }
+
+    /// `future`'s output if it completes within `limit`, `None` if it does not.
+    pub async fn within<F: Future>(&self, limit: Duration, future: F) -> Option<F::Output> {
+        let future = std::pin::pin!(future);
+        match select(future, self.runtime.sleep(limit)).await {
+            Either::Left((output, _)) => Some(output),
+            Either::Right(((), _)) => None,
+        }
+    }
+
+    /// Runs the teardown of every store this context made, and reports the first error.
+    ///
+    /// # Errors
+    /// The first teardown's error; the others still run.
+    pub async fn teardown(&self) -> Result<(), BoxError> {
+        let teardowns = std::mem::take(
+            &mut *self
+                .teardowns
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        let mut first_error = None;
+        for teardown in teardowns {
+            if let Err(error) = teardown().await {
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+impl<B: TestBackend> fmt::Debug for Context<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("backend", &self.backend.name())
+            .field("runtime", &self.runtime)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,185 @@
+//! [`TestBackend`]: what a store implementation provides so the suite can run against it.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use lease_core::{BoxError, LeaseStore};
+
+/// A backend under test: makes fresh stores for the cases.
+///
+/// Each test gets its own store (its own table or schema), so the cases run in parallel and
+/// leave nothing behind: give the store a [teardown](FreshStore::with_teardown) that drops what
+/// it made. The suite runs every teardown when a case ends, whatever its outcome.
+///
+/// A backend is built once per test, inside that test, so it should be cheap to make (a URL, a
+/// table prefix) and connect in [`store`](TestBackend::store): every test runs on its own
+/// runtime, and pools cannot be shared between runtimes.
+#[async_trait]
+pub trait TestBackend: Send + Sync + 'static {
+    /// The store the cases run against.
+    type Store: LeaseStore;
+
+    /// A short name for messages, such as `"postgres"`.
+    fn name(&self) -> &str;
+
+    /// Whether this backend can run here. An error names what is missing (no server, no
+    /// URL); the test then reports itself skipped, or fails under `LEASE_TEST_REQUIRE_ALL=1`
+    /// (see [`env::skip_or_fail`](crate::env::skip_or_fail)).
+    async fn available(&self) -> Result<(), BoxError> {
+        Ok(())
+    }
+
+    /// A fresh, empty store of its own.
+    async fn store(&self) -> Result<FreshStore<Self::Store>, BoxError>;
+
+    /// A fresh store whose pool holds exactly `connections` connections, with a probe that
+    /// writes through that same pool and the pool's statistics. `None` for a store without a
+    /// pool, such as the memory store: the pool cases then report themselves not applicable.
+    async fn pooled(&self, connections: u32) -> Result<Option<PooledStore<Self::Store>>, BoxError> {
+        let _ = connections;
+        Ok(None)
+    }
+
+    /// A store that cannot reach its database (a port nothing listens on, with short
+    /// timeouts). `None` for a store that is always reachable, such as the memory store.
+    async fn unreachable(&self) -> Result<Option<Self::Store>, BoxError> {
+        Ok(None)
+    }
+}
+
+/// What a teardown runs: drop the table or schema a store was given.
+pub(crate) type Teardown = Box<dyn FnOnce() -> BoxFuture<'static, Result<(), BoxError>> + Send>;
+
+/// A store made for one test, and how to remove what it made.
+pub struct FreshStore<S> {
+    store: S,
+    teardown: Option<Teardown>,
+}
+
+impl<S: LeaseStore> FreshStore<S> {
+    /// A store that leaves nothing behind (memory), or whose leftovers are removed elsewhere.
+    pub fn new(store: S) -> Self {
+        Self {
+            store,
+            teardown: None,
+        }
+    }
+
+    /// Runs `teardown` when the case ends, such as `DROP TABLE` for the store's table.
+    pub fn with_teardown<F, Fut>(mut self, teardown: F) -> Self
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+    {
+        self.teardown = Some(Box::new(move || Box::pin(teardown())));
+        self
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The same store and teardown with the store converted, such as into an
+    /// `Arc<dyn LeaseStore>`.
+    pub fn map<T: LeaseStore>(self, convert: impl FnOnce(S) -> T) -> FreshStore<T> {
+        FreshStore {
+            store: convert(self.store),
+            teardown: self.teardown,
+        }
+    }
+
+    pub(crate) fn take_teardown(&mut self) -> Option<Teardown> {
+        self.teardown.take()
+    }
+
+    pub(crate) fn into_store(self) -> (S, Option<Teardown>) {
+        (self.store, self.teardown)
+    }
+}
+
+impl<S: fmt::Debug> fmt::Debug for FreshStore<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FreshStore")
+            .field("store", &self.store)
+            .field("teardown", &self.teardown.is_some())
+            .finish()
+    }
+}
+
+/// How many connections a pool has open, and how many of them nobody is using.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Connections open, idle or in use.
+    pub size: u32,
+    /// Connections open and not in use.
+    pub idle: u32,
+}
+
+type Probe = Arc<dyn Fn() -> BoxFuture<'static, Result<(), BoxError>> + Send + Sync>;
+type Stats = Arc<dyn Fn() -> PoolStats + Send + Sync>;
+
+/// A fresh store over a pool of a known size, with a probe write through that same pool and
+/// the pool's statistics: what the "no connection held" case needs.
+pub struct PooledStore<S> {
+    fresh: FreshStore<S>,
+    probe: Probe,
+    stats: Stats,
+}
+
+impl<S: LeaseStore> PooledStore<S> {
+    /// `fresh` over the pool; `probe` makes a small write through the same pool and returns
+    /// when it has committed (what a readiness probe would do); `stats` reads the pool.
+    pub fn new<P, Fut, T>(fresh: FreshStore<S>, probe: P, stats: T) -> Self
+    where
+        P: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+        T: Fn() -> PoolStats + Send + Sync + 'static,
+    {
+        Self {
+            fresh,
+            probe: Arc::new(move || Box::pin(probe())),
+            stats: Arc::new(stats),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        self.fresh.store()
+    }
+
+    /// The same pool, probe and teardown with the store converted, such as into an
+    /// `Arc<dyn LeaseStore>`.
+    pub fn map<T: LeaseStore>(self, convert: impl FnOnce(S) -> T) -> PooledStore<T> {
+        PooledStore {
+            fresh: self.fresh.map(convert),
+            probe: self.probe,
+            stats: self.stats,
+        }
+    }
+
+    /// Makes the probe write through the pool.
+    pub async fn probe(&self) -> Result<(), BoxError> {
+        (self.probe)().await
+    }
+
+    /// The pool's statistics now.
+    pub fn stats(&self) -> PoolStats {
+        (self.stats)()
+    }
+
+    pub(crate) fn take_teardown(&mut self) -> Option<Teardown> {
+        self.fresh.take_teardown()
+    }
+}
+
+impl<S: fmt::Debug> fmt::Debug for PooledStore<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PooledStore")
+            .field("store", &self.fresh.store)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,20 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+pub mod cases;
+mod context;
+pub mod env;
+mod erased;
+mod failure;
+mod harness;
+mod memory;
+pub mod run;
+mod suite;
+
+pub use context::{Context, SharedRuntime};
+pub use erased::DynBackend;
+pub use failure::{CaseFailure, CaseResult, Verdict};
+pub use harness::{FreshStore, PoolStats, PooledStore, TestBackend};
+pub use memory::MemoryBackend;

@@ -1,0 +1,27 @@
+//! [`MemoryBackend`]: the reference store under the suite.
+
+use async_trait::async_trait;
+use lease_core::{BoxError, MemoryStore};
+
+use crate::{FreshStore, TestBackend};
+
+/// Runs the suite against [`MemoryStore`]: a new store per test, no pool, always reachable.
+///
+/// ```ignore
+/// lease_tests::conformance_suite!(mod memory, runtime = tokio, backend = MemoryBackend);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MemoryBackend;
+
+#[async_trait]
+impl TestBackend for MemoryBackend {
+    type Store = MemoryStore;
+
+    fn name(&self) -> &str {
+        "memory"
+    }
+
+    async fn store(&self) -> Result<FreshStore<MemoryStore>, BoxError> {
+        Ok(FreshStore::new(MemoryStore::new()))
+    }
+}

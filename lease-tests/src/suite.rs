@@ -1,0 +1,59 @@
+//! [`conformance_suite!`]: one named test per case, per backend.
+
+/// Writes a module of tests, one per conformance case, that run the case against a backend on
+/// the runtime it names (`tokio` or `async_std`, with the matching `runtime-*` feature).
+///
+/// ```ignore
+/// lease_tests::conformance_suite!(
+///     mod postgres_tokio,
+///     runtime = tokio,
+///     backend = MyPostgresBackend::from_env(),
+/// );
+/// ```
+///
+/// `cargo test` then lists `postgres_tokio::one_holder_among_contenders`,
+/// `postgres_tokio::no_connection_held` and so on. The backend expression is evaluated in each
+/// test (inside the module, which sees the items of the one around it), so keep it cheap.
+#[macro_export]
+macro_rules! conformance_suite {
+    (mod $module:ident, runtime = $runtime:ident, backend = $backend:expr $(,)?) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+
+            $crate::__conformance_cases!(
+                $runtime,
+                $backend;
+                one_holder_among_contenders,
+                expired_lease_is_taken_over,
+                renewed_lease_is_never_taken_over,
+                expired_lease_cannot_be_renewed,
+                release_with_min_hold_keeps_the_lease,
+                stale_holder_touches_nothing,
+                fences_strictly_increase,
+                renew_many_reports_exactly_the_lost,
+                inspect_and_list_agree,
+                invalid_input_is_typed,
+                names_round_trip_verbatim,
+                no_connection_held,
+                unreachable_store_returns_errors,
+            );
+        }
+    };
+}
+
+/// One `#[test]` per case named in the list; the list lives in [`conformance_suite!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_cases {
+    ($runtime:ident, $backend:expr; $($case:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                $crate::run::$runtime(stringify!($case), $backend, |ctx| async move {
+                    $crate::cases::$case(&*ctx).await
+                });
+            }
+        )+
+    };
+}
