@@ -125,7 +125,8 @@ type Stats = Arc<dyn Fn() -> PoolStats + Send + Sync>;
 /// A fresh store over a pool of a known size, with a probe write through that same pool and
 /// the pool's statistics: what the "no connection held" case needs.
 pub struct PooledStore<S> {
-    fresh: FreshStore<S>,
+    store: Arc<S>,
+    teardown: Option<Teardown>,
     probe: Probe,
     stats: Stats,
 }
@@ -139,23 +140,26 @@ impl<S: LeaseStore> PooledStore<S> {
         Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
         T: Fn() -> PoolStats + Send + Sync + 'static,
     {
+        let (store, teardown) = fresh.into_store();
         Self {
-            fresh,
+            store: Arc::new(store),
+            teardown,
             probe: Arc::new(move || Box::pin(probe())),
             stats: Arc::new(stats),
         }
     }
 
-    /// The store.
-    pub fn store(&self) -> &S {
-        self.fresh.store()
+    /// The store, shared so a client can hold it too.
+    pub fn store(&self) -> &Arc<S> {
+        &self.store
     }
 
     /// The same pool, probe and teardown with the store converted, such as into an
     /// `Arc<dyn LeaseStore>`.
-    pub fn map<T: LeaseStore>(self, convert: impl FnOnce(S) -> T) -> PooledStore<T> {
+    pub fn map<T: LeaseStore>(self, convert: impl FnOnce(Arc<S>) -> T) -> PooledStore<T> {
         PooledStore {
-            fresh: self.fresh.map(convert),
+            store: Arc::new(convert(self.store)),
+            teardown: self.teardown,
             probe: self.probe,
             stats: self.stats,
         }
@@ -172,14 +176,14 @@ impl<S: LeaseStore> PooledStore<S> {
     }
 
     pub(crate) fn take_teardown(&mut self) -> Option<Teardown> {
-        self.fresh.take_teardown()
+        self.teardown.take()
     }
 }
 
 impl<S: fmt::Debug> fmt::Debug for PooledStore<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PooledStore")
-            .field("store", &self.fresh.store)
+            .field("store", &self.store)
             .finish_non_exhaustive()
     }
 }

@@ -35,6 +35,9 @@ macro_rules! conformance_suite {
                 inspect_and_list_agree,
                 invalid_input_is_typed,
                 names_round_trip_verbatim,
+                lost_signal_after_takeover,
+                guard_loses_lease_when_store_refuses,
+                guard_loses_lease_when_store_hangs,
                 no_connection_held,
                 unreachable_store_returns_errors,
             );

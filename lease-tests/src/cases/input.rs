@@ -1,17 +1,18 @@
 //! Bad input gets its typed error before reaching the store; unusual names round-trip verbatim.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
-use lease_core::{Error, HolderId, LeaseName, LeaseStore, NameError, Ttl};
+use lease_core::{Error, HolderId, LeaseClient, LeaseName, LeaseStore, NameError, Ttl};
 
 use super::long_ttl;
 use crate::failure::{ensure, ensure_eq};
 use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
 
 /// Every invalid name (empty, 256 bytes, containing NUL) and TTL (zero, under a millisecond,
-/// over the maximum) gives its own typed error, and none of them reaches the store: it still
-/// lists nothing.
+/// over the maximum) gives its own typed error, a client given an invalid name refuses it, and
+/// none of them reaches the store: it still lists nothing.
 pub async fn invalid_input_is_typed<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let store = ctx.store().await?;
     let names = [
@@ -52,6 +53,15 @@ pub async fn invalid_input_is_typed<B: TestBackend>(ctx: &Context<B>) -> CaseRes
                 )));
             }
         }
+    }
+    let client = LeaseClient::new(Arc::clone(&store), ctx.runtime().clone());
+    for text in ["", "a\0b"] {
+        let attempt = client.try_acquire(text).await;
+        ensure!(
+            matches!(attempt, Err(Error::InvalidName { .. })),
+            "the client acquiring {text:?} gave {:?}, not Error::InvalidName",
+            attempt.map(|guard| guard.map(|guard| guard.fence()))
+        );
     }
     ensure_eq!(
         store.list().await?,

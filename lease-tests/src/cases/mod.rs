@@ -10,10 +10,12 @@ mod batch;
 mod exclusion;
 mod expiry;
 mod fence;
+mod guard;
 mod input;
 mod listing;
 mod outage;
 mod pool;
+mod severable;
 mod stale;
 
 use std::future::Future;
@@ -29,6 +31,10 @@ pub use expiry::{
     release_with_min_hold_keeps_the_lease, renewed_lease_is_never_taken_over,
 };
 pub use fence::fences_strictly_increase;
+pub use guard::{
+    guard_loses_lease_when_store_hangs, guard_loses_lease_when_store_refuses,
+    lost_signal_after_takeover,
+};
 pub use input::{invalid_input_is_typed, names_round_trip_verbatim};
 pub use listing::inspect_and_list_agree;
 pub use outage::unreachable_store_returns_errors;

@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use lease_core::{Error, HolderId, LeaseStore, Operation};
+use lease_core::{Error, HolderId, LeaseClient, LeaseStore, Operation};
 
 use super::{long_ttl, name};
 use crate::failure::ensure;
@@ -14,7 +14,7 @@ use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
 const CALL_LIMIT: Duration = Duration::from_secs(20);
 
 /// Every operation on a store that cannot reach its database returns [`Error::Store`] naming
-/// that operation, within a bounded time.
+/// that operation, within a bounded time, and so does a client's acquisition through it.
 pub async fn unreachable_store_returns_errors<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let Some(store) = ctx.unreachable().await? else {
         return Ok(Verdict::NotApplicable(format!(
@@ -37,6 +37,19 @@ pub async fn unreachable_store_returns_errors<B: TestBackend>(ctx: &Context<B>) 
     expect_store_error(ctx, &[Operation::Release], release).await?;
     expect_store_error(ctx, &[Operation::Inspect], store.inspect(&lease)).await?;
     expect_store_error(ctx, &[Operation::List], store.list()).await?;
+
+    let client = LeaseClient::new(store, ctx.runtime().clone());
+    let guard = client.try_acquire(&lease);
+    let attempt = ctx.within(CALL_LIMIT, guard).await.ok_or_else(|| {
+        CaseFailure::new(format!(
+            "a client acquiring through an unreachable store did not return within {CALL_LIMIT:?}"
+        ))
+    })?;
+    ensure!(
+        matches!(attempt, Err(Error::Store { .. })),
+        "a client acquiring through an unreachable store gave {:?}, not Error::Store",
+        attempt.map(|guard| guard.map(|guard| guard.fence()))
+    );
     Ok(Verdict::Passed)
 }
 

@@ -1,11 +1,10 @@
 //! No connection held: holding leases must not keep a pooled connection from other work.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::{Either, select};
-use lease_core::{HolderId, LeaseName, LeaseStore, Ttl};
+use lease_core::{LeaseClient, LeaseStore, Ttl};
 
-use super::name;
 use crate::failure::ensure;
 use crate::{CaseFailure, CaseResult, Context, PoolStats, TestBackend, Verdict};
 
@@ -18,10 +17,11 @@ const PROBE_LIMIT: Duration = Duration::from_secs(3);
 const PROBES: usize = 3;
 
 /// With a pool of exactly one connection, the four leases of the incident (sweep, alerts,
-/// mail-checks, uptime:node-a) are taken and kept alive by a renewal running alongside; while
-/// they are held, a write through the same pool commits within three seconds, every time, and
-/// the pool reports its connection idle between statements. Session advisory locks fail this
-/// (the first lock pins the only connection).
+/// mail-checks, uptime:node-a) are taken through a client and kept alive by its renewer; while
+/// they are held, a write through the same pool commits within three seconds, every time, the
+/// pool reports its connection idle between statements, and the renewals really happen (the
+/// leases outlive their first TTL). Session advisory locks fail this: the first lock pins the
+/// only connection.
 pub async fn no_connection_held<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let Some(pool) = ctx.pooled(1).await? else {
         return Ok(Verdict::NotApplicable(format!(
@@ -29,93 +29,89 @@ pub async fn no_connection_held<B: TestBackend>(ctx: &Context<B>) -> CaseResult 
             ctx.backend().name()
         )));
     };
-    let store = pool.store();
     let ttl = Ttl::from_secs(2)?;
     let period = ttl.get() / 4;
+    let client = LeaseClient::builder(Arc::clone(pool.store()), ctx.runtime().clone())
+        .ttl(ttl)
+        .renew_every(period)
+        .store_timeout(PROBE_LIMIT)
+        .build()?;
 
-    let mut held: Vec<(LeaseName, HolderId)> = Vec::new();
+    let mut guards = Vec::new();
     for job in JOBS {
-        let lease = name(job);
-        let holder = HolderId::generate();
-        let taken = ctx
-            .within(PROBE_LIMIT, store.try_acquire(&lease, &holder, ttl))
-            .await
-            .ok_or_else(|| {
-                CaseFailure::new(format!(
-                    "taking {lease} with {} leases already held did not finish within \
-                     {PROBE_LIMIT:?} on a pool of one connection",
-                    held.len()
-                ))
-            })??;
-        ensure!(taken.is_some(), "{lease} was refused in a fresh store");
-        held.push((lease, holder));
+        let guard = client
+            .try_acquire(job)
+            .await?
+            .ok_or_else(|| CaseFailure::new(format!("{job} was refused in a fresh store")))?;
+        guards.push(guard);
     }
 
-    // Keeps the leases alive the way a renewer does, until the checks are done.
-    let renewal = async {
-        loop {
-            ctx.sleep(period).await;
-            match store.renew_many(&held, ttl).await {
-                Ok(renewed) if renewed.iter().all(|renewed| *renewed) => {}
-                Ok(renewed) => {
-                    break CaseFailure::new(format!(
-                        "renewing the held leases failed while they were held: {renewed:?}"
-                    ));
-                }
-                Err(error) => break CaseFailure::from(error),
+    let mut idle_seen: Option<PoolStats> = None;
+    let mut samples = Vec::new();
+    for probe in 0..PROBES {
+        ctx.sleep(period).await;
+        match ctx.within(PROBE_LIMIT, pool.probe()).await {
+            Some(Ok(())) => {}
+            Some(Err(error)) => return Err(CaseFailure::from(error)),
+            None => {
+                return Err(CaseFailure::new(format!(
+                    "probe write {probe} through the pool did not commit within {PROBE_LIMIT:?} \
+                     while {} leases were held: they hold its connection",
+                    guards.len()
+                )));
             }
         }
-    };
-    let checks = async {
-        let mut idle_seen: Option<PoolStats> = None;
-        let mut samples = Vec::new();
-        for probe in 0..PROBES {
-            ctx.sleep(period).await;
-            match ctx.within(PROBE_LIMIT, pool.probe()).await {
-                Some(Ok(())) => {}
-                Some(Err(error)) => {
-                    return Err(CaseFailure::from(error));
-                }
-                None => {
-                    return Err(CaseFailure::new(format!(
-                        "probe write {probe} through the pool did not commit within \
-                         {PROBE_LIMIT:?} while {} leases were held: they hold its connection",
-                        held.len()
-                    )));
-                }
+        // Between statements the connection is idle; sample a few times because a renewal, or
+        // a connection on its way back to the pool, may be caught mid-flight.
+        for _ in 0..10 {
+            let stats = pool.stats();
+            samples.push(stats);
+            ensure!(
+                stats.size <= 1,
+                "a pool of exactly one connection reports {} connections",
+                stats.size
+            );
+            if stats.idle == stats.size {
+                idle_seen = Some(stats);
+                break;
             }
-            // Between statements every connection is idle; sample a few times because a
-            // renewal or a connection on its way back to the pool may be caught mid-flight.
-            for _ in 0..10 {
-                let stats = pool.stats();
-                samples.push(stats);
-                ensure!(
-                    stats.size <= 1,
-                    "a pool of exactly one connection reports {} connections",
-                    stats.size
-                );
-                if stats.idle == stats.size {
-                    idle_seen = Some(stats);
-                    break;
-                }
-                ctx.sleep(Duration::from_millis(20)).await;
-            }
+            ctx.sleep(Duration::from_millis(20)).await;
         }
-        ensure!(
-            idle_seen.is_some(),
-            "the pool never reported its connection idle while the leases were held: {samples:?}"
-        );
-        Ok(())
-    };
-    match select(std::pin::pin!(renewal), std::pin::pin!(checks)).await {
-        Either::Left((failure, _)) | Either::Right((Err(failure), _)) => return Err(failure),
-        Either::Right((Ok(()), _)) => {}
     }
-
-    let renewed = store.renew_many(&held, ttl).await?;
     ensure!(
-        renewed.iter().all(|renewed| *renewed),
-        "the leases were lost while the probes ran: {renewed:?}"
+        idle_seen.is_some(),
+        "the pool never reported its connection idle while the leases were held: {samples:?}"
+    );
+
+    // Held past the first TTL: the renewer kept them alive through the same one connection.
+    ctx.sleep(ttl.get().saturating_sub(period * PROBES as u32) + period)
+        .await;
+    for guard in &guards {
+        ensure!(
+            guard.is_held(),
+            "{} was lost while the probes ran",
+            guard.name()
+        );
+        let info = pool.store().inspect(guard.name()).await?;
+        ensure!(
+            info.as_ref()
+                .is_some_and(|info| info.holder == *guard.holder()
+                    && !info.is_expired()
+                    && info
+                        .expires_at
+                        .duration_since(info.taken_at)
+                        .unwrap_or_default()
+                        > ttl.get()),
+            "{} was not renewed past its first TTL: {info:?}",
+            guard.name()
+        );
+    }
+    for guard in guards {
+        guard.release().await?;
+    }
+    ensure!(
+        pool.store().list().await?.is_empty(),
+        "leases remained after every guard was released"
     );
     Ok(Verdict::Passed)
 }

@@ -1,0 +1,113 @@
+//! The suite catches what it claims to: a store that breaks one rule fails the case for that
+//! rule, for the right reason.
+
+#[path = "support/broken.rs"]
+mod broken;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use broken::{BrokenBackend, Flaw};
+use lease_core::runtime::TokioRuntime;
+use lease_tests::run::run_case;
+use lease_tests::{CaseFailure, CaseResult, Context, TestBackend, cases};
+
+/// Runs `case` against `backend` and returns its failure, failing the test if it passed.
+async fn failure_of<B, F, Fut>(backend: B, case: F) -> CaseFailure
+where
+    B: TestBackend,
+    F: FnOnce(Arc<Context<B>>) -> Fut,
+    Fut: Future<Output = CaseResult>,
+{
+    let name = backend.name().to_owned();
+    match run_case(backend, TokioRuntime, case).await {
+        Err(failure) => failure,
+        Ok(verdict) => panic!("the case gave {verdict:?} on {name}, which breaks its rule"),
+    }
+}
+
+/// Asserts that the case fails on a store with `flaw`, with a message containing `expected`.
+macro_rules! catches {
+    ($test:ident, $flaw:ident, $case:ident, $expected:literal) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $test() {
+            let failure = failure_of(BrokenBackend(Flaw::$flaw), |ctx| async move {
+                cases::$case(&*ctx).await
+            })
+            .await;
+            assert!(
+                failure.message().contains($expected),
+                "{} failed for another reason than {:?}: {failure}",
+                stringify!($case),
+                $expected
+            );
+        }
+    };
+}
+
+catches!(
+    acquire_that_overwrites_the_holder_breaks_one_holder,
+    AcquireIgnoresHolder,
+    one_holder_among_contenders,
+    "winners among 32 concurrent contenders"
+);
+catches!(
+    acquire_that_ignores_expiry_breaks_takeover,
+    AcquireIgnoresExpiry,
+    expired_lease_is_taken_over,
+    "was reported expired, yet taking it over returned None"
+);
+catches!(
+    renewal_that_revives_breaks_expired_renewal,
+    RenewIgnoresExpiry,
+    expired_lease_cannot_be_renewed,
+    "renew revived"
+);
+catches!(
+    release_that_ignores_the_holder_breaks_stale_holders,
+    ReleaseIgnoresHolder,
+    stale_holder_touches_nothing,
+    "the stale holder released"
+);
+catches!(
+    renewal_that_ignores_the_holder_breaks_stale_holders,
+    RenewIgnoresHolder,
+    stale_holder_touches_nothing,
+    "the stale holder renewed"
+);
+catches!(
+    release_that_deletes_the_row_breaks_fences,
+    ReleaseResetsFence,
+    fences_strictly_increase,
+    "they must strictly increase"
+);
+catches!(
+    renew_many_that_says_yes_breaks_batches,
+    RenewManyReportsAllRenewed,
+    renew_many_reports_exactly_the_lost,
+    "renew_many of"
+);
+catches!(
+    list_that_hides_expired_leases_breaks_listing,
+    ListHidesExpired,
+    inspect_and_list_agree,
+    "list() against inspect()"
+);
+catches!(
+    case_folding_names_break_round_trips,
+    NamesFoldCase,
+    names_round_trip_verbatim,
+    "the store merged it"
+);
+catches!(
+    wrong_error_when_unreachable_breaks_outage,
+    UnreachableGivesWrongError,
+    unreachable_store_returns_errors,
+    "not Error::Store"
+);
+catches!(
+    renewal_that_ignores_the_holder_hides_a_takeover_from_the_guard,
+    RenewIgnoresHolder,
+    lost_signal_after_takeover,
+    "did not see the takeover"
+);

@@ -1,0 +1,115 @@
+//! The runner: skipped backends, teardowns, and what a failed case looks like.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use lease_core::runtime::TokioRuntime;
+use lease_core::{BoxError, MemoryStore};
+use lease_tests::run::{conclude, run_case};
+use lease_tests::{CaseFailure, FreshStore, TestBackend, Verdict};
+
+/// A memory backend that counts teardowns, can be unavailable and can fail its teardown.
+#[derive(Debug, Default)]
+struct Counting {
+    teardowns: Arc<AtomicUsize>,
+    unavailable: bool,
+    failing_teardown: bool,
+}
+
+#[async_trait]
+impl TestBackend for Counting {
+    type Store = MemoryStore;
+
+    fn name(&self) -> &str {
+        "counting"
+    }
+
+    async fn available(&self) -> Result<(), BoxError> {
+        if self.unavailable {
+            Err("no server on 127.0.0.1:1".into())
+        } else {
+            Ok(())
+        }
+    }
+
+    async fn store(&self) -> Result<FreshStore<MemoryStore>, BoxError> {
+        let (teardowns, failing) = (Arc::clone(&self.teardowns), self.failing_teardown);
+        Ok(
+            FreshStore::new(MemoryStore::new()).with_teardown(move || async move {
+                teardowns.fetch_add(1, Ordering::SeqCst);
+                if failing {
+                    Err("DROP TABLE failed".into())
+                } else {
+                    Ok(())
+                }
+            }),
+        )
+    }
+}
+
+#[tokio::test]
+async fn an_unavailable_backend_is_skipped_with_its_reason() {
+    let backend = Counting {
+        unavailable: true,
+        ..Counting::default()
+    };
+    let teardowns = Arc::clone(&backend.teardowns);
+    let verdict = run_case(backend, TokioRuntime, |_| async {
+        panic!("a case ran on an unavailable backend")
+    })
+    .await;
+    assert_eq!(
+        verdict.unwrap(),
+        Verdict::Skipped("no server on 127.0.0.1:1".to_owned())
+    );
+    assert_eq!(teardowns.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn every_store_a_case_made_is_torn_down_even_when_it_fails() {
+    let backend = Counting::default();
+    let teardowns = Arc::clone(&backend.teardowns);
+    let result = run_case(backend, TokioRuntime, |ctx| async move {
+        ctx.store().await?;
+        ctx.store().await?;
+        Err(CaseFailure::new("the store broke a rule"))
+    })
+    .await;
+    assert_eq!(result.unwrap_err().message(), "the store broke a rule");
+    assert_eq!(teardowns.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_failed_teardown_fails_a_passing_case() {
+    let backend = Counting {
+        failing_teardown: true,
+        ..Counting::default()
+    };
+    let result = run_case(backend, TokioRuntime, |ctx| async move {
+        ctx.store().await?;
+        Ok(Verdict::Passed)
+    })
+    .await;
+    let failure = result.unwrap_err();
+    assert!(failure.message().contains("DROP TABLE failed"), "{failure}");
+}
+
+#[test]
+#[should_panic(expected = "counting::fences_strictly_increase failed: fences went down")]
+fn a_failed_case_fails_its_test_naming_backend_and_case() {
+    conclude(
+        "counting",
+        "fences_strictly_increase",
+        Err(CaseFailure::new("fences went down")),
+    );
+}
+
+#[test]
+fn a_case_that_does_not_apply_passes() {
+    conclude(
+        "counting",
+        "no_connection_held",
+        Ok(Verdict::NotApplicable("no pool".to_owned())),
+    );
+}

@@ -1,0 +1,210 @@
+//! Memory stores that each break one rule of the contract, and a backend to run cases on them.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lease_core::{
+    BoxError, Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, MemoryStore, Ttl,
+};
+use lease_tests::{FreshStore, TestBackend};
+
+/// The rule a store breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flaw {
+    /// Acquire takes the lease even while somebody holds it.
+    AcquireIgnoresHolder,
+    /// Acquire refuses a lease whose holder's lease expired.
+    AcquireIgnoresExpiry,
+    /// Renewal revives a lease that expired.
+    RenewIgnoresExpiry,
+    /// Renewal extends the lease whoever asks, as long as somebody holds it.
+    RenewIgnoresHolder,
+    /// Release frees the lease whoever asks.
+    ReleaseIgnoresHolder,
+    /// Release deletes the row, so the fence starts over.
+    ReleaseResetsFence,
+    /// `renew_many` answers `true` for every lease.
+    RenewManyReportsAllRenewed,
+    /// `list` leaves out expired leases that `inspect` reports.
+    ListHidesExpired,
+    /// Names are compared without case and surrounding spaces, like a case-insensitive,
+    /// padding collation.
+    NamesFoldCase,
+    /// When unreachable, calls fail with the wrong error.
+    UnreachableGivesWrongError,
+}
+
+/// A backend whose stores have `flaw`.
+#[derive(Debug, Clone, Copy)]
+pub struct BrokenBackend(pub Flaw);
+
+#[async_trait]
+impl TestBackend for BrokenBackend {
+    type Store = BrokenStore;
+
+    fn name(&self) -> &str {
+        "broken-memory"
+    }
+
+    async fn store(&self) -> Result<FreshStore<BrokenStore>, BoxError> {
+        Ok(FreshStore::new(BrokenStore::new(self.0)))
+    }
+
+    async fn unreachable(&self) -> Result<Option<BrokenStore>, BoxError> {
+        Ok((self.0 == Flaw::UnreachableGivesWrongError).then(|| BrokenStore::new(self.0)))
+    }
+}
+
+pub struct BrokenStore {
+    flaw: Flaw,
+    inner: MemoryStore,
+    /// One store per name, for [`Flaw::ReleaseResetsFence`]: a release replaces it.
+    per_name: Mutex<HashMap<LeaseName, MemoryStore>>,
+}
+
+impl fmt::Debug for BrokenStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BrokenStore")
+            .field("flaw", &self.flaw)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BrokenStore {
+    fn new(flaw: Flaw) -> Self {
+        Self {
+            flaw,
+            inner: MemoryStore::new(),
+            per_name: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn name(&self, name: &LeaseName) -> LeaseName {
+        if self.flaw == Flaw::NamesFoldCase {
+            LeaseName::new(name.as_str().trim().to_lowercase()).unwrap()
+        } else {
+            name.clone()
+        }
+    }
+
+    /// The store that holds `name`.
+    fn store(&self, name: &LeaseName) -> MemoryStore {
+        if self.flaw == Flaw::ReleaseResetsFence {
+            let mut stores = self.per_name.lock().unwrap();
+            stores.entry(name.clone()).or_default().clone()
+        } else {
+            self.inner.clone()
+        }
+    }
+
+    fn wrong_error(&self) -> Result<(), Error> {
+        if self.flaw == Flaw::UnreachableGivesWrongError {
+            Err(Error::InvalidConfig {
+                reason: "not a store error".to_owned(),
+            })
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[async_trait]
+impl LeaseStore for BrokenStore {
+    async fn try_acquire(
+        &self,
+        name: &LeaseName,
+        holder: &HolderId,
+        ttl: Ttl,
+    ) -> Result<Option<Fence>, Error> {
+        self.wrong_error()?;
+        let name = &self.name(name);
+        let store = self.store(name);
+        let current = store.inspect(name).await?;
+        match (self.flaw, current) {
+            (Flaw::AcquireIgnoresHolder, Some(info)) => {
+                store.release(name, &info.holder, Duration::ZERO).await?;
+            }
+            (Flaw::AcquireIgnoresExpiry, Some(_)) => return Ok(None),
+            _ => {}
+        }
+        store.try_acquire(name, holder, ttl).await
+    }
+
+    async fn renew(&self, name: &LeaseName, holder: &HolderId, ttl: Ttl) -> Result<bool, Error> {
+        self.wrong_error()?;
+        let name = &self.name(name);
+        let store = self.store(name);
+        let info = store.inspect(name).await?;
+        match (self.flaw, info) {
+            (Flaw::RenewIgnoresExpiry, Some(info))
+                if info.holder == *holder && info.is_expired() =>
+            {
+                Ok(store.try_acquire(name, holder, ttl).await?.is_some())
+            }
+            (Flaw::RenewIgnoresHolder, Some(info)) => store.renew(name, &info.holder, ttl).await,
+            _ => store.renew(name, holder, ttl).await,
+        }
+    }
+
+    async fn renew_many(
+        &self,
+        leases: &[(LeaseName, HolderId)],
+        ttl: Ttl,
+    ) -> Result<Vec<bool>, Error> {
+        let mut renewed = Vec::with_capacity(leases.len());
+        for (name, holder) in leases {
+            let done = self.renew(name, holder, ttl).await?;
+            renewed.push(done || self.flaw == Flaw::RenewManyReportsAllRenewed);
+        }
+        Ok(renewed)
+    }
+
+    async fn release(
+        &self,
+        name: &LeaseName,
+        holder: &HolderId,
+        min_hold: Duration,
+    ) -> Result<bool, Error> {
+        self.wrong_error()?;
+        let name = &self.name(name);
+        let store = self.store(name);
+        let holder = match (self.flaw, store.inspect(name).await?) {
+            (Flaw::ReleaseIgnoresHolder, Some(info)) => info.holder,
+            _ => holder.clone(),
+        };
+        let released = store.release(name, &holder, min_hold).await?;
+        if released && self.flaw == Flaw::ReleaseResetsFence {
+            self.per_name.lock().unwrap().remove(name);
+        }
+        Ok(released)
+    }
+
+    async fn inspect(&self, name: &LeaseName) -> Result<Option<LeaseInfo>, Error> {
+        self.wrong_error()?;
+        let name = &self.name(name);
+        self.store(name).inspect(name).await
+    }
+
+    async fn list(&self) -> Result<Vec<LeaseInfo>, Error> {
+        self.wrong_error()?;
+        let mut listed = if self.flaw == Flaw::ReleaseResetsFence {
+            let stores: Vec<MemoryStore> =
+                self.per_name.lock().unwrap().values().cloned().collect();
+            let mut listed = Vec::new();
+            for store in stores {
+                listed.extend(store.list().await?);
+            }
+            listed.sort_by(|a, b| a.name.cmp(&b.name));
+            listed
+        } else {
+            self.inner.list().await?
+        };
+        if self.flaw == Flaw::ListHidesExpired {
+            listed.retain(|info| !info.is_expired());
+        }
+        Ok(listed)
+    }
+}
