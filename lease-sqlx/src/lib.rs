@@ -1,0 +1,31 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod database;
+mod run;
+mod store;
+
+#[cfg(feature = "mysql")]
+mod mysql;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+
+pub use database::SqlxDatabase;
+pub use store::SqlxStore;
+
+#[cfg(feature = "postgres")]
+pub use postgres::{PgLeaseStore, PgProtocol};
+
+#[cfg(feature = "mysql")]
+pub use mysql::MySqlLeaseStore;
+
+#[cfg(feature = "sqlite")]
+pub use sqlite::{SQLITE_BUSY_TIMEOUT, SqliteLeaseStore, sqlite_connect_options};
+
+pub use lease_sql::TableName;
+/// The sqlx this crate is built on, for its pool and option types.
+pub use sqlx;

@@ -1,0 +1,264 @@
+//! The sqlx stores as a `lease_tests::TestBackend`: one fresh table per store, dropped when the
+//! case ends, on the servers `lease_tests::env` names (SQLite: a file in the temp directory).
+
+#![allow(dead_code)]
+
+pub mod focused;
+
+use std::time::Duration;
+
+use lease_core::{BoxError, LeaseStore};
+use lease_sqlx::sqlx::{self, AssertSqlSafe, Pool};
+use lease_sqlx::{SqlxDatabase, SqlxStore};
+use lease_tests::{FreshStore, PoolStats, PooledStore, TestBackend, env};
+
+/// How a database is reached in the tests.
+pub trait TestDb: SqlxDatabase + Sized {
+    /// A short name for messages.
+    const LABEL: &'static str;
+
+    /// A pool of at most `connections` on the test server, and where it lives (a file to
+    /// remove for SQLite).
+    fn connect(
+        connections: u32,
+    ) -> impl Future<Output = Result<(Pool<Self>, Option<std::path::PathBuf>), BoxError>> + Send;
+
+    /// A pool that cannot reach its database, failing fast.
+    fn unreachable() -> Result<Pool<Self>, BoxError>;
+
+    /// Creates the store's table.
+    fn setup(store: &SqlxStore<Self>)
+    -> impl Future<Output = Result<(), lease_core::Error>> + Send;
+
+    /// Runs `sql` through the simple protocol.
+    fn execute(pool: &Pool<Self>, sql: String)
+    -> impl Future<Output = Result<(), BoxError>> + Send;
+
+    /// The column definition of the probe table's one column.
+    const PROBE_COLUMN: &'static str = "at BIGINT";
+}
+
+/// A backend over database `DB`, optionally changing each store (PostgreSQL's protocol).
+pub struct Backend<DB: SqlxDatabase> {
+    name: &'static str,
+    adjust: fn(SqlxStore<DB>) -> SqlxStore<DB>,
+}
+
+impl<DB: TestDb> Backend<DB>
+where
+    SqlxStore<DB>: LeaseStore,
+{
+    /// The stores as [`SqlxStore::new`] and [`SqlxStore::with_table`] make them.
+    pub fn plain() -> Self {
+        Self {
+            name: DB::LABEL,
+            adjust: |store| store,
+        }
+    }
+
+    /// The stores changed by `adjust`, reported as `name`.
+    pub fn adjusted(name: &'static str, adjust: fn(SqlxStore<DB>) -> SqlxStore<DB>) -> Self {
+        Self { name, adjust }
+    }
+
+    /// A fresh store over a pool of at most `connections`, and its teardown.
+    pub async fn fresh(
+        &self,
+        connections: u32,
+    ) -> Result<(FreshStore<SqlxStore<DB>>, Pool<DB>, String), BoxError> {
+        let (pool, file) = DB::connect(connections).await?;
+        let table = env::unique_table("lease_sqlx");
+        let store = (self.adjust)(SqlxStore::with_table(pool.clone(), &table)?);
+        DB::setup(&store).await?;
+        let drop_pool = pool.clone();
+        let drop_table = table.clone();
+        let fresh = FreshStore::new(store).with_teardown(move || async move {
+            for t in [drop_table.clone(), format!("{drop_table}_probe")] {
+                DB::execute(&drop_pool, format!("DROP TABLE IF EXISTS {t}")).await?;
+            }
+            drop_pool.close().await;
+            if let Some(file) = file {
+                for suffix in ["", "-wal", "-shm"] {
+                    let mut path = file.clone().into_os_string();
+                    path.push(suffix);
+                    let _ = std::fs::remove_file(path);
+                }
+            }
+            Ok(())
+        });
+        Ok((fresh, pool, table))
+    }
+}
+
+#[lease_core::async_trait]
+impl<DB: TestDb> TestBackend for Backend<DB>
+where
+    SqlxStore<DB>: LeaseStore,
+{
+    type Store = SqlxStore<DB>;
+
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    async fn available(&self) -> Result<(), BoxError> {
+        let (pool, _) = DB::connect(1).await?;
+        pool.close().await;
+        Ok(())
+    }
+
+    async fn store(&self) -> Result<FreshStore<Self::Store>, BoxError> {
+        Ok(self.fresh(16).await?.0)
+    }
+
+    async fn pooled(&self, connections: u32) -> Result<Option<PooledStore<Self::Store>>, BoxError> {
+        let (fresh, pool, table) = self.fresh(connections).await?;
+        let probe_table = format!("{table}_probe");
+        DB::execute(
+            &pool,
+            format!("CREATE TABLE {probe_table} ({})", DB::PROBE_COLUMN),
+        )
+        .await?;
+        let insert = format!("INSERT INTO {probe_table} (at) VALUES (1)");
+        let probe_pool = pool.clone();
+        let stats_pool = pool;
+        Ok(Some(PooledStore::new(
+            fresh,
+            move || {
+                let pool = probe_pool.clone();
+                let insert = insert.clone();
+                async move { DB::execute(&pool, insert).await }
+            },
+            move || PoolStats {
+                size: stats_pool.size(),
+                idle: u32::try_from(stats_pool.num_idle()).unwrap_or(u32::MAX),
+            },
+        )))
+    }
+
+    async fn unreachable(&self) -> Result<Option<Self::Store>, BoxError> {
+        Ok(Some((self.adjust)(SqlxStore::new(DB::unreachable()?))))
+    }
+}
+
+/// How long a test waits for a connection: short, so a missing server is reported quickly.
+pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    use super::*;
+    use lease_sqlx::sqlx::Postgres;
+    use lease_sqlx::sqlx::postgres::PgPoolOptions;
+
+    impl TestDb for Postgres {
+        const LABEL: &'static str = "postgres";
+
+        async fn connect(
+            connections: u32,
+        ) -> Result<(Pool<Self>, Option<std::path::PathBuf>), BoxError> {
+            let pool = PgPoolOptions::new()
+                .max_connections(connections)
+                .acquire_timeout(ACQUIRE_TIMEOUT)
+                .connect(&env::postgres_url())
+                .await?;
+            Ok((pool, None))
+        }
+
+        fn unreachable() -> Result<Pool<Self>, BoxError> {
+            Ok(PgPoolOptions::new()
+                .acquire_timeout(Duration::from_secs(2))
+                .connect_lazy("postgres://postgres@127.0.0.1:1/test")?)
+        }
+
+        async fn execute(pool: &Pool<Self>, sql: String) -> Result<(), BoxError> {
+            sqlx::raw_sql(AssertSqlSafe(sql)).execute(pool).await?;
+            Ok(())
+        }
+
+        async fn setup(store: &SqlxStore<Self>) -> Result<(), lease_core::Error> {
+            store.setup().await
+        }
+    }
+}
+
+#[cfg(feature = "mysql")]
+mod mysql {
+    use super::*;
+    use lease_sqlx::sqlx::MySql;
+    use lease_sqlx::sqlx::mysql::MySqlPoolOptions;
+
+    impl TestDb for MySql {
+        const LABEL: &'static str = "mariadb";
+
+        async fn connect(
+            connections: u32,
+        ) -> Result<(Pool<Self>, Option<std::path::PathBuf>), BoxError> {
+            let pool = MySqlPoolOptions::new()
+                .max_connections(connections)
+                .acquire_timeout(ACQUIRE_TIMEOUT)
+                .connect(&env::mysql_url())
+                .await?;
+            Ok((pool, None))
+        }
+
+        fn unreachable() -> Result<Pool<Self>, BoxError> {
+            Ok(MySqlPoolOptions::new()
+                .acquire_timeout(Duration::from_secs(2))
+                .connect_lazy("mysql://root@127.0.0.1:1/test")?)
+        }
+
+        async fn execute(pool: &Pool<Self>, sql: String) -> Result<(), BoxError> {
+            sqlx::raw_sql(AssertSqlSafe(sql)).execute(pool).await?;
+            Ok(())
+        }
+
+        async fn setup(store: &SqlxStore<Self>) -> Result<(), lease_core::Error> {
+            store.setup().await
+        }
+    }
+}
+
+#[cfg(feature = "sqlite")]
+mod sqlite {
+    use super::*;
+    use lease_sqlx::sqlx::Sqlite;
+    use lease_sqlx::sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+
+    impl TestDb for Sqlite {
+        const LABEL: &'static str = "sqlite";
+        const PROBE_COLUMN: &'static str = "at INTEGER";
+
+        async fn connect(
+            connections: u32,
+        ) -> Result<(Pool<Self>, Option<std::path::PathBuf>), BoxError> {
+            let file = std::env::temp_dir().join(format!("{}.db", env::unique_table("lease_sqlx")));
+            let options = SqliteConnectOptions::new()
+                .filename(&file)
+                .create_if_missing(true);
+            let pool = SqlitePoolOptions::new()
+                .max_connections(connections)
+                .acquire_timeout(ACQUIRE_TIMEOUT)
+                .connect_with(lease_sqlx::sqlite_connect_options(options))
+                .await?;
+            Ok((pool, Some(file)))
+        }
+
+        /// A database in a directory that does not exist: every connection fails to open.
+        fn unreachable() -> Result<Pool<Self>, BoxError> {
+            let options = SqliteConnectOptions::new()
+                .filename(std::env::temp_dir().join("lease-sqlx-missing-dir/none/leases.db"));
+            Ok(SqlitePoolOptions::new()
+                .acquire_timeout(Duration::from_secs(2))
+                .connect_lazy_with(options))
+        }
+
+        async fn execute(pool: &Pool<Self>, sql: String) -> Result<(), BoxError> {
+            sqlx::raw_sql(AssertSqlSafe(sql)).execute(pool).await?;
+            Ok(())
+        }
+
+        async fn setup(store: &SqlxStore<Self>) -> Result<(), lease_core::Error> {
+            store.setup().await
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! SQLite: the conformance suite and this crate's cases on tokio and async-std, each store on
+//! its own file in the temp directory.
+#![cfg(feature = "sqlite")]
+
+mod common;
+
+use common::Backend;
+use lease_core::{HolderId, LeaseName, LeaseStore, Ttl};
+use lease_sqlx::SqliteLeaseStore;
+use lease_sqlx::sqlx::Sqlite;
+
+fn sqlite() -> Backend<Sqlite> {
+    Backend::plain()
+}
+
+lease_tests::conformance_suite!(mod conformance_tokio, runtime = tokio, backend = sqlite());
+lease_tests::conformance_suite!(mod conformance_async_std, runtime = async_std, backend = sqlite());
+
+focused_suite!(mod focused_tokio, runtime = tokio, backend = sqlite());
+focused_suite!(mod focused_async_std, runtime = async_std, backend = sqlite());
+
+/// `connect` opens the database in write-ahead-log mode, with the bundled SQLite (which has
+/// `unixepoch('subsec')`), and the store works on it.
+#[tokio::test]
+async fn connect_uses_wal_and_the_bundled_sqlite() {
+    let file = std::env::temp_dir().join(format!(
+        "{}.db",
+        lease_tests::env::unique_table("lease_sqlx")
+    ));
+    let url = format!("sqlite://{}?mode=rwc", file.display());
+    let store = SqliteLeaseStore::connect(&url).await.unwrap();
+    store.setup().await.unwrap();
+    let (mode,): (String,) = lease_sqlx::sqlx::query_as("PRAGMA journal_mode")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(mode, "wal");
+    let (version,): (String,) = lease_sqlx::sqlx::query_as("SELECT sqlite_version()")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    let minor: u32 = version.split('.').nth(1).unwrap().parse().unwrap();
+    assert!(minor >= 42, "SQLite {version} has no unixepoch('subsec')");
+    let name = LeaseName::new("sweep").unwrap();
+    let fence = store
+        .try_acquire(&name, &HolderId::generate(), Ttl::from_secs(5).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(fence.map(|f| f.get()), Some(1));
+    store.pool().close().await;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+    }
+}
