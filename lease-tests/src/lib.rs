@@ -11,6 +11,7 @@ mod failure;
 mod harness;
 mod memory;
 pub mod run;
+pub mod server;
 mod suite;
 
 pub use context::{Context, SharedRuntime};

@@ -1,0 +1,19 @@
+//! Throwaway database servers for tests that stop, restart or cut off a server: a private
+//! PostgreSQL ([`PostgresServer`]) or MariaDB ([`MariaDbServer`]) from the local installation,
+//! on a free port in a temporary directory, stopped and removed when dropped (also when the
+//! test panics). Starting one takes about a second.
+//!
+//! Never point such a test at a shared server: use these.
+//!
+//! The helpers block while the server starts or stops; call them before the test's runtime
+//! starts, or from a blocking task.
+//!
+//! When the test runs as root, the server runs as the installation's own user (`postgres`,
+//! `mysql`), because neither server agrees to run as root.
+
+mod mariadb;
+mod postgres;
+mod process;
+
+pub use mariadb::MariaDbServer;
+pub use postgres::PostgresServer;
