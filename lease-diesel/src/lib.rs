@@ -1,0 +1,46 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+// Without a database feature there is no connection to run the statements on; the machinery
+// still compiles, unused.
+#![cfg_attr(
+    not(any(feature = "postgres", feature = "mysql", feature = "sqlite")),
+    allow(dead_code, unused_imports, unused_macros)
+)]
+
+mod connection;
+mod pool;
+mod query;
+mod run;
+mod store;
+
+#[cfg(feature = "mysql")]
+mod mysql;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+
+pub use connection::DieselConnection;
+pub use pool::DieselPool;
+#[doc(hidden)]
+pub use pool::PoolState;
+pub use store::DieselStore;
+
+#[cfg(feature = "sqlite")]
+pub use sqlite::SQLITE_BUSY_TIMEOUT;
+#[cfg(all(feature = "sqlite", any(feature = "deadpool", feature = "bb8")))]
+pub use sqlite::sqlite_manager;
+
+/// A SQLite connection for diesel-async: diesel's `SqliteConnection`, whose blocking calls run
+/// on tokio's blocking threads.
+#[cfg(feature = "sqlite")]
+pub type AsyncSqliteConnection =
+    diesel_async::sync_connection_wrapper::SyncConnectionWrapper<diesel::SqliteConnection>;
+
+/// The diesel this crate is built on.
+pub use diesel;
+/// The diesel-async this crate is built on, for its connection and pool types.
+pub use diesel_async;
+pub use lease_sql::TableName;

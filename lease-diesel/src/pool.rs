@@ -1,0 +1,111 @@
+//! [`DieselPool`]: the pools a store borrows its connections from, deadpool's and bb8's, so each
+//! database is written once over both.
+
+use std::future::Future;
+use std::ops::DerefMut;
+
+use lease_core::BoxError;
+
+use crate::DieselConnection;
+
+/// A diesel-async pool of [`DieselConnection`]s: `deadpool::Pool<C>` or `bb8::Pool<C>` from
+/// `diesel_async::pooled_connection`, each behind its feature. Sealed.
+///
+/// A store takes a connection for one statement and gives it back as soon as the statement has
+/// answered, so the pool's size never has to grow with the number of leases held.
+pub trait DieselPool: sealed::Sealed + Clone + Send + Sync + 'static {
+    /// The connections in the pool.
+    type Connection: DieselConnection;
+
+    /// A connection taken from the pool, given back when dropped.
+    #[doc(hidden)]
+    type Pooled<'p>: DerefMut<Target = Self::Connection> + Send + 'p
+    where
+        Self: 'p;
+
+    /// The pool's kind, for `Debug`.
+    #[doc(hidden)]
+    const KIND: &'static str;
+
+    /// Takes a connection, waiting as the pool is configured to.
+    #[doc(hidden)]
+    fn connection(&self) -> impl Future<Output = Result<Self::Pooled<'_>, BoxError>> + Send;
+
+    /// How many connections are open, and how many of them are idle.
+    #[doc(hidden)]
+    fn state(&self) -> PoolState;
+}
+
+/// How many connections a pool has open, and how many of those nobody is using.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolState {
+    /// Connections open.
+    pub size: u32,
+    /// Connections open and idle.
+    pub idle: u32,
+}
+
+pub(crate) mod sealed {
+    pub trait Sealed {}
+}
+
+/// Implements [`DieselPool`] for deadpool's and bb8's pools of one connection type, each behind
+/// its feature. Called by `diesel_connection!`, once per database.
+macro_rules! diesel_pools {
+    ($conn:ty) => {
+        #[cfg(feature = "deadpool")]
+        impl $crate::pool::sealed::Sealed
+            for diesel_async::pooled_connection::deadpool::Pool<$conn>
+        {
+        }
+
+        #[cfg(feature = "deadpool")]
+        impl $crate::DieselPool for diesel_async::pooled_connection::deadpool::Pool<$conn> {
+            type Connection = $conn;
+            type Pooled<'p> = diesel_async::pooled_connection::deadpool::Object<$conn>;
+            const KIND: &'static str = "deadpool";
+
+            fn connection(
+                &self,
+            ) -> impl std::future::Future<Output = Result<Self::Pooled<'_>, lease_core::BoxError>>
+            + Send {
+                async move { self.get().await.map_err(Into::into) }
+            }
+
+            fn state(&self) -> $crate::pool::PoolState {
+                let status = self.status();
+                $crate::pool::PoolState {
+                    size: u32::try_from(status.size).unwrap_or(u32::MAX),
+                    idle: u32::try_from(status.available).unwrap_or(u32::MAX),
+                }
+            }
+        }
+
+        #[cfg(feature = "bb8")]
+        impl $crate::pool::sealed::Sealed for diesel_async::pooled_connection::bb8::Pool<$conn> {}
+
+        #[cfg(feature = "bb8")]
+        impl $crate::DieselPool for diesel_async::pooled_connection::bb8::Pool<$conn> {
+            type Connection = $conn;
+            type Pooled<'p> = diesel_async::pooled_connection::bb8::PooledConnection<'p, $conn>;
+            const KIND: &'static str = "bb8";
+
+            fn connection(
+                &self,
+            ) -> impl std::future::Future<Output = Result<Self::Pooled<'_>, lease_core::BoxError>>
+            + Send {
+                async move { self.get().await.map_err(Into::into) }
+            }
+
+            fn state(&self) -> $crate::pool::PoolState {
+                let state = self.state();
+                $crate::pool::PoolState {
+                    size: state.connections,
+                    idle: state.idle_connections,
+                }
+            }
+        }
+    };
+}
+pub(crate) use diesel_pools;

@@ -1,0 +1,45 @@
+//! The whole conformance suite against PostgreSQL, MariaDB and SQLite, each on a deadpool and a
+//! bb8 pool, on tokio (diesel-async is tokio-based).
+
+mod support;
+
+use diesel_async::pooled_connection::{bb8, deadpool};
+use diesel_async::{AsyncMysqlConnection, AsyncPgConnection};
+use lease_diesel::AsyncSqliteConnection;
+use support::{Backend, MariaDb, Postgres, Sqlite};
+
+lease_tests::conformance_suite!(
+    mod postgres_deadpool,
+    runtime = tokio,
+    backend = Backend::<Postgres, deadpool::Pool<AsyncPgConnection>>::new(),
+);
+
+lease_tests::conformance_suite!(
+    mod postgres_bb8,
+    runtime = tokio,
+    backend = Backend::<Postgres, bb8::Pool<AsyncPgConnection>>::new(),
+);
+
+lease_tests::conformance_suite!(
+    mod mariadb_deadpool,
+    runtime = tokio,
+    backend = Backend::<MariaDb, deadpool::Pool<AsyncMysqlConnection>>::new(),
+);
+
+lease_tests::conformance_suite!(
+    mod mariadb_bb8,
+    runtime = tokio,
+    backend = Backend::<MariaDb, bb8::Pool<AsyncMysqlConnection>>::new(),
+);
+
+lease_tests::conformance_suite!(
+    mod sqlite_deadpool,
+    runtime = tokio,
+    backend = Backend::<Sqlite, deadpool::Pool<AsyncSqliteConnection>>::new(),
+);
+
+lease_tests::conformance_suite!(
+    mod sqlite_bb8,
+    runtime = tokio,
+    backend = Backend::<Sqlite, bb8::Pool<AsyncSqliteConnection>>::new(),
+);

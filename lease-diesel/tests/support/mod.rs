@@ -1,0 +1,306 @@
+//! The three databases on both pool kinds, as a `lease_tests::TestBackend`: a fresh table per
+//! store, dropped when the case ends.
+
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use diesel_async::pooled_connection::AsyncDieselConnectionManager;
+use diesel_async::pooled_connection::{bb8, deadpool};
+use diesel_async::{AsyncConnection, AsyncMysqlConnection, AsyncPgConnection};
+use lease_core::BoxError;
+use lease_diesel::{AsyncSqliteConnection, DieselPool, DieselStore, sqlite_manager};
+use lease_tests::{FreshStore, PoolStats, PooledStore, TestBackend, env};
+
+/// How long a pool waits for a connection before it reports the database unreachable.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// A database the tests run against.
+pub trait Database: Send + Sync + 'static {
+    /// Its connection.
+    type Connection: AsyncConnection + lease_diesel::DieselConnection;
+
+    /// Its name in test output.
+    const NAME: &'static str;
+
+    /// Where a store for `table` connects: the server, or for SQLite a file of its own.
+    fn url(table: &str) -> String;
+
+    /// Where nothing answers.
+    fn unreachable_url() -> String;
+
+    /// How the pools make connections to `url`.
+    fn manager(url: String) -> AsyncDieselConnectionManager<Self::Connection>;
+
+    /// Whether the server is there: an error says why not.
+    fn available() -> impl Future<Output = Result<(), BoxError>> + Send {
+        async {
+            Self::Connection::establish(&Self::url("lease_availability"))
+                .await
+                .map(drop)
+                .map_err(|e| format!("cannot connect to {}: {e}", Self::NAME).into())
+        }
+    }
+
+    /// Removes what a store for `table` left outside the database (SQLite's files).
+    fn remove_files(table: &str) {
+        let _ = table;
+    }
+}
+
+/// PostgreSQL at `LEASE_TEST_POSTGRES_URL`.
+pub struct Postgres;
+
+impl Database for Postgres {
+    type Connection = AsyncPgConnection;
+    const NAME: &'static str = "postgres";
+
+    fn url(_: &str) -> String {
+        env::postgres_url()
+    }
+
+    fn unreachable_url() -> String {
+        "postgres://postgres@127.0.0.1:1/test".to_owned()
+    }
+
+    fn manager(url: String) -> AsyncDieselConnectionManager<AsyncPgConnection> {
+        AsyncDieselConnectionManager::new(url)
+    }
+}
+
+/// MariaDB at `LEASE_TEST_MYSQL_URL`.
+pub struct MariaDb;
+
+impl Database for MariaDb {
+    type Connection = AsyncMysqlConnection;
+    const NAME: &'static str = "mariadb";
+
+    fn url(_: &str) -> String {
+        env::mysql_url()
+    }
+
+    fn unreachable_url() -> String {
+        "mysql://root@127.0.0.1:1/test".to_owned()
+    }
+
+    fn manager(url: String) -> AsyncDieselConnectionManager<AsyncMysqlConnection> {
+        AsyncDieselConnectionManager::new(url)
+    }
+}
+
+/// SQLite, a file of its own per store in the temporary directory.
+pub struct Sqlite;
+
+fn sqlite_path(table: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("{table}.sqlite3"))
+}
+
+impl Database for Sqlite {
+    type Connection = AsyncSqliteConnection;
+    const NAME: &'static str = "sqlite";
+
+    fn url(table: &str) -> String {
+        sqlite_path(table).to_string_lossy().into_owned()
+    }
+
+    fn unreachable_url() -> String {
+        // A directory that does not exist: SQLite cannot create the file.
+        sqlite_path("lease-no-such-directory/leases")
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    fn manager(url: String) -> AsyncDieselConnectionManager<AsyncSqliteConnection> {
+        sqlite_manager(url)
+    }
+
+    fn available() -> impl Future<Output = Result<(), BoxError>> + Send {
+        std::future::ready(Ok(()))
+    }
+
+    fn remove_files(table: &str) {
+        let path = sqlite_path(table);
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut file = path.clone().into_os_string();
+            file.push(suffix);
+            let _ = std::fs::remove_file(file);
+        }
+    }
+}
+
+/// A pool kind, over the connection `C`.
+pub trait TestPool: DieselPool + Sized {
+    /// Its name in test output.
+    const POOL: &'static str;
+
+    /// A pool of at most `size` connections made by `manager`.
+    fn build(
+        manager: AsyncDieselConnectionManager<Self::Connection>,
+        size: u32,
+    ) -> Result<Self, BoxError>;
+
+    /// Runs `sql` (no parameters) on a connection of the pool.
+    fn exec(&self, sql: &str) -> impl Future<Output = Result<(), BoxError>> + Send;
+
+    /// The pool's own statistics.
+    fn stats(&self) -> PoolStats;
+}
+
+macro_rules! test_pools {
+    ($conn:ty) => {
+        impl TestPool for deadpool::Pool<$conn> {
+            const POOL: &'static str = "deadpool";
+
+            fn build(
+                manager: AsyncDieselConnectionManager<$conn>,
+                size: u32,
+            ) -> Result<Self, BoxError> {
+                Ok(deadpool::Pool::builder(manager)
+                    .max_size(size as usize)
+                    .build()?)
+            }
+
+            fn exec(&self, sql: &str) -> impl Future<Output = Result<(), BoxError>> + Send {
+                let sql = sql.to_owned();
+                async move {
+                    let mut connection = self.get().await?;
+                    diesel_async::SimpleAsyncConnection::batch_execute(&mut *connection, &sql)
+                        .await?;
+                    Ok(())
+                }
+            }
+
+            fn stats(&self) -> PoolStats {
+                let status = self.status();
+                PoolStats {
+                    size: status.size as u32,
+                    idle: status.available as u32,
+                }
+            }
+        }
+
+        impl TestPool for bb8::Pool<$conn> {
+            const POOL: &'static str = "bb8";
+
+            fn build(
+                manager: AsyncDieselConnectionManager<$conn>,
+                size: u32,
+            ) -> Result<Self, BoxError> {
+                Ok(bb8::Pool::builder()
+                    .max_size(size)
+                    .connection_timeout(CONNECT_TIMEOUT)
+                    .build_unchecked(manager))
+            }
+
+            fn exec(&self, sql: &str) -> impl Future<Output = Result<(), BoxError>> + Send {
+                let sql = sql.to_owned();
+                async move {
+                    let mut connection = self.get().await?;
+                    diesel_async::SimpleAsyncConnection::batch_execute(&mut *connection, &sql)
+                        .await?;
+                    Ok(())
+                }
+            }
+
+            fn stats(&self) -> PoolStats {
+                let state = self.state();
+                PoolStats {
+                    size: state.connections,
+                    idle: state.idle_connections,
+                }
+            }
+        }
+    };
+}
+
+test_pools!(AsyncPgConnection);
+test_pools!(AsyncMysqlConnection);
+test_pools!(AsyncSqliteConnection);
+
+/// One database on one pool kind.
+pub struct Backend<D, P> {
+    name: String,
+    kinds: PhantomData<fn() -> (D, P)>,
+}
+
+impl<D: Database, P: TestPool<Connection = D::Connection>> Backend<D, P> {
+    pub fn new() -> Self {
+        Self {
+            name: format!("diesel-{}-{}", D::NAME, P::POOL),
+            kinds: PhantomData,
+        }
+    }
+
+    /// A store on a fresh table over a pool of `size`, with the pool and the table's name.
+    pub async fn make(&self, size: u32) -> Result<(DieselStore<P>, String), BoxError> {
+        let table = env::unique_table("lease_diesel");
+        let pool = P::build(D::manager(D::url(&table)), size)?;
+        let store = DieselStore::with_table(pool, &table)?;
+        store.setup().await?;
+        Ok((store, table))
+    }
+
+    /// Drops `table` (and its probe table) through `pool`, and the files SQLite left.
+    pub async fn drop_table(pool: &P, table: &str) -> Result<(), BoxError> {
+        let dropped = pool
+            .exec(&format!(
+                "DROP TABLE IF EXISTS {table}; DROP TABLE IF EXISTS {table}_probe"
+            ))
+            .await;
+        D::remove_files(table);
+        dropped
+    }
+
+    fn fresh(store: DieselStore<P>, table: String) -> FreshStore<DieselStore<P>> {
+        let pool = store.pool().clone();
+        FreshStore::new(store)
+            .with_teardown(move || async move { Self::drop_table(&pool, &table).await })
+    }
+}
+
+#[async_trait::async_trait]
+impl<D: Database, P: TestPool<Connection = D::Connection>> TestBackend for Backend<D, P>
+where
+    DieselStore<P>: lease_core::LeaseStore,
+{
+    type Store = DieselStore<P>;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn available(&self) -> Result<(), BoxError> {
+        D::available().await
+    }
+
+    async fn store(&self) -> Result<FreshStore<Self::Store>, BoxError> {
+        let (store, table) = self.make(4).await?;
+        Ok(Self::fresh(store, table))
+    }
+
+    async fn pooled(&self, connections: u32) -> Result<Option<PooledStore<Self::Store>>, BoxError> {
+        let (store, table) = self.make(connections).await?;
+        store
+            .pool()
+            .exec(&format!("CREATE TABLE {table}_probe (n INTEGER)"))
+            .await?;
+        let (probe_pool, stats_pool) = (store.pool().clone(), store.pool().clone());
+        let probe_sql = format!("INSERT INTO {table}_probe (n) VALUES (1)");
+        Ok(Some(PooledStore::new(
+            Self::fresh(store, table),
+            move || {
+                let (pool, sql) = (probe_pool.clone(), probe_sql.clone());
+                async move { pool.exec(&sql).await }
+            },
+            move || stats_pool.stats(),
+        )))
+    }
+
+    async fn unreachable(&self) -> Result<Option<Self::Store>, BoxError> {
+        let pool = P::build(D::manager(D::unreachable_url()), 1)?;
+        Ok(Some(DieselStore::new(pool)))
+    }
+}
