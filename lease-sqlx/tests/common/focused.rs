@@ -59,9 +59,11 @@ fn secs(secs: u64) -> Ttl {
     Ttl::from_secs(secs).expect("a valid TTL")
 }
 
-/// 32 callers race for a free lease, then again for the same lease once it has expired (the
-/// takeover path, where MariaDB decides the winner from `RETURNING`): exactly one wins each
-/// round, with the next fence, and the row names the winner.
+/// 32 callers race for a lease that has no row yet, then, round after round, for the same
+/// lease once its holder let it lapse or released it (the takeover paths, where MariaDB tells
+/// the winner from `RETURNING`): exactly one wins each round, with the next fence, and the row
+/// names the winner. The contenders ask for a long TTL, so however slowly the pool hands out
+/// connections, nobody may win a second time in one round.
 pub async fn thirty_two_contenders_one_winner_also_on_takeover<DB: TestDb>(
     ctx: &Context<Backend<DB>>,
 ) -> CaseResult
@@ -71,14 +73,13 @@ where
 {
     let store = ctx.store().await?;
     let lease = name("sweep");
-    let short = Ttl::from_millis(300)?;
     let mut last = Fence::new(0);
-    for round in 0..4 {
+    for round in 0..5 {
         let holders: Vec<HolderId> = (0..32).map(|_| HolderId::generate()).collect();
         let attempts = join_all(holders.iter().map(|holder| {
             let store = Arc::clone(&store);
             let lease = lease.clone();
-            async move { store.try_acquire(&lease, holder, short).await }
+            async move { store.try_acquire(&lease, holder, secs(60)).await }
         }))
         .await;
         let mut winners = Vec::new();
@@ -101,8 +102,20 @@ where
                 .is_some_and(|info| info.holder == *winner && info.fence == *fence),
             "round {round}: the row does not name the winner: {info:?}"
         );
-        // Let it expire so the next round races on the takeover path.
-        ctx.sleep(short.get() + Duration::from_millis(100)).await;
+        // Free it for the next round: by letting it lapse (takeover of an expired lease) or by
+        // releasing it (takeover of a released row).
+        if round % 2 == 0 {
+            check!(
+                store.renew(&lease, winner, Ttl::from_millis(200)?).await?,
+                "round {round}: the winner could not renew"
+            );
+            ctx.sleep(Duration::from_millis(300)).await;
+        } else {
+            check!(
+                store.release(&lease, winner, Duration::ZERO).await?,
+                "round {round}: the winner could not release"
+            );
+        }
     }
     Ok(Verdict::Passed)
 }
