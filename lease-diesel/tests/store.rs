@@ -1,0 +1,491 @@
+//! This crate's own cases, beside the conformance suite, for every database on both pool kinds:
+//! contended takeovers (where MariaDB tells the winner from `RETURNING`), fences across
+//! releases, renew-many across batches with losses (MariaDB's count fallback), byte-exact names,
+//! setup run at once from many callers, and a failed statement giving its connection back.
+
+mod support;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use diesel_async::pooled_connection::{bb8, deadpool};
+use diesel_async::{AsyncMysqlConnection, AsyncPgConnection};
+use futures::future::join_all;
+use lease_core::{Error, Fence, HolderId, LeaseName, LeaseStore, Operation, Ttl};
+use lease_diesel::{AsyncSqliteConnection, DieselStore};
+use lease_tests::{CaseFailure, CaseResult, Context, Verdict};
+use support::{Backend, Database, MariaDb, Postgres, Sqlite, TestPool};
+
+/// Fails the case with a message unless the condition holds.
+macro_rules! check {
+    ($condition:expr, $($message:tt)+) => {
+        if !$condition {
+            return Err(CaseFailure::new(format!($($message)+)));
+        }
+    };
+}
+
+/// One test per case for one database on one pool kind, on tokio.
+macro_rules! cases {
+    (mod $module:ident, $db:ty, $pool:ty) => {
+        mod $module {
+            use super::*;
+            cases!(@each $db, $pool;
+                thirty_two_contenders_one_winner_also_on_takeover,
+                a_holder_cannot_take_its_own_lease_twice,
+                fences_keep_counting_across_releases,
+                renew_many_across_batches_duplicates_and_losses,
+                names_are_byte_exact_and_listed_in_byte_order,
+                setup_is_idempotent_and_concurrent,
+                a_failed_statement_gives_its_connection_back,
+            );
+        }
+    };
+    (@each $db:ty, $pool:ty; $($case:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                lease_tests::run::tokio(
+                    stringify!($case),
+                    Backend::<$db, $pool>::new(),
+                    |ctx| async move { super::$case(&*ctx).await },
+                );
+            }
+        )+
+    };
+}
+
+cases!(mod postgres_deadpool, Postgres, deadpool::Pool<AsyncPgConnection>);
+cases!(mod postgres_bb8, Postgres, bb8::Pool<AsyncPgConnection>);
+cases!(mod mariadb_deadpool, MariaDb, deadpool::Pool<AsyncMysqlConnection>);
+cases!(mod mariadb_bb8, MariaDb, bb8::Pool<AsyncMysqlConnection>);
+cases!(mod sqlite_deadpool, Sqlite, deadpool::Pool<AsyncSqliteConnection>);
+cases!(mod sqlite_bb8, Sqlite, bb8::Pool<AsyncSqliteConnection>);
+
+type Ctx<D, P> = Context<Backend<D, P>>;
+
+fn name(text: &str) -> LeaseName {
+    LeaseName::new(text).expect("a valid name")
+}
+
+fn secs(secs: u64) -> Ttl {
+    Ttl::from_secs(secs).expect("a valid TTL")
+}
+
+/// 32 callers race for a lease that has no row yet, then, round after round, for the same lease
+/// once its holder let it lapse or released it: exactly one wins each round, with the next
+/// fence, and the row names the winner. The contenders ask for a long TTL, so however slowly the
+/// pool hands out connections, nobody may win twice in one round.
+async fn thirty_two_contenders_one_winner_also_on_takeover<D, P>(ctx: &Ctx<D, P>) -> CaseResult
+where
+    D: Database,
+    P: TestPool<Connection = D::Connection>,
+    DieselStore<P>: LeaseStore,
+{
+    let store = ctx.store().await?;
+    let lease = name("sweep");
+    let mut last = Fence::new(0);
+    for round in 0..5 {
+        let holders: Vec<HolderId> = (0..32).map(|_| HolderId::generate()).collect();
+        let attempts = join_all(holders.iter().map(|holder| {
+            let (store, lease) = (Arc::clone(&store), lease.clone());
+            async move { store.try_acquire(&lease, holder, secs(60)).await }
+        }))
+        .await;
+        let mut winners = Vec::new();
+        for (holder, attempt) in holders.iter().zip(attempts) {
+            if let Some(fence) = attempt? {
+                winners.push((holder.clone(), fence));
+            }
+        }
+        check!(
+            winners.len() == 1,
+            "round {round}: {} of 32 contenders won: {winners:?}",
+            winners.len()
+        );
+        let (winner, fence) = &winners[0];
+        check!(*fence > last, "round {round}: fence {fence} after {last}");
+        last = *fence;
+        let info = store.inspect(&lease).await?;
+        check!(
+            info.as_ref()
+                .is_some_and(|info| info.holder == *winner && info.fence == *fence),
+            "round {round}: the row does not name the winner: {info:?}"
+        );
+        // Free it for the next round: by letting it lapse (the takeover of an expired lease)
+        // or by releasing it (the takeover of a released row).
+        if round % 2 == 0 {
+            check!(
+                store.renew(&lease, winner, Ttl::from_millis(200)?).await?,
+                "round {round}: the winner could not renew"
+            );
+            ctx.sleep(Duration::from_millis(400)).await;
+        } else {
+            check!(
+                store.release(&lease, winner, Duration::ZERO).await?,
+                "round {round}: the winner could not release"
+            );
+        }
+    }
+    Ok(Verdict::Passed)
+}
+
+/// A holder that already holds a lease does not win it again (on MariaDB the row then carries
+/// its id, but not this statement's time), and the fence stays.
+async fn a_holder_cannot_take_its_own_lease_twice<D, P>(ctx: &Ctx<D, P>) -> CaseResult
+where
+    D: Database,
+    P: TestPool<Connection = D::Connection>,
+    DieselStore<P>: LeaseStore,
+{
+    let store = ctx.store().await?;
+    let lease = name("alerts");
+    let holder = HolderId::generate();
+    let fence = store.try_acquire(&lease, &holder, secs(60)).await?;
+    check!(fence.is_some(), "a fresh lease was refused");
+    for attempt in 0..3 {
+        let again = store.try_acquire(&lease, &holder, secs(60)).await?;
+        check!(
+            again.is_none(),
+            "attempt {attempt}: the holder won its own lease again: {again:?}"
+        );
+    }
+    let info = store.inspect(&lease).await?;
+    check!(
+        info.as_ref()
+            .is_some_and(|info| Some(info.fence) == fence && info.holder == holder),
+        "the row changed: {info:?}, taken with {fence:?}"
+    );
+    Ok(Verdict::Passed)
+}
+
+/// Acquire, release, re-acquire, release with a minimum hold, take over: every acquisition gets
+/// a higher fence, renewals keep it, and released leases are not listed.
+async fn fences_keep_counting_across_releases<D, P>(ctx: &Ctx<D, P>) -> CaseResult
+where
+    D: Database,
+    P: TestPool<Connection = D::Connection>,
+    DieselStore<P>: LeaseStore,
+{
+    let store = ctx.store().await?;
+    let lease = name("mail-checks");
+    let mut fences = Vec::new();
+    for _ in 0..3 {
+        let holder = HolderId::generate();
+        let fence = store.try_acquire(&lease, &holder, secs(60)).await?;
+        let Some(fence) = fence else {
+            return Err(CaseFailure::new("a released lease was refused"));
+        };
+        check!(
+            store.renew(&lease, &holder, secs(60)).await?,
+            "renew failed"
+        );
+        let info = store.inspect(&lease).await?;
+        check!(
+            info.as_ref().is_some_and(|info| info.fence == fence),
+            "renewal changed the fence: {info:?}, taken with {fence}"
+        );
+        check!(
+            store.release(&lease, &holder, Duration::ZERO).await?,
+            "release failed"
+        );
+        check!(
+            store.inspect(&lease).await?.is_none(),
+            "a released lease is still reported"
+        );
+        check!(store.list().await?.is_empty(), "a released lease is listed");
+        fences.push(fence);
+    }
+    // Released with a minimum hold: still held, by nobody new, until the hold ends.
+    let holder = HolderId::generate();
+    let Some(held) = store.try_acquire(&lease, &holder, secs(60)).await? else {
+        return Err(CaseFailure::new("a released lease was refused"));
+    };
+    fences.push(held);
+    check!(
+        store
+            .release(&lease, &holder, Duration::from_millis(300))
+            .await?,
+        "release with a minimum hold failed"
+    );
+    let other = HolderId::generate();
+    check!(
+        store.try_acquire(&lease, &other, secs(60)).await?.is_none(),
+        "a lease released with a minimum hold was taken at once"
+    );
+    ctx.sleep(Duration::from_millis(500)).await;
+    let Some(after_hold) = store.try_acquire(&lease, &other, secs(60)).await? else {
+        return Err(CaseFailure::new(
+            "the lease was still held after its minimum hold",
+        ));
+    };
+    fences.push(after_hold);
+    check!(
+        fences.windows(2).all(|pair| pair[0] < pair[1]),
+        "fences did not strictly increase: {fences:?}"
+    );
+    Ok(Verdict::Passed)
+}
+
+/// 1,203 leases renewed in one call: several batches on MariaDB and SQLite (500 pairs each),
+/// some lost in the middle batch and the last one (MariaDB's count then falls back to renewing
+/// one by one), repeats answered alike, strangers `false`, and only the lost left to expire.
+async fn renew_many_across_batches_duplicates_and_losses<D, P>(ctx: &Ctx<D, P>) -> CaseResult
+where
+    D: Database,
+    P: TestPool<Connection = D::Connection>,
+    DieselStore<P>: LeaseStore,
+{
+    let store = ctx.store().await?;
+    let mut leases = Vec::new();
+    for i in 0..1_200 {
+        let lease = name(&format!("job-{i:04}"));
+        let holder = HolderId::generate();
+        let taken = store.try_acquire(&lease, &holder, secs(60)).await?;
+        check!(taken.is_some(), "job-{i:04} was refused in a fresh table");
+        leases.push((lease, holder));
+    }
+    // Lost: taken over after a short renewal lapsed.
+    let lost: HashSet<usize> = [3, 750, 751, 1_199].into_iter().collect();
+    for &i in &lost {
+        let (lease, holder) = &leases[i];
+        check!(
+            store.renew(lease, holder, Ttl::from_millis(100)?).await?,
+            "could not shorten {lease}"
+        );
+    }
+    ctx.sleep(Duration::from_millis(300)).await;
+    for &i in &lost {
+        let taken = store
+            .try_acquire(&leases[i].0, &HolderId::generate(), secs(60))
+            .await?;
+        check!(taken.is_some(), "{} was not taken over", leases[i].0);
+    }
+    let mut asked = leases.clone();
+    asked.push(leases[10].clone());
+    asked.push(leases[750].clone());
+    asked.push((name("job-0001"), HolderId::generate()));
+    let renewed = store.renew_many(&asked, secs(60)).await?;
+    check!(
+        renewed.len() == asked.len(),
+        "{} answers to {} pairs",
+        renewed.len(),
+        asked.len()
+    );
+    for (i, answer) in renewed.iter().enumerate().take(leases.len()) {
+        check!(
+            *answer != lost.contains(&i),
+            "{}: renewed {answer}, lost {}",
+            leases[i].0,
+            lost.contains(&i)
+        );
+    }
+    check!(
+        renewed[leases.len()..] == [true, false, false],
+        "repeats and the stranger: {:?}",
+        &renewed[leases.len()..]
+    );
+    Ok(Verdict::Passed)
+}
+
+/// Names that only differ in case, trailing spaces, accents or normalization are different
+/// leases; quotes, SQL, emoji and 255-byte names come back verbatim; `list` orders by bytes.
+async fn names_are_byte_exact_and_listed_in_byte_order<D, P>(ctx: &Ctx<D, P>) -> CaseResult
+where
+    D: Database,
+    P: TestPool<Connection = D::Connection>,
+    DieselStore<P>: LeaseStore,
+{
+    let store = ctx.store().await?;
+    let mut texts: Vec<String> = [
+        "sweep",
+        "Sweep",
+        "sweep ",
+        "swéep",
+        "swe\u{301}ep",
+        "it's \"quoted\" `back` \\slash",
+        "'); DROP TABLE leases; --",
+        "🔒 lease 🦀",
+        "$1 ?2 ? :name",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect();
+    texts.push("é".repeat(127) + "x");
+    texts.push("🦀".repeat(63) + "abc");
+    let mut taken = Vec::new();
+    for text in &texts {
+        check!(text.len() <= 255, "{text:?} is too long for the case");
+        let lease = name(text);
+        let holder = HolderId::generate();
+        let fence = store.try_acquire(&lease, &holder, secs(60)).await?;
+        check!(
+            fence.is_some(),
+            "{text:?} was refused: another name took it"
+        );
+        let info = store.inspect(&lease).await?;
+        check!(
+            info.as_ref()
+                .is_some_and(|info| info.name.as_str() == text && info.holder == holder),
+            "{text:?} came back as {info:?}"
+        );
+        taken.push(text.clone());
+    }
+    let listed: Vec<String> = store
+        .list()
+        .await?
+        .into_iter()
+        .map(|info| info.name.as_str().to_owned())
+        .collect();
+    taken.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    check!(
+        listed == taken,
+        "list is not every name in byte order: {listed:?}"
+    );
+    Ok(Verdict::Passed)
+}
+
+/// `setup` twice in a row and eight times at once, on a table that exists: no error, and the
+/// leases in it stay.
+async fn setup_is_idempotent_and_concurrent<D, P>(ctx: &Ctx<D, P>) -> CaseResult
+where
+    D: Database,
+    P: TestPool<Connection = D::Connection>,
+    DieselStore<P>: LeaseStore,
+{
+    let store = ctx.store().await?;
+    let lease = name("uptime:node-a");
+    let holder = HolderId::generate();
+    let fence = store.try_acquire(&lease, &holder, secs(60)).await?;
+    store.setup().await?;
+    let results = join_all((0..8).map(|_| store.setup())).await;
+    for result in results {
+        result?;
+    }
+    let info = store.inspect(&lease).await?;
+    check!(
+        info.is_some_and(|info| Some(info.fence) == fence),
+        "setup lost the lease"
+    );
+    Ok(Verdict::Passed)
+}
+
+/// On a pool of one connection, every operation on a table that does not exist fails with
+/// `Error::Store` for itself, and the connection is back in the pool, idle and working.
+async fn a_failed_statement_gives_its_connection_back<D, P>(ctx: &Ctx<D, P>) -> CaseResult
+where
+    D: Database,
+    P: TestPool<Connection = D::Connection>,
+    DieselStore<P>: LeaseStore,
+{
+    let Some(pooled) = ctx.pooled(1).await? else {
+        return Err(CaseFailure::new("the backend has no pool"));
+    };
+    let pool = pooled.store().pool().clone();
+    let missing = DieselStore::with_table(pool, "lease_diesel_no_such_table")?;
+    let (lease, holder) = (name("sweep"), HolderId::generate());
+    let pair = [(lease.clone(), holder.clone())];
+    let outcomes = [
+        (
+            Operation::Acquire,
+            missing.try_acquire(&lease, &holder, secs(1)).await.err(),
+        ),
+        (
+            Operation::Renew,
+            missing.renew(&lease, &holder, secs(1)).await.err(),
+        ),
+        (
+            Operation::RenewMany,
+            missing.renew_many(&pair, secs(1)).await.err(),
+        ),
+        (
+            Operation::Release,
+            missing.release(&lease, &holder, Duration::ZERO).await.err(),
+        ),
+        (Operation::Inspect, missing.inspect(&lease).await.err()),
+        (Operation::List, missing.list().await.err()),
+    ];
+    for (operation, error) in outcomes {
+        check!(
+            matches!(
+                &error,
+                Some(Error::Store { operation: reported, .. }) if *reported == operation
+            ),
+            "{operation} on a missing table gave {error:?}"
+        );
+    }
+    let stats = pooled.stats();
+    check!(
+        stats.size == 1 && stats.idle == 1,
+        "the connection is not back in the pool: {stats:?}"
+    );
+    // The same connection still works for the real table.
+    let taken = pooled
+        .store()
+        .try_acquire(&lease, &holder, secs(60))
+        .await?;
+    check!(taken.is_some(), "the pool's connection no longer works");
+    pooled.probe().await?;
+    Ok(Verdict::Passed)
+}
+
+#[test]
+fn debug_shows_no_url_or_password() {
+    let manager =
+        diesel_async::pooled_connection::AsyncDieselConnectionManager::<AsyncPgConnection>::new(
+            "postgres://app:s3cret-pw@db.internal:5432/app",
+        );
+    let pool = deadpool::Pool::builder(manager)
+        .max_size(2)
+        .build()
+        .unwrap();
+    let store = DieselStore::with_table(pool, "jobs.leases").unwrap();
+    let debug = format!("{store:?}");
+    assert!(
+        debug.contains("postgres") && debug.contains("deadpool"),
+        "{debug}"
+    );
+    assert!(debug.contains("jobs.leases"), "{debug}");
+    for secret in ["s3cret", "db.internal", "app@"] {
+        assert!(!debug.contains(secret), "{debug} shows {secret}");
+    }
+}
+
+#[test]
+fn invalid_table_names_are_refused_before_any_connection() {
+    let pool = deadpool::Pool::builder(lease_diesel::sqlite_manager("unused.sqlite3"))
+        .max_size(1)
+        .build()
+        .unwrap();
+    for bad in [
+        "",
+        "leases; DROP TABLE users",
+        "lea\"ses",
+        "lea`ses",
+        "a.b.c",
+        "1leases",
+        "leases--",
+        "läses",
+        &"x".repeat(64),
+    ] {
+        match DieselStore::with_table(pool.clone(), bad) {
+            Err(Error::InvalidIdentifier { identifier, .. }) => assert_eq!(identifier, bad),
+            other => panic!("{bad:?} gave {other:?}"),
+        }
+    }
+    let store = DieselStore::with_table(pool.clone(), "main.Leases_2").unwrap();
+    assert_eq!(store.table().to_string(), "main.Leases_2");
+    assert!(
+        store
+            .statements()
+            .list()
+            .sql()
+            .contains("\"main\".\"Leases_2\"")
+    );
+    assert_eq!(
+        pool.status().size,
+        0,
+        "validating a name opened a connection"
+    );
+}
