@@ -7,8 +7,11 @@ use crate::{FreshStore, TestBackend};
 
 /// Runs the suite against [`MemoryStore`]: a new store per test, no pool, always reachable.
 ///
-/// ```ignore
+/// ```
+/// use lease_tests::MemoryBackend;
+///
 /// lease_tests::conformance_suite!(mod memory, runtime = tokio, backend = MemoryBackend);
+/// # fn main() {}
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MemoryBackend;

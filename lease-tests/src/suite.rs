@@ -3,16 +3,20 @@
 /// Writes a module of tests, one per conformance case, that run the case against a backend on
 /// the runtime it names (`tokio` or `async_std`, with the matching `runtime-*` feature).
 ///
-/// ```ignore
+/// ```
+/// use lease_tests::{DynBackend, MemoryBackend};
+///
+/// lease_tests::conformance_suite!(mod memory_tokio, runtime = tokio, backend = MemoryBackend);
 /// lease_tests::conformance_suite!(
-///     mod postgres_tokio,
-///     runtime = tokio,
-///     backend = MyPostgresBackend::from_env(),
+///     mod memory_dyn_async_std,
+///     runtime = async_std,
+///     backend = DynBackend::new(MemoryBackend),
 /// );
+/// # fn main() {}
 /// ```
 ///
-/// `cargo test` then lists `postgres_tokio::one_holder_among_contenders`,
-/// `postgres_tokio::no_connection_held` and so on. The backend expression is evaluated in each
+/// `cargo test` then lists `memory_tokio::one_holder_among_contenders`,
+/// `memory_tokio::no_connection_held` and so on. The backend expression is evaluated in each
 /// test (inside the module, which sees the items of the one around it), so keep it cheap.
 #[macro_export]
 macro_rules! conformance_suite {
