@@ -13,6 +13,7 @@ pub(crate) enum Mode {
     Prepared,
     /// PostgreSQL only: parameters written in as literals and sent through the simple query
     /// protocol, one message per statement (see `PgProtocol::SimpleInline`).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     Inline,
 }
 
