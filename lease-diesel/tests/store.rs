@@ -39,6 +39,7 @@ macro_rules! cases {
                 names_are_byte_exact_and_listed_in_byte_order,
                 setup_is_idempotent_and_concurrent,
                 a_failed_statement_gives_its_connection_back,
+                cancelled_calls_leave_a_working_pool,
             );
         }
     };
@@ -426,6 +427,62 @@ where
         .try_acquire(&lease, &holder, secs(60))
         .await?;
     check!(taken.is_some(), "the pool's connection no longer works");
+    pooled.probe().await?;
+    Ok(Verdict::Passed)
+}
+
+/// On a pool of one connection, calls dropped at every moment of their statement (as a timeout
+/// around a renewal drops them) leave the pool's connection working: the next calls answer
+/// correctly, and a write through the pool commits.
+async fn cancelled_calls_leave_a_working_pool<D, P>(ctx: &Ctx<D, P>) -> CaseResult
+where
+    D: Database,
+    P: TestPool<Connection = D::Connection>,
+    DieselStore<P>: LeaseStore,
+{
+    let Some(pooled) = ctx.pooled(1).await? else {
+        return Err(CaseFailure::new("the backend has no pool"));
+    };
+    let store = pooled.store();
+    let mut held = Vec::new();
+    for i in 0..200 {
+        let (lease, holder) = (name(&format!("job-{i}")), HolderId::generate());
+        check!(
+            store
+                .try_acquire(&lease, &holder, secs(60))
+                .await?
+                .is_some(),
+            "job-{i} was refused in a fresh table"
+        );
+        held.push((lease, holder));
+    }
+    for round in 0..30u64 {
+        // From before the connection is taken to while the rows come back.
+        let cut = Duration::from_micros(round * round * 20);
+        let _ = tokio::time::timeout(cut, store.renew_many(&held, secs(60))).await;
+        let _ = tokio::time::timeout(cut, store.list()).await;
+        let (lease, holder) = &held[round as usize];
+        check!(
+            store.renew(lease, holder, secs(60)).await?,
+            "round {round}: a renewal after a cancelled call failed"
+        );
+        let stranger = store
+            .try_acquire(lease, &HolderId::generate(), secs(60))
+            .await?;
+        check!(
+            stranger.is_none(),
+            "round {round}: a held lease was taken after a cancelled call"
+        );
+    }
+    let renewed = store.renew_many(&held, secs(60)).await?;
+    check!(
+        renewed.iter().all(|renewed| *renewed),
+        "leases were lost: {renewed:?}"
+    );
+    check!(
+        store.list().await?.len() == held.len(),
+        "list lost leases after cancelled calls"
+    );
     pooled.probe().await?;
     Ok(Verdict::Passed)
 }
