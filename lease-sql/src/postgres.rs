@@ -91,6 +91,13 @@ pub(crate) fn sql(t: &str) -> DialectSql {
     }
 }
 
+/// The DDL under a transaction-level advisory lock, in one message that is one implicit
+/// transaction, so the lock is held until the table exists. The key is the one every lease
+/// store takes for setup, whatever its driver, so their setups wait for each other too.
+pub(crate) fn setup(create_table: &str) -> String {
+    format!("SELECT pg_advisory_xact_lock(hashtext('lease-sqlx setup'));\n{create_table};")
+}
+
 /// One statement for any number of pairs: the names and holders travel as two arrays, so the
 /// text is the same for every batch and can be prepared once.
 pub(crate) fn renew_many_sql(t: &str) -> String {

@@ -48,6 +48,7 @@ pub struct Statements {
     sql: DialectSql,
     /// Renew-many for a full batch (PostgreSQL: for any batch).
     renew_many_full: String,
+    setup: String,
 }
 
 impl Statements {
@@ -60,12 +61,17 @@ impl Statements {
             Dialect::Sqlite => sqlite::sql(&quoted),
         };
         let renew_many_full = renew_many_sql(dialect, &quoted, dialect.renew_many_batch());
+        let setup = match dialect {
+            Dialect::Postgres => postgres::setup(&sql.create_table),
+            Dialect::MySql | Dialect::Sqlite => format!("{};", sql.create_table),
+        };
         Self {
             dialect,
             table: table.clone(),
             quoted,
             sql,
             renew_many_full,
+            setup,
         }
     }
 
@@ -83,6 +89,15 @@ impl Statements {
     /// ships as `sql/<dialect>.sql` for those who run their own migrations.
     pub fn create_table(&self) -> &str {
         &self.sql.create_table
+    }
+
+    /// What a store's setup runs: [`create_table`](Statements::create_table), on PostgreSQL
+    /// under a transaction-level advisory lock, because two `CREATE TABLE IF NOT EXISTS` at the
+    /// same moment can fail there on the catalog's unique index. Send it as one simple-protocol
+    /// message (it may hold several statements, which then run as one implicit transaction);
+    /// it has no parameters.
+    pub fn setup(&self) -> &str {
+        &self.setup
     }
 
     /// Try-acquire. Parameters: name, holder, TTL in microseconds (MariaDB: and the holder again,
@@ -264,6 +279,19 @@ mod tests {
         assert!(pg.list().sql().contains("FROM \"jobs\".\"Order\" WHERE"));
         let my = Statements::new(Dialect::MySql, &table);
         assert!(my.create_table().contains("`jobs`.`Order`"));
+    }
+
+    #[test]
+    fn setup_is_the_ddl_and_on_postgres_runs_under_a_transaction_lock() {
+        for dialect in DIALECTS {
+            let s = Statements::new(dialect, &TableName::default());
+            assert!(s.setup().contains(s.create_table()), "{dialect:?}");
+            assert_eq!(
+                s.setup().contains("pg_advisory_xact_lock"),
+                dialect == Dialect::Postgres,
+                "{dialect:?}"
+            );
+        }
     }
 
     #[test]

@@ -1,6 +1,5 @@
-//! MariaDB: [`MySqlLeaseStore`] and its setup.
+//! MariaDB: [`MySqlLeaseStore`].
 
-use lease_core::Error;
 use lease_sql::Dialect;
 use sqlx::MySql;
 
@@ -17,17 +16,3 @@ lease_store!(MySql);
 ///
 /// MySQL does not work: try-acquire needs `INSERT ... RETURNING`, which only MariaDB has.
 pub type MySqlLeaseStore = SqlxStore<MySql>;
-
-impl SqlxStore<MySql> {
-    /// Creates the lease table if it does not exist. Safe to call from every instance at start.
-    ///
-    /// It needs the `CREATE` privilege on the database; the store itself needs only
-    /// `SELECT, INSERT, UPDATE` on the table.
-    ///
-    /// # Errors
-    /// [`Error::Store`] with [`Operation::Setup`](lease_core::Operation::Setup).
-    pub async fn setup(&self) -> Result<(), Error> {
-        self.run_setup(self.statements.create_table().to_owned())
-            .await
-    }
-}

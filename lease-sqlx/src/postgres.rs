@@ -1,6 +1,5 @@
-//! PostgreSQL: [`PgLeaseStore`], its setup, and [`PgProtocol`] for PgBouncer.
+//! PostgreSQL: [`PgLeaseStore`] and [`PgProtocol`] for PgBouncer.
 
-use lease_core::Error;
 use lease_sql::Dialect;
 use sqlx::Postgres;
 
@@ -82,24 +81,5 @@ impl SqlxStore<Postgres> {
             Mode::Prepared => PgProtocol::Prepared,
             Mode::Inline => PgProtocol::SimpleInline,
         }
-    }
-
-    /// Creates the lease table if it does not exist. Safe to call from every instance at start.
-    ///
-    /// The `CREATE TABLE IF NOT EXISTS` runs under a transaction-level advisory lock, because two
-    /// of them at the same moment can otherwise fail on PostgreSQL's catalog. It needs the
-    /// `CREATE` privilege on the schema; the store itself needs only `SELECT, INSERT, UPDATE` on
-    /// the table.
-    ///
-    /// # Errors
-    /// [`Error::Store`] with [`Operation::Setup`](lease_core::Operation::Setup).
-    pub async fn setup(&self) -> Result<(), Error> {
-        // One simple-protocol message with several statements is one implicit transaction,
-        // which holds the transaction-level lock until the table exists.
-        self.run_setup(format!(
-            "SELECT pg_advisory_xact_lock(hashtext('lease-sqlx setup')); {};",
-            self.statements.create_table()
-        ))
-        .await
     }
 }

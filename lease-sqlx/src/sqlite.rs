@@ -1,4 +1,4 @@
-//! SQLite: [`SqliteLeaseStore`], its setup and a pool made the way it needs.
+//! SQLite: [`SqliteLeaseStore`] and a pool made the way it needs.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -62,14 +62,5 @@ impl SqlxStore<Sqlite> {
             .await
             .map_err(|e| Error::store(Operation::Setup, None, e))?;
         Ok(Self::new(pool))
-    }
-
-    /// Creates the lease table if it does not exist. Safe to call from every instance at start.
-    ///
-    /// # Errors
-    /// [`Error::Store`] with [`Operation::Setup`].
-    pub async fn setup(&self) -> Result<(), Error> {
-        self.run_setup(self.statements.create_table().to_owned())
-            .await
     }
 }

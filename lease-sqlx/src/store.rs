@@ -206,10 +206,18 @@ where
             .collect()
     }
 
-    /// Runs the table's DDL (idempotent), through the simple query protocol so it works behind
-    /// PgBouncer too and may hold several statements.
-    pub(crate) async fn run_setup(&self, sql: String) -> Result<(), Error> {
-        sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+    /// Creates the lease table if it does not exist: safe to call from every instance at
+    /// start, also at the same moment (PostgreSQL takes a transaction-level advisory lock
+    /// around it). Sent through the simple protocol, so it works behind PgBouncer too.
+    ///
+    /// It needs the `CREATE` privilege on the schema (PostgreSQL) or database (MariaDB); the
+    /// store itself needs only `SELECT, INSERT, UPDATE` on the table. Those who run their own
+    /// migrations can skip it and use the DDL shipped in `lease-sql/sql/`.
+    ///
+    /// # Errors
+    /// [`Error::Store`] with [`Operation::Setup`].
+    pub async fn setup(&self) -> Result<(), Error> {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(self.statements.setup().to_owned()))
             .execute(&self.pool)
             .await
             .map(drop)
