@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lease_core::{Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, Operation, Ttl};
-use lease_sql::{Dialect, LeaseRow, RenewManyResult, Statements, TableName};
+use lease_sql::{LeaseRow, RenewManyResult, Statements, TableName};
 
 use crate::DieselPool;
 use crate::run::Runner;
@@ -69,18 +69,13 @@ impl<P: DieselPool> DieselStore<P> {
     /// # Errors
     /// [`Error::Store`] for [`Operation::Setup`] when the pool or the database fails.
     pub async fn setup(&self) -> Result<(), Error> {
-        let create = self.statements.create_table();
-        let sql = match self.statements.dialect() {
-            // Two `CREATE TABLE IF NOT EXISTS` at the same moment can fail on PostgreSQL's
-            // catalog. One simple-protocol message (what `batch_execute` sends) is one implicit
-            // transaction, which holds this transaction-level lock until the table exists. The
-            // key is lease-sqlx's, so the setups of both crates wait for each other.
-            Dialect::Postgres => {
-                format!("SELECT pg_advisory_xact_lock(hashtext('lease-sqlx setup')); {create};")
-            }
-            _ => create.to_owned(),
-        };
-        self.runner(Operation::Setup, None).batch(&sql).await
+        // lease-sql's setup script: on PostgreSQL the DDL under a transaction-level advisory
+        // lock (two `CREATE TABLE IF NOT EXISTS` at once can fail on the catalog), the same lock
+        // as lease-sqlx's. `batch_execute` sends it as one simple-protocol message, which is one
+        // implicit transaction.
+        self.runner(Operation::Setup, None)
+            .batch(self.statements.setup())
+            .await
     }
 
     fn runner<'a>(&'a self, operation: Operation, name: Option<&'a LeaseName>) -> Runner<'a, P> {

@@ -347,8 +347,9 @@ where
     Ok(Verdict::Passed)
 }
 
-/// `setup` twice in a row and eight times at once, on a table that exists: no error, and the
-/// leases in it stay.
+/// `setup` twice in a row and eight times at once on a table that exists (the leases in it
+/// stay), and eight times at once on a table that does not exist yet (where PostgreSQL, without
+/// the setup's lock, fails on its catalog).
 async fn setup_is_idempotent_and_concurrent<D, P>(ctx: &Ctx<D, P>) -> CaseResult
 where
     D: Database,
@@ -360,8 +361,7 @@ where
     let holder = HolderId::generate();
     let fence = store.try_acquire(&lease, &holder, secs(60)).await?;
     store.setup().await?;
-    let results = join_all((0..8).map(|_| store.setup())).await;
-    for result in results {
+    for result in join_all((0..8).map(|_| store.setup())).await {
         result?;
     }
     let info = store.inspect(&lease).await?;
@@ -369,6 +369,16 @@ where
         info.is_some_and(|info| Some(info.fence) == fence),
         "setup lost the lease"
     );
+
+    let table = format!("{}_new", store.table());
+    let fresh = DieselStore::with_table(store.pool().clone(), &table)?;
+    let results = join_all((0..8).map(|_| fresh.setup())).await;
+    let taken = fresh.try_acquire(&lease, &holder, secs(60)).await;
+    Backend::<D, P>::drop_table(store.pool(), &table).await?;
+    for result in results {
+        result?;
+    }
+    check!(taken?.is_some(), "the new table does not take leases");
     Ok(Verdict::Passed)
 }
 
