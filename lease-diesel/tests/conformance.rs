@@ -43,3 +43,12 @@ lease_tests::conformance_suite!(
     runtime = tokio,
     backend = Backend::<Sqlite, bb8::Pool<AsyncSqliteConnection>>::new(),
 );
+
+// Through `Arc<dyn LeaseStore>`, the way an application that picks its store at run time holds
+// one: the trait's object-safe path.
+lease_tests::conformance_suite!(
+    mod sqlite_deadpool_dyn,
+    runtime = tokio,
+    backend =
+        lease_tests::DynBackend::new(Backend::<Sqlite, deadpool::Pool<AsyncSqliteConnection>>::new()),
+);

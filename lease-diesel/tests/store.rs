@@ -556,3 +556,44 @@ fn invalid_table_names_are_refused_before_any_connection() {
         "validating a name opened a connection"
     );
 }
+
+/// `sqlite_manager` opens every connection in write-ahead-log mode with the busy timeout, on the
+/// bundled SQLite (which has `unixepoch('subsec')`, 3.42 and later).
+#[tokio::test]
+async fn sqlite_manager_sets_wal_and_the_busy_timeout_on_the_bundled_sqlite() {
+    use diesel::dsl::sql;
+    use diesel::sql_types::{BigInt, Text};
+    use diesel_async::RunQueryDsl;
+
+    let table = lease_tests::env::unique_table("lease_diesel");
+    let pool = bb8::Pool::builder()
+        .max_size(2)
+        .build(lease_diesel::sqlite_manager(Sqlite::url(&table)))
+        .await
+        .unwrap();
+    let mut connection = pool.get().await.unwrap();
+    let mode: String = diesel::select(sql::<Text>(
+        "(SELECT journal_mode FROM pragma_journal_mode)",
+    ))
+    .get_result(&mut *connection)
+    .await
+    .unwrap();
+    assert_eq!(mode, "wal");
+    let timeout: i64 = diesel::select(sql::<BigInt>("(SELECT timeout FROM pragma_busy_timeout)"))
+        .get_result(&mut *connection)
+        .await
+        .unwrap();
+    assert_eq!(
+        u128::try_from(timeout).unwrap(),
+        lease_diesel::SQLITE_BUSY_TIMEOUT.as_millis()
+    );
+    let version: String = diesel::select(sql::<Text>("sqlite_version()"))
+        .get_result(&mut *connection)
+        .await
+        .unwrap();
+    let minor: u32 = version.split('.').nth(1).unwrap().parse().unwrap();
+    assert!(minor >= 42, "SQLite {version} has no unixepoch('subsec')");
+    drop(connection);
+    drop(pool);
+    Sqlite::remove_files(&table);
+}
