@@ -147,6 +147,9 @@ where
     Ok(Verdict::Passed)
 }
 
+/// Long enough that a busy machine cannot let it pass between the release and the next try.
+const MIN_HOLD: Duration = Duration::from_millis(1500);
+
 /// Release keeps the row, so fences go on counting: acquire, release, acquire by another, with
 /// and without a minimum hold, and the minimum hold keeps others out until it ends.
 pub async fn fences_keep_counting_across_releases<DB: TestDb>(
@@ -182,9 +185,7 @@ where
     let holder = HolderId::generate();
     store.try_acquire(&lease, &holder, secs(60)).await?;
     check!(
-        store
-            .release(&lease, &holder, Duration::from_millis(400))
-            .await?,
+        store.release(&lease, &holder, MIN_HOLD).await?,
         "release with a minimum hold did not match"
     );
     let held = store.inspect(&lease).await?;
@@ -195,15 +196,15 @@ where
                 .expires_at
                 .duration_since(info.taken_at)
                 .unwrap_or_default()
-                <= Duration::from_millis(400)),
-        "the minimum hold did not keep the lease until taken_at + 400ms: {held:?}"
+                <= MIN_HOLD),
+        "the minimum hold did not keep the lease until taken_at + {MIN_HOLD:?}: {held:?}"
     );
     let other = HolderId::generate();
     check!(
         store.try_acquire(&lease, &other, secs(60)).await?.is_none(),
         "the lease was taken during its minimum hold"
     );
-    ctx.sleep(Duration::from_millis(500)).await;
+    ctx.sleep(MIN_HOLD + Duration::from_millis(200)).await;
     let fence = store.try_acquire(&lease, &other, secs(60)).await?;
     check!(
         fence == Some(Fence::new(7)),
