@@ -39,16 +39,8 @@ struct PgBouncer {
 impl PgBouncer {
     /// Starts PgBouncer in front of the test server, or says why it cannot.
     fn start() -> Result<Self, String> {
-        let binary = [
-            "/usr/sbin/pgbouncer",
-            "/usr/bin/pgbouncer",
-            "/usr/local/bin/pgbouncer",
-        ]
-        .into_iter()
-        .map(PathBuf::from)
-        .find(|path| path.exists())
-        .or_else(|| which("pgbouncer"))
-        .ok_or("the pgbouncer binary is not installed (Debian: apt-get install pgbouncer)")?;
+        let binary = which("pgbouncer")
+            .ok_or("the pgbouncer binary is not installed (Debian: apt-get install pgbouncer)")?;
         let server: PgConnectOptions = env::postgres_url()
             .parse()
             .map_err(|e| format!("LEASE_TEST_POSTGRES_URL: {e}"))?;
@@ -91,8 +83,8 @@ impl PgBouncer {
         .map_err(|e| e.to_string())?;
         let mut command = Command::new(&binary);
         // PgBouncer refuses to run as root; it can drop to another user itself.
-        if running_as_root() {
-            make_readable(&dir);
+        if owned_by_root(&ini) {
+            make_readable(&dir).map_err(|e| format!("opening {} to nobody: {e}", dir.display()))?;
             command.arg("-u").arg("nobody");
         }
         let child = command
@@ -138,27 +130,33 @@ impl Drop for PgBouncer {
     }
 }
 
+/// `binary` on the `PATH`, or in the `sbin` beside a `bin` on it (Debian installs PgBouncer
+/// in `sbin`, which an ordinary user's `PATH` often lacks).
 fn which(binary: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join(binary))
-            .find(|path| path.exists())
-    })
+    let paths = std::env::var_os("PATH")?;
+    std::env::split_paths(&paths)
+        .flat_map(|dir| {
+            let sbin = dir.parent().map(|parent| parent.join("sbin"));
+            std::iter::once(dir).chain(sbin)
+        })
+        .map(|dir| dir.join(binary))
+        .find(|path| path.is_file())
 }
 
-fn running_as_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+/// Whether `file`, which this process just created, belongs to root: then so does the process.
+fn owned_by_root(file: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(file).is_ok_and(|meta| meta.uid() == 0)
 }
 
-fn make_readable(dir: &Path) {
-    let _ = Command::new("chmod")
-        .arg("-R")
-        .arg("a+rwX")
-        .arg(dir)
-        .status();
+/// Lets the unprivileged user PgBouncer drops to read its files and write its log.
+fn make_readable(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777))?;
+    for entry in std::fs::read_dir(dir)? {
+        std::fs::set_permissions(entry?.path(), std::fs::Permissions::from_mode(0o644))?;
+    }
+    Ok(())
 }
 
 /// What a stress run saw.
