@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::clock::{Clock, ticks};
 use crate::config::{LeaseConfig, OnLoss};
 use crate::guard::LeaseGuard;
+use crate::handover::{self, Released, Releases};
 use crate::renewer::Renewer;
 use crate::{Error, HolderId, LeaseName, LeaseStore, Operation, Runtime, Ttl};
 
@@ -43,6 +44,7 @@ pub(crate) struct Inner {
     pub(crate) clock: Clock,
     pub(crate) config: LeaseConfig,
     pub(crate) renewer: Renewer,
+    pub(crate) releases: Arc<Releases>,
 }
 
 impl LeaseClient {
@@ -77,6 +79,7 @@ impl LeaseClient {
                 clock: Clock::new(runtime),
                 config,
                 renewer: Renewer::new(),
+                releases: Arc::new(Releases::new()),
             }),
         }
     }
@@ -120,7 +123,8 @@ impl LeaseClient {
     }
 
     /// Takes the lease `name`, waiting up to `timeout` while somebody else holds it. Attempts
-    /// back off exponentially with jitter (see [`LeaseConfig::acquire_backoff`]).
+    /// back off exponentially with jitter (see [`LeaseConfig::acquire_backoff`]); where the store
+    /// pushes releases ([`LeaseStore::release_events`]), a release wakes the wait at once.
     ///
     /// # Errors
     /// [`Error::Timeout`] when the lease stayed held for the whole `timeout`; otherwise as
@@ -136,6 +140,7 @@ impl LeaseClient {
         let give_up = started.saturating_add(ticks(timeout));
         let mut backoff = crate::backoff::Backoff::new(self.inner.config.acquire_backoff);
         loop {
+            let released = self.inner.listen(&name);
             if let Some(guard) = self.try_acquire(&name).await? {
                 return Ok(guard);
             }
@@ -147,7 +152,7 @@ impl LeaseClient {
                 });
             }
             let pause = ticks(backoff.next_pause()).min(give_up - now);
-            clock.sleep_until(now + pause).await;
+            handover::pause(released, clock.sleep_until(now + pause)).await;
         }
     }
 
@@ -168,6 +173,12 @@ impl LeaseClient {
 }
 
 impl Inner {
+    /// Interest in the next release of `name`; see [`Releases::listen`].
+    pub(crate) fn listen(&self, name: &LeaseName) -> Released {
+        self.releases
+            .listen(name, &self.store, self.clock.runtime())
+    }
+
     /// One store call, bounded by the store timeout.
     pub(crate) async fn call<T>(
         &self,

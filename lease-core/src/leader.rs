@@ -12,6 +12,7 @@ use crate::backoff::Backoff;
 use crate::client::IntoLeaseName;
 use crate::clock::ticks;
 use crate::guard::LeaseHandle;
+use crate::handover;
 use crate::{Error, Fence, LeaseClient, LeaseName};
 
 /// Leader election on one lease name: the campaign keeps trying to take the lease, holds it while
@@ -185,6 +186,7 @@ async fn run_campaign(
         renewer: &mut renewer,
     };
     let resigned = loop {
+        let released = client.inner.listen(&name);
         let pause = match events.until_stopped(client.try_acquire(&name)).await {
             Err(resigned) => break resigned,
             Ok(Ok(Some(guard))) => {
@@ -219,7 +221,10 @@ async fn run_campaign(
                 ticks(backoff.next_pause())
             }
         };
-        let wait = clock.sleep_until(clock.now().saturating_add(pause));
+        let wait = handover::pause(
+            released,
+            clock.sleep_until(clock.now().saturating_add(pause)),
+        );
         if let Err(resigned) = events.until_stopped(wait).await {
             break resigned;
         }

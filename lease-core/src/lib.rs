@@ -10,6 +10,7 @@ mod config;
 mod error;
 mod fence;
 mod guard;
+mod handover;
 mod held;
 mod holder;
 mod info;
@@ -34,7 +35,7 @@ pub use memory::MemoryStore;
 pub use name::LeaseName;
 pub use run::{RunOptions, RunOutcome};
 pub use runtime::Runtime;
-pub use store::{DynLeaseStore, LeaseStore};
+pub use store::{DynLeaseStore, LeaseStore, ReleaseEvents};
 pub use ttl::Ttl;
 
 pub use async_trait::async_trait;

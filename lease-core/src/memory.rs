@@ -6,8 +6,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
+use futures::StreamExt;
+use futures::channel::mpsc;
 
-use crate::{Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, Ttl};
+use crate::{Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, ReleaseEvents, Ttl};
 
 /// Leases in memory: the reference store, with exactly the semantics every database store has.
 ///
@@ -39,6 +41,8 @@ pub struct MemoryStore {
 
 struct Inner {
     rows: Mutex<BTreeMap<LeaseName, Row>>,
+    /// Subscribers to [`LeaseStore::release_events`].
+    released: Mutex<Vec<mpsc::UnboundedSender<LeaseName>>>,
     clock: Box<dyn Fn() -> Instant + Send + Sync>,
     /// The wall-clock time matching `origin`, to report times as [`SystemTime`]s.
     epoch: SystemTime,
@@ -72,6 +76,7 @@ impl MemoryStore {
         Self {
             inner: Arc::new(Inner {
                 rows: Mutex::new(BTreeMap::new()),
+                released: Mutex::new(Vec::new()),
                 clock: Box::new(clock),
                 epoch: SystemTime::now(),
                 origin,
@@ -80,12 +85,7 @@ impl MemoryStore {
     }
 
     fn rows(&self) -> MutexGuard<'_, BTreeMap<LeaseName, Row>> {
-        // A panic elsewhere while holding the lock leaves every row consistent: each operation
-        // writes its row in one assignment.
-        self.inner
-            .rows
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.inner.rows)
     }
 
     fn now(&self) -> Instant {
@@ -106,6 +106,14 @@ impl MemoryStore {
             self.wall(now),
         ))
     }
+}
+
+/// Locks `mutex`. A panic elsewhere while holding it leaves the data consistent: each operation
+/// writes a row, or the subscriber list, in one step.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Default for MemoryStore {
@@ -167,19 +175,25 @@ impl LeaseStore for MemoryStore {
         min_hold: Duration,
     ) -> Result<bool, Error> {
         let now = self.now();
-        match self.rows().get_mut(name) {
+        let freed = match self.rows().get_mut(name) {
             Some(row) if row.held_by(holder, now) => {
                 let hold_until = row.taken_at + min_hold;
                 if hold_until > now {
                     row.expires_at = hold_until;
+                    false
                 } else {
                     row.holder = None;
                     row.expires_at = now;
+                    true
                 }
-                Ok(true)
             }
-            _ => Ok(false),
+            _ => return Ok(false),
+        };
+        if freed {
+            lock(&self.inner.released)
+                .retain(|subscriber| subscriber.unbounded_send(name.clone()).is_ok());
         }
+        Ok(true)
     }
 
     async fn inspect(&self, name: &LeaseName) -> Result<Option<LeaseInfo>, Error> {
@@ -197,5 +211,12 @@ impl LeaseStore for MemoryStore {
             .iter()
             .filter_map(|(name, row)| self.info(name, row, now))
             .collect())
+    }
+
+    /// Every release that frees a lease at once (not one held on by a minimum hold).
+    async fn release_events(&self) -> Result<Option<ReleaseEvents>, Error> {
+        let (subscriber, events) = mpsc::unbounded();
+        lock(&self.inner.released).push(subscriber);
+        Ok(Some(events.boxed()))
     }
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::stream::BoxStream;
 
 use crate::{Error, Fence, HolderId, LeaseInfo, LeaseName, Ttl};
 
@@ -76,7 +77,23 @@ pub trait LeaseStore: Send + Sync + Debug + 'static {
 
     /// Every lease [`inspect`](LeaseStore::inspect) would report, ordered by name.
     async fn list(&self) -> Result<Vec<LeaseInfo>, Error>;
+
+    /// The names of leases as they are released, from a store that can push them (PostgreSQL
+    /// `LISTEN/NOTIFY`), so that [`LeaseClient::acquire`](crate::LeaseClient::acquire) and leader
+    /// campaigns take a released lease at once instead of at their next poll.
+    ///
+    /// `None`, the default, means the store cannot: waiters poll. A client subscribes once, when
+    /// it first waits, and keeps the subscription while it lives, so a store may spend one
+    /// dedicated connection on it. When the stream ends (a broken connection), waiters fall back
+    /// to polling and the next wait subscribes again. Events are hints: a waiter woken by one
+    /// still has to win [`try_acquire`](LeaseStore::try_acquire).
+    async fn release_events(&self) -> Result<Option<ReleaseEvents>, Error> {
+        Ok(None)
+    }
 }
+
+/// The stream of [`LeaseStore::release_events`]: names of released leases.
+pub type ReleaseEvents = BoxStream<'static, LeaseName>;
 
 /// A store behind a shared pointer is a store: `Arc<dyn LeaseStore>` works wherever a store does.
 #[async_trait]
@@ -117,6 +134,10 @@ impl<S: LeaseStore + ?Sized> LeaseStore for Arc<S> {
 
     async fn list(&self) -> Result<Vec<LeaseInfo>, Error> {
         (**self).list().await
+    }
+
+    async fn release_events(&self) -> Result<Option<ReleaseEvents>, Error> {
+        (**self).release_events().await
     }
 }
 

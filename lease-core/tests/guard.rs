@@ -240,3 +240,45 @@ async fn ten_thousand_leases_are_renewed_in_batches_by_one_renewer() {
     let info = store.inner.inspect(&name("job-0")).await.unwrap().unwrap();
     assert!(info.expires_in() > Duration::from_secs(60));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_waiter_takes_a_released_lease_at_once_where_the_store_pushes_releases() {
+    let store = tokio_memory();
+    let holder = fast_client(store.clone());
+    let waiter = LeaseClient::builder(store.clone(), TokioRuntime)
+        .acquire_backoff(Duration::from_secs(1), Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let guard = holder.try_acquire("sweep").await.unwrap().unwrap();
+    let waiting = tokio::spawn(async move {
+        let taken = waiter.acquire("sweep", Duration::from_secs(600)).await;
+        (taken, Instant::now())
+    });
+    // Long enough for the waiter's pauses to have grown to 30-60 s.
+    tokio::time::sleep(Duration::from_secs(200)).await;
+    let released_at = Instant::now();
+    guard.release().await.unwrap();
+    let (taken, taken_at) = waiting.await.unwrap();
+    assert_eq!(taken.unwrap().fence().get(), 2);
+    assert!(
+        taken_at - released_at < Duration::from_millis(10),
+        "{:?}",
+        taken_at - released_at
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_store_without_release_events_is_polled() {
+    // The wrapper does not forward the memory store's release events.
+    let store = Faulty::new(tokio_memory());
+    let holder = fast_client(store.clone());
+    let waiter = fast_client(store.clone());
+    let guard = holder.try_acquire("sweep").await.unwrap().unwrap();
+    let release = async {
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        guard.release().await.unwrap();
+    };
+    let (taken, ()) = tokio::join!(waiter.acquire("sweep", Duration::from_secs(60)), release);
+    assert_eq!(taken.unwrap().fence().get(), 2);
+    assert!(store.acquires.load(Ordering::SeqCst) > 3, "polled");
+}
