@@ -84,6 +84,9 @@ impl LeaseGuard {
         let held = &self.handle.held;
         self.inner.renewer.unregister(held.id);
         let lost = held.mark_released();
+        if !min_hold.is_zero() {
+            self.inner.renewer.settled().await;
+        }
         // Even a lease this process gave up on may still be ours in the store: free it.
         let released = self
             .inner

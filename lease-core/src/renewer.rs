@@ -31,6 +31,10 @@ pub(crate) struct Renewer {
     /// cannot spawn. The lock makes sure only one does.
     driver: Driver,
     spawned: AtomicBool,
+    /// Held while a renewal statement is in flight. A release that keeps its lease on for a
+    /// minimum hold waits for it: a renewal the store ran after that release would extend the
+    /// kept lease by a whole TTL.
+    in_flight: futures::lock::Mutex<()>,
 }
 
 impl Renewer {
@@ -42,6 +46,7 @@ impl Renewer {
             wake,
             driver: Arc::new(futures::lock::Mutex::new(woken)),
             spawned: AtomicBool::new(false),
+            in_flight: futures::lock::Mutex::new(()),
         }
     }
 
@@ -94,6 +99,12 @@ impl Renewer {
 
     pub(crate) fn unregister(&self, id: u64) {
         self.leases().remove(&id);
+    }
+
+    /// Completes once no renewal statement that may still carry an unregistered lease is in
+    /// flight.
+    pub(crate) async fn settled(&self) {
+        drop(self.in_flight.lock().await);
     }
 
     fn spawn_once(&self, inner: &Arc<Inner>) {
@@ -164,6 +175,7 @@ impl Inner {
             .iter()
             .map(|held| (held.name.clone(), held.holder.clone()))
             .collect();
+        let in_flight = self.renewer.in_flight.lock().await;
         let sent = self.clock.now();
         let answer = self
             .clock
@@ -172,6 +184,7 @@ impl Inner {
                 self.store.renew_many(&leases, config.ttl),
             )
             .await;
+        drop(in_flight);
         let renewed = match answer {
             Some(Ok(renewed)) if renewed.len() == batch.len() => renewed,
             failed => {

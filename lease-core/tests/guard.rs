@@ -282,3 +282,29 @@ async fn a_store_without_release_events_is_polled() {
     assert_eq!(taken.unwrap().fence().get(), 2);
     assert!(store.acquires.load(Ordering::SeqCst) > 3, "polled");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_renewal_in_flight_cannot_extend_a_lease_released_with_a_minimum_hold() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(store.clone());
+    let guard = client.try_acquire("mail-checks").await.unwrap().unwrap();
+    // The renewal sent at 250 ms reaches the store only at 350 ms.
+    store.delay_renewals(Duration::from_millis(100));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        store.renew_manys.load(Ordering::SeqCst),
+        1,
+        "a renewal is in flight"
+    );
+    guard
+        .release_after(Duration::from_millis(500))
+        .await
+        .unwrap();
+
+    // Kept until 500 ms after it was taken, and not a TTL after the late renewal.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let other = fast_client(store.clone());
+    assert!(other.try_acquire("mail-checks").await.unwrap().is_none());
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert!(other.try_acquire("mail-checks").await.unwrap().is_some());
+}

@@ -24,6 +24,8 @@ pub enum Mode {
 pub struct Faulty {
     pub inner: MemoryStore,
     mode: AtomicU8,
+    /// Milliseconds every renewal waits before it reaches the store.
+    renew_delay: std::sync::atomic::AtomicU64,
     pub acquires: AtomicUsize,
     pub renews: AtomicUsize,
     pub renew_manys: AtomicUsize,
@@ -36,6 +38,7 @@ impl Faulty {
         Arc::new(Self {
             inner,
             mode: AtomicU8::new(Mode::Pass as u8),
+            renew_delay: std::sync::atomic::AtomicU64::new(0),
             acquires: AtomicUsize::new(0),
             renews: AtomicUsize::new(0),
             renew_manys: AtomicUsize::new(0),
@@ -46,6 +49,11 @@ impl Faulty {
 
     pub fn set(&self, mode: Mode) {
         self.mode.store(mode as u8, Ordering::SeqCst);
+    }
+
+    pub fn delay_renewals(&self, delay: Duration) {
+        self.renew_delay
+            .store(delay.as_millis() as u64, Ordering::SeqCst);
     }
 
     pub fn calls(&self) -> usize {
@@ -97,6 +105,10 @@ impl LeaseStore for Faulty {
         self.renewed_leases
             .fetch_add(leases.len(), Ordering::SeqCst);
         self.gate(Operation::RenewMany).await?;
+        let delay = self.renew_delay.load(Ordering::SeqCst);
+        if delay > 0 {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+        }
         let mut renewed = Vec::with_capacity(leases.len());
         for (name, holder) in leases {
             renewed.push(self.inner.renew(name, holder, ttl).await?);
