@@ -15,17 +15,22 @@
 /// # fn main() {}
 /// ```
 ///
+/// Attributes written before `mod` go on every test of the module, such as
+/// `#[ignore = "..."]` for a suite that a driver runs on purpose under changed conditions (the
+/// clock-skew scenario runs one under a shifted wall clock with `--ignored`).
+///
 /// `cargo test` then lists `memory_tokio::one_holder_among_contenders`,
 /// `memory_tokio::no_connection_held` and so on. The backend expression is evaluated in each
 /// test (inside the module, which sees the items of the one around it), so keep it cheap.
 #[macro_export]
 macro_rules! conformance_suite {
-    (mod $module:ident, runtime = $runtime:ident, backend = $backend:expr $(,)?) => {
+    ($(#[$attr:meta])* mod $module:ident, runtime = $runtime:ident, backend = $backend:expr $(,)?) => {
         mod $module {
             #[allow(unused_imports)]
             use super::*;
 
             $crate::__conformance_cases!(
+                [$(#[$attr])*]
                 $runtime,
                 $backend;
                 one_holder_among_contenders,
@@ -53,8 +58,9 @@ macro_rules! conformance_suite {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __conformance_cases {
-    ($runtime:ident, $backend:expr; $($case:ident),+ $(,)?) => {
+    ([$($attrs:tt)*] $runtime:ident, $backend:expr; $($case:ident),+ $(,)?) => {
         $(
+            $($attrs)*
             #[test]
             fn $case() {
                 $crate::run::$runtime(stringify!($case), $backend, |ctx| async move {
