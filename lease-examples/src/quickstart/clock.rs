@@ -1,0 +1,88 @@
+//! [`SimClock`]: the demo's compressed clock, where a simulated minute passes in a fraction of a
+//! second.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+/// Simulated time since the demo started, mapped onto the real monotonic clock.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SimClock {
+    epoch: Instant,
+    /// How long one simulated minute takes in real time.
+    minute: Duration,
+}
+
+impl SimClock {
+    pub(crate) fn start(minute: Duration) -> Self {
+        Self {
+            epoch: Instant::now(),
+            minute,
+        }
+    }
+
+    /// Real time for a simulated duration.
+    pub(crate) fn real(&self, simulated: Duration) -> Duration {
+        self.minute.mul_f64(simulated.as_secs_f64() / 60.0)
+    }
+
+    /// Simulated time for a real duration.
+    pub(crate) fn simulated(&self, real: Duration) -> Duration {
+        Duration::from_secs_f64(real.as_secs_f64() * 60.0 / self.minute.as_secs_f64())
+    }
+
+    /// Simulated time now.
+    pub(crate) fn now(&self) -> Duration {
+        self.simulated(self.epoch.elapsed())
+    }
+
+    /// Real time since the demo started.
+    pub(crate) fn elapsed(&self) -> Duration {
+        self.epoch.elapsed()
+    }
+
+    /// Sleeps until the simulated time `at`.
+    pub(crate) async fn sleep_until(&self, at: Duration) {
+        tokio::time::sleep_until((self.epoch + self.real(at)).into()).await;
+    }
+
+    /// Sleeps for a simulated duration.
+    pub(crate) async fn sleep(&self, simulated: Duration) {
+        tokio::time::sleep(self.real(simulated)).await;
+    }
+}
+
+/// Simulated time as `h:mm:ss`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hms(pub(crate) Duration);
+
+impl fmt::Display for Hms {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let secs = self.0.as_secs();
+        write!(f, "{}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
+    }
+}
+
+/// Minutes as a duration.
+pub(crate) const fn minutes(m: u64) -> Duration {
+    Duration::from_secs(m * 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_simulated_minutes_to_real_time_and_back() {
+        let clock = SimClock::start(Duration::from_millis(250));
+        assert_eq!(clock.real(minutes(60)), Duration::from_secs(15));
+        assert_eq!(
+            clock.real(Duration::from_secs(30)),
+            Duration::from_millis(125)
+        );
+        assert_eq!(clock.simulated(Duration::from_secs(2)), minutes(8));
+        assert_eq!(
+            Hms(minutes(75) + Duration::from_secs(5)).to_string(),
+            "1:15:05"
+        );
+    }
+}
