@@ -22,14 +22,14 @@ pub trait DieselConnection: sealed::Sealed + Send + 'static {
     #[doc(hidden)]
     fn acquire_rows<'c>(
         &'c mut self,
-        query: lease_sql::Query<'c>,
+        query: crate::query::OwnedQuery,
     ) -> impl Future<Output = QueryResult<Vec<(i64, i64)>>> + Send + 'c;
 
     /// Runs a renew-many that returns rows: `(name, holder)` of each renewed lease.
     #[doc(hidden)]
     fn pair_rows<'c>(
         &'c mut self,
-        query: lease_sql::Query<'c>,
+        query: crate::query::OwnedQuery,
     ) -> impl Future<Output = QueryResult<Vec<(String, String)>>> + Send + 'c;
 
     /// Runs an inspect or a list: rows of `(name, holder, fence, taken_at, expires_at,
@@ -37,7 +37,7 @@ pub trait DieselConnection: sealed::Sealed + Send + 'static {
     #[doc(hidden)]
     fn lease_rows<'c>(
         &'c mut self,
-        query: lease_sql::Query<'c>,
+        query: crate::query::OwnedQuery,
     ) -> impl Future<Output = QueryResult<Vec<LeaseTuple>>> + Send + 'c;
 
     /// Runs a statement for its count of matched rows (diesel-async's MariaDB connection sets
@@ -45,12 +45,12 @@ pub trait DieselConnection: sealed::Sealed + Send + 'static {
     #[doc(hidden)]
     fn affected<'c>(
         &'c mut self,
-        query: lease_sql::Query<'c>,
+        query: crate::query::OwnedQuery,
     ) -> impl Future<Output = QueryResult<usize>> + Send + 'c;
 
     /// Runs DDL, which may hold several statements, without parameters.
     #[doc(hidden)]
-    fn batch<'c>(&'c mut self, sql: &'c str) -> impl Future<Output = QueryResult<()>> + Send + 'c;
+    fn batch(&mut self, sql: String) -> impl Future<Output = QueryResult<()>> + Send + '_;
 }
 
 /// An inspect or list row as diesel reads it.
@@ -81,13 +81,13 @@ macro_rules! diesel_connection {
                     $backend,
                     diesel::query_builder::SqlQuery,
                 >,
-                param: lease_sql::Param<'q>,
+                param: $crate::query::Bind,
             ) -> diesel::query_builder::BoxedSqlQuery<'q, $backend, diesel::query_builder::SqlQuery>
             {
                 match param {
-                    lease_sql::Param::Text(text) => $query.bind::<diesel::sql_types::Text, _>(text),
-                    lease_sql::Param::Int(int) => $query.bind::<diesel::sql_types::BigInt, _>(int),
-                    lease_sql::Param::TextArray($items) => $bind_array,
+                    $crate::query::Bind::Text(text) => $query.bind::<diesel::sql_types::Text, _>(text),
+                    $crate::query::Bind::Int(int) => $query.bind::<diesel::sql_types::BigInt, _>(int),
+                    $crate::query::Bind::TextArray($items) => $bind_array,
                 }
         }
 
@@ -97,7 +97,7 @@ macro_rules! diesel_connection {
 
             fn acquire_rows<'c>(
                 &'c mut self,
-                query: lease_sql::Query<'c>,
+                query: $crate::query::OwnedQuery,
             ) -> impl std::future::Future<Output = diesel::QueryResult<Vec<(i64, i64)>>> + Send + 'c
             {
                 let statement = $crate::query::Statement::<$backend, $crate::query::AcquireRow>::new(
@@ -109,7 +109,7 @@ macro_rules! diesel_connection {
 
             fn pair_rows<'c>(
                 &'c mut self,
-                query: lease_sql::Query<'c>,
+                query: $crate::query::OwnedQuery,
             ) -> impl std::future::Future<Output = diesel::QueryResult<Vec<(String, String)>>>
             + Send
             + 'c {
@@ -122,7 +122,7 @@ macro_rules! diesel_connection {
 
             fn lease_rows<'c>(
                 &'c mut self,
-                query: lease_sql::Query<'c>,
+                query: $crate::query::OwnedQuery,
             ) -> impl std::future::Future<
                 Output = diesel::QueryResult<Vec<$crate::connection::LeaseTuple>>,
             > + Send
@@ -136,17 +136,17 @@ macro_rules! diesel_connection {
 
             fn affected<'c>(
                 &'c mut self,
-                query: lease_sql::Query<'c>,
+                query: $crate::query::OwnedQuery,
             ) -> impl std::future::Future<Output = diesel::QueryResult<usize>> + Send + 'c {
                 let statement = $crate::query::Execute::<$backend>::new(query, bind_param);
                 diesel_async::RunQueryDsl::execute(statement, self)
             }
 
-            fn batch<'c>(
-                &'c mut self,
-                sql: &'c str,
-            ) -> impl std::future::Future<Output = diesel::QueryResult<()>> + Send + 'c {
-                diesel_async::SimpleAsyncConnection::batch_execute(self, sql)
+            fn batch(
+                &mut self,
+                sql: String,
+            ) -> impl std::future::Future<Output = diesel::QueryResult<()>> + Send + '_ {
+                async move { diesel_async::SimpleAsyncConnection::batch_execute(self, &sql).await }
             }
         }
 

@@ -17,11 +17,10 @@ pub trait DieselPool: sealed::Sealed + Clone + Send + Sync + 'static {
     /// The connections in the pool.
     type Connection: DieselConnection;
 
-    /// A connection taken from the pool, given back when dropped.
+    /// A connection taken from the pool, given back when dropped. It does not borrow the pool,
+    /// so a statement can finish on a task of its own.
     #[doc(hidden)]
-    type Pooled<'p>: DerefMut<Target = Self::Connection> + Send + 'p
-    where
-        Self: 'p;
+    type Pooled: DerefMut<Target = Self::Connection> + Send + 'static;
 
     /// The pool's kind, for `Debug`.
     #[doc(hidden)]
@@ -29,7 +28,7 @@ pub trait DieselPool: sealed::Sealed + Clone + Send + Sync + 'static {
 
     /// Takes a connection, waiting as the pool is configured to.
     #[doc(hidden)]
-    fn connection(&self) -> impl Future<Output = Result<Self::Pooled<'_>, BoxError>> + Send;
+    fn connection(&self) -> impl Future<Output = Result<Self::Pooled, BoxError>> + Send;
 
     /// How many connections are open, and how many of them are idle.
     #[doc(hidden)]
@@ -63,12 +62,12 @@ macro_rules! diesel_pools {
         #[cfg(feature = "deadpool")]
         impl $crate::DieselPool for diesel_async::pooled_connection::deadpool::Pool<$conn> {
             type Connection = $conn;
-            type Pooled<'p> = diesel_async::pooled_connection::deadpool::Object<$conn>;
+            type Pooled = diesel_async::pooled_connection::deadpool::Object<$conn>;
             const KIND: &'static str = "deadpool";
 
             fn connection(
                 &self,
-            ) -> impl std::future::Future<Output = Result<Self::Pooled<'_>, lease_core::BoxError>>
+            ) -> impl std::future::Future<Output = Result<Self::Pooled, lease_core::BoxError>>
             + Send {
                 async move { self.get().await.map_err(Into::into) }
             }
@@ -88,14 +87,14 @@ macro_rules! diesel_pools {
         #[cfg(feature = "bb8")]
         impl $crate::DieselPool for diesel_async::pooled_connection::bb8::Pool<$conn> {
             type Connection = $conn;
-            type Pooled<'p> = diesel_async::pooled_connection::bb8::PooledConnection<'p, $conn>;
+            type Pooled = diesel_async::pooled_connection::bb8::PooledConnection<'static, $conn>;
             const KIND: &'static str = "bb8";
 
             fn connection(
                 &self,
-            ) -> impl std::future::Future<Output = Result<Self::Pooled<'_>, lease_core::BoxError>>
+            ) -> impl std::future::Future<Output = Result<Self::Pooled, lease_core::BoxError>>
             + Send {
-                async move { self.get().await.map_err(Into::into) }
+                async move { self.get_owned().await.map_err(Into::into) }
             }
 
             fn state(&self) -> $crate::pool::PoolState {
