@@ -1,0 +1,89 @@
+//! The incident example against the local PostgreSQL (`LEASE_TEST_POSTGRES_URL`): advisory
+//! locks leave the readiness write without a connection, leases do not.
+
+use std::time::Duration;
+
+use lease_examples::incident::{self, JOBS, URL_VAR, Write};
+use lease_sqlx::sqlx::{self, Connection, PgConnection};
+use lease_tests::env;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn advisory_locks_starve_the_readiness_write_and_leases_do_not() {
+    let url = env::postgres_url();
+    let mut conn = match PgConnection::connect(&url).await {
+        Ok(conn) => conn,
+        Err(error) => {
+            env::skip_or_fail("postgres", &format!("cannot connect: {error}"));
+            return;
+        }
+    };
+
+    let report = incident::run(&url).await.expect("the example runs");
+    let printed = report.to_string();
+    assert!(report.reproduced(), "{printed}");
+
+    let advisory = &report.advisory;
+    assert_eq!(advisory.held, JOBS.len(), "{printed}");
+    assert_eq!(advisory.in_use, incident::POOL_SIZE, "{printed}");
+    match &advisory.write {
+        Write::Failed { after, error } => {
+            assert!(*after >= Duration::from_millis(900), "{printed}");
+            assert!(*after < Duration::from_secs(3), "{printed}");
+            assert!(error.contains("pool timed out"), "{error}");
+        }
+        other => panic!("the write got through advisory locks: {other:?}"),
+    }
+    // The operator's view: four advisory locks, each held by an idle backend.
+    assert_eq!(advisory.pg_locks.len(), JOBS.len(), "{printed}");
+    assert!(
+        advisory.pg_locks.iter().all(|lock| lock.ends_with(" idle")),
+        "{printed}"
+    );
+
+    let leases = &report.leases;
+    assert_eq!(leases.held, JOBS.len(), "{printed}");
+    assert!(leases.in_use <= 1, "{printed}");
+    match &leases.write {
+        Write::Committed { count, slowest } => {
+            assert!(*count >= 2, "{printed}");
+            assert!(*slowest < Duration::from_secs(3), "{printed}");
+        }
+        other => panic!("the write failed with leases: {other:?}"),
+    }
+    // Held for longer than their TTL: renewed through the same pool.
+    assert!(
+        leases.held_for.unwrap() > Duration::from_secs(2),
+        "{printed}"
+    );
+
+    for expected in ["503, out of rotation", "serving", "pinned by the locks"] {
+        assert!(printed.contains(expected), "{expected}:\n{printed}");
+    }
+
+    // Nothing left behind.
+    let pattern = format!("lease\\_incident\\_%\\_{}\\_%", std::process::id());
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_tables WHERE tablename LIKE $1")
+        .bind(pattern)
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(left, 0, "tables left behind");
+}
+
+#[test]
+fn the_url_comes_from_the_argument_then_the_environment() {
+    let arg = || ["postgres://from-arg/db".to_owned()].into_iter();
+    let env = || Some("postgres://from-env/db".to_owned());
+    assert_eq!(
+        incident::database_url(arg(), env()).unwrap(),
+        "postgres://from-arg/db"
+    );
+    assert_eq!(
+        incident::database_url(std::iter::empty(), env()).unwrap(),
+        "postgres://from-env/db"
+    );
+    let usage = incident::database_url(std::iter::empty(), Some(" ".to_owned())).unwrap_err();
+    assert!(usage.contains("needs a PostgreSQL database"), "{usage}");
+    assert!(usage.contains(URL_VAR), "{usage}");
+    assert!(usage.contains("cargo run --example incident --"), "{usage}");
+}
