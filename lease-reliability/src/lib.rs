@@ -1,0 +1,22 @@
+//! Reliability scenarios for the lease stores (test-only, not published).
+//!
+//! Each scenario is a test file in `tests/`: faults injected through
+//! [`lease_tests::proxy::FaultProxy`], servers restarted and connections killed on private
+//! servers, pools exhausted, processes paused, wall clocks skewed, histories of many processes
+//! checked with [`lease_tests::history`], inputs fuzzed and privileges cut to the least. This
+//! library holds what they share: the databases and their private servers ([`db`]), a store
+//! factory per driver so a scenario is written once ([`factory`]), the conformance harness over
+//! a factory ([`backend`]), a store that counts the calls reaching it ([`counting`]), the
+//! counts every scenario prints ([`report`]), and the worker that the multi-process scenarios
+//! start ([`worker`]). RELIABILITY.md at the root of the workspace lists every scenario, what it
+//! proves, and its latest counts.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod backend;
+pub mod counting;
+pub mod db;
+pub mod factory;
+pub mod report;
+pub mod scenario;
+pub mod worker;

@@ -1,0 +1,204 @@
+//! The worker program the multi-process scenarios start (`lease-reliability-worker`): a lease
+//! holder in a process of its own, so a test can pause it with `SIGSTOP` or run several at once.
+//!
+//! Arguments are `key=value` pairs; `mode=pause` or `mode=history` picks what it does. Every
+//! line it prints on standard output is one event, with times from
+//! [`lease_tests::history::now`] (shared by every process of the machine).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use lease_core::runtime::TokioRuntime;
+use lease_core::{BoxError, LeaseClient, LeaseGuard, Ttl};
+use lease_tests::history::{self, Ending, HistoryLog, Section};
+use rand::RngExt;
+
+use crate::factory::StoreFactory;
+
+/// The worker's arguments, `key=value` each.
+#[derive(Debug, Clone, Default)]
+pub struct Args(HashMap<String, String>);
+
+impl Args {
+    /// Reads `key=value` pairs.
+    ///
+    /// # Errors
+    /// When an argument has no `=`.
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Self, String> {
+        let mut map = HashMap::new();
+        for arg in args {
+            let (key, value) = arg
+                .split_once('=')
+                .ok_or_else(|| format!("argument {arg:?} is not key=value"))?;
+            map.insert(key.to_owned(), value.to_owned());
+        }
+        Ok(Self(map))
+    }
+
+    /// The value of `key`.
+    ///
+    /// # Errors
+    /// When it is missing.
+    pub fn get(&self, key: &str) -> Result<&str, String> {
+        self.0
+            .get(key)
+            .map(String::as_str)
+            .ok_or_else(|| format!("missing argument {key}="))
+    }
+
+    /// The value of `key` as a number.
+    ///
+    /// # Errors
+    /// When it is missing or not a number.
+    pub fn number(&self, key: &str) -> Result<u64, String> {
+        let value = self.get(key)?;
+        value.parse().map_err(|e| format!("{key}={value}: {e}"))
+    }
+}
+
+/// A client for a worker: `ttl_ms` from the arguments, renewal every quarter, the default
+/// margin (a tenth), and a store timeout of a quarter.
+fn client<S: lease_core::LeaseStore>(store: S, ttl_ms: u64) -> Result<LeaseClient, BoxError> {
+    let ttl = Ttl::from_millis(ttl_ms)?;
+    Ok(LeaseClient::builder(store, TokioRuntime)
+        .ttl(ttl)
+        .renew_every(ttl.get() / 4)
+        .store_timeout(ttl.get() / 4)
+        .build()?)
+}
+
+/// `mode=pause`: takes the lease `name=` on `table=` at `url=` with `ttl_ms=`, then does
+/// numbered steps every `step_ms=` until `steps=` are done, each only after `is_held()` said
+/// yes. Prints `acquired <fence> <t>`, `step <n> <t>` (t read just before the check that
+/// allowed it), and on loss `lost <reason> <t>`, then `end`.
+///
+/// # Errors
+/// When the store cannot be reached or the lease is held elsewhere.
+pub async fn pause<F: StoreFactory>(factory: F, args: &Args) -> Result<(), BoxError> {
+    let store = factory
+        .connect(args.get("url")?, args.get("table")?, 2)
+        .await?;
+    let client = client(store, args.number("ttl_ms")?)?;
+    let guard = client
+        .try_acquire(args.get("name")?)
+        .await?
+        .ok_or("the lease is held elsewhere")?;
+    println!("acquired {} {}", guard.fence(), history::now());
+    let step = Duration::from_millis(args.number("step_ms")?);
+    for n in 0..args.number("steps")? {
+        let t = history::now();
+        if !guard.is_held() {
+            // Which way it was lost: `lost()` is ready at once for a lost lease.
+            let reason = guard.lost().await;
+            println!("lost {reason:?} {t}");
+            break;
+        }
+        println!("step {n} {t}");
+        tokio::time::sleep(step).await;
+    }
+    // The outcome of the release does not matter here: the parent reads the steps.
+    let _ = guard.release().await;
+    println!("end");
+    Ok(())
+}
+
+/// `mode=history`: `tasks=` tasks contend for the names in `names=` (comma-separated) on
+/// `table=` at `url=` with `ttl_ms=` for `secs=` seconds. Each critical section does steps of
+/// 20 ms for 100 to 600 ms, each after `is_held()` said yes, and is appended to `out=` as a
+/// [`Section`] of worker `worker=`. Prints `stats attempts=<n> sections=<n> errors=<n>` at the end.
+///
+/// # Errors
+/// When the store cannot be reached at the start or the log cannot be written.
+pub async fn history<F: StoreFactory>(factory: F, args: &Args) -> Result<(), BoxError> {
+    let store = factory
+        .connect(args.get("url")?, args.get("table")?, 4)
+        .await?;
+    let client = client(store, args.number("ttl_ms")?)?;
+    let names: Arc<Vec<String>> =
+        Arc::new(args.get("names")?.split(',').map(str::to_owned).collect());
+    let log = Arc::new(HistoryLog::append_to(&PathBuf::from(args.get("out")?))?);
+    let worker = args.get("worker")?.to_owned();
+    let until = tokio::time::Instant::now() + Duration::from_secs(args.number("secs")?);
+    let counts = Arc::new([AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)]);
+    let mut tasks = Vec::new();
+    for task in 0..args.number("tasks")? {
+        let (client, names, log, counts) = (
+            client.clone(),
+            Arc::clone(&names),
+            Arc::clone(&log),
+            Arc::clone(&counts),
+        );
+        let worker = format!("{worker}/{task}");
+        tasks.push(tokio::spawn(async move {
+            while tokio::time::Instant::now() < until {
+                let name = &names[rand::rng().random_range(0..names.len())];
+                counts[0].fetch_add(1, Ordering::Relaxed);
+                match client.try_acquire(name.as_str()).await {
+                    Ok(Some(guard)) => {
+                        if let Some(section) = critical_section(guard, &worker).await {
+                            counts[1].fetch_add(1, Ordering::Relaxed);
+                            log.record(&section)?;
+                        }
+                    }
+                    Ok(None) => {}
+                    // Faults make calls fail; that is what the scenario is for.
+                    Err(_) => {
+                        counts[2].fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                let pause = rand::rng().random_range(0..50);
+                tokio::time::sleep(Duration::from_millis(pause)).await;
+            }
+            Ok::<(), std::io::Error>(())
+        }));
+    }
+    for task in tasks {
+        task.await??;
+    }
+    println!(
+        "stats attempts={} sections={} errors={}",
+        counts[0].load(Ordering::Relaxed),
+        counts[1].load(Ordering::Relaxed),
+        counts[2].load(Ordering::Relaxed)
+    );
+    Ok(())
+}
+
+/// Works under `guard` in steps, each after `is_held()` said yes, and returns the section as
+/// this process believed it (see [`lease_tests::history`]); `None` when it never did.
+async fn critical_section(guard: LeaseGuard, worker: &str) -> Option<Section> {
+    let work = Duration::from_millis(rand::rng().random_range(100..600));
+    let began = tokio::time::Instant::now();
+    let mut believed: Option<(u64, u64)> = None;
+    let ending = loop {
+        let t = history::now();
+        if !guard.is_held() {
+            break Ending::Lost;
+        }
+        believed = Some(believed.map_or((t, t), |(start, _)| (start, t)));
+        if began.elapsed() >= work {
+            break Ending::Released;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let (name, fence, holder) = (
+        guard.name().as_str().to_owned(),
+        guard.fence().get(),
+        guard.holder().as_str().to_owned(),
+    );
+    // A release after a loss answers `Lost`; the section ended at its last check either way.
+    let _ = guard.release().await;
+    let (start, end) = believed?;
+    Some(Section {
+        name: name.escape_default().to_string(),
+        fence,
+        holder,
+        worker: worker.to_owned(),
+        start,
+        end,
+        ending,
+    })
+}
