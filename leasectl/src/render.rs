@@ -1,0 +1,156 @@
+//! What the tool prints: a table of leases, or one lease, every time the database's own.
+
+use std::fmt::Write as _;
+
+use lease_core::LeaseInfo;
+
+use crate::time::{rfc3339, span};
+
+/// When the lease expires, from the moment it was read: `1m 52s`, or `expired 3.2s ago`.
+pub(crate) fn expires_in(info: &LeaseInfo) -> String {
+    match info.observed_at.duration_since(info.expires_at) {
+        Ok(ago) if info.is_expired() => format!("expired {} ago", span(ago)),
+        _ => span(info.expires_in()),
+    }
+}
+
+/// Every lease as a table, with the database time it was read at.
+pub(crate) fn list(leases: &[LeaseInfo], table: &str) -> String {
+    let Some(first) = leases.first() else {
+        return format!("no leases in table {table}\n");
+    };
+    let header = [
+        "NAME",
+        "HOLDER",
+        "FENCE",
+        "TAKEN AT",
+        "EXPIRES AT",
+        "EXPIRES IN",
+    ];
+    let rows: Vec<[String; 6]> = leases
+        .iter()
+        .map(|info| {
+            [
+                info.name.to_string(),
+                info.holder.to_string(),
+                info.fence.to_string(),
+                rfc3339(info.taken_at),
+                rfc3339(info.expires_at),
+                expires_in(info),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: [&str; 6]| {
+        let mut text = String::new();
+        for (i, (cell, width)) in cells.iter().zip(widths).enumerate() {
+            // The fence is a number: aligned right; the last column needs no padding.
+            match i {
+                2 => write!(text, "{cell:>width$}  "),
+                5 => write!(text, "{cell}"),
+                _ => write!(text, "{cell:<width$}  "),
+            }
+            .expect("writing to a String cannot fail");
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(header);
+    for row in &rows {
+        line(row.each_ref().map(String::as_str));
+    }
+    let _ = writeln!(
+        out,
+        "{} lease{} in table {table}, read at {} (database time)",
+        leases.len(),
+        if leases.len() == 1 { "" } else { "s" },
+        rfc3339(first.observed_at)
+    );
+    out
+}
+
+/// One lease, a field a line.
+pub(crate) fn show(info: &LeaseInfo) -> String {
+    let mut out = String::new();
+    for (field, value) in [
+        ("name", info.name.to_string()),
+        ("holder", info.holder.to_string()),
+        ("fence", info.fence.to_string()),
+        ("taken at", rfc3339(info.taken_at)),
+        ("expires at", rfc3339(info.expires_at)),
+        ("expires in", expires_in(info)),
+        (
+            "read at",
+            format!("{} (database time)", rfc3339(info.observed_at)),
+        ),
+    ] {
+        let _ = writeln!(out, "{:<12}{value}", format!("{field}:"));
+    }
+    if info.is_expired() {
+        out.push_str("expired without a release: its holder stopped renewing; any instance may take it over\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use lease_core::{Fence, HolderId, LeaseName};
+
+    use super::*;
+
+    fn info(name: &str, fence: u64, expires_in_secs: i64) -> LeaseInfo {
+        let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let expires = if expires_in_secs >= 0 {
+            now + Duration::from_secs(expires_in_secs as u64)
+        } else {
+            now - Duration::from_secs(expires_in_secs.unsigned_abs())
+        };
+        LeaseInfo::new(
+            LeaseName::new(name).unwrap(),
+            HolderId::from_stored("host-1:42:00000000000000ff"),
+            Fence::new(fence),
+            now - Duration::from_secs(8),
+            expires,
+            now,
+        )
+    }
+
+    #[test]
+    fn lists_leases_in_columns_with_database_times() {
+        let out = list(&[info("alerts", 12, 112), info("sweep", 3, -5)], "leases");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines[0],
+            "NAME    HOLDER                      FENCE  TAKEN AT                  EXPIRES AT                EXPIRES IN"
+        );
+        assert_eq!(
+            lines[1],
+            "alerts  host-1:42:00000000000000ff     12  2027-01-15T07:59:52.000Z  2027-01-15T08:01:52.000Z  1m 52s"
+        );
+        assert!(lines[2].starts_with("sweep "), "{out}");
+        assert!(lines[2].ends_with("expired 5.0s ago"), "{out}");
+        assert_eq!(
+            lines[3],
+            "2 leases in table leases, read at 2027-01-15T08:00:00.000Z (database time)"
+        );
+        assert_eq!(list(&[], "jobs.leases"), "no leases in table jobs.leases\n");
+    }
+
+    #[test]
+    fn shows_one_lease_a_field_a_line() {
+        let out = show(&info("uptime:node-a", 7, 30));
+        assert!(out.contains("name:       uptime:node-a\n"), "{out}");
+        assert!(out.contains("fence:      7\n"), "{out}");
+        assert!(out.contains("expires in: 30.0s\n"), "{out}");
+        assert!(!out.contains("expired"), "{out}");
+        assert!(show(&info("sweep", 1, -1)).contains("any instance may take it over"));
+    }
+}

@@ -1,0 +1,167 @@
+//! Opening the lease table a URL names: PostgreSQL, MariaDB or SQLite.
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lease_core::{DynLeaseStore, Error};
+use lease_sqlx::sqlx::mysql::MySqlPoolOptions;
+use lease_sqlx::sqlx::postgres::PgPoolOptions;
+use lease_sqlx::sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+use lease_sqlx::{MySqlLeaseStore, PgLeaseStore, SQLITE_BUSY_TIMEOUT, SqliteLeaseStore, TableName};
+
+use crate::Failure;
+
+/// How long connecting may take before the tool gives up.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The databases the tool reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Postgres,
+    MySql,
+    Sqlite,
+}
+
+/// Which database `url` names, from its scheme.
+fn kind(url: &str) -> Option<Kind> {
+    let scheme = url.split_once(':')?.0.to_ascii_lowercase();
+    match scheme.as_str() {
+        "postgres" | "postgresql" => Some(Kind::Postgres),
+        "mysql" | "mariadb" => Some(Kind::MySql),
+        "sqlite" => Some(Kind::Sqlite),
+        _ => None,
+    }
+}
+
+/// `url` with its password, if any, replaced by `***`, for messages.
+pub(crate) fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _password)) => format!("{scheme}://{user}:***@{host}{path}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+/// Connects to the database `url` names, and the lease table in it: `table`, or `leases`.
+pub(crate) async fn open(url: &str, table: Option<&str>) -> Result<Arc<DynLeaseStore>, Failure> {
+    let table = match table {
+        Some(table) => TableName::new(table).map_err(|e| Failure::Usage(e.to_string()))?,
+        None => TableName::default(),
+    };
+    let kind = kind(url).ok_or_else(|| {
+        Failure::Usage(format!(
+            "unsupported database URL {}: expected postgres://, mysql://, mariadb:// or sqlite:",
+            redact(url)
+        ))
+    })?;
+    let cannot = |error: &dyn std::error::Error| {
+        Failure::Failed(format!("cannot connect to {}: {error}", redact(url)))
+    };
+    let table = table.to_string();
+    let store: Arc<DynLeaseStore> = match kind {
+        Kind::Postgres => {
+            let pool = PgPoolOptions::new()
+                .max_connections(1)
+                .acquire_timeout(CONNECT_TIMEOUT)
+                .connect(url)
+                .await
+                .map_err(|e| cannot(&e))?;
+            Arc::new(PgLeaseStore::with_table(pool, &table).map_err(usage)?)
+        }
+        Kind::MySql => {
+            // sqlx knows MariaDB by the MySQL scheme.
+            let url = match url.split_once("://") {
+                Some((scheme, rest)) if scheme.eq_ignore_ascii_case("mariadb") => {
+                    format!("mysql://{rest}")
+                }
+                _ => url.to_owned(),
+            };
+            let pool = MySqlPoolOptions::new()
+                .max_connections(1)
+                .acquire_timeout(CONNECT_TIMEOUT)
+                .connect(&url)
+                .await
+                .map_err(|e| cannot(&e))?;
+            Arc::new(MySqlLeaseStore::with_table(pool, &table).map_err(usage)?)
+        }
+        Kind::Sqlite => {
+            // Never creates the file: a wrong path is an error, not an empty database.
+            let options = SqliteConnectOptions::from_str(url)
+                .map_err(|e| Failure::Usage(format!("invalid SQLite URL {url}: {e}")))?
+                .create_if_missing(false);
+            // The busy timeout, so a read waits out the services' writes; the journal mode is
+            // left as the services set it.
+            let pool = SqlitePoolOptions::new()
+                .max_connections(1)
+                .acquire_timeout(CONNECT_TIMEOUT)
+                .connect_with(options.busy_timeout(SQLITE_BUSY_TIMEOUT))
+                .await
+                .map_err(|e| cannot(&e))?;
+            Arc::new(SqliteLeaseStore::with_table(pool, &table).map_err(usage)?)
+        }
+    };
+    Ok(store)
+}
+
+fn usage(error: Error) -> Failure {
+    Failure::Usage(error.to_string())
+}
+
+/// An error with its sources, on one line.
+pub(crate) struct Chain<'a>(pub(crate) &'a dyn std::error::Error);
+
+impl std::fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(cause) = source {
+            write!(f, ": {cause}")?;
+            source = cause.source();
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Chain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::error::Error for Chain<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn knows_each_database_by_its_scheme() {
+        assert_eq!(kind("postgres://h/db"), Some(Kind::Postgres));
+        assert_eq!(kind("postgresql://h/db"), Some(Kind::Postgres));
+        assert_eq!(kind("mysql://h/db"), Some(Kind::MySql));
+        assert_eq!(kind("MariaDB://h/db"), Some(Kind::MySql));
+        assert_eq!(kind("sqlite:leases.db"), Some(Kind::Sqlite));
+        assert_eq!(kind("sqlite://leases.db"), Some(Kind::Sqlite));
+        assert_eq!(kind("redis://h"), None);
+        assert_eq!(kind("leases.db"), None);
+    }
+
+    #[test]
+    fn never_shows_a_password() {
+        assert_eq!(
+            redact("postgres://app:s3cret@db:5432/app?sslmode=require"),
+            "postgres://app:***@db:5432/app?sslmode=require"
+        );
+        assert_eq!(redact("mysql://root@db/test"), "mysql://root@db/test");
+        assert_eq!(redact("sqlite:leases.db"), "sqlite:leases.db");
+        assert_eq!(redact("postgres://u:p@ss@db/x"), "postgres://u:***@db/x");
+    }
+}
