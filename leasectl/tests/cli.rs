@@ -1,0 +1,323 @@
+//! `leasectl` run as a user runs it, against SQLite (always), the local PostgreSQL and MariaDB
+//! (`LEASE_TEST_POSTGRES_URL`, `LEASE_TEST_MYSQL_URL`; skipped loudly when not there, failed under
+//! `LEASE_TEST_REQUIRE_ALL=1`): its output and its exit codes.
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lease_core::{DynLeaseStore, HolderId, LeaseName, LeaseStore, Ttl};
+use lease_sqlx::sqlx::mysql::MySqlPoolOptions;
+use lease_sqlx::sqlx::postgres::PgPoolOptions;
+use lease_sqlx::sqlx::{self, Executor};
+use lease_sqlx::{MySqlLeaseStore, PgLeaseStore, SqliteLeaseStore};
+use lease_tests::env;
+
+/// What one run of the tool did.
+#[derive(Debug)]
+struct Outcome {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn leasectl(args: &[&str]) -> Outcome {
+    let output = Command::new(env!("CARGO_BIN_EXE_leasectl"))
+        .args(args)
+        .output()
+        .expect("leasectl runs");
+    Outcome {
+        code: output.status.code().expect("leasectl exits"),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// `url`, then `--table table` when given, then the command.
+fn run(url: &str, table: Option<&str>, command: &[&str]) -> Outcome {
+    let mut args = vec![url];
+    if let Some(table) = table {
+        args.extend(["--table", table]);
+    }
+    args.extend(command);
+    leasectl(&args)
+}
+
+fn name(name: &str) -> LeaseName {
+    LeaseName::new(name).unwrap()
+}
+
+/// Takes three leases (two held, one expired), then lists, shows and releases them through the
+/// tool, checking each answer against the store.
+async fn exercise(store: Arc<DynLeaseStore>, url: &str, table: Option<&str>) {
+    let table_name = table.unwrap_or("leases");
+    let (sweeper, alerter, crashed) = (
+        HolderId::generate(),
+        HolderId::generate(),
+        HolderId::generate(),
+    );
+    let minute = Ttl::from_secs(60).unwrap();
+    let sweep = store
+        .try_acquire(&name("sweep"), &sweeper, minute)
+        .await
+        .unwrap()
+        .expect("sweep is free");
+    store
+        .try_acquire(&name("alerts"), &alerter, minute)
+        .await
+        .unwrap()
+        .expect("alerts is free");
+    store
+        .try_acquire(
+            &name("uptime:node-a"),
+            &crashed,
+            Ttl::from_millis(1).unwrap(),
+        )
+        .await
+        .unwrap()
+        .expect("uptime:node-a is free");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+
+    let list = run(url, table, &["list"]);
+    assert_eq!(list.code, 0, "{list:?}");
+    let lines: Vec<&str> = list.stdout.lines().collect();
+    assert!(lines[0].starts_with("NAME"), "{list:?}");
+    assert!(lines[0].ends_with("EXPIRES IN"), "{list:?}");
+    // Ordered by name, holder and fence on each line, times in RFC 3339 UTC.
+    assert!(lines[1].starts_with("alerts "), "{list:?}");
+    assert!(lines[1].contains(alerter.as_str()), "{list:?}");
+    assert!(lines[2].starts_with("sweep "), "{list:?}");
+    assert!(lines[2].contains(sweeper.as_str()), "{list:?}");
+    assert!(
+        lines[2].contains(&format!("  {}  ", sweep.get())),
+        "{list:?}"
+    );
+    assert!(lines[2].contains("Z  "), "{list:?}");
+    // A minute's lease read at once expires in a bit under a minute.
+    assert!(
+        lines[2].ends_with('s') && lines[2].contains("  5"),
+        "{list:?}"
+    );
+    assert!(lines[3].starts_with("uptime:node-a "), "{list:?}");
+    assert!(
+        lines[3].contains("expired ") && lines[3].ends_with(" ago"),
+        "{list:?}"
+    );
+    assert_eq!(
+        lines[4].split(", read at").next(),
+        Some(format!("3 leases in table {table_name}").as_str()),
+        "{list:?}"
+    );
+
+    let show = run(url, table, &["show", "sweep"]);
+    assert_eq!(show.code, 0, "{show:?}");
+    assert!(
+        show.stdout.contains(&format!("holder:     {sweeper}\n")),
+        "{show:?}"
+    );
+    assert!(
+        show.stdout
+            .contains(&format!("fence:      {}\n", sweep.get())),
+        "{show:?}"
+    );
+
+    let unknown = run(url, table, &["show", "nope"]);
+    assert_eq!(unknown.code, 1, "{unknown:?}");
+    assert!(
+        unknown.stderr.contains("no lease named \"nope\""),
+        "{unknown:?}"
+    );
+    assert!(unknown.stdout.is_empty(), "{unknown:?}");
+
+    // Without --yes nothing happens.
+    let refused = run(url, table, &["release", "sweep"]);
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(refused.stderr.contains("add --yes"), "{refused:?}");
+    let still = store.inspect(&name("sweep")).await.unwrap().unwrap();
+    assert_eq!(still.holder, sweeper);
+
+    let released = run(url, table, &["release", "sweep", "--yes"]);
+    assert_eq!(released.code, 0, "{released:?}");
+    assert!(
+        released.stdout.starts_with(&format!(
+            "released sweep (holder {sweeper}, fence {}",
+            sweep.get()
+        )),
+        "{released:?}"
+    );
+    assert_eq!(store.inspect(&name("sweep")).await.unwrap(), None);
+    // The holder finds out at its next renewal; the next instance may take it at once.
+    assert!(!store.renew(&name("sweep"), &sweeper, minute).await.unwrap());
+    let next = store
+        .try_acquire(&name("sweep"), &HolderId::generate(), minute)
+        .await
+        .unwrap()
+        .expect("a force-released lease is free");
+    assert!(next > sweep);
+
+    let gone = run(url, table, &["release", "nope", "--yes"]);
+    assert_eq!(gone.code, 1, "{gone:?}");
+    assert!(gone.stderr.contains("no lease named \"nope\""), "{gone:?}");
+
+    let expired = run(url, table, &["release", "uptime:node-a", "--yes"]);
+    assert_eq!(expired.code, 0, "{expired:?}");
+    assert!(expired.stdout.contains("nothing to release"), "{expired:?}");
+    // Still held by the one who holds it.
+    let alerts = store.inspect(&name("alerts")).await.unwrap().unwrap();
+    assert_eq!(alerts.holder, alerter);
+}
+
+/// A directory of the test's own, removed at the end.
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new() -> Self {
+        let path = std::env::temp_dir().join(env::unique_table("leasectl"));
+        std::fs::create_dir(&path).unwrap();
+        Self(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[tokio::test]
+async fn sqlite() {
+    let dir = TempDir::new();
+    let path = dir.0.join("leases.db");
+    let store = SqliteLeaseStore::connect(&format!("sqlite://{}?mode=rwc", path.display()))
+        .await
+        .unwrap();
+    store.setup().await.unwrap();
+    exercise(Arc::new(store), &format!("sqlite:{}", path.display()), None).await;
+}
+
+#[tokio::test]
+async fn postgres() {
+    let url = env::postgres_url();
+    let pool = match PgPoolOptions::new()
+        .max_connections(2)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect(&url)
+        .await
+    {
+        Ok(pool) => pool,
+        Err(error) => return env::skip_or_fail("postgres", &error.to_string()),
+    };
+    let table = env::unique_table("leasectl");
+    let store = PgLeaseStore::with_table(pool.clone(), &table).unwrap();
+    store.setup().await.unwrap();
+    exercise(Arc::new(store), &url, Some(&table)).await;
+    pool.execute(sqlx::AssertSqlSafe(format!("DROP TABLE {table}")))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn mariadb_by_either_scheme() {
+    let url = env::mysql_url();
+    let pool = match MySqlPoolOptions::new()
+        .max_connections(2)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect(&url)
+        .await
+    {
+        Ok(pool) => pool,
+        Err(error) => return env::skip_or_fail("mariadb", &error.to_string()),
+    };
+    let table = env::unique_table("leasectl");
+    let store = MySqlLeaseStore::with_table(pool.clone(), &table).unwrap();
+    store.setup().await.unwrap();
+    exercise(Arc::new(store), &url, Some(&table)).await;
+    // The same table through the mariadb:// scheme.
+    let mariadb = url.replacen("mysql://", "mariadb://", 1);
+    let list = run(&mariadb, Some(&table), &["list"]);
+    assert_eq!(list.code, 0, "{list:?}");
+    assert!(list.stdout.contains("alerts "), "{list:?}");
+    pool.execute(sqlx::AssertSqlSafe(format!("DROP TABLE {table}")))
+        .await
+        .unwrap();
+}
+
+#[test]
+fn bad_urls_fail_with_a_clear_message_and_never_show_a_password() {
+    let unsupported = leasectl(&["redis://localhost/0", "list"]);
+    assert_eq!(unsupported.code, 2, "{unsupported:?}");
+    assert!(
+        unsupported
+            .stderr
+            .contains("unsupported database URL redis://localhost/0"),
+        "{unsupported:?}"
+    );
+
+    let unreachable = leasectl(&["postgres://app:s3cret@127.0.0.1:1/app", "list"]);
+    assert_eq!(unreachable.code, 1, "{unreachable:?}");
+    assert!(
+        unreachable
+            .stderr
+            .contains("cannot connect to postgres://app:***@127.0.0.1:1/app"),
+        "{unreachable:?}"
+    );
+    assert!(!unreachable.stderr.contains("s3cret"), "{unreachable:?}");
+
+    let dir = TempDir::new();
+    let missing = dir.0.join("missing.db");
+    let no_file = leasectl(&[&format!("sqlite:{}", missing.display()), "list"]);
+    assert_eq!(no_file.code, 1, "{no_file:?}");
+    assert!(no_file.stderr.contains("cannot connect"), "{no_file:?}");
+    assert!(!missing.exists(), "the tool created {}", missing.display());
+
+    let table = leasectl(&["--table", "leases; DROP TABLE x", "sqlite::memory:", "list"]);
+    assert_eq!(table.code, 2, "{table:?}");
+    assert!(table.stderr.contains("invalid SQL identifier"), "{table:?}");
+}
+
+#[tokio::test]
+async fn a_missing_table_is_an_error_and_an_empty_one_says_so() {
+    let dir = TempDir::new();
+    let path = dir.0.join("leases.db");
+    let url = format!("sqlite:{}", path.display());
+    let store = SqliteLeaseStore::connect(&format!("sqlite://{}?mode=rwc", path.display()))
+        .await
+        .unwrap();
+
+    let missing = run(&url, None, &["list"]);
+    assert_eq!(missing.code, 1, "{missing:?}");
+    assert!(
+        missing
+            .stderr
+            .contains("cannot list the leases in table leases"),
+        "{missing:?}"
+    );
+    assert!(missing.stderr.contains("no such table"), "{missing:?}");
+
+    store.setup().await.unwrap();
+    let empty = run(&url, None, &["list"]);
+    assert_eq!(empty.code, 0, "{empty:?}");
+    assert_eq!(empty.stdout, "no leases in table leases\n");
+}
+
+#[test]
+fn usage_errors_exit_2_and_help_exits_0() {
+    let help = leasectl(&["--help"]);
+    assert_eq!(help.code, 0, "{help:?}");
+    assert!(help.stdout.starts_with("usage: leasectl"), "{help:?}");
+
+    for args in [
+        &[][..],
+        &["sqlite:a.db"],
+        &["sqlite:a.db", "drop", "sweep"],
+        &["sqlite:a.db", "show"],
+    ] {
+        let out = leasectl(args);
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        assert!(out.stderr.contains("usage: leasectl"), "{args:?}: {out:?}");
+    }
+
+    let name = leasectl(&["sqlite::memory:", "show", ""]);
+    assert_eq!(name.code, 2, "{name:?}");
+    assert!(name.stderr.contains("invalid lease name"), "{name:?}");
+}
