@@ -1,0 +1,199 @@
+//! [`Options`]: what to measure, read from the command line.
+
+use std::time::Duration;
+
+use crate::backend::Backend;
+use crate::scenario::Scenario;
+
+/// The usage text `--help` prints.
+pub const USAGE: &str = "\
+lease-bench: the lease stores measured beside the bare statements and advisory locks
+
+USAGE:
+    cargo run --release -p lease-bench -- [OPTIONS]
+
+OPTIONS:
+    --scenario LIST      scenarios to run, comma-separated (default: all):
+                         cycles, contended, many, handover
+    --backend LIST       backends to run, comma-separated (default: all): memory,
+                         sqlx-postgres, sqlx-mariadb, sqlx-sqlite,
+                         diesel-postgres, diesel-mariadb, diesel-sqlite
+    --postgres-url URL   use this PostgreSQL server instead of a private one
+                         (WAL figures are only taken on a private server)
+    --mysql-url URL      use this MariaDB server instead of a private one
+    --repetitions N      repetitions of every measurement; figures are medians (default 3)
+    --seconds S          length of one throughput measurement (default 2)
+    --leases LIST        lease counts of the many-leases scenario (default 1000,10000,100000)
+    --markdown FILE      also write every table, the machine and the command as Markdown
+    --chart FILE         write the cycles-per-second chart as SVG
+    --smoke              a seconds-long run of every scenario, to check the program works;
+                         its figures mean nothing
+    -h, --help           print this text
+";
+
+/// What to measure and where.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The scenarios, in the order given.
+    pub scenarios: Vec<Scenario>,
+    /// The backends, in the order given.
+    pub backends: Vec<Backend>,
+    /// An existing PostgreSQL server, instead of a private one.
+    pub postgres_url: Option<String>,
+    /// An existing MariaDB server, instead of a private one.
+    pub mysql_url: Option<String>,
+    /// Repetitions of every measurement.
+    pub repetitions: usize,
+    /// The length of one throughput measurement.
+    pub measure: Duration,
+    /// Lease counts of the many-leases scenario.
+    pub leases: Vec<usize>,
+    /// Where to write the Markdown report.
+    pub markdown: Option<String>,
+    /// Where to write the SVG chart.
+    pub chart: Option<String>,
+    /// The seconds-long mode for CI.
+    pub smoke: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            scenarios: Scenario::ALL.to_vec(),
+            backends: Backend::ALL.to_vec(),
+            postgres_url: None,
+            mysql_url: None,
+            repetitions: 3,
+            measure: Duration::from_secs(2),
+            leases: vec![1_000, 10_000, 100_000],
+            markdown: None,
+            chart: None,
+            smoke: false,
+        }
+    }
+}
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Command {
+    /// Run with these options.
+    Run(Box<Options>),
+    /// Print the usage.
+    Help,
+}
+
+/// Reads the arguments (without the program's name).
+///
+/// # Errors
+/// A message naming the argument that is wrong.
+pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
+    let mut options = Options::default();
+    let mut leases_given = false;
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let mut value = |flag: &str| args.next().ok_or_else(|| format!("{flag} needs a value"));
+        match arg.as_str() {
+            "-h" | "--help" => return Ok(Command::Help),
+            "--smoke" => options.smoke = true,
+            "--scenario" => options.scenarios = list(&value(&arg)?, Scenario::parse)?,
+            "--backend" => options.backends = list(&value(&arg)?, Backend::parse)?,
+            "--postgres-url" => options.postgres_url = Some(value(&arg)?),
+            "--mysql-url" => options.mysql_url = Some(value(&arg)?),
+            "--repetitions" => options.repetitions = number(&arg, &value(&arg)?)?.max(1),
+            "--seconds" => {
+                let text = value(&arg)?;
+                let seconds: f64 = text
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| s.is_finite() && *s > 0.0)
+                    .ok_or_else(|| format!("--seconds takes a positive number, not {text:?}"))?;
+                options.measure = Duration::from_secs_f64(seconds);
+            }
+            "--leases" => {
+                options.leases = list(&value(&arg)?, |text| number("--leases", text))?;
+                leases_given = true;
+            }
+            "--markdown" => options.markdown = Some(value(&arg)?),
+            "--chart" => options.chart = Some(value(&arg)?),
+            other => return Err(format!("unknown argument {other:?}; see --help")),
+        }
+    }
+    if options.smoke {
+        // Long enough for every code path to run once, short enough for CI.
+        options.measure = options.measure.min(Duration::from_millis(200));
+        options.repetitions = options.repetitions.min(2);
+        if !leases_given {
+            options.leases = vec![200];
+        }
+    }
+    Ok(Command::Run(Box::new(options)))
+}
+
+fn list<T>(text: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, String> {
+    let items: Vec<T> = text
+        .split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(parse)
+        .collect::<Result<_, _>>()?;
+    if items.is_empty() {
+        return Err(format!("an empty list: {text:?}"));
+    }
+    Ok(items)
+}
+
+fn number(flag: &str, text: &str) -> Result<usize, String> {
+    text.replace('_', "")
+        .parse()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("{flag} takes positive whole numbers, not {text:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> Result<Options, String> {
+        match parse(args.iter().map(|arg| (*arg).to_owned()))? {
+            Command::Run(options) => Ok(*options),
+            Command::Help => Err("help".to_owned()),
+        }
+    }
+
+    #[test]
+    fn reads_lists_and_numbers() {
+        let options = run(&[
+            "--backend",
+            "memory,sqlx-sqlite",
+            "--scenario",
+            "many",
+            "--leases",
+            "1_000,20",
+            "--repetitions",
+            "5",
+        ])
+        .unwrap();
+        assert_eq!(options.backends, [Backend::Memory, Backend::SqlxSqlite]);
+        assert_eq!(options.scenarios, [Scenario::Many]);
+        assert_eq!(options.leases, [1000, 20]);
+        assert_eq!(options.repetitions, 5);
+    }
+
+    #[test]
+    fn smoke_shortens_everything_not_given() {
+        let options = run(&["--smoke"]).unwrap();
+        assert!(options.measure <= Duration::from_millis(200));
+        assert_eq!(options.leases, [200]);
+        assert_eq!(options.scenarios, Scenario::ALL);
+    }
+
+    #[test]
+    fn refuses_what_it_does_not_know() {
+        assert!(run(&["--backend", "oracle"]).is_err());
+        assert!(run(&["--leases", "0"]).is_err());
+        assert!(run(&["--seconds"]).is_err());
+        assert!(run(&["--frobnicate"]).is_err());
+        assert_eq!(run(&["--help"]).unwrap_err(), "help");
+    }
+}

@@ -1,0 +1,131 @@
+//! `lease-bench`: the lease stores measured beside the bare statements they send and beside
+//! session advisory locks, on every backend, in four scenarios. It prints a table per scenario
+//! and backend; every comparison is a ratio measured in the same run, every figure a median
+//! over repetitions. Run it with `cargo run --release -p lease-bench -- --help`.
+//!
+//! It measures; it asserts nothing about speed. Its `--smoke` mode runs every scenario for a
+//! few seconds so CI notices when the program stops working.
+
+#![forbid(unsafe_code)]
+
+mod args;
+mod backend;
+mod chart;
+mod counting;
+mod machine;
+mod raw;
+mod report;
+mod scenario;
+mod servers;
+mod stats;
+mod wal;
+
+use std::process::ExitCode;
+
+use args::{Command, Options};
+use report::Report;
+use scenario::{Context, Scenario};
+use servers::Servers;
+
+fn main() -> ExitCode {
+    let options = match args::parse(std::env::args().skip(1)) {
+        Ok(Command::Run(options)) => options,
+        Ok(Command::Help) => {
+            print!("{}", args::USAGE);
+            return ExitCode::SUCCESS;
+        }
+        Err(error) => {
+            eprintln!("lease-bench: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    // Private servers start before the runtime: their helpers block.
+    let servers = match Servers::start(&options) {
+        Ok(servers) => servers,
+        Err(error) => {
+            eprintln!("lease-bench: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("lease-bench: no runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let failures = runtime.block_on(run(&options, &servers));
+    // Every pool is closed; nothing left should keep the servers busy while they stop.
+    drop(runtime);
+    drop(servers);
+    if failures == 0 {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("lease-bench: {failures} measurement(s) failed");
+        ExitCode::FAILURE
+    }
+}
+
+/// Runs every scenario on every backend; returns how many failed.
+async fn run(options: &Options, servers: &Servers) -> usize {
+    let context = Context { options, servers };
+    let mut report = Report::default();
+    let mut failures = 0;
+    println!("{}", machine::describe(options, servers));
+    for &scenario in &options.scenarios {
+        for &backend in &options.backends {
+            let started = std::time::Instant::now();
+            let result = match scenario {
+                Scenario::Cycles => scenario::cycles::run(&context, backend, &mut report).await,
+                Scenario::Contended => {
+                    scenario::contended::run(&context, backend, &mut report).await
+                }
+                Scenario::Many => scenario::many::run(&context, backend, &mut report).await,
+                Scenario::Handover => scenario::handover::run(&context, backend, &mut report).await,
+            };
+            match result {
+                Ok(()) => eprintln!(
+                    "lease-bench: {} on {} took {:.1} s",
+                    scenario.key(),
+                    backend.key(),
+                    started.elapsed().as_secs_f64()
+                ),
+                Err(error) => {
+                    failures += 1;
+                    eprintln!(
+                        "lease-bench: FAILED {} on {}: {error}",
+                        scenario.key(),
+                        backend.key()
+                    );
+                }
+            }
+        }
+    }
+    if let Some(path) = &options.chart {
+        match std::fs::write(path, chart::svg(&report.chart)) {
+            Ok(()) => eprintln!("lease-bench: chart written to {path}"),
+            Err(error) => {
+                failures += 1;
+                eprintln!("lease-bench: cannot write {path}: {error}");
+            }
+        }
+    }
+    if let Some(path) = &options.markdown {
+        let mut text = machine::describe(options, servers);
+        for table in &report.tables {
+            text.push('\n');
+            text.push_str(&table.markdown());
+        }
+        match std::fs::write(path, text) {
+            Ok(()) => eprintln!("lease-bench: tables written to {path}"),
+            Err(error) => {
+                failures += 1;
+                eprintln!("lease-bench: cannot write {path}: {error}");
+            }
+        }
+    }
+    failures
+}

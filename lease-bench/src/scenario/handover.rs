@@ -1,0 +1,145 @@
+//! Scenario 4: how long a lease takes to change hands. From a graceful release to a waiting
+//! instance holding it, by polling and (PostgreSQL through sqlx) woken by `LISTEN/NOTIFY`; and
+//! from a holder's crash to the takeover, about one TTL.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lease_core::runtime::TokioRuntime;
+use lease_core::{BoxError, HolderId, LeaseClient, LeaseName, LeaseStore, Ttl};
+
+use crate::backend::{self, Backend, PoolSettings};
+use crate::report::{Report, Table};
+use crate::scenario::Context;
+use crate::stats;
+
+/// The TTL of the crashed holder's lease.
+const CRASH_TTL: Duration = Duration::from_secs(1);
+/// How long a waiter waits before it gives up.
+const WAIT_LIMIT: Duration = Duration::from_secs(30);
+
+/// Measures `backend` and adds its table to `report`.
+///
+/// # Errors
+/// When the backend cannot be reached or a waiter never gets the lease.
+pub async fn run(
+    context: &Context<'_>,
+    backend: Backend,
+    report: &mut Report,
+) -> Result<(), BoxError> {
+    let options = context.options;
+    let (releases, crashes) = if options.smoke { (3, 1) } else { (30, 5) };
+    let mut table = Table::new(
+        format!("Handover: {}", backend.key()),
+        &[
+            "from",
+            "to the next holder",
+            "p50",
+            "p99",
+            "longest",
+            "samples",
+        ],
+    );
+    let mut ways = vec![false];
+    if backend == Backend::SqlxPostgres {
+        ways.push(true);
+    }
+    for notifications in ways {
+        let settings = PoolSettings {
+            size: 4,
+            ping: false,
+            notifications,
+        };
+        let target = backend::open(backend, context.servers, settings).await?;
+        let mut times = graceful(&target.store, releases).await?;
+        let wake = if notifications {
+            "woken by LISTEN/NOTIFY"
+        } else {
+            "polling (default backoff)"
+        };
+        table.row(row("graceful release", wake, &mut times));
+        if !notifications {
+            let mut times = crash(&target.store, crashes).await?;
+            let mut beyond_ttl: Vec<Duration> =
+                times.iter().map(|t| t.saturating_sub(CRASH_TTL)).collect();
+            table.row(row(
+                &format!("holder crash (TTL {CRASH_TTL:?})"),
+                "polling (default backoff)",
+                &mut times,
+            ));
+            table.row(row("  the same, beyond the TTL", "", &mut beyond_ttl));
+        }
+        target.finish().await;
+    }
+    table.note("Release: a waiter calls `LeaseClient::acquire` on its own client while the holder works; the holder releases 50 to 150 ms later; timed from the release call to `acquire` returning the guard. The first handover of each kind is a warm-up and not counted.");
+    table.note(format!(
+        "Crash: a holder takes the lease with a TTL of {CRASH_TTL:?} and is never heard of again; a waiter calls `acquire` at once; timed from the holder's acquisition. Polling waiters back off from 50 ms, doubling to at most 5 s, with jitter (the defaults)."
+    ));
+    if backend == Backend::SqlxPostgres {
+        table.note("Notifications: `PgLeaseStore::with_notifications(true)`: the release statement notifies, and the waiter's client listens on one dedicated connection.");
+    }
+    report.add(table);
+    Ok(())
+}
+
+fn row(from: &str, how: &str, times: &mut [Duration]) -> Vec<String> {
+    vec![
+        from.to_owned(),
+        how.to_owned(),
+        stats::percentile(times, 50.0).map_or("-".to_owned(), stats::ms),
+        stats::percentile(times, 99.0).map_or("-".to_owned(), stats::ms),
+        times.iter().max().map_or("-".to_owned(), |t| stats::ms(*t)),
+        times.len().to_string(),
+    ]
+}
+
+/// Times `count` graceful handovers (plus one warm-up).
+async fn graceful(store: &Arc<dyn LeaseStore>, count: usize) -> Result<Vec<Duration>, BoxError> {
+    let holder = LeaseClient::new(Arc::clone(store), TokioRuntime);
+    let waiter = LeaseClient::new(Arc::clone(store), TokioRuntime);
+    let mut times = Vec::with_capacity(count);
+    for round in 0..=count {
+        let name = LeaseName::new(format!("handover-{round}"))?;
+        let guard = holder
+            .try_acquire(&name)
+            .await?
+            .ok_or("the lease was held")?;
+        let waiting = {
+            let (waiter, name) = (waiter.clone(), name.clone());
+            tokio::spawn(async move {
+                let guard = waiter.acquire(&name, WAIT_LIMIT).await?;
+                Ok::<_, BoxError>((guard, Instant::now()))
+            })
+        };
+        // Varied, so the release does not always fall at the same point of the waiter's backoff.
+        let work = 50 + (round as u64 * 37) % 100;
+        tokio::time::sleep(Duration::from_millis(work)).await;
+        let released = Instant::now();
+        guard.release().await?;
+        let (next, taken) = waiting.await??;
+        if round > 0 {
+            times.push(taken - released);
+        }
+        next.release().await?;
+    }
+    Ok(times)
+}
+
+/// Times `count` takeovers after a crash.
+async fn crash(store: &Arc<dyn LeaseStore>, count: usize) -> Result<Vec<Duration>, BoxError> {
+    let waiter = LeaseClient::new(Arc::clone(store), TokioRuntime);
+    let ttl = Ttl::new(CRASH_TTL)?;
+    let mut times = Vec::with_capacity(count);
+    for round in 0..count {
+        let name = LeaseName::new(format!("crash-{round}"))?;
+        let crashed = Instant::now();
+        store
+            .try_acquire(&name, &HolderId::generate(), ttl)
+            .await?
+            .ok_or("the lease was held")?;
+        let guard = waiter.acquire(&name, WAIT_LIMIT).await?;
+        times.push(crashed.elapsed());
+        guard.release().await?;
+    }
+    Ok(times)
+}

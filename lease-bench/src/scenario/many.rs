@@ -1,0 +1,204 @@
+//! Scenario 3: one process holds many leases on a pool of two connections. Calls and
+//! statements per renewal round, how long a round takes, the longest wait of any lease between
+//! two renewals, and resident memory per held lease; then how many session advisory locks the
+//! same pool can hold.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lease_core::runtime::TokioRuntime;
+use lease_core::{BoxError, LeaseClient, LeaseGuard, Ttl};
+
+use crate::backend::{self, Backend, PoolSettings};
+use crate::counting::{self, CountingStore};
+use crate::report::{Report, Table};
+use crate::scenario::Context;
+use crate::stats;
+
+/// The pool every lease is renewed through.
+const POOL_SIZE: u32 = 2;
+/// Tasks taking the leases at the start.
+const ACQUIRERS: usize = 16;
+/// Renewal rounds watched once every lease is held.
+const ROUNDS: u32 = 3;
+
+/// Measures `backend` at every lease count and adds its table to `report`.
+///
+/// # Errors
+/// When the backend cannot be reached or a lease cannot be taken.
+pub async fn run(
+    context: &Context<'_>,
+    backend: Backend,
+    report: &mut Report,
+) -> Result<(), BoxError> {
+    let options = context.options;
+    // Default renewal is a quarter of the TTL; a shorter TTL than the default 2 minutes keeps
+    // the run short and changes nothing else: the renewer works in periods.
+    let ttl = if options.smoke {
+        Ttl::from_secs(2)?
+    } else {
+        Ttl::from_secs(20)?
+    };
+    let mut table = Table::new(
+        format!(
+            "Many leases on a pool of {POOL_SIZE} connections: {}",
+            backend.key()
+        ),
+        &[
+            "leases",
+            "taken in",
+            "rounds watched",
+            "calls per round",
+            "statements per round",
+            "longest round",
+            "longest wait between renewals",
+            "renewed late",
+            "lost",
+            "memory per lease",
+        ],
+    );
+    for &count in &options.leases {
+        table.row(hold(context, backend, count, ttl).await?);
+    }
+    let target = backend::open(
+        backend,
+        context.servers,
+        PoolSettings::default_of(POOL_SIZE),
+    )
+    .await?;
+    let capacity = target
+        .raw
+        .advisory_capacity(16, Duration::from_secs(1))
+        .await?;
+    target.finish().await;
+    let period = ttl.get() / 4;
+    table.note(format!(
+        "TTL {ttl:?}, renewed every {period:?} (the default quarter), through the library's one renewer; the default pool settings otherwise. {ROUNDS} rounds watched once every lease is held; a round is the renewer's `renew_many` calls less than a quarter period apart."
+    ));
+    table.note(format!(
+        "`statements per round`: a `renew_many` call of n leases is ceil(n / {}) statements on this dialect (lease-sql's batch; memory: none). `renewed late`: waits between two renewals of one lease longer than 1.5 periods ({:?}), the renewer's own threshold for a warning; `lost`: renewals the store refused.",
+        backend.dialect().map_or_else(|| "-".to_owned(), |d| d.renew_many_batch().to_string()),
+        period + period / 2
+    ));
+    table.note("`memory per lease`: growth of the resident set (`VmRSS`) while the leases were taken, guards included, divided by the count; freed memory the allocator keeps from an earlier count can make a later figure smaller.");
+    match capacity {
+        Some(held) => table.note(format!(
+            "Session advisory locks on the same pool of {POOL_SIZE}: {held} held at once, each pinning its connection; the next checkout waited 1 s without a connection."
+        )),
+        None => table.note("Session advisory locks: none on this backend."),
+    }
+    report.add(table);
+    Ok(())
+}
+
+/// Takes and holds `count` leases, watches the renewals, and gives the table row.
+async fn hold(
+    context: &Context<'_>,
+    backend: Backend,
+    count: usize,
+    ttl: Ttl,
+) -> Result<Vec<String>, BoxError> {
+    let target = backend::open(
+        backend,
+        context.servers,
+        PoolSettings::default_of(POOL_SIZE),
+    )
+    .await?;
+    let prefix = "many-";
+    let store = Arc::new(CountingStore::new(Arc::clone(&target.store), prefix, count));
+    let client = LeaseClient::builder(Arc::clone(&store), TokioRuntime)
+        .ttl(ttl)
+        .build()?;
+    let period = client.config().renew_every;
+
+    let before = resident_bytes();
+    let started = Instant::now();
+    let mut tasks = Vec::with_capacity(ACQUIRERS);
+    for first in 0..ACQUIRERS {
+        let client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut guards = Vec::with_capacity(count / ACQUIRERS + 1);
+            for index in (first..count).step_by(ACQUIRERS) {
+                let guard = client
+                    .try_acquire(format!("{prefix}{index}"))
+                    .await?
+                    .ok_or_else(|| format!("{prefix}{index} was already held"))?;
+                guards.push(guard);
+            }
+            Ok::<_, BoxError>(guards)
+        }));
+    }
+    let mut guards: Vec<LeaseGuard> = Vec::with_capacity(count);
+    for task in tasks {
+        guards.extend(task.await??);
+    }
+    let taken_in = started.elapsed();
+    let after = resident_bytes();
+
+    let watch_from = Instant::now();
+    tokio::time::sleep(period * ROUNDS + period / 2).await;
+    let rounds = counting::rounds(store.calls_since(watch_from), period / 4);
+    let dialect = backend.dialect();
+    let statements = |round: &[counting::Call]| -> usize {
+        round
+            .iter()
+            .map(|call| dialect.map_or(0, |d| call.leases.div_ceil(d.renew_many_batch())))
+            .sum()
+    };
+    let renewed_late = store.worst_gap() > period + period / 2;
+    let still_held = guards.iter().filter(|guard| guard.is_held()).count();
+    let row = vec![
+        stats::whole(count as f64),
+        stats::ms(taken_in),
+        rounds.len().to_string(),
+        rounds.iter().map(Vec::len).max().unwrap_or(0).to_string(),
+        if dialect.is_some() {
+            rounds
+                .iter()
+                .map(|r| statements(r))
+                .max()
+                .unwrap_or(0)
+                .to_string()
+        } else {
+            "-".to_owned()
+        },
+        rounds
+            .iter()
+            .map(|round| round[round.len() - 1].end - round[0].start)
+            .max()
+            .map_or("-".to_owned(), stats::ms),
+        format!(
+            "{} ({:.2} periods)",
+            stats::ms(store.worst_gap()),
+            store.worst_gap().as_secs_f64() / period.as_secs_f64()
+        ),
+        if renewed_late {
+            "yes".to_owned()
+        } else {
+            "none".to_owned()
+        },
+        format!("{}", store.lost() as usize + (count - still_held)),
+        match (before, after) {
+            (Some(before), Some(after)) => {
+                format!("{} B", after.saturating_sub(before) / count as u64)
+            }
+            _ => "-".to_owned(),
+        },
+    ];
+    // Dropping the table first lets the guards' releases fail at once instead of queueing
+    // one statement per lease on two connections.
+    let raw = Arc::clone(&target.raw);
+    target.finish().await;
+    drop(guards);
+    drop(client);
+    drop(raw);
+    Ok(row)
+}
+
+/// The process's resident set (`VmRSS`), where `/proc` has it.
+fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}

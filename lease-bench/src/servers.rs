@@ -1,0 +1,116 @@
+//! [`Servers`]: where the databases are, private throwaway servers by default.
+
+use std::path::PathBuf;
+
+use lease_core::BoxError;
+use lease_tests::server::{MariaDbServer, PostgresServer};
+
+use crate::args::Options;
+use crate::backend::Backend;
+use lease_sql::Dialect;
+
+/// The database servers of one run, and a directory for SQLite's files.
+///
+/// Private servers are the default: nobody else's tests load them, so figures are steadier,
+/// and only on a private PostgreSQL does every WAL byte written come from the benchmark.
+pub struct Servers {
+    postgres: Result<String, String>,
+    mysql: Result<String, String>,
+    /// Whether the PostgreSQL server is private to this run.
+    pub postgres_private: bool,
+    sqlite_dir: PathBuf,
+    // Stopped and removed when dropped.
+    _postgres: Option<PostgresServer>,
+    _mariadb: Option<MariaDbServer>,
+}
+
+impl Servers {
+    /// Starts the private servers the chosen backends need, unless a URL names a server. Blocks
+    /// while they start: call it before the runtime.
+    ///
+    /// # Errors
+    /// When the SQLite directory cannot be made. A server that cannot start is reported by the
+    /// backends that need it.
+    pub fn start(options: &Options) -> Result<Self, BoxError> {
+        let needs = |dialect| {
+            options
+                .backends
+                .iter()
+                .any(|backend| backend.dialect() == Some(dialect))
+        };
+        let mut private_postgres = None;
+        let postgres = match (&options.postgres_url, needs(Dialect::Postgres)) {
+            (Some(url), _) => Ok(url.clone()),
+            (None, false) => Err("not needed".to_owned()),
+            (None, true) => match PostgresServer::start() {
+                Ok(server) => {
+                    let url = server.url();
+                    private_postgres = Some(server);
+                    Ok(url)
+                }
+                Err(error) => Err(format!("no private PostgreSQL server: {error}")),
+            },
+        };
+        let mut private_mariadb = None;
+        let mysql = match (&options.mysql_url, needs(Dialect::MySql)) {
+            (Some(url), _) => Ok(url.clone()),
+            (None, false) => Err("not needed".to_owned()),
+            (None, true) => match MariaDbServer::start() {
+                Ok(server) => {
+                    let url = server.url();
+                    private_mariadb = Some(server);
+                    Ok(url)
+                }
+                Err(error) => Err(format!("no private MariaDB server: {error}")),
+            },
+        };
+        let sqlite_dir = std::env::temp_dir().join(format!("lease-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&sqlite_dir)?;
+        Ok(Self {
+            postgres,
+            mysql,
+            postgres_private: private_postgres.is_some(),
+            sqlite_dir,
+            _postgres: private_postgres,
+            _mariadb: private_mariadb,
+        })
+    }
+
+    /// The PostgreSQL URL.
+    ///
+    /// # Errors
+    /// Why there is no server.
+    pub fn postgres_url(&self) -> Result<String, BoxError> {
+        self.postgres.clone().map_err(Into::into)
+    }
+
+    /// The MariaDB URL.
+    ///
+    /// # Errors
+    /// Why there is no server.
+    pub fn mysql_url(&self) -> Result<String, BoxError> {
+        self.mysql.clone().map_err(Into::into)
+    }
+
+    /// The SQLite file for `table`.
+    pub fn sqlite_file(&self, table: &str) -> PathBuf {
+        self.sqlite_dir.join(format!("{table}.sqlite3"))
+    }
+
+    /// What a backend runs on, for the report: `private`, `given` or `memory`.
+    pub fn describe(&self, backend: Backend) -> &'static str {
+        match backend.dialect() {
+            None => "in process",
+            Some(Dialect::Sqlite) => "file in the temporary directory",
+            Some(Dialect::Postgres) if self.postgres_private => "private server",
+            Some(Dialect::MySql) if self._mariadb.is_some() => "private server",
+            Some(_) => "given server",
+        }
+    }
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.sqlite_dir);
+    }
+}
