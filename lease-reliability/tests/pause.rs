@@ -1,0 +1,200 @@
+//! Process paused longer than the TTL: a worker process holds a lease and does numbered steps,
+//! each after `is_held()` said yes. The test stops it with `SIGSTOP`, waits past the TTL, takes
+//! the lease itself, and continues the worker with `SIGCONT`. On resume the worker must report
+//! the loss before any further step: no step read the clock after the pause began, and every
+//! step came before the new holder's acquisition. On PostgreSQL, MariaDB and SQLite.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use lease_core::runtime::TokioRuntime;
+use lease_core::{LeaseClient, Ttl};
+use lease_reliability::db::{Db, remove_sqlite};
+use lease_reliability::factory::StoreFactory;
+use lease_reliability::report::Counts;
+use lease_reliability::scenario::runtime;
+use lease_reliability::with_sqlx;
+use lease_tests::env;
+use lease_tests::history::now;
+
+const WORKER: &str = env!("CARGO_BIN_EXE_lease-reliability-worker");
+const NAME: &str = "sweep";
+const TTL_MS: u64 = 2_000;
+
+fn signal(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success(), "kill {signal} {pid} failed");
+}
+
+/// One line of the worker's output: its words, and when the test read it.
+struct Line {
+    words: Vec<String>,
+}
+
+impl Line {
+    fn kind(&self) -> &str {
+        &self.words[0]
+    }
+
+    /// The clock reading at the end of an `acquired`, `step` or `lost` line.
+    fn time(&self) -> u64 {
+        self.words.last().unwrap().parse().unwrap()
+    }
+}
+
+async fn paused<F: StoreFactory>(factory: F, url: String) -> Counts {
+    let mut counts = Counts::new("process-paused", factory.label());
+    let table = env::unique_table("paused");
+    let store = factory.connect(&url, &table, 2).await.unwrap();
+    factory.setup(&store).await.unwrap();
+
+    let mut child = Command::new(WORKER)
+        .args([
+            "mode=pause".to_owned(),
+            format!("db={}", factory.db()),
+            format!("url={url}"),
+            format!("table={table}"),
+            format!("name={NAME}"),
+            format!("ttl_ms={TTL_MS}"),
+            "step_ms=20".to_owned(),
+            "steps=100000".to_owned(),
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the worker starts");
+    let (lines, received) = mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let words = line.split_whitespace().map(str::to_owned).collect();
+            if lines.send(Line { words }).is_err() {
+                break;
+            }
+        }
+    });
+    let next = |limit: Duration| received.recv_timeout(limit);
+
+    // Running: acquired, then a few steps.
+    let acquired = next(Duration::from_secs(30)).expect("the worker acquired");
+    assert_eq!(acquired.kind(), "acquired", "{:?}", acquired.words);
+    let worker_fence: u64 = acquired.words[1].parse().unwrap();
+    let mut log = vec![acquired];
+    while log.iter().filter(|l| l.kind() == "step").count() < 25 {
+        log.push(next(Duration::from_secs(10)).expect("the worker steps"));
+    }
+
+    let stopped = now();
+    signal(child.id(), "-STOP");
+    counts.faults += 1;
+    tokio::time::sleep(Duration::from_millis(TTL_MS) + Duration::from_secs(1)).await;
+    // The lease has expired in the store: another holder takes it.
+    let other = LeaseClient::builder(store.clone(), TokioRuntime)
+        .ttl(Ttl::from_secs(30).unwrap())
+        .build()
+        .unwrap();
+    let taken_sent = now();
+    let taken = other.try_acquire(NAME).await.unwrap();
+    counts.operations += 1;
+    let Some(taken) = taken else {
+        panic!("the lease of the paused worker was not taken over");
+    };
+    counts.expect(taken.fence().get() > worker_fence, || {
+        format!(
+            "the new fence {} is not above the worker's {worker_fence}",
+            taken.fence()
+        )
+    });
+    let resumed = now();
+    signal(child.id(), "-CONT");
+
+    while let Ok(line) = next(Duration::from_secs(20)) {
+        let end = line.kind() == "end";
+        log.push(line);
+        if end {
+            break;
+        }
+    }
+    let status = child.wait().unwrap();
+    counts.expect(status.success(), || {
+        format!("the worker exited with {status}")
+    });
+
+    let steps: Vec<&Line> = log.iter().filter(|l| l.kind() == "step").collect();
+    counts.operations += steps.len() as u64;
+    for step in &steps {
+        counts.expect(step.time() < stopped, || {
+            format!(
+                "step {} read the clock {} ms after the pause began",
+                step.words[1],
+                (step.time() - stopped) / 1_000_000
+            )
+        });
+        counts.expect(step.time() < taken_sent, || {
+            format!(
+                "step {} came after the new holder's acquisition",
+                step.words[1]
+            )
+        });
+    }
+    let lost = log.iter().position(|l| l.kind() == "lost");
+    counts.expect(lost.is_some(), || {
+        "the worker never reported the loss".into()
+    });
+    if let Some(lost) = lost {
+        let steps_after = log[lost..].iter().filter(|l| l.kind() == "step").count();
+        counts.expect(steps_after == 0, || {
+            format!("{steps_after} steps after the worker reported the loss")
+        });
+        eprintln!(
+            "{}: paused {} ms, worker reported {} ({} ms after resume)",
+            counts.backend,
+            (resumed - stopped) / 1_000_000,
+            log[lost].words[1],
+            log[lost].time().saturating_sub(resumed) / 1_000_000
+        );
+    }
+    taken.release().await.unwrap();
+    factory
+        .execute(&store, &format!("DROP TABLE {table}"))
+        .await
+        .unwrap();
+    counts
+}
+
+fn run(db: Db) {
+    let url = db.shared_url();
+    let counts = runtime().block_on(async {
+        with_sqlx!(db, |f| {
+            if let Err(error) = f.connect(&url, "unused", 1).await {
+                env::skip_or_fail(db.as_str(), &error.to_string());
+                return None;
+            }
+            Some(paused(f, url.clone()).await)
+        })
+    });
+    remove_sqlite(&url);
+    if let Some(counts) = counts {
+        counts.conclude();
+    }
+}
+
+#[test]
+fn postgres_process_paused() {
+    run(Db::Postgres);
+}
+
+#[test]
+fn mariadb_process_paused() {
+    run(Db::MariaDb);
+}
+
+#[test]
+fn sqlite_process_paused() {
+    run(Db::Sqlite);
+}
