@@ -58,15 +58,25 @@ macro_rules! conformance_suite {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __conformance_cases {
-    ([$($attrs:tt)*] $runtime:ident, $backend:expr; $($case:ident),+ $(,)?) => {
+    ($attrs:tt $runtime:ident, $backend:expr; $($case:ident),+ $(,)?) => {
         $(
-            $($attrs)*
-            #[test]
-            fn $case() {
-                $crate::run::$runtime(stringify!($case), $backend, |ctx| async move {
-                    $crate::cases::$case(&*ctx).await
-                });
-            }
+            $crate::__conformance_case!($attrs $runtime, $backend, $case);
         )+
+    };
+}
+
+/// One `#[test]` with the suite's attributes: a macro of its own, because the attributes repeat
+/// independently of the cases.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_case {
+    ([$($attr:tt)*] $runtime:ident, $backend:expr, $case:ident) => {
+        $($attr)*
+        #[test]
+        fn $case() {
+            $crate::run::$runtime(stringify!($case), $backend, |ctx| async move {
+                $crate::cases::$case(&*ctx).await
+            });
+        }
     };
 }
