@@ -1,0 +1,207 @@
+//! History check: several worker processes, several tasks each, contend for a few names with
+//! a one-second TTL for a bounded time, while faults are injected: proxies in front of some
+//! workers stall, delay and cut their connections, and workers are paused past the TTL with
+//! `SIGSTOP`. Every critical section is logged with its name, fence, holder and believed-valid
+//! interval on the shared monotonic clock (see `lease_tests::history`), and the checker proves
+//! that fences strictly increase per name in acquisition order and that no two intervals of one
+//! name overlap.
+//!
+//! Each backend runs for `LEASE_RELIABILITY_HISTORY_SECS` seconds (default 20: CI runs about a
+//! minute over the three). PostgreSQL and MariaDB run on private servers; SQLite, which has no
+//! connection to cut, gets pauses only.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use lease_reliability::db::{Db, Target};
+use lease_reliability::factory::StoreFactory;
+use lease_reliability::report::Counts;
+use lease_reliability::scenario::runtime;
+use lease_reliability::with_sqlx;
+use lease_tests::env;
+use lease_tests::history;
+use lease_tests::proxy::FaultProxy;
+use rand::RngExt;
+
+const WORKER: &str = env!("CARGO_BIN_EXE_lease-reliability-worker");
+const PROCESSES: usize = 4;
+/// Workers 0 and 1 reach the database through a proxy each; the others directly.
+const PROXIED: usize = 2;
+const TASKS: u32 = 3;
+const NAMES: &str = "sweep,alerts,mail-checks";
+const TTL_MS: u64 = 1_000;
+
+fn duration() -> Duration {
+    let secs = std::env::var("LEASE_RELIABILITY_HISTORY_SECS")
+        .ok()
+        .and_then(|secs| secs.parse().ok())
+        .unwrap_or(20);
+    Duration::from_secs(secs)
+}
+
+fn signal(child: &Child, signal: &str) {
+    let status = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success(), "kill {signal} {} failed", child.id());
+}
+
+/// A scratch directory for the workers' logs, removed when dropped.
+struct Logs(PathBuf);
+
+impl Drop for Logs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn run(db: Db) {
+    let Some(target) = Target::private(db) else {
+        return;
+    };
+    let table = env::unique_table("history");
+    runtime().block_on(async {
+        with_sqlx!(db, |f| {
+            let store = f.connect(&target.url, &table, 1).await.unwrap();
+            f.setup(&store).await.unwrap();
+            f.close(&store).await;
+        })
+    });
+    let label = with_sqlx!(db, |f| f.label());
+    let mut counts = Counts::new("history", label);
+    let logs = Logs(std::env::temp_dir().join(env::unique_table("lease_history")));
+    std::fs::create_dir(&logs.0).unwrap();
+
+    let proxies: Vec<FaultProxy> = match &target.server {
+        Some(server) => (0..PROXIED)
+            .map(|_| FaultProxy::start(server.port()).unwrap())
+            .collect(),
+        None => Vec::new(),
+    };
+    let secs = duration();
+    let mut workers: Vec<Child> = (0..PROCESSES)
+        .map(|i| {
+            let url = proxies
+                .get(i)
+                .map_or_else(|| target.url.clone(), |p| p.rewrite_url(&target.url));
+            Command::new(WORKER)
+                .args([
+                    "mode=history".to_owned(),
+                    format!("db={db}"),
+                    format!("url={url}"),
+                    format!("table={table}"),
+                    format!("names={NAMES}"),
+                    format!("tasks={TASKS}"),
+                    format!("secs={}", secs.as_secs()),
+                    format!("ttl_ms={TTL_MS}"),
+                    format!("out={}", logs.0.join(format!("{i}.log")).display()),
+                    format!("worker=p{i}"),
+                ])
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("a worker starts")
+        })
+        .collect();
+
+    // Faults until the workers stop, one every one to two seconds, each healed before the next.
+    let started = Instant::now();
+    let mut pauses = 0;
+    let mut rng = rand::rng();
+    while started.elapsed() + Duration::from_secs(3) < secs {
+        std::thread::sleep(Duration::from_millis(rng.random_range(1_000..2_000)));
+        let fault = rng.random_range(0..4);
+        match (fault, proxies.get(rng.random_range(0..PROXIED))) {
+            (0, Some(proxy)) => {
+                proxy.stall();
+                std::thread::sleep(Duration::from_millis(1_500));
+                proxy.pass();
+            }
+            (1, Some(proxy)) => {
+                proxy.delay(Duration::from_millis(rng.random_range(50..400)));
+                std::thread::sleep(Duration::from_millis(2_000));
+                proxy.pass();
+            }
+            (2, Some(proxy)) => {
+                proxy.cut();
+                std::thread::sleep(Duration::from_millis(1_000));
+                proxy.pass();
+            }
+            _ => {
+                let worker = &workers[rng.random_range(0..PROCESSES)];
+                signal(worker, "-STOP");
+                std::thread::sleep(Duration::from_millis(1_500));
+                signal(worker, "-CONT");
+                pauses += 1;
+            }
+        }
+    }
+    counts.faults = pauses + proxies.iter().map(|p| p.stats().faults).sum::<u64>();
+
+    let mut sections_reported = 0;
+    for (i, worker) in workers.iter_mut().enumerate() {
+        let output = std::mem::take(&mut worker.stdout);
+        let status = worker.wait().unwrap();
+        let mut stats = String::new();
+        if let Some(mut stdout) = output {
+            std::io::Read::read_to_string(&mut stdout, &mut stats).unwrap();
+        }
+        counts.expect(status.success(), || {
+            format!("worker {i} exited with {status}")
+        });
+        // `stats attempts=<n> sections=<n> errors=<n>`
+        for field in stats.split_whitespace() {
+            match field.split_once('=') {
+                Some(("attempts", n)) => counts.operations += n.parse::<u64>().unwrap(),
+                Some(("sections", n)) => sections_reported += n.parse::<u64>().unwrap(),
+                _ => {}
+            }
+        }
+    }
+    let mut sections = Vec::new();
+    for i in 0..PROCESSES {
+        let path = logs.0.join(format!("{i}.log"));
+        if path.exists() {
+            sections.extend(history::read(&path).unwrap());
+        }
+    }
+    let verdict = history::check(&sections);
+    counts.expect(sections.len() as u64 == sections_reported, || {
+        format!(
+            "the workers reported {sections_reported} sections, their logs hold {}",
+            sections.len()
+        )
+    });
+    counts.expect(verdict.sections >= 10, || {
+        format!(
+            "only {} critical sections: the history shows little",
+            verdict.sections
+        )
+    });
+    for violation in &verdict.violations {
+        counts.violation(violation.to_string());
+    }
+    eprintln!(
+        "{}: {} critical sections ({} ended by loss) per name {:?}, {} acquisition attempts",
+        counts.backend, verdict.sections, verdict.lost, verdict.per_name, counts.operations
+    );
+    // The critical sections are the operations that count here; attempts come with them.
+    counts.operations += verdict.sections as u64;
+    counts.conclude();
+}
+
+#[test]
+fn postgres_history() {
+    run(Db::Postgres);
+}
+
+#[test]
+fn mariadb_history() {
+    run(Db::MariaDb);
+}
+
+#[test]
+fn sqlite_history() {
+    run(Db::Sqlite);
+}
