@@ -42,6 +42,13 @@ pub trait StoreFactory: Send + Sync + 'static {
         connections: u32,
     ) -> Result<Self::Store, BoxError>;
 
+    /// A store on `table` over `store`'s pool: no connection is made, and a bad table name is
+    /// refused before anything could reach the database.
+    ///
+    /// # Errors
+    /// [`Error::InvalidIdentifier`] when `table` is not a plain identifier.
+    fn on_table(&self, store: &Self::Store, table: &str) -> Result<Self::Store, Error>;
+
     /// A store on `table` over a pool that connects on first use, so a store for a server that
     /// is not there can be made (its calls then fail).
     fn connect_lazy(&self, url: &str, table: &str) -> Result<Self::Store, BoxError>;
@@ -171,6 +178,10 @@ macro_rules! sqlx_factory {
             ) -> Result<Self::Store, BoxError> {
                 let pool = <$db as SqlxConnect>::pool(url, connections).await?;
                 Ok(SqlxStore::with_table(pool, table)?)
+            }
+
+            fn on_table(&self, store: &Self::Store, table: &str) -> Result<Self::Store, Error> {
+                SqlxStore::with_table(store.pool().clone(), table)
             }
 
             fn connect_lazy(&self, url: &str, table: &str) -> Result<Self::Store, BoxError> {
