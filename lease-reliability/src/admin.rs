@@ -59,8 +59,12 @@ impl Admin {
     pub async fn execute(&self, sql: &str) -> Result<(), BoxError> {
         let sql = AssertSqlSafe(sql.to_owned());
         match self {
-            Self::Postgres(pool, _) => drop(sqlx::raw_sql(sql).execute(pool).await?),
-            Self::MariaDb(pool, _) => drop(sqlx::raw_sql(sql).execute(pool).await?),
+            Self::Postgres(pool, _) => {
+                sqlx::raw_sql(sql).execute(pool).await?;
+            }
+            Self::MariaDb(pool, _) => {
+                sqlx::raw_sql(sql).execute(pool).await?;
+            }
         }
         Ok(())
     }

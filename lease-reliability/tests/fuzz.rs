@@ -114,12 +114,15 @@ fn config(cases: u32) -> Config {
     }
 }
 
+/// Drops what a fuzzed store made.
+type Cleanup = Box<dyn FnOnce()>;
+
 /// The store of `db` on a fresh table of the shared server, as a shared dyn store, and how to
 /// drop the table; `None` (reported) when the server cannot be reached.
 fn store_for(
     db: Option<Db>,
     rt: &tokio::runtime::Runtime,
-) -> Option<(Arc<dyn LeaseStore>, String, Box<dyn FnOnce()>)> {
+) -> Option<(Arc<dyn LeaseStore>, String, Cleanup)> {
     let Some(db) = db else {
         return Some((
             Arc::new(MemoryStore::new()),
@@ -142,7 +145,7 @@ fn store_for(
             let label = f.label();
             let dropper = store.clone();
             let handle = tokio::runtime::Handle::current();
-            let cleanup: Box<dyn FnOnce()> = Box::new(move || {
+            let cleanup: Cleanup = Box::new(move || {
                 handle.block_on(async {
                     let f = &f;
                     f.execute(&dropper, &format!("DROP TABLE {table}"))
