@@ -74,6 +74,10 @@ async fn run(options: &Options, servers: &Servers) -> usize {
     let context = Context { options, servers };
     let mut report = Report::default();
     let mut failures = 0;
+    if let Err(error) = servers.make_durable().await {
+        eprintln!("lease-bench: cannot restore the private MariaDB's durability: {error}");
+        return 1;
+    }
     println!("{}", machine::describe(options, servers));
     for &scenario in &options.scenarios {
         for &backend in &options.backends {

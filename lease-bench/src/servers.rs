@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use lease_core::BoxError;
 use lease_tests::server::{MariaDbServer, PostgresServer};
+use sqlx::mysql::MySqlPoolOptions;
 
 use crate::args::Options;
 use crate::backend::Backend;
@@ -76,6 +77,30 @@ impl Servers {
         })
     }
 
+    /// Puts the private MariaDB's durability back to the default a production server runs
+    /// with: the throwaway-server helper starts it with `innodb_flush_log_at_trx_commit=0` to
+    /// make tests quick, and then a commit never waits for its log to reach the disk, so
+    /// statements that write would look as cheap as ones that do not. The setting changes
+    /// without a restart. (The private PostgreSQL's `fsync=off` is given on its command line,
+    /// which no setting made later overrides: for durable PostgreSQL figures, give a server with
+    /// `--postgres-url`.)
+    ///
+    /// # Errors
+    /// When the server refuses.
+    pub async fn make_durable(&self) -> Result<(), BoxError> {
+        if self._mariadb.is_some() {
+            let pool = MySqlPoolOptions::new()
+                .max_connections(1)
+                .connect(&self.mysql_url()?)
+                .await?;
+            sqlx::raw_sql("SET GLOBAL innodb_flush_log_at_trx_commit = 1")
+                .execute(&pool)
+                .await?;
+            pool.close().await;
+        }
+        Ok(())
+    }
+
     /// The PostgreSQL URL.
     ///
     /// # Errors
@@ -102,8 +127,12 @@ impl Servers {
         match backend.dialect() {
             None => "in process",
             Some(Dialect::Sqlite) => "file in the temporary directory",
-            Some(Dialect::Postgres) if self.postgres_private => "private server",
-            Some(Dialect::MySql) if self._mariadb.is_some() => "private server",
+            Some(Dialect::Postgres) if self.postgres_private => {
+                "private server, started with fsync, synchronous_commit and full_page_writes off (commits do not wait for the disk)"
+            }
+            Some(Dialect::MySql) if self._mariadb.is_some() => {
+                "private server, durability defaults (innodb_flush_log_at_trx_commit = 1)"
+            }
             Some(_) => "given server",
         }
     }
