@@ -16,45 +16,39 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use diesel::QueryResult;
-use lease_core::{BoxError, Error, LeaseName, Operation};
+use lease_core::BoxError;
 
 use crate::connection::LeaseTuple;
 use crate::query::OwnedQuery;
 use crate::{DieselConnection, DieselPool};
 
-/// One pool, and what to name in an error: the half of a store that talks to the database.
+/// One pool: the half of a store that talks to the database.
 pub(crate) struct Runner<'a, P> {
     pub(crate) pool: &'a P,
-    pub(crate) operation: Operation,
-    pub(crate) name: Option<&'a LeaseName>,
 }
 
 impl<P: DieselPool> Runner<'_, P> {
-    pub(crate) fn error(&self, source: impl Into<BoxError>) -> Error {
-        Error::store(self.operation, self.name, source)
-    }
-
     /// The rows the statement returns, read as `R`.
-    pub(crate) async fn rows<R: Answer>(&self, query: lease_sql::Query<'_>) -> Result<R, Error> {
+    pub(crate) async fn rows<R: Answer>(&self, query: lease_sql::Query<'_>) -> Result<R, BoxError> {
         self.on_own_task(OwnedQuery::from(query)).await
     }
 
     /// How many rows the statement matched.
-    pub(crate) async fn affected(&self, query: lease_sql::Query<'_>) -> Result<usize, Error> {
+    pub(crate) async fn affected(&self, query: lease_sql::Query<'_>) -> Result<usize, BoxError> {
         self.rows::<Affected>(query)
             .await
             .map(|Affected(count)| count)
     }
 
     /// Runs DDL, which may hold several statements, without parameters.
-    pub(crate) async fn batch(&self, sql: &str) -> Result<(), Error> {
+    pub(crate) async fn batch(&self, sql: &str) -> Result<(), BoxError> {
         self.on_own_task::<Done>(OwnedQuery::without_params(sql))
             .await
             .map(|Done| ())
     }
 
     /// Takes a connection and runs `query` on it, both on a task of their own (see above).
-    async fn on_own_task<R: Answer>(&self, query: OwnedQuery) -> Result<R, Error> {
+    async fn on_own_task<R: Answer>(&self, query: OwnedQuery) -> Result<R, BoxError> {
         let pool = self.pool.clone();
         let (waiting, still_waiting) = Waiting::new();
         let task = tokio::spawn(async move {
@@ -71,10 +65,10 @@ impl<P: DieselPool> Runner<'_, P> {
         drop(waiting);
         match outcome {
             Ok(Ok(answer)) => Ok(answer),
-            Ok(Err(Failure::Pool(error))) => Err(self.error(error)),
-            Ok(Err(Failure::Statement(error))) => Err(self.error(error)),
-            Ok(Err(Failure::Abandoned)) => Err(self.error("the caller stopped waiting")),
-            Err(panicked) => Err(self.error(panicked)),
+            Ok(Err(Failure::Pool(error))) => Err(error),
+            Ok(Err(Failure::Statement(error))) => Err(error.into()),
+            Ok(Err(Failure::Abandoned)) => Err("the caller stopped waiting".into()),
+            Err(panicked) => Err(panicked.into()),
         }
     }
 }

@@ -4,8 +4,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lease_core::{Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, Operation, Ttl};
-use lease_sql::{LeaseRow, RenewManyResult, Statements, TableName};
+use lease_core::{
+    BoxError, Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, Operation, Ttl,
+};
+use lease_sql::{Execute, LeaseRow, Query, SqlLeases, Statements, TableName};
 
 use crate::DieselPool;
 use crate::run::Runner;
@@ -73,17 +75,14 @@ impl<P: DieselPool> DieselStore<P> {
         // lock (two `CREATE TABLE IF NOT EXISTS` at once can fail on the catalog), the same lock
         // as lease-sqlx's. `batch_execute` sends it as one simple-protocol message, which is one
         // implicit transaction.
-        self.runner(Operation::Setup, None)
+        self.runner()
             .batch(self.statements.setup())
             .await
+            .map_err(|e| Error::store(Operation::Setup, None, e))
     }
 
-    fn runner<'a>(&'a self, operation: Operation, name: Option<&'a LeaseName>) -> Runner<'a, P> {
-        Runner {
-            pool: &self.pool,
-            operation,
-            name,
-        }
+    fn runner(&self) -> Runner<'_, P> {
+        Runner { pool: &self.pool }
     }
 }
 
@@ -114,6 +113,28 @@ impl<P: DieselPool> fmt::Debug for DieselStore<P> {
     }
 }
 
+/// How this crate runs a statement; the operations on top of it are lease-sql's.
+#[async_trait::async_trait]
+impl<P: DieselPool> Execute for DieselStore<P> {
+    async fn int_pairs(&self, query: Query<'_>) -> Result<Vec<(i64, i64)>, BoxError> {
+        self.runner().rows(query).await
+    }
+
+    async fn text_pairs(&self, query: Query<'_>) -> Result<Vec<(String, String)>, BoxError> {
+        self.runner().rows(query).await
+    }
+
+    async fn lease_rows(&self, query: Query<'_>) -> Result<Vec<LeaseRow>, BoxError> {
+        let rows: Vec<crate::connection::LeaseTuple> = self.runner().rows(query).await?;
+        Ok(rows.into_iter().map(LeaseRow::from).collect())
+    }
+
+    async fn affected(&self, query: Query<'_>) -> Result<u64, BoxError> {
+        // A count of rows always fits.
+        Ok(self.runner().affected(query).await? as u64)
+    }
+}
+
 #[async_trait::async_trait]
 impl<P: DieselPool> LeaseStore for DieselStore<P> {
     async fn try_acquire(
@@ -122,19 +143,15 @@ impl<P: DieselPool> LeaseStore for DieselStore<P> {
         holder: &HolderId,
         ttl: Ttl,
     ) -> Result<Option<Fence>, Error> {
-        let run = self.runner(Operation::Acquire, Some(name));
-        let rows: Vec<(i64, i64)> = run
-            .rows(self.statements.try_acquire(name, holder, ttl))
-            .await?;
-        lease_sql::acquired(rows.into_iter().next()).map_err(|e| run.error(e))
+        SqlLeases::new(&self.statements, self)
+            .try_acquire(name, holder, ttl)
+            .await
     }
 
     async fn renew(&self, name: &LeaseName, holder: &HolderId, ttl: Ttl) -> Result<bool, Error> {
-        let run = self.runner(Operation::Renew, Some(name));
-        Ok(run
-            .affected(self.statements.renew(name, holder, ttl))
-            .await?
-            > 0)
+        SqlLeases::new(&self.statements, self)
+            .renew(name, holder, ttl)
+            .await
     }
 
     async fn renew_many(
@@ -142,39 +159,9 @@ impl<P: DieselPool> LeaseStore for DieselStore<P> {
         leases: &[(LeaseName, HolderId)],
         ttl: Ttl,
     ) -> Result<Vec<bool>, Error> {
-        let run = self.runner(Operation::RenewMany, None);
-        let pairs = lease_sql::distinct_pairs(leases);
-        let batch_size = self.statements.dialect().renew_many_batch();
-        let mut renewed: Vec<(String, String)> = Vec::with_capacity(pairs.len());
-        for batch in pairs.chunks(batch_size) {
-            let query = self.statements.renew_many(batch, ttl);
-            match self.statements.renew_many_result() {
-                RenewManyResult::Rows => {
-                    let rows: Vec<(String, String)> = run.rows(query).await?;
-                    renewed.extend(rows);
-                }
-                RenewManyResult::Count => {
-                    if run.affected(query).await? == batch.len() {
-                        renewed.extend(
-                            batch
-                                .iter()
-                                .map(|&(name, holder)| (name.to_owned(), holder.to_owned())),
-                        );
-                    } else {
-                        // Some lease of the batch is lost, and a count cannot say which: renew
-                        // them one by one. Those the batch renewed renew again (harmless), the
-                        // lost stay lost.
-                        for (name, holder) in leases_of(batch)? {
-                            if self.renew(&name, &holder, ttl).await? {
-                                renewed
-                                    .push((name.as_str().to_owned(), holder.as_str().to_owned()));
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        Ok(lease_sql::renewed_in_order(leases, renewed))
+        SqlLeases::new(&self.statements, self)
+            .renew_many(leases, ttl)
+            .await
     }
 
     async fn release(
@@ -183,37 +170,16 @@ impl<P: DieselPool> LeaseStore for DieselStore<P> {
         holder: &HolderId,
         min_hold: Duration,
     ) -> Result<bool, Error> {
-        let run = self.runner(Operation::Release, Some(name));
-        Ok(run
-            .affected(self.statements.release(name, holder, min_hold))
-            .await?
-            > 0)
+        SqlLeases::new(&self.statements, self)
+            .release(name, holder, min_hold)
+            .await
     }
 
     async fn inspect(&self, name: &LeaseName) -> Result<Option<LeaseInfo>, Error> {
-        let run = self.runner(Operation::Inspect, Some(name));
-        let rows: Vec<crate::connection::LeaseTuple> =
-            run.rows(self.statements.inspect(name)).await?;
-        rows.into_iter()
-            .next()
-            .map(|row| LeaseRow::from(row).into_info().map_err(|e| run.error(e)))
-            .transpose()
+        SqlLeases::new(&self.statements, self).inspect(name).await
     }
 
     async fn list(&self) -> Result<Vec<LeaseInfo>, Error> {
-        let run = self.runner(Operation::List, None);
-        let rows: Vec<crate::connection::LeaseTuple> = run.rows(self.statements.list()).await?;
-        rows.into_iter()
-            .map(|row| LeaseRow::from(row).into_info().map_err(|e| run.error(e)))
-            .collect()
+        SqlLeases::new(&self.statements, self).list().await
     }
-}
-
-/// The pairs of a batch as lease-core's types again. They came from validated names, so this
-/// cannot fail in practice.
-fn leases_of(batch: &[(&str, &str)]) -> Result<Vec<(LeaseName, HolderId)>, Error> {
-    batch
-        .iter()
-        .map(|&(name, holder)| Ok((LeaseName::new(name)?, HolderId::from_stored(holder))))
-        .collect()
 }

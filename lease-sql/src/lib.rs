@@ -3,6 +3,7 @@
 #![deny(missing_docs)]
 
 mod dialect;
+mod execute;
 mod inline;
 mod mysql;
 mod postgres;
@@ -14,6 +15,7 @@ mod table;
 mod template;
 
 pub use dialect::Dialect;
+pub use execute::{Execute, SqlLeases};
 pub use inline::{InlineError, postgres_literal};
 pub use query::{Param, Query, RenewManyResult};
 pub use rows::{

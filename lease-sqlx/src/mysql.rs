@@ -5,12 +5,12 @@ use sqlx::MySql;
 
 use crate::SqlxStore;
 use crate::database::sqlx_database;
-use crate::store::lease_store;
+use crate::run::sqlx_execute;
 
 // MariaDB's statements take no array; lease-sql never hands it one.
 sqlx_database!(MySql, Dialect::MySql, |query, items| query
     .bind(items.join(",")));
-lease_store!(MySql);
+sqlx_execute!(MySql);
 
 /// Leases in a MariaDB (10.5 or later) table, through a [`MySqlPool`](sqlx::MySqlPool).
 ///

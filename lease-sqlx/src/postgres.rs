@@ -6,11 +6,11 @@ use sqlx::Postgres;
 use crate::SqlxStore;
 use crate::database::sqlx_database;
 use crate::run::Mode;
-use crate::store::lease_store;
+use crate::run::sqlx_execute;
 
 sqlx_database!(Postgres, Dialect::Postgres, |query, items| query
     .bind(items));
-lease_store!(Postgres);
+sqlx_execute!(Postgres);
 
 /// Leases in a PostgreSQL table, through a [`PgPool`](sqlx::PgPool).
 pub type PgLeaseStore = SqlxStore<Postgres>;

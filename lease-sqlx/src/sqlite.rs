@@ -10,12 +10,12 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 
 use crate::SqlxStore;
 use crate::database::sqlx_database;
-use crate::store::lease_store;
+use crate::run::sqlx_execute;
 
 // SQLite's statements take no array; lease-sql never hands it one.
 sqlx_database!(Sqlite, Dialect::Sqlite, |query, items| query
     .bind(items.join(",")));
-lease_store!(Sqlite);
+sqlx_execute!(Sqlite);
 
 /// Leases in a SQLite table, through a [`SqlitePool`](sqlx::SqlitePool).
 ///
