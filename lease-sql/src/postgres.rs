@@ -91,6 +91,37 @@ pub(crate) fn sql(t: &str) -> DialectSql {
     }
 }
 
+/// The release statement that also tells listeners, when it frees the lease: the same update
+/// as `release` and, for each row it frees (not one a minimum hold keeps taken),
+/// `pg_notify(channel, name)`. The notification is sent when the statement's implicit
+/// transaction commits, so a listener never hears of a release that did not happen. The text
+/// cast only gives the column a type every driver reads; nobody reads it.
+pub(crate) fn release_notifying(release: &Template, channel_literal: &str) -> Template {
+    Template::new(
+        format!(
+            "{}\nRETURNING (CASE WHEN holder IS NULL THEN pg_notify({channel_literal}, name) END)::text",
+            release.sql
+        ),
+        release.args,
+    )
+}
+
+/// The channel of `table`'s release notifications: `lease:<table>`, or where that is longer
+/// than PostgreSQL's 63-byte limit on channel names, the start of it and a hash of the whole.
+pub(crate) fn release_channel(table: &str) -> String {
+    const LIMIT: usize = 63;
+    let channel = format!("lease:{table}");
+    if channel.len() <= LIMIT {
+        return channel;
+    }
+    // FNV-1a: stable across builds and platforms, unlike the standard library's hasher.
+    let hash = table.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    });
+    // Table names are ASCII, so any byte index is a character boundary.
+    format!("{}~{hash:016x}", &channel[..LIMIT - 17])
+}
+
 /// The DDL under a transaction-level advisory lock, in one message that is one implicit
 /// transaction, so the lock is held until the table exists. The key is the one every lease
 /// store takes for setup, whatever its driver, so their setups wait for each other too.
