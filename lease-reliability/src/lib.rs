@@ -17,7 +17,34 @@ pub mod admin;
 pub mod backend;
 pub mod counting;
 pub mod db;
+pub mod diesel;
 pub mod factory;
 pub mod report;
 pub mod scenario;
 pub mod worker;
+
+/// The driver a scenario's stores go through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driver {
+    /// lease-sqlx.
+    Sqlx,
+    /// lease-diesel, on deadpool pools.
+    Diesel,
+}
+
+impl Driver {
+    /// Its name on the worker's command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sqlx => "sqlx",
+            Self::Diesel => "diesel",
+        }
+    }
+
+    /// The driver named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        [Self::Sqlx, Self::Diesel]
+            .into_iter()
+            .find(|driver| driver.as_str() == name)
+    }
+}

@@ -1,7 +1,8 @@
 //! The worker program the multi-process scenarios start (`lease-reliability-worker`): a lease
 //! holder in a process of its own, so a test can pause it with `SIGSTOP` or run several at once.
 //!
-//! Arguments are `key=value` pairs; `mode=pause` or `mode=history` picks what it does. Every
+//! Arguments are `key=value` pairs; `mode=pause` or `mode=history` picks what it does, `db=`
+//! the database and `driver=` (`sqlx` or `diesel`) the store. Every
 //! line it prints on standard output is one event, with times from
 //! [`lease_tests::history::now`] (shared by every process of the machine).
 

@@ -1,5 +1,5 @@
-//! Client clocks skewed: the whole conformance suite, for each SQL backend, passes with this
-//! process's wall clock hours ahead and hours behind.
+//! Client clocks skewed: the whole conformance suite, for each SQL backend through both
+//! drivers, passes with this process's wall clock hours ahead and hours behind.
 //!
 //! The suites below are ignored in a plain run; the two drivers at the bottom run this same
 //! test binary again with `--ignored` under libfaketime (`LD_PRELOAD`), with `FAKETIME` set to
@@ -18,7 +18,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use lease_diesel::AsyncSqliteConnection;
+use lease_diesel::diesel_async::{AsyncMysqlConnection, AsyncPgConnection};
 use lease_reliability::backend::FactoryBackend;
+use lease_reliability::diesel::Diesel;
 use lease_reliability::factory::Sqlx;
 use lease_reliability::report::Counts;
 use lease_sqlx::sqlx::{MySql, Postgres, Sqlite};
@@ -41,6 +44,24 @@ lease_tests::conformance_suite!(
     mod skewed_sqlite,
     runtime = tokio,
     backend = FactoryBackend::new(Sqlx::<Sqlite>::new()),
+);
+lease_tests::conformance_suite!(
+    #[ignore = "run under libfaketime by the clock-skew drivers"]
+    mod skewed_diesel_postgres,
+    runtime = tokio,
+    backend = FactoryBackend::new(Diesel::<AsyncPgConnection>::new()),
+);
+lease_tests::conformance_suite!(
+    #[ignore = "run under libfaketime by the clock-skew drivers"]
+    mod skewed_diesel_mariadb,
+    runtime = tokio,
+    backend = FactoryBackend::new(Diesel::<AsyncMysqlConnection>::new()),
+);
+lease_tests::conformance_suite!(
+    #[ignore = "run under libfaketime by the clock-skew drivers"]
+    mod skewed_diesel_sqlite,
+    runtime = tokio,
+    backend = FactoryBackend::new(Diesel::<AsyncSqliteConnection>::new()),
 );
 
 const EXPECT_VAR: &str = "LEASE_SKEW_EXPECT_SECS";
@@ -130,8 +151,9 @@ fn skewed(offset: &str, expect_secs: i64) {
             String::from_utf8_lossy(&output.stderr)
         )
     });
-    // Three suites of (at least) the sixteen cases, and the probe: nothing was filtered away.
-    const AT_LEAST: u64 = 3 * 16 + 1;
+    // Six suites (three databases, two drivers) of at least the sixteen cases, and the probe:
+    // nothing was filtered away.
+    const AT_LEAST: u64 = 6 * 16 + 1;
     counts.expect(passed >= AT_LEAST, || {
         format!("only {passed} tests ran with the wall clock {offset}: {summary}")
     });

@@ -19,7 +19,7 @@ use lease_reliability::db::{Db, remove_sqlite};
 use lease_reliability::factory::StoreFactory;
 use lease_reliability::report::Counts;
 use lease_reliability::scenario::runtime;
-use lease_reliability::with_sqlx;
+use lease_reliability::{Driver, with_driver};
 use lease_tests::env;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -121,6 +121,7 @@ type Cleanup = Box<dyn FnOnce()>;
 /// drop the table; `None` (reported) when the server cannot be reached.
 fn store_for(
     db: Option<Db>,
+    driver: Driver,
     rt: &tokio::runtime::Runtime,
 ) -> Option<(Arc<dyn LeaseStore>, String, Cleanup)> {
     let Some(db) = db else {
@@ -133,7 +134,7 @@ fn store_for(
     let url = db.shared_url();
     let table = env::unique_table("fuzz");
     rt.block_on(async {
-        with_sqlx!(db, |f| {
+        with_driver!(driver, db, |f| {
             let store = match f.connect(&url, &table, 4).await {
                 Ok(store) => store,
                 Err(error) => {
@@ -170,9 +171,9 @@ fn conclude(
     counts.conclude();
 }
 
-fn fuzz_names(db: Option<Db>) {
+fn fuzz_names(db: Option<Db>, driver: Driver) {
     let rt = runtime();
-    let Some((store, label, cleanup)) = store_for(db, &rt) else {
+    let Some((store, label, cleanup)) = store_for(db, driver, &rt) else {
         return;
     };
     let counting = CountingStore::new(store);
@@ -227,9 +228,9 @@ fn fuzz_names(db: Option<Db>) {
     conclude(counts, result);
 }
 
-fn fuzz_ttls(db: Option<Db>) {
+fn fuzz_ttls(db: Option<Db>, driver: Driver) {
     let rt = runtime();
-    let Some((store, label, cleanup)) = store_for(db, &rt) else {
+    let Some((store, label, cleanup)) = store_for(db, driver, &rt) else {
         return;
     };
     let mut counts = Counts::new("fuzz-ttls", label);
@@ -351,11 +352,11 @@ fn unique(table: &str) -> String {
     format!("{}{suffix}", &table[..table.len().min(keep)])
 }
 
-fn fuzz_tables(db: Db) {
+fn fuzz_tables(db: Db, driver: Driver) {
     let rt = runtime();
     let url = db.shared_url();
     let result = rt.block_on(async {
-        with_sqlx!(db, |f| {
+        with_driver!(driver, db, |f| {
             let base = match f.connect(&url, "leases", 2).await {
                 Ok(store) => store,
                 Err(error) => {
@@ -386,55 +387,100 @@ fn fuzz_tables(db: Db) {
 
 #[test]
 fn memory_names() {
-    fuzz_names(None);
+    fuzz_names(None, Driver::Sqlx);
 }
 
 #[test]
 fn memory_ttls() {
-    fuzz_ttls(None);
+    fuzz_ttls(None, Driver::Sqlx);
 }
 
 #[test]
 fn sqlite_names() {
-    fuzz_names(Some(Db::Sqlite));
+    fuzz_names(Some(Db::Sqlite), Driver::Sqlx);
+}
+
+#[test]
+fn sqlite_names_diesel() {
+    fuzz_names(Some(Db::Sqlite), Driver::Diesel);
 }
 
 #[test]
 fn sqlite_ttls() {
-    fuzz_ttls(Some(Db::Sqlite));
+    fuzz_ttls(Some(Db::Sqlite), Driver::Sqlx);
+}
+
+#[test]
+fn sqlite_ttls_diesel() {
+    fuzz_ttls(Some(Db::Sqlite), Driver::Diesel);
 }
 
 #[test]
 fn sqlite_tables() {
-    fuzz_tables(Db::Sqlite);
+    fuzz_tables(Db::Sqlite, Driver::Sqlx);
+}
+
+#[test]
+fn sqlite_tables_diesel() {
+    fuzz_tables(Db::Sqlite, Driver::Diesel);
 }
 
 #[test]
 fn postgres_names() {
-    fuzz_names(Some(Db::Postgres));
+    fuzz_names(Some(Db::Postgres), Driver::Sqlx);
+}
+
+#[test]
+fn postgres_names_diesel() {
+    fuzz_names(Some(Db::Postgres), Driver::Diesel);
 }
 
 #[test]
 fn postgres_ttls() {
-    fuzz_ttls(Some(Db::Postgres));
+    fuzz_ttls(Some(Db::Postgres), Driver::Sqlx);
+}
+
+#[test]
+fn postgres_ttls_diesel() {
+    fuzz_ttls(Some(Db::Postgres), Driver::Diesel);
 }
 
 #[test]
 fn postgres_tables() {
-    fuzz_tables(Db::Postgres);
+    fuzz_tables(Db::Postgres, Driver::Sqlx);
+}
+
+#[test]
+fn postgres_tables_diesel() {
+    fuzz_tables(Db::Postgres, Driver::Diesel);
 }
 
 #[test]
 fn mariadb_names() {
-    fuzz_names(Some(Db::MariaDb));
+    fuzz_names(Some(Db::MariaDb), Driver::Sqlx);
+}
+
+#[test]
+fn mariadb_names_diesel() {
+    fuzz_names(Some(Db::MariaDb), Driver::Diesel);
 }
 
 #[test]
 fn mariadb_ttls() {
-    fuzz_ttls(Some(Db::MariaDb));
+    fuzz_ttls(Some(Db::MariaDb), Driver::Sqlx);
+}
+
+#[test]
+fn mariadb_ttls_diesel() {
+    fuzz_ttls(Some(Db::MariaDb), Driver::Diesel);
 }
 
 #[test]
 fn mariadb_tables() {
-    fuzz_tables(Db::MariaDb);
+    fuzz_tables(Db::MariaDb, Driver::Sqlx);
+}
+
+#[test]
+fn mariadb_tables_diesel() {
+    fuzz_tables(Db::MariaDb, Driver::Diesel);
 }

@@ -6,6 +6,8 @@
 //! that fences strictly increase per name in acquisition order and that no two intervals of one
 //! name overlap.
 //!
+//! Half the workers use lease-sqlx, half lease-diesel, on the same table.
+//!
 //! Each backend runs for `LEASE_RELIABILITY_HISTORY_SECS` seconds (default 20: CI runs about a
 //! minute over the three). PostgreSQL and MariaDB run on private servers; SQLite, which has no
 //! connection to cut, gets pauses only.
@@ -18,7 +20,7 @@ use lease_reliability::db::{Db, Target};
 use lease_reliability::factory::StoreFactory;
 use lease_reliability::report::Counts;
 use lease_reliability::scenario::runtime;
-use lease_reliability::with_sqlx;
+use lease_reliability::{Driver, with_sqlx};
 use lease_tests::env;
 use lease_tests::history;
 use lease_tests::proxy::FaultProxy;
@@ -31,6 +33,16 @@ const PROXIED: usize = 2;
 const TASKS: u32 = 3;
 const NAMES: &str = "sweep,alerts,mail-checks";
 const TTL_MS: u64 = 1_000;
+
+/// Even workers go through lease-sqlx, odd ones through lease-diesel: the two drivers share
+/// one table and must exclude each other.
+fn driver(worker: usize) -> Driver {
+    if worker % 2 == 0 {
+        Driver::Sqlx
+    } else {
+        Driver::Diesel
+    }
+}
 
 fn duration() -> Duration {
     let secs = std::env::var("LEASE_RELIABILITY_HISTORY_SECS")
@@ -69,7 +81,7 @@ fn run(db: Db) {
             f.close(&store).await;
         })
     });
-    let label = with_sqlx!(db, |f| f.label());
+    let label = format!("{db}/sqlx+diesel");
     let mut counts = Counts::new("history", label);
     let logs = Logs(std::env::temp_dir().join(env::unique_table("lease_history")));
     std::fs::create_dir(&logs.0).unwrap();
@@ -90,6 +102,7 @@ fn run(db: Db) {
                 .args([
                     "mode=history".to_owned(),
                     format!("db={db}"),
+                    format!("driver={}", driver(i).as_str()),
                     format!("url={url}"),
                     format!("table={table}"),
                     format!("names={NAMES}"),

@@ -11,7 +11,7 @@ use lease_reliability::db::{Db, Target};
 use lease_reliability::factory::StoreFactory;
 use lease_reliability::report::Counts;
 use lease_reliability::scenario::{Timing, runtime};
-use lease_reliability::with_sqlx;
+use lease_reliability::{Driver, with_driver};
 use lease_tests::env;
 
 const APP: &str = "lease_kill_app";
@@ -97,20 +97,31 @@ async fn guard_release(client: &lease_core::LeaseClient, name: &LeaseName) -> bo
     client.store().inspect(name).await.is_ok()
 }
 
-fn run(db: Db) {
+fn run(db: Db, driver: Driver) {
     let Some(target) = Target::private(db) else {
         return;
     };
-    let counts = runtime().block_on(async { with_sqlx!(db, |f| killed(f, &target).await) });
+    let counts =
+        runtime().block_on(async { with_driver!(driver, db, |f| killed(f, &target).await) });
     counts.conclude();
 }
 
 #[test]
 fn postgres_connections_killed() {
-    run(Db::Postgres);
+    run(Db::Postgres, Driver::Sqlx);
+}
+
+#[test]
+fn postgres_connections_killed_diesel() {
+    run(Db::Postgres, Driver::Diesel);
 }
 
 #[test]
 fn mariadb_connections_killed() {
-    run(Db::MariaDb);
+    run(Db::MariaDb, Driver::Sqlx);
+}
+
+#[test]
+fn mariadb_connections_killed_diesel() {
+    run(Db::MariaDb, Driver::Diesel);
 }

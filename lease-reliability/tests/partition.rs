@@ -14,7 +14,7 @@ use lease_reliability::db::{Db, Target};
 use lease_reliability::factory::StoreFactory;
 use lease_reliability::report::Counts;
 use lease_reliability::scenario::{Timing, runtime, take_over};
-use lease_reliability::with_sqlx;
+use lease_reliability::{Driver, with_driver};
 use lease_tests::env;
 use lease_tests::proxy::FaultProxy;
 
@@ -283,43 +283,97 @@ async fn cancel_or_finish<F: StoreFactory>(
 #[test]
 fn postgres_partition_by_cut() {
     on_private_server(Db::Postgres, |url, proxy| async move {
-        with_sqlx!(Db::Postgres, |f| partition(f, url, proxy, Fault::Cut).await)
+        with_driver!(Driver::Sqlx, Db::Postgres, |f| partition(
+            f,
+            url,
+            proxy,
+            Fault::Cut
+        )
+        .await)
     });
 }
 
 #[test]
 fn postgres_partition_by_stall() {
     on_private_server(Db::Postgres, |url, proxy| async move {
-        with_sqlx!(Db::Postgres, |f| partition(f, url, proxy, Fault::Stall)
-            .await)
+        with_driver!(Driver::Sqlx, Db::Postgres, |f| partition(
+            f,
+            url,
+            proxy,
+            Fault::Stall
+        )
+        .await)
     });
 }
 
 #[test]
 fn mariadb_partition_by_cut() {
     on_private_server(Db::MariaDb, |url, proxy| async move {
-        with_sqlx!(Db::MariaDb, |f| partition(f, url, proxy, Fault::Cut).await)
+        with_driver!(Driver::Sqlx, Db::MariaDb, |f| partition(
+            f,
+            url,
+            proxy,
+            Fault::Cut
+        )
+        .await)
     });
 }
 
 #[test]
 fn mariadb_partition_by_stall() {
     on_private_server(Db::MariaDb, |url, proxy| async move {
-        with_sqlx!(Db::MariaDb, |f| partition(f, url, proxy, Fault::Stall)
-            .await)
+        with_driver!(Driver::Sqlx, Db::MariaDb, |f| partition(
+            f,
+            url,
+            proxy,
+            Fault::Stall
+        )
+        .await)
     });
 }
 
 #[test]
 fn postgres_run_exclusive_cancels_or_finishes() {
     on_private_server(Db::Postgres, |url, proxy| async move {
-        with_sqlx!(Db::Postgres, |f| cancel_or_finish(f, url, proxy).await)
+        with_driver!(Driver::Sqlx, Db::Postgres, |f| cancel_or_finish(
+            f, url, proxy
+        )
+        .await)
     });
 }
 
 #[test]
 fn mariadb_run_exclusive_cancels_or_finishes() {
     on_private_server(Db::MariaDb, |url, proxy| async move {
-        with_sqlx!(Db::MariaDb, |f| cancel_or_finish(f, url, proxy).await)
+        with_driver!(Driver::Sqlx, Db::MariaDb, |f| cancel_or_finish(
+            f, url, proxy
+        )
+        .await)
+    });
+}
+
+#[test]
+fn postgres_partition_by_cut_diesel() {
+    on_private_server(Db::Postgres, |url, proxy| async move {
+        with_driver!(Driver::Diesel, Db::Postgres, |f| partition(
+            f,
+            url,
+            proxy,
+            Fault::Cut
+        )
+        .await)
+    });
+}
+
+#[test]
+fn mariadb_partition_by_stall_diesel() {
+    on_private_server(Db::MariaDb, |url, proxy| async move {
+        with_driver!(Driver::Diesel, Db::MariaDb, |f| partition(
+            f,
+            url,
+            proxy,
+            Fault::Stall
+        )
+        .await)
     });
 }

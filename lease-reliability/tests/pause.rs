@@ -15,7 +15,7 @@ use lease_reliability::db::{Db, remove_sqlite};
 use lease_reliability::factory::StoreFactory;
 use lease_reliability::report::Counts;
 use lease_reliability::scenario::runtime;
-use lease_reliability::with_sqlx;
+use lease_reliability::{Driver, with_driver};
 use lease_tests::env;
 use lease_tests::history::now;
 
@@ -47,7 +47,7 @@ impl Line {
     }
 }
 
-async fn paused<F: StoreFactory>(factory: F, url: String) -> Counts {
+async fn paused<F: StoreFactory>(factory: F, driver: &str, url: String) -> Counts {
     let mut counts = Counts::new("process-paused", factory.label());
     let table = env::unique_table("paused");
     let store = factory.connect(&url, &table, 2).await.unwrap();
@@ -57,6 +57,7 @@ async fn paused<F: StoreFactory>(factory: F, url: String) -> Counts {
         .args([
             "mode=pause".to_owned(),
             format!("db={}", factory.db()),
+            format!("driver={driver}"),
             format!("url={url}"),
             format!("table={table}"),
             format!("name={NAME}"),
@@ -167,15 +168,15 @@ async fn paused<F: StoreFactory>(factory: F, url: String) -> Counts {
     counts
 }
 
-fn run(db: Db) {
+fn run(db: Db, driver: Driver) {
     let url = db.shared_url();
     let counts = runtime().block_on(async {
-        with_sqlx!(db, |f| {
+        with_driver!(driver, db, |f| {
             if let Err(error) = f.connect(&url, "unused", 1).await {
                 env::skip_or_fail(db.as_str(), &error.to_string());
                 return None;
             }
-            Some(paused(f, url.clone()).await)
+            Some(paused(f, driver.as_str(), url.clone()).await)
         })
     });
     remove_sqlite(&url);
@@ -186,15 +187,30 @@ fn run(db: Db) {
 
 #[test]
 fn postgres_process_paused() {
-    run(Db::Postgres);
+    run(Db::Postgres, Driver::Sqlx);
+}
+
+#[test]
+fn postgres_process_paused_diesel() {
+    run(Db::Postgres, Driver::Diesel);
 }
 
 #[test]
 fn mariadb_process_paused() {
-    run(Db::MariaDb);
+    run(Db::MariaDb, Driver::Sqlx);
+}
+
+#[test]
+fn mariadb_process_paused_diesel() {
+    run(Db::MariaDb, Driver::Diesel);
 }
 
 #[test]
 fn sqlite_process_paused() {
-    run(Db::Sqlite);
+    run(Db::Sqlite, Driver::Sqlx);
+}
+
+#[test]
+fn sqlite_process_paused_diesel() {
+    run(Db::Sqlite, Driver::Diesel);
 }

@@ -12,7 +12,7 @@ use lease_reliability::db::{Db, remove_sqlite};
 use lease_reliability::factory::StoreFactory;
 use lease_reliability::report::Counts;
 use lease_reliability::scenario::{Timing, runtime, take_over};
-use lease_reliability::with_sqlx;
+use lease_reliability::{Driver, with_driver};
 use lease_tests::env;
 
 const NAME: &str = "alerts";
@@ -106,29 +106,46 @@ async fn exhausted<F: StoreFactory>(factory: F, url: String) -> Counts {
     counts
 }
 
-fn run(db: Db) {
+fn run(db: Db, driver: Driver) {
     let url = db.shared_url();
-    let reachable = runtime()
-        .block_on(async { with_sqlx!(db, |f| f.connect(&url, "unused", 1).await.map(drop)) });
+    let reachable = runtime().block_on(async {
+        with_driver!(driver, db, |f| f.connect(&url, "unused", 1).await.map(drop))
+    });
     if let Err(error) = reachable {
         return env::skip_or_fail(db.as_str(), &error.to_string());
     }
-    let counts = runtime().block_on(async { with_sqlx!(db, |f| exhausted(f, url.clone()).await) });
+    let counts =
+        runtime().block_on(async { with_driver!(driver, db, |f| exhausted(f, url.clone()).await) });
     remove_sqlite(&url);
     counts.conclude();
 }
 
 #[test]
 fn postgres_pool_exhausted() {
-    run(Db::Postgres);
+    run(Db::Postgres, Driver::Sqlx);
+}
+
+#[test]
+fn postgres_pool_exhausted_diesel() {
+    run(Db::Postgres, Driver::Diesel);
 }
 
 #[test]
 fn mariadb_pool_exhausted() {
-    run(Db::MariaDb);
+    run(Db::MariaDb, Driver::Sqlx);
+}
+
+#[test]
+fn mariadb_pool_exhausted_diesel() {
+    run(Db::MariaDb, Driver::Diesel);
 }
 
 #[test]
 fn sqlite_pool_exhausted() {
-    run(Db::Sqlite);
+    run(Db::Sqlite, Driver::Sqlx);
+}
+
+#[test]
+fn sqlite_pool_exhausted_diesel() {
+    run(Db::Sqlite, Driver::Diesel);
 }

@@ -12,7 +12,7 @@ use lease_reliability::db::{Db, Target};
 use lease_reliability::factory::StoreFactory;
 use lease_reliability::report::Counts;
 use lease_reliability::scenario::{Timing, runtime};
-use lease_reliability::with_sqlx;
+use lease_reliability::{Driver, with_driver};
 use lease_tests::env;
 
 const APP: &str = "lease_rows_only";
@@ -134,20 +134,31 @@ async fn least<F: StoreFactory>(factory: F, target: &Target) -> Counts {
     counts
 }
 
-fn run(db: Db) {
+fn run(db: Db, driver: Driver) {
     let Some(target) = Target::private(db) else {
         return;
     };
-    let counts = runtime().block_on(async { with_sqlx!(db, |f| least(f, &target).await) });
+    let counts =
+        runtime().block_on(async { with_driver!(driver, db, |f| least(f, &target).await) });
     counts.conclude();
 }
 
 #[test]
 fn postgres_least_privilege() {
-    run(Db::Postgres);
+    run(Db::Postgres, Driver::Sqlx);
+}
+
+#[test]
+fn postgres_least_privilege_diesel() {
+    run(Db::Postgres, Driver::Diesel);
 }
 
 #[test]
 fn mariadb_least_privilege() {
-    run(Db::MariaDb);
+    run(Db::MariaDb, Driver::Sqlx);
+}
+
+#[test]
+fn mariadb_least_privilege_diesel() {
+    run(Db::MariaDb, Driver::Diesel);
 }

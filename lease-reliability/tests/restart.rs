@@ -10,7 +10,7 @@ use lease_reliability::db::{Db, PrivateServer, Target};
 use lease_reliability::factory::StoreFactory;
 use lease_reliability::report::Counts;
 use lease_reliability::scenario::{Timing, runtime};
-use lease_reliability::with_sqlx;
+use lease_reliability::{Driver, with_driver};
 use lease_tests::env;
 
 fn timing() -> Timing {
@@ -140,22 +140,33 @@ async fn restart<F: StoreFactory>(factory: F, url: String, server: &mut PrivateS
     counts
 }
 
-fn run(db: Db) {
+fn run(db: Db, driver: Driver) {
     let Some(mut target) = Target::private(db) else {
         return;
     };
     let url = target.url.clone();
     let server = target.server();
-    let counts = runtime().block_on(async { with_sqlx!(db, |f| restart(f, url, server).await) });
+    let counts =
+        runtime().block_on(async { with_driver!(driver, db, |f| restart(f, url, server).await) });
     counts.conclude();
 }
 
 #[test]
 fn postgres_server_restart() {
-    run(Db::Postgres);
+    run(Db::Postgres, Driver::Sqlx);
+}
+
+#[test]
+fn postgres_server_restart_diesel() {
+    run(Db::Postgres, Driver::Diesel);
 }
 
 #[test]
 fn mariadb_server_restart() {
-    run(Db::MariaDb);
+    run(Db::MariaDb, Driver::Sqlx);
+}
+
+#[test]
+fn mariadb_server_restart_diesel() {
+    run(Db::MariaDb, Driver::Diesel);
 }

@@ -2,8 +2,8 @@
 #![forbid(unsafe_code)]
 
 use lease_reliability::db::Db;
-use lease_reliability::with_sqlx;
 use lease_reliability::worker::{self, Args};
+use lease_reliability::{Driver, with_driver};
 
 fn main() {
     let args = match Args::parse(std::env::args().skip(1)) {
@@ -17,9 +17,12 @@ fn main() {
         .expect("a tokio runtime");
     let result = runtime.block_on(async {
         let db = Db::parse(args.get("db")?).ok_or("db= must be postgres, mariadb or sqlite")?;
+        let driver = Driver::parse(args.get("driver")?).ok_or("driver= must be sqlx or diesel")?;
         match args.get("mode")? {
-            "pause" => with_sqlx!(db, |factory| worker::pause(factory, &args).await),
-            "history" => with_sqlx!(db, |factory| worker::history(factory, &args).await),
+            "pause" => with_driver!(driver, db, |factory| worker::pause(factory, &args).await),
+            "history" => {
+                with_driver!(driver, db, |factory| worker::history(factory, &args).await)
+            }
             other => Err(format!("unknown mode={other}").into()),
         }
     });
