@@ -1,15 +1,24 @@
 //! PostgreSQL: [`PgLeaseStore`] and [`PgProtocol`] for PgBouncer.
 
+use std::sync::Arc;
+
+use futures::StreamExt;
+use lease_core::{Error, LeaseName, Operation, ReleaseEvents};
 use lease_sql::Dialect;
 use sqlx::Postgres;
+use sqlx::postgres::{PgListener, PgPoolOptions};
 
 use crate::SqlxStore;
 use crate::database::sqlx_database;
 use crate::run::Mode;
 use crate::run::sqlx_execute;
 
-sqlx_database!(Postgres, Dialect::Postgres, |query, items| query
-    .bind(items));
+sqlx_database!(
+    Postgres,
+    Dialect::Postgres,
+    |query, items| query.bind(items),
+    release_events = SqlxStore::<Postgres>::release_events_now,
+);
 sqlx_execute!(Postgres);
 
 /// Leases in a PostgreSQL table, through a [`PgPool`](sqlx::PgPool).
@@ -81,5 +90,69 @@ impl SqlxStore<Postgres> {
             Mode::Prepared => PgProtocol::Prepared,
             Mode::Inline => PgProtocol::SimpleInline,
         }
+    }
+
+    /// Turns release notifications on or off (off by default).
+    ///
+    /// On, a release that frees a lease also runs `pg_notify` on the table's channel (see
+    /// `lease_sql::Statements::release_channel`) in the same statement, and
+    /// [`release_events`](lease_core::LeaseStore::release_events) listens there, so a
+    /// [`LeaseClient::acquire`](lease_core::LeaseClient::acquire) waiting for the lease takes it
+    /// within milliseconds instead of at its next poll. Polling stays: a notification only
+    /// wakes a waiter early.
+    ///
+    /// What it costs: PostgreSQL serialises the commits of transactions that notify, so releases
+    /// queue briefly behind each other under heavy churn; and each client that waits holds one
+    /// connection of its own for listening, made with the pool's connect options but outside
+    /// the pool (the pool's size and its other connections stay free).
+    ///
+    /// Behind PgBouncer in transaction pooling mode, the releases' notifications go through,
+    /// but `LISTEN` does not work there: waiters would never be woken and keep polling, which
+    /// is correct but gains nothing. Turn this on where the pool reaches PostgreSQL directly or
+    /// through session pooling.
+    pub fn with_notifications(mut self, on: bool) -> Self {
+        self.statements = Arc::new(
+            self.statements
+                .as_ref()
+                .clone()
+                .with_release_notifications(on),
+        );
+        self
+    }
+
+    /// Whether releases notify listeners.
+    pub fn notifications(&self) -> bool {
+        self.statements.notifies_releases()
+    }
+
+    /// Listens to the table's release notifications on a connection of its own: a pool of one,
+    /// made with this pool's connect options, so no connection of the store's pool is pinned.
+    /// The stream ends when that connection fails for good; lease-core then polls and
+    /// subscribes again at the next wait.
+    pub(crate) async fn release_events_now(&self) -> Result<Option<ReleaseEvents>, Error> {
+        let Some(channel) = self
+            .statements
+            .release_channel()
+            .filter(|_| self.statements.notifies_releases())
+        else {
+            return Ok(None);
+        };
+        let error = |e| Error::store(Operation::Release, None, e);
+        let dedicated = PgPoolOptions::new()
+            .max_connections(1)
+            .connect_lazy_with(self.pool.connect_options().as_ref().clone());
+        let mut listener = PgListener::connect_with(&dedicated).await.map_err(error)?;
+        listener.listen(channel).await.map_err(error)?;
+        let names = listener
+            .into_stream()
+            .take_while(|notification| std::future::ready(notification.is_ok()))
+            .filter_map(|notification| {
+                std::future::ready(
+                    notification
+                        .ok()
+                        .and_then(|notification| LeaseName::new(notification.payload()).ok()),
+                )
+            });
+        Ok(Some(names.boxed()))
     }
 }

@@ -4,7 +4,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lease_core::{Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, Ttl, async_trait};
+use lease_core::{
+    Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, ReleaseEvents, Ttl, async_trait,
+};
 use lease_sql::{Execute, SqlLeases, Statements, TableName};
 use sqlx::{Database, Pool};
 
@@ -139,5 +141,9 @@ where
 
     async fn list(&self) -> Result<Vec<LeaseInfo>, Error> {
         SqlLeases::new(&self.statements, self).list().await
+    }
+
+    async fn release_events(&self) -> Result<Option<ReleaseEvents>, Error> {
+        DB::release_events(self).await
     }
 }
