@@ -120,8 +120,8 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> 
     }
     if options.smoke {
         // Long enough for every code path to run once, short enough for CI.
-        options.measure = options.measure.min(Duration::from_millis(200));
-        options.repetitions = options.repetitions.min(2);
+        options.measure = options.measure.min(Duration::from_millis(100));
+        options.repetitions = 1;
         if !leases_given {
             options.leases = vec![200];
         }
@@ -183,7 +183,8 @@ mod tests {
     #[test]
     fn smoke_shortens_everything_not_given() {
         let options = run(&["--smoke"]).unwrap();
-        assert!(options.measure <= Duration::from_millis(200));
+        assert!(options.measure <= Duration::from_millis(100));
+        assert_eq!(options.repetitions, 1);
         assert_eq!(options.leases, [200]);
         assert_eq!(options.scenarios, Scenario::ALL);
     }

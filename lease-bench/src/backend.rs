@@ -186,8 +186,8 @@ pub async fn open(
                 .acquire_timeout(ACQUIRE_TIMEOUT)
                 .connect(&servers.postgres_url()?)
                 .await?;
-            let store = PgLeaseStore::with_table(pool.clone(), &table)?;
-            let _ = settings.notifications; // NOTIFICATIONS-TODO
+            let store = PgLeaseStore::with_table(pool.clone(), &table)?
+                .with_notifications(settings.notifications);
             store.setup().await?;
             let raw = SqlxRaw::new(pool, store.statements().clone(), &table);
             Target {

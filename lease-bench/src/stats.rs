@@ -10,7 +10,7 @@ pub fn median(values: &[f64]) -> Option<f64> {
     }
     sorted.sort_by(f64::total_cmp);
     let middle = sorted.len() / 2;
-    Some(if sorted.len() % 2 == 0 {
+    Some(if sorted.len().is_multiple_of(2) {
         (sorted[middle - 1] + sorted[middle]) / 2.0
     } else {
         sorted[middle]
@@ -46,7 +46,7 @@ pub fn whole(value: f64) -> String {
     let digits = rounded.unsigned_abs().to_string();
     let mut out = String::new();
     for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(digit);

@@ -13,8 +13,9 @@ use crate::report::{Report, Table};
 use crate::scenario::Context;
 use crate::stats;
 
-/// The TTL of the crashed holder's lease.
+/// The TTL of the crashed holder's lease (a smoke run's is shorter).
 const CRASH_TTL: Duration = Duration::from_secs(1);
+const SMOKE_CRASH_TTL: Duration = Duration::from_millis(300);
 /// How long a waiter waits before it gives up.
 const WAIT_LIMIT: Duration = Duration::from_secs(30);
 
@@ -29,6 +30,11 @@ pub async fn run(
 ) -> Result<(), BoxError> {
     let options = context.options;
     let (releases, crashes) = if options.smoke { (3, 1) } else { (30, 5) };
+    let crash_ttl = if options.smoke {
+        SMOKE_CRASH_TTL
+    } else {
+        CRASH_TTL
+    };
     let mut table = Table::new(
         format!("Handover: {}", backend.key()),
         &[
@@ -59,11 +65,11 @@ pub async fn run(
         };
         table.row(row("graceful release", wake, &mut times));
         if !notifications {
-            let mut times = crash(&target.store, crashes).await?;
+            let mut times = crash(&target.store, crashes, crash_ttl).await?;
             let mut beyond_ttl: Vec<Duration> =
-                times.iter().map(|t| t.saturating_sub(CRASH_TTL)).collect();
+                times.iter().map(|t| t.saturating_sub(crash_ttl)).collect();
             table.row(row(
-                &format!("holder crash (TTL {CRASH_TTL:?})"),
+                &format!("holder crash (TTL {crash_ttl:?})"),
                 "polling (default backoff)",
                 &mut times,
             ));
@@ -73,7 +79,7 @@ pub async fn run(
     }
     table.note("Release: a waiter calls `LeaseClient::acquire` on its own client while the holder works; the holder releases 50 to 150 ms later; timed from the release call to `acquire` returning the guard. The first handover of each kind is a warm-up and not counted.");
     table.note(format!(
-        "Crash: a holder takes the lease with a TTL of {CRASH_TTL:?} and is never heard of again; a waiter calls `acquire` at once; timed from the holder's acquisition. Polling waiters back off from 50 ms, doubling to at most 5 s, with jitter (the defaults)."
+        "Crash: a holder takes the lease with a TTL of {crash_ttl:?} and is never heard of again; a waiter calls `acquire` at once; timed from the holder's acquisition. Polling waiters back off from 50 ms, doubling to at most 5 s, with jitter (the defaults)."
     ));
     if backend == Backend::SqlxPostgres {
         table.note("Notifications: `PgLeaseStore::with_notifications(true)`: the release statement notifies, and the waiter's client listens on one dedicated connection.");
@@ -126,9 +132,13 @@ async fn graceful(store: &Arc<dyn LeaseStore>, count: usize) -> Result<Vec<Durat
 }
 
 /// Times `count` takeovers after a crash.
-async fn crash(store: &Arc<dyn LeaseStore>, count: usize) -> Result<Vec<Duration>, BoxError> {
+async fn crash(
+    store: &Arc<dyn LeaseStore>,
+    count: usize,
+    ttl: Duration,
+) -> Result<Vec<Duration>, BoxError> {
     let waiter = LeaseClient::new(Arc::clone(store), TokioRuntime);
-    let ttl = Ttl::new(CRASH_TTL)?;
+    let ttl = Ttl::new(ttl)?;
     let mut times = Vec::with_capacity(count);
     for round in 0..count {
         let name = LeaseName::new(format!("crash-{round}"))?;

@@ -19,7 +19,7 @@ use crate::stats;
 const POOL_SIZE: u32 = 2;
 /// Tasks taking the leases at the start.
 const ACQUIRERS: usize = 16;
-/// Renewal rounds watched once every lease is held.
+/// Renewal rounds watched once every lease is held (a smoke run watches two).
 const ROUNDS: u32 = 3;
 
 /// Measures `backend` at every lease count and adds its table to `report`.
@@ -35,9 +35,15 @@ pub async fn run(
     // Default renewal is a quarter of the TTL; a shorter TTL than the default 2 minutes keeps
     // the run short and changes nothing else: the renewer works in periods.
     let ttl = if options.smoke {
-        Ttl::from_secs(2)?
+        Ttl::from_secs(1)?
     } else {
         Ttl::from_secs(20)?
+    };
+    let rounds = if options.smoke { 2 } else { ROUNDS };
+    let capacity_wait = if options.smoke {
+        Duration::from_millis(300)
+    } else {
+        Duration::from_secs(1)
     };
     let mut table = Table::new(
         format!(
@@ -58,7 +64,7 @@ pub async fn run(
         ],
     );
     for &count in &options.leases {
-        table.row(hold(context, backend, count, ttl).await?);
+        table.row(hold(context, backend, count, ttl, rounds).await?);
     }
     let target = backend::open(
         backend,
@@ -66,14 +72,11 @@ pub async fn run(
         PoolSettings::default_of(POOL_SIZE),
     )
     .await?;
-    let capacity = target
-        .raw
-        .advisory_capacity(16, Duration::from_secs(1))
-        .await?;
+    let capacity = target.raw.advisory_capacity(16, capacity_wait).await?;
     target.finish().await;
     let period = ttl.get() / 4;
     table.note(format!(
-        "TTL {ttl:?}, renewed every {period:?} (the default quarter), through the library's one renewer; the default pool settings otherwise. {ROUNDS} rounds watched once every lease is held; a round is the renewer's `renew_many` calls less than a quarter period apart."
+        "TTL {ttl:?}, renewed every {period:?} (the default quarter), through the library's one renewer; the default pool settings otherwise. {rounds} rounds watched once every lease is held; a round is the renewer's `renew_many` calls less than a quarter period apart."
     ));
     table.note(format!(
         "`statements per round`: a `renew_many` call of n leases is ceil(n / {}) statements on this dialect (lease-sql's batch; memory: none). `renewed late`: waits between two renewals of one lease longer than 1.5 periods ({:?}), the renewer's own threshold for a warning; `lost`: renewals the store refused.",
@@ -83,7 +86,7 @@ pub async fn run(
     table.note("`memory per lease`: growth of the resident set (`VmRSS`) while the leases were taken, guards included, divided by the count; freed memory the allocator keeps from an earlier count can make a later figure smaller.");
     match capacity {
         Some(held) => table.note(format!(
-            "Session advisory locks on the same pool of {POOL_SIZE}: {held} held at once, each pinning its connection; the next checkout waited 1 s without a connection."
+            "Session advisory locks on the same pool of {POOL_SIZE}: {held} held at once, each pinning its connection; the next checkout waited {capacity_wait:?} without getting one."
         )),
         None => table.note("Session advisory locks: none on this backend."),
     }
@@ -97,6 +100,7 @@ async fn hold(
     backend: Backend,
     count: usize,
     ttl: Ttl,
+    rounds: u32,
 ) -> Result<Vec<String>, BoxError> {
     let target = backend::open(
         backend,
@@ -136,7 +140,7 @@ async fn hold(
     let after = resident_bytes();
 
     let watch_from = Instant::now();
-    tokio::time::sleep(period * ROUNDS + period / 2).await;
+    tokio::time::sleep(period * rounds + period / 2).await;
     let rounds = counting::rounds(store.calls_since(watch_from), period / 4);
     let dialect = backend.dialect();
     let statements = |round: &[counting::Call]| -> usize {
