@@ -24,6 +24,19 @@ pub enum Grant<'a> {
     All,
     /// `SELECT, INSERT, UPDATE, DELETE` on this one table, nothing else.
     Rows(&'a str),
+    /// `SELECT, INSERT, UPDATE` on this one table: what the stores' READMEs say they need.
+    RowsWithoutDelete(&'a str),
+}
+
+impl Grant<'_> {
+    /// The table rights granted, as SQL.
+    fn rights(self) -> &'static str {
+        match self {
+            Self::All => "ALL PRIVILEGES",
+            Self::Rows(_) => "SELECT, INSERT, UPDATE, DELETE",
+            Self::RowsWithoutDelete(_) => "SELECT, INSERT, UPDATE",
+        }
+    }
 }
 
 impl Admin {
@@ -87,15 +100,13 @@ impl Admin {
                         ))
                         .await?;
                     }
-                    Grant::Rows(table) => {
+                    Grant::Rows(table) | Grant::RowsWithoutDelete(table) => {
                         // PostgreSQL 15 and later no longer let everybody create in `public`;
                         // earlier versions did. Take it away either way.
                         self.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
                             .await?;
-                        self.execute(&format!(
-                            "GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO {user}"
-                        ))
-                        .await?;
+                        self.execute(&format!("GRANT {} ON {table} TO {user}", grant.rights()))
+                            .await?;
                     }
                 }
                 Ok(format!("postgres://{user}@127.0.0.1:{port}/postgres"))
@@ -105,8 +116,8 @@ impl Admin {
                     .await?;
                 let what = match grant {
                     Grant::All => "ALL PRIVILEGES ON test.*".to_owned(),
-                    Grant::Rows(table) => {
-                        format!("SELECT, INSERT, UPDATE, DELETE ON test.{table}")
+                    Grant::Rows(table) | Grant::RowsWithoutDelete(table) => {
+                        format!("{} ON test.{table}", grant.rights())
                     }
                 };
                 self.execute(&format!("GRANT {what} TO '{user}'@'127.0.0.1'"))

@@ -53,7 +53,14 @@ impl DieselConnect for AsyncPgConnection {
 impl DieselConnect for AsyncMysqlConnection {
     const DB: Db = Db::MariaDb;
     fn manager(url: &str) -> AsyncDieselConnectionManager<Self> {
-        AsyncDieselConnectionManager::new(url)
+        // mysql_async, under diesel-async, asks a server on this machine for its Unix socket
+        // and moves the connection there (`prefer_socket`, on by default): a fault proxy on TCP
+        // would then carry nothing. Stay on TCP, where the scenarios inject their faults.
+        if url.contains("prefer_socket") {
+            return AsyncDieselConnectionManager::new(url);
+        }
+        let separator = if url.contains('?') { '&' } else { '?' };
+        AsyncDieselConnectionManager::new(format!("{url}{separator}prefer_socket=false"))
     }
 }
 

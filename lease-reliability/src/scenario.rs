@@ -89,6 +89,7 @@ pub async fn take_over(
 ) -> Result<Takeover, String> {
     let started = Instant::now();
     let (mut attempts, mut errors) = (0, 0);
+    let mut last_error = None;
     loop {
         attempts += 1;
         let sent = Instant::now();
@@ -103,12 +104,20 @@ pub async fn take_over(
                 });
             }
             Ok(None) => {}
-            Err(Error::Store { .. }) => errors += 1,
+            Err(error @ Error::Store { .. }) => {
+                errors += 1;
+                last_error = Some(error);
+            }
             Err(error) => return Err(format!("unexpected error: {error}")),
         }
         if started.elapsed() > limit {
+            let last_error = last_error.map(|e| {
+                let source = std::error::Error::source(&e).map(ToString::to_string);
+                format!("{e}: {}", source.unwrap_or_default())
+            });
             return Err(format!(
-                "{name} was not taken over within {limit:?} ({attempts} attempts)"
+                "{name} was not taken over within {limit:?} ({attempts} attempts, {errors} \
+                 failed, the last with {last_error:?})"
             ));
         }
         tokio::time::sleep(every).await;

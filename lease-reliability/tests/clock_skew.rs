@@ -141,7 +141,7 @@ fn skewed(offset: &str, expect_secs: i64) {
     let (passed, failed) = (number("passed"), number("failed"));
     let mut counts = Counts::new(
         format!("clock-skew{offset}"),
-        "postgres,mariadb,sqlite/sqlx",
+        "postgres,mariadb,sqlite/sqlx+diesel",
     );
     counts.operations = passed + failed;
     counts.faults = 1;

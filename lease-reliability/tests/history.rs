@@ -37,7 +37,7 @@ const TTL_MS: u64 = 1_000;
 /// Even workers go through lease-sqlx, odd ones through lease-diesel: the two drivers share
 /// one table and must exclude each other.
 fn driver(worker: usize) -> Driver {
-    if worker % 2 == 0 {
+    if worker.is_multiple_of(2) {
         Driver::Sqlx
     } else {
         Driver::Diesel
@@ -151,6 +151,14 @@ fn run(db: Db) {
         }
     }
     counts.faults = pauses + proxies.iter().map(|p| p.stats().faults).sum::<u64>();
+    // Each proxied worker really went through its proxy (a driver that moved to a Unix socket
+    // would dodge every fault).
+    for (i, proxy) in proxies.iter().enumerate() {
+        let stats = proxy.stats();
+        counts.expect(stats.bytes > 50_000, || {
+            format!("worker {i}'s proxy carried only {stats:?}")
+        });
+    }
 
     let mut sections_reported = 0;
     for (i, worker) in workers.iter_mut().enumerate() {

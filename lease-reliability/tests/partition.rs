@@ -102,9 +102,18 @@ async fn partition<F: StoreFactory>(
     let faulted = Instant::now();
     fault.inject(&proxy);
 
-    let takeover = take_over(&b, NAME, Duration::from_millis(25), timing.ttl * 5)
-        .await
-        .unwrap();
+    let takeover = match take_over(&b, NAME, Duration::from_millis(25), timing.ttl * 5).await {
+        Ok(takeover) => takeover,
+        Err(why) => {
+            let info = b.store().inspect(&LeaseName::new(NAME).unwrap()).await;
+            panic!(
+                "{why}; the store shows {info:?}; A held: {}; A's holder {}; proxy {:?}",
+                guard_a.is_held(),
+                guard_a.holder(),
+                proxy.stats()
+            );
+        }
+    };
     // Read at once: whether A still believed it held the lease when B had it.
     let a_held_at_takeover = guard_a.is_held();
     counts.operations += takeover.attempts;

@@ -73,7 +73,18 @@ impl MariaDbServer {
         if let Some(user) = &user {
             install.arg(format!("--user={}", user.name));
         }
-        process::run(&mut install, "mariadb-install-db")?;
+        // On a busy machine the install now and then fails to write its system tables; a
+        // second try on an empty directory goes through.
+        let mut installed = process::run(&mut install, "mariadb-install-db").map(drop);
+        for _ in 0..2 {
+            if installed.is_ok() {
+                break;
+            }
+            let _ = std::fs::remove_dir_all(dir.path().join("data"));
+            std::thread::sleep(Duration::from_millis(500));
+            installed = process::run(&mut install, "mariadb-install-db").map(drop);
+        }
+        installed?;
         let init = dir.path().join("init.sql");
         std::fs::write(&init, "CREATE DATABASE IF NOT EXISTS test;\n")?;
 
