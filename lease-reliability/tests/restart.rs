@@ -14,7 +14,7 @@ use lease_reliability::{Driver, with_driver};
 use lease_tests::env;
 
 fn timing() -> Timing {
-    Timing::for_ttl(Duration::from_secs(8))
+    Timing::for_ttl(Duration::from_secs(12))
 }
 
 fn stop(server: &mut PrivateServer) {
