@@ -431,7 +431,7 @@ mod tests {
     #[should_panic(expected = "a renew-many batch holds")]
     fn an_oversized_renew_many_batch_is_refused() {
         let s = Statements::new(Dialect::Sqlite, &TableName::default());
-        let pairs = vec![("a", "h"); 501];
+        let pairs = vec![("a", "h"); Dialect::Sqlite.renew_many_batch() + 1];
         let _ = s.renew_many(&pairs, Ttl::MIN);
     }
 }

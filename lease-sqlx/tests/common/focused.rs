@@ -213,7 +213,7 @@ where
     Ok(Verdict::Passed)
 }
 
-/// Renew-many over more leases than one batch (500 on MariaDB and SQLite), with repeats, a
+/// Renew-many over more leases than one batch (1,000 on MariaDB and SQLite), with repeats, a
 /// name never taken, a stale holder, and leases lost to expiry and takeover spread across the
 /// batches: the answer is exact, in input order, and only the held leases were extended.
 pub async fn renew_many_across_batches_duplicates_and_losses<DB: TestDb>(
