@@ -28,10 +28,17 @@ pub fn percentile(samples: &mut [Duration], p: f64) -> Option<Duration> {
     Some(samples[rank.clamp(1, samples.len()) - 1])
 }
 
-/// A duration in milliseconds with sensible precision.
+/// A duration in milliseconds with sensible precision (microseconds below one).
 pub fn ms(duration: Duration) -> String {
     let ms = duration.as_secs_f64() * 1000.0;
-    if ms >= 100.0 {
+    if ms < 1.0 {
+        let us = ms * 1000.0;
+        if us >= 100.0 {
+            format!("{us:.0} µs")
+        } else {
+            format!("{us:.1} µs")
+        }
+    } else if ms >= 100.0 {
         format!("{ms:.0} ms")
     } else if ms >= 10.0 {
         format!("{ms:.1} ms")
@@ -96,6 +103,8 @@ mod tests {
         assert_eq!(whole(1_234_567.4), "1,234,567");
         assert_eq!(whole(999.0), "999");
         assert_eq!(ms(Duration::from_micros(1500)), "1.50 ms");
+        assert_eq!(ms(Duration::from_micros(250)), "250 µs");
+        assert_eq!(ms(Duration::from_nanos(1234)), "1.2 µs");
         assert_eq!(ratio(0.912), "0.91");
     }
 }
