@@ -79,8 +79,14 @@ pub async fn run(
         "TTL {ttl:?}, renewed every {period:?} (the default quarter), through the library's one renewer; the default pool settings otherwise. {rounds} rounds watched once every lease is held; a round is the renewer's `renew_many` calls less than a quarter period apart."
     ));
     table.note(format!(
-        "`statements per round`: a `renew_many` call of n leases is ceil(n / {}) statements on this dialect (lease-sql's batch; memory: none). `renewed late`: waits between two renewals of one lease longer than 1.5 periods ({:?}), the renewer's own threshold for a warning; `lost`: renewals the store refused.",
-        backend.dialect().map_or_else(|| "-".to_owned(), |d| d.renew_many_batch().to_string()),
+        "`statements per round`: {}. `renewed late`: waits between two renewals of one lease longer than 1.5 periods ({:?}), the renewer's own threshold for a warning; `lost`: renewals the store refused.",
+        backend.dialect().map_or_else(
+            || "none, the memory store runs no SQL".to_owned(),
+            |d| format!(
+                "a `renew_many` call of n leases is ceil(n / {}) statements on this dialect (lease-sql's batch)",
+                d.renew_many_batch()
+            )
+        ),
         period + period / 2
     ));
     table.note("`memory per lease`: growth of the resident set (`VmRSS`) while the leases were taken, guards included, divided by the count; freed memory the allocator keeps from an earlier count can make a later figure smaller.");
