@@ -15,6 +15,19 @@ use crate::{Error, Fence, HolderId, LeaseName, LossReason, Operation};
 
 type Driver = Arc<futures::lock::Mutex<mpsc::Receiver<()>>>;
 
+/// [`Renewer::planned`] during a round: a lease added now may have been missed by it.
+const RUNNING: u64 = 0;
+/// [`Renewer::planned`] with nothing to renew: the loop sleeps until woken.
+const IDLE: u64 = u64::MAX;
+
+/// Locks `mutex`; what it guards stays consistent whatever panicked while holding it (a map
+/// insert or remove, a send).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The leases a client holds, and the wake-up line of the loop that renews them.
 ///
 /// The loop renews in rounds: each round takes every lease due within half a renewal period
@@ -24,9 +37,13 @@ type Driver = Arc<futures::lock::Mutex<mpsc::Receiver<()>>>;
 pub(crate) struct Renewer {
     leases: Mutex<HashMap<u64, Arc<Held>>>,
     next_id: AtomicU64,
-    /// Wakes the loop when a lease is added, so it can plan for it. Dropped with the client,
-    /// which ends the loop.
-    wake: mpsc::Sender<()>,
+    /// Wakes the loop when a lease is added that it has not planned for. One sender, used in
+    /// place: each clone of a sender would bring a slot of its own, queueing a wake-up per lease.
+    /// Dropped with the client, which ends the loop.
+    wake: Mutex<mpsc::Sender<()>>,
+    /// When the loop next wakes by itself, in clock ticks: [`RUNNING`] during a round,
+    /// [`IDLE`] when it holds nothing to renew.
+    planned: AtomicU64,
     /// Whoever locks this runs the loop: the spawned task, or a caller's task where the runtime
     /// cannot spawn. The lock makes sure only one does.
     driver: Driver,
@@ -43,7 +60,8 @@ impl Renewer {
         Self {
             leases: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
-            wake,
+            wake: Mutex::new(wake),
+            planned: AtomicU64::new(IDLE),
             driver: Arc::new(futures::lock::Mutex::new(woken)),
             spawned: AtomicBool::new(false),
             in_flight: futures::lock::Mutex::new(()),
@@ -51,9 +69,7 @@ impl Renewer {
     }
 
     fn leases(&self) -> MutexGuard<'_, HashMap<u64, Arc<Held>>> {
-        self.leases
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.leases)
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -81,6 +97,7 @@ impl Renewer {
     ) -> Arc<Held> {
         let config = &inner.config;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let next_renewal = sent.saturating_add(ticks(config.renew_every));
         let held = Arc::new(Held::new(
             id,
             name,
@@ -88,11 +105,17 @@ impl Renewer {
             fence,
             inner.clock.clone(),
             sent.saturating_add(ticks(config.local_validity())),
-            sent.saturating_add(ticks(config.renew_every)),
+            next_renewal,
         ));
         self.leases().insert(id, Arc::clone(&held));
-        // Full means a wake-up is already pending: one is enough.
-        let _ = self.wake.clone().try_send(());
+        // Usually the loop already wakes in time for it: every held lease is due within one
+        // period. Wake it only when it sleeps for longer, or is mid-round and may have missed
+        // this lease; an extra round would renew others early and cost a scan of every lease.
+        let planned = self.planned.load(Ordering::SeqCst);
+        if planned == RUNNING || next_renewal < planned {
+            // Full means a wake-up is already pending: one is enough.
+            let _ = lock(&self.wake).try_send(());
+        }
         self.spawn_once(inner);
         held
     }
@@ -124,7 +147,15 @@ impl Renewer {
         let mut woken = driver.lock_owned().await;
         loop {
             let next = match client.upgrade() {
-                Some(inner) => inner.renew_due().await,
+                Some(inner) => {
+                    inner.renewer.planned.store(RUNNING, Ordering::SeqCst);
+                    let next = inner.renew_due().await;
+                    inner
+                        .renewer
+                        .planned
+                        .store(next.unwrap_or(IDLE), Ordering::SeqCst);
+                    next
+                }
                 None => return,
             };
             let sleep = match next {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::{Faulty, Mode, fast_client, name, tokio_memory};
 use lease_core::{
-    Error, HolderId, LeaseClient, LeaseStore, LossReason, Ttl, runtime::TokioRuntime,
+    Error, HolderId, LeaseClient, LeaseGuard, LeaseStore, LossReason, Ttl, runtime::TokioRuntime,
 };
 use tokio::time::Instant;
 
@@ -307,4 +307,31 @@ async fn a_renewal_in_flight_cannot_extend_a_lease_released_with_a_minimum_hold(
     assert!(other.try_acquire("mail-checks").await.unwrap().is_none());
     tokio::time::sleep(Duration::from_millis(150)).await;
     assert!(other.try_acquire("mail-checks").await.unwrap().is_some());
+}
+
+#[tokio::test(start_paused = true)]
+async fn leases_taken_one_by_one_are_renewed_in_few_rounds() {
+    let store = Faulty::new(tokio_memory());
+    let client = LeaseClient::new(store.clone(), TokioRuntime);
+    let mut guards = Vec::new();
+    // One lease a second for two minutes, as a process picking up work piece by piece.
+    for i in 0..120 {
+        guards.push(
+            client
+                .try_acquire(format!("job-{i}"))
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(8 * 60)).await;
+    assert!(guards.iter().all(LeaseGuard::is_held));
+    // Ten minutes at a renewal period of 30 s, renewing what is due within half a period each
+    // round: about one round per 15 s. A round per acquisition would be over a hundred more.
+    let calls = store.renew_manys.load(Ordering::SeqCst);
+    assert!(
+        calls <= 45,
+        "{calls} renew_many calls for 120 leases over 10 minutes"
+    );
 }
