@@ -176,6 +176,9 @@ pub enum Operation {
     List,
     /// Creating the lease table.
     Setup,
+    /// [`LeaseStore::release_events`](crate::LeaseStore::release_events): subscribing to
+    /// releases.
+    Subscribe,
 }
 
 impl fmt::Display for Operation {
@@ -188,6 +191,7 @@ impl fmt::Display for Operation {
             Self::Inspect => "inspect",
             Self::List => "list",
             Self::Setup => "set up",
+            Self::Subscribe => "subscribe to releases",
         })
     }
 }

@@ -137,7 +137,7 @@ impl SqlxStore<Postgres> {
         else {
             return Ok(None);
         };
-        let error = |e| Error::store(Operation::Release, None, e);
+        let error = |e| Error::store(Operation::Subscribe, None, e);
         let dedicated = PgPoolOptions::new()
             .max_connections(1)
             .connect_lazy_with(self.pool.connect_options().as_ref().clone());
