@@ -95,16 +95,11 @@ impl MariaDbServer {
             child: None,
             dir,
         };
-        // A free port can be taken between finding it and binding it: try another.
-        let mut last_error = None;
-        for _ in 0..3 {
-            server.port = process::free_port()?;
-            match server.restart() {
-                Ok(()) => return Ok(server),
-                Err(error) => last_error = Some(error),
-            }
-        }
-        Err(last_error.expect("three attempts were made"))
+        process::start_on_free_port(|port| {
+            server.port = port;
+            server.restart()
+        })?;
+        Ok(server)
     }
 
     /// The temporary directory that holds its data, socket and log; gone once it is dropped.

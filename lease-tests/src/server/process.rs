@@ -83,6 +83,19 @@ pub(crate) fn free_port() -> io::Result<u16> {
     Ok(listener.local_addr()?.port())
 }
 
+/// Runs `start` with a free port, up to three times: a port can be taken between finding it and
+/// the server binding it, and then another one is tried.
+pub(crate) fn start_on_free_port(mut start: impl FnMut(u16) -> io::Result<()>) -> io::Result<()> {
+    let mut last_error = None;
+    for _ in 0..3 {
+        match start(free_port()?) {
+            Ok(()) => return Ok(()),
+            Err(error) => last_error = Some(error),
+        }
+    }
+    Err(last_error.expect("three attempts were made"))
+}
+
 /// The first of `names` found in `dirs` or on `PATH`.
 pub(crate) fn find_binary(names: &[&str], dirs: &[PathBuf]) -> Option<PathBuf> {
     let path_dirs = std::env::var_os("PATH")
