@@ -42,14 +42,7 @@ impl Clock {
             self.runtime.sleep(Duration::from_nanos(ticks - now)).await;
         }
     }
-}
 
-/// A duration in clock ticks.
-pub(crate) fn ticks(duration: Duration) -> u64 {
-    duration.as_nanos().min(u128::from(u64::MAX)) as u64
-}
-
-impl Clock {
     /// Runs `future` for at most `limit`; `None` when the limit came first.
     pub(crate) async fn timeout<F: std::future::Future>(
         &self,
@@ -62,4 +55,9 @@ impl Clock {
             futures::future::Either::Right(_) => None,
         }
     }
+}
+
+/// A duration in clock ticks.
+pub(crate) fn ticks(duration: Duration) -> u64 {
+    duration.as_nanos().min(u128::from(u64::MAX)) as u64
 }

@@ -4,9 +4,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::client::Inner;
 use crate::held::Held;
-use crate::{Error, Fence, HolderId, LeaseName, LossReason, Operation};
+use crate::renewer::Renewer;
+use crate::timed_store::TimedStore;
+use crate::{Error, Fence, HolderId, LeaseName, LossReason};
 
 /// A lease this process holds, kept alive by the client's renewer until it is released.
 ///
@@ -18,16 +19,21 @@ use crate::{Error, Fence, HolderId, LeaseName, LossReason, Operation};
 /// lapses after its TTL.
 #[must_use = "a guard dropped at once gives the lease back"]
 pub struct LeaseGuard {
-    inner: Arc<Inner>,
     handle: LeaseHandle,
+    /// Keeps the lease renewed until it is forgotten.
+    renewer: Arc<Renewer>,
+    /// Gives the lease back.
+    store: TimedStore,
     released: bool,
 }
 
 impl LeaseGuard {
-    pub(crate) fn new(inner: Arc<Inner>, held: Arc<Held>) -> Self {
+    /// The guard of `held`, which `renewer` keeps renewed.
+    pub(crate) fn new(held: Arc<Held>, renewer: Arc<Renewer>, store: TimedStore) -> Self {
         Self {
-            inner,
             handle: LeaseHandle { held },
+            renewer,
+            store,
             released: false,
         }
     }
@@ -82,31 +88,27 @@ impl LeaseGuard {
     pub async fn release_after(mut self, min_hold: Duration) -> Result<(), Error> {
         self.released = true;
         let held = &self.handle.held;
-        self.inner.renewer.unregister(held.id);
+        self.renewer.forget(held);
         let lost = held.mark_released();
         if !min_hold.is_zero() {
-            self.inner.renewer.settled().await;
+            self.renewer.no_renewal_in_flight().await;
         }
         // Even a lease this process gave up on may still be ours in the store: free it.
         let released = self
-            .inner
-            .call(
-                Operation::Release,
-                &held.name,
-                self.inner.store.release(&held.name, &held.holder, min_hold),
-            )
+            .store
+            .release(held.name(), held.holder(), min_hold)
             .await?;
         match (lost, released) {
             (None, true) => {
-                tracing::debug!(lease = %held.name, fence = %held.fence, ?min_hold, "lease released");
+                tracing::debug!(lease = %held.name(), fence = %held.fence(), ?min_hold, "lease released");
                 Ok(())
             }
             (Some(reason), _) => Err(Error::Lost {
-                name: held.name.clone(),
+                name: held.name().clone(),
                 reason,
             }),
             (None, false) => Err(Error::Lost {
-                name: held.name.clone(),
+                name: held.name().clone(),
                 reason: LossReason::Rejected,
             }),
         }
@@ -119,28 +121,28 @@ impl Drop for LeaseGuard {
             return;
         }
         let held = Arc::clone(&self.handle.held);
-        self.inner.renewer.unregister(held.id);
+        self.renewer.forget(&held);
         if held.mark_released().is_some() {
             return;
         }
-        let store = Arc::clone(&self.inner.store);
+        let store = Arc::clone(self.store.unbounded());
         let task = Box::pin(async move {
             match store
-                .release(&held.name, &held.holder, Duration::ZERO)
+                .release(held.name(), held.holder(), Duration::ZERO)
                 .await
             {
                 Ok(_) => {
-                    tracing::debug!(lease = %held.name, fence = %held.fence, "dropped lease released")
+                    tracing::debug!(lease = %held.name(), fence = %held.fence(), "dropped lease released")
                 }
                 Err(error) => tracing::warn!(
-                    lease = %held.name,
+                    lease = %held.name(),
                     error = &error as &dyn std::error::Error,
                     "dropped lease not released; it lapses after its TTL"
                 ),
             }
         });
-        if self.inner.clock.runtime().spawn(task).is_err() {
-            tracing::debug!(lease = %self.handle.held.name, "lease guard dropped; the lease lapses after its TTL");
+        if self.store.clock().runtime().spawn(task).is_err() {
+            tracing::debug!(lease = %self.handle.name(), "lease guard dropped; the lease lapses after its TTL");
         }
     }
 }
@@ -169,17 +171,17 @@ pub struct LeaseHandle {
 impl LeaseHandle {
     /// The lease.
     pub fn name(&self) -> &LeaseName {
-        &self.held.name
+        self.held.name()
     }
 
     /// The fencing token of this acquisition.
     pub fn fence(&self) -> Fence {
-        self.held.fence
+        self.held.fence()
     }
 
     /// The holder id of this acquisition.
     pub fn holder(&self) -> &HolderId {
-        &self.held.holder
+        self.held.holder()
     }
 
     /// Whether this process still holds the lease.

@@ -21,10 +21,11 @@ const RELEASED: u8 = 3;
 /// make work that was cancelled valid again.
 #[derive(Debug)]
 pub(crate) struct Held {
-    pub(crate) id: u64,
-    pub(crate) name: LeaseName,
-    pub(crate) holder: HolderId,
-    pub(crate) fence: Fence,
+    /// Its key among the leases the renewer holds.
+    id: u64,
+    name: LeaseName,
+    holder: HolderId,
+    fence: Fence,
     clock: Clock,
     /// Clock ticks after which this process no longer believes it holds the lease.
     deadline: AtomicU64,
@@ -58,6 +59,23 @@ impl Held {
             notify: Mutex::new(Some(notify)),
             lost: lost.shared(),
         }
+    }
+
+    /// Its key among the leases the renewer holds.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub(crate) fn name(&self) -> &LeaseName {
+        &self.name
+    }
+
+    pub(crate) fn holder(&self) -> &HolderId {
+        &self.holder
+    }
+
+    pub(crate) fn fence(&self) -> Fence {
+        self.fence
     }
 
     pub(crate) fn deadline(&self) -> u64 {

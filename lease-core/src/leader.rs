@@ -9,11 +9,10 @@ use futures::future::{self, BoxFuture, Either, FusedFuture, FutureExt};
 use futures::stream::Stream;
 
 use crate::backoff::Backoff;
-use crate::client::IntoLeaseName;
 use crate::clock::ticks;
 use crate::guard::LeaseHandle;
 use crate::handover;
-use crate::{Error, Fence, LeaseClient, LeaseName};
+use crate::{Fence, LeaseClient, LeaseName};
 
 /// Leader election on one lease name: the campaign keeps trying to take the lease, holds it while
 /// it can, and tries again when it is lost.
@@ -104,6 +103,23 @@ impl Leader {
             let _ = released.await;
         }
     }
+
+    /// The [`Leader`] for `name` and the campaign future that runs the election through
+    /// `client`. The campaign ends when every `Leader` clone is dropped or resigns.
+    pub(crate) fn elect(client: LeaseClient, name: LeaseName) -> (Self, BoxFuture<'static, ()>) {
+        let (stop, stopped) = oneshot::channel();
+        let shared = Arc::new(Shared {
+            name: name.clone(),
+            state: Mutex::new(State {
+                current: None,
+                told: false,
+                watchers: Vec::new(),
+                stop: Some(stop),
+            }),
+        });
+        let campaign = run_campaign(client, Arc::downgrade(&shared), name, stopped);
+        (Self { shared }, campaign.boxed())
+    }
 }
 
 impl Shared {
@@ -126,67 +142,24 @@ impl Shared {
     }
 }
 
-impl LeaseClient {
-    /// Starts campaigning for leadership on `name`, on a task of the runtime.
-    ///
-    /// # Errors
-    /// [`Error::InvalidName`]; [`Error::InvalidConfig`] when the runtime cannot spawn (use
-    /// [`campaign_on_this_task`](LeaseClient::campaign_on_this_task) then).
-    pub fn campaign(&self, name: impl IntoLeaseName) -> Result<Leader, Error> {
-        let (leader, campaign) = self.campaign_on_this_task(name)?;
-        self.inner
-            .clock
-            .runtime()
-            .spawn(campaign)
-            .map_err(|_| Error::InvalidConfig {
-                reason: "leader election on a runtime that cannot spawn: poll the campaign future of campaign_on_this_task instead".to_owned(),
-            })?;
-        Ok(leader)
-    }
-
-    /// The [`Leader`] for `name` and the campaign future that runs the election; poll it on a
-    /// task of your own. It ends when every `Leader` clone is dropped or resigns.
-    ///
-    /// # Errors
-    /// [`Error::InvalidName`].
-    pub fn campaign_on_this_task(
-        &self,
-        name: impl IntoLeaseName,
-    ) -> Result<(Leader, BoxFuture<'static, ()>), Error> {
-        let name = name.into_lease_name()?;
-        let (stop, stopped) = oneshot::channel();
-        let shared = Arc::new(Shared {
-            name: name.clone(),
-            state: Mutex::new(State {
-                current: None,
-                told: false,
-                watchers: Vec::new(),
-                stop: Some(stop),
-            }),
-        });
-        let campaign = run_campaign(self.clone(), Arc::downgrade(&shared), name, stopped);
-        Ok((Leader { shared }, campaign.boxed()))
-    }
-}
-
 async fn run_campaign(
     client: LeaseClient,
     shared: Weak<Shared>,
     name: LeaseName,
     mut stopped: oneshot::Receiver<oneshot::Sender<()>>,
 ) {
-    let clock = client.inner.clock.clone();
+    let clock = client.clock().clone();
     let retry = ticks(client.config().renew_every);
     let first_pause = client.config().acquire_backoff;
     let mut backoff = Backoff::new(first_pause);
     // Keeps the renewer going where the runtime cannot spawn it; waits idle where it can.
-    let mut renewer = std::pin::pin!(client.renewer().fuse());
+    let mut renewer = std::pin::pin!(client.run_renewer().fuse());
     let mut events = Events {
         stopped: &mut stopped,
         renewer: &mut renewer,
     };
     let resigned = loop {
-        let released = client.inner.listen(&name);
+        let released = client.listen(&name);
         let pause = match events.until_stopped(client.try_acquire(&name)).await {
             Err(resigned) => break resigned,
             Ok(Ok(Some(guard))) => {

@@ -1,6 +1,7 @@
 //! [`Renewer`]: one loop that renews every lease a client holds.
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
@@ -8,11 +9,12 @@ use futures::StreamExt;
 use futures::channel::mpsc;
 use futures::future::{self, Either, FutureExt};
 
-use crate::client::{Inner, TimedOut};
 use crate::clock::{Clock, ticks};
 use crate::held::Held;
-use crate::{Error, Fence, HolderId, LeaseName, LossReason, Operation};
+use crate::timed_store::TimedStore;
+use crate::{Error, Fence, HolderId, LeaseConfig, LeaseName, LossReason, Operation, Ttl};
 
+/// The receiving end of the wake-up line; whoever locks it runs the loop.
 type Driver = Arc<futures::lock::Mutex<mpsc::Receiver<()>>>;
 
 /// [`Renewer::planned`] during a round: a lease added now may have been missed by it.
@@ -28,18 +30,30 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The leases a client holds, and the wake-up line of the loop that renews them.
+/// The leases a client holds, the store and settings that renew them, and the wake-up line of
+/// the loop that does.
 ///
 /// The loop renews in rounds: each round takes every lease due within half a renewal period
 /// and renews them with one [`renew_many`](crate::LeaseStore::renew_many) call per batch.
 /// Renewing a little early costs nothing and keeps leases taken at scattered moments in step, so
 /// ten thousand leases cost ten statements a period rather than ten thousand.
+///
+/// Shared by the client and every guard it gave; the loop holds it only during a round, so it
+/// ends once they are all gone.
 pub(crate) struct Renewer {
+    store: TimedStore,
+    ttl: Ttl,
+    /// The renewal period, in clock ticks.
+    period: u64,
+    /// How long after a renewal was sent the lease still counts as held, in clock ticks.
+    validity: u64,
+    /// How many leases one `renew_many` call carries.
+    batch: usize,
     leases: Mutex<HashMap<u64, Arc<Held>>>,
     next_id: AtomicU64,
     /// Wakes the loop when a lease is added that it has not planned for. One sender, used in
     /// place: each clone of a sender would bring a slot of its own, queueing a wake-up per lease.
-    /// Dropped with the client, which ends the loop.
+    /// Dropped with the renewer, which ends the loop.
     wake: Mutex<mpsc::Sender<()>>,
     /// When the loop next wakes by itself, in clock ticks: [`RUNNING`] during a round,
     /// [`IDLE`] when it holds nothing to renew.
@@ -55,9 +69,15 @@ pub(crate) struct Renewer {
 }
 
 impl Renewer {
-    pub(crate) fn new() -> Self {
+    /// A renewer holding nothing yet, renewing through `store` as `config` says.
+    pub(crate) fn new(store: TimedStore, config: &LeaseConfig) -> Self {
         let (wake, woken) = mpsc::channel(1);
         Self {
+            store,
+            ttl: config.ttl,
+            period: ticks(config.renew_every),
+            validity: ticks(config.local_validity()),
+            batch: config.renew_batch,
             leases: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
             wake: Mutex::new(wake),
@@ -68,43 +88,37 @@ impl Renewer {
         }
     }
 
+    fn clock(&self) -> &Clock {
+        self.store.clock()
+    }
+
     fn leases(&self) -> MutexGuard<'_, HashMap<u64, Arc<Held>>> {
         lock(&self.leases)
     }
 
-    pub(crate) fn len(&self) -> usize {
+    /// How many leases it keeps renewed.
+    pub(crate) fn held_count(&self) -> usize {
         self.leases().len()
     }
 
-    pub(crate) fn driver(&self) -> Driver {
-        Arc::clone(&self.driver)
-    }
-
-    /// Whether the loop runs on a spawned task, so callers need not drive it.
-    pub(crate) fn is_spawned(&self) -> bool {
-        self.spawned.load(Ordering::Acquire)
-    }
-
-    /// Starts holding a lease that was taken by a statement sent at `sent` and starts the loop if
-    /// it is not running yet.
-    pub(crate) fn register(
-        &self,
-        inner: &Arc<Inner>,
+    /// Starts holding a lease that was taken by a statement sent at `sent`, and starts the loop
+    /// if it is not running yet.
+    pub(crate) fn hold(
+        self: &Arc<Self>,
         name: LeaseName,
         holder: HolderId,
         fence: Fence,
         sent: u64,
     ) -> Arc<Held> {
-        let config = &inner.config;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let next_renewal = sent.saturating_add(ticks(config.renew_every));
+        let next_renewal = sent.saturating_add(self.period);
         let held = Arc::new(Held::new(
             id,
             name,
             holder,
             fence,
-            inner.clock.clone(),
-            sent.saturating_add(ticks(config.local_validity())),
+            self.clock().clone(),
+            sent.saturating_add(self.validity),
             next_renewal,
         ));
         self.leases().insert(id, Arc::clone(&held));
@@ -116,50 +130,63 @@ impl Renewer {
             // Full means a wake-up is already pending: one is enough.
             let _ = lock(&self.wake).try_send(());
         }
-        self.spawn_once(inner);
+        self.spawn_once();
         held
     }
 
-    pub(crate) fn unregister(&self, id: u64) {
-        self.leases().remove(&id);
+    /// Stops renewing `held`.
+    pub(crate) fn forget(&self, held: &Held) {
+        self.leases().remove(&held.id());
     }
 
-    /// Completes once no renewal statement that may still carry an unregistered lease is in
-    /// flight.
-    pub(crate) async fn settled(&self) {
+    /// Completes once no renewal statement that may still carry a forgotten lease is in flight.
+    pub(crate) async fn no_renewal_in_flight(&self) {
         drop(self.in_flight.lock().await);
     }
 
-    fn spawn_once(&self, inner: &Arc<Inner>) {
+    /// Runs the loop on the caller's task until the renewer is gone; where it already runs
+    /// elsewhere, waits until that ends.
+    pub(crate) async fn run(self: &Arc<Self>) {
+        Self::run_loop(Arc::downgrade(self), Arc::clone(&self.driver)).await;
+    }
+
+    /// Runs the loop on the caller's task when no spawned task does; otherwise never completes.
+    /// Other leases are renewed by it too, for as long as this task drives it.
+    pub(crate) async fn run_unless_spawned(self: &Arc<Self>) -> Infallible {
+        if self.spawned.load(Ordering::Acquire) {
+            return future::pending().await;
+        }
+        self.run().await;
+        // The caller holds the renewer, so the loop cannot have ended.
+        future::pending().await
+    }
+
+    fn spawn_once(self: &Arc<Self>) {
         if self.spawned.swap(true, Ordering::AcqRel) {
             return;
         }
-        let task = Self::drive(Arc::downgrade(inner), self.driver(), inner.clock.clone()).boxed();
-        if inner.clock.runtime().spawn(task).is_err() {
+        let task = Self::run_loop(Arc::downgrade(self), Arc::clone(&self.driver)).boxed();
+        if self.clock().runtime().spawn(task).is_err() {
             // Callers drive it instead; a later acquisition tries spawning again.
             self.spawned.store(false, Ordering::Release);
         }
     }
 
-    /// The renewal loop, until the client is gone. Holds no strong reference while it sleeps, so
-    /// dropping the last clone and guard ends it.
-    pub(crate) async fn drive(client: Weak<Inner>, driver: Driver, clock: Clock) {
+    /// The renewal loop, until the renewer is gone. Holds no strong reference while it sleeps,
+    /// so dropping the last client and guard ends it.
+    async fn run_loop(renewer: Weak<Self>, driver: Driver) {
         let mut woken = driver.lock_owned().await;
         loop {
-            let next = match client.upgrade() {
-                Some(inner) => {
-                    inner.renewer.planned.store(RUNNING, Ordering::SeqCst);
-                    let next = inner.renew_due().await;
-                    inner
-                        .renewer
-                        .planned
-                        .store(next.unwrap_or(IDLE), Ordering::SeqCst);
-                    next
-                }
-                None => return,
+            let Some(this) = renewer.upgrade() else {
+                return;
             };
+            this.planned.store(RUNNING, Ordering::SeqCst);
+            let next = this.renew_due().await;
+            this.planned.store(next.unwrap_or(IDLE), Ordering::SeqCst);
+            let clock = this.clock().clone();
+            drop(this);
             let sleep = match next {
-                Some(at) => Either::Left(clock.sleep_until(at)),
+                Some(at) => Either::Left(async move { clock.sleep_until(at).await }),
                 None => Either::Right(future::pending()),
             };
             if let Either::Left((None, _)) =
@@ -169,16 +196,13 @@ impl Renewer {
             }
         }
     }
-}
 
-impl Inner {
     /// One round: renews every lease that is due, and says when the next one is.
     async fn renew_due(&self) -> Option<u64> {
-        let period = ticks(self.config.renew_every);
-        let horizon = self.clock.now().saturating_add(period / 2);
+        let horizon = self.clock().now().saturating_add(self.period / 2);
         let mut due = Vec::new();
         let mut next = None::<u64>;
-        self.renewer.leases().retain(|_, held| {
+        self.leases().retain(|_, held| {
             if !held.is_held() {
                 return false;
             }
@@ -190,7 +214,7 @@ impl Inner {
             }
             true
         });
-        for batch in due.chunks(self.config.renew_batch) {
+        for batch in due.chunks(self.batch) {
             self.renew_batch(batch).await;
         }
         due.iter()
@@ -201,45 +225,35 @@ impl Inner {
     }
 
     async fn renew_batch(&self, batch: &[Arc<Held>]) {
-        let config = &self.config;
         let leases: Vec<(LeaseName, HolderId)> = batch
             .iter()
-            .map(|held| (held.name.clone(), held.holder.clone()))
+            .map(|held| (held.name().clone(), held.holder().clone()))
             .collect();
-        let in_flight = self.renewer.in_flight.lock().await;
-        let sent = self.clock.now();
-        let answer = self
-            .clock
-            .timeout(
-                config.store_timeout,
-                self.store.renew_many(&leases, config.ttl),
-            )
-            .await;
+        let in_flight = self.in_flight.lock().await;
+        let sent = self.clock().now();
+        let answer = self.store.renew_many(&leases, self.ttl).await;
         drop(in_flight);
-        let renewed = match answer {
-            Some(Ok(renewed)) if renewed.len() == batch.len() => renewed,
-            failed => {
-                let error = match failed {
-                    Some(Err(error)) => error,
-                    Some(Ok(renewed)) => Error::store(
-                        Operation::RenewMany,
-                        None,
-                        format!(
-                            "the store answered {} results for {} leases",
-                            renewed.len(),
-                            batch.len()
-                        ),
+        let answer = answer.and_then(|renewed| {
+            if renewed.len() == batch.len() {
+                Ok(renewed)
+            } else {
+                Err(Error::store(
+                    Operation::RenewMany,
+                    None,
+                    format!(
+                        "the store answered {} results for {} leases",
+                        renewed.len(),
+                        batch.len()
                     ),
-                    None => {
-                        Error::store(Operation::RenewMany, None, TimedOut(config.store_timeout))
-                    }
-                };
+                ))
+            }
+        });
+        let renewed = match answer {
+            Ok(renewed) => renewed,
+            Err(error) => {
                 // Not renewed: the deadline stays where the last success put it. Try again soon,
                 // while there is still time before it.
-                let retry = self
-                    .clock
-                    .now()
-                    .saturating_add(ticks(config.renew_every) / 4);
+                let retry = self.clock().now().saturating_add(self.period / 4);
                 tracing::warn!(
                     leases = batch.len(),
                     error = &error as &dyn std::error::Error,
@@ -251,25 +265,27 @@ impl Inner {
                 return;
             }
         };
-        let validity = ticks(config.local_validity());
-        let period = ticks(config.renew_every);
+        let period = self.period;
         for (held, renewed) in batch.iter().zip(renewed) {
             if !renewed {
                 held.mark_lost(LossReason::Rejected);
                 continue;
             }
-            let previous = held.deadline().saturating_sub(validity);
+            let previous = held.deadline().saturating_sub(self.validity);
             if sent.saturating_sub(previous) > period + period / 2 {
                 tracing::warn!(
-                    lease = %held.name,
-                    fence = %held.fence,
+                    lease = %held.name(),
+                    fence = %held.fence(),
                     since_last = ?std::time::Duration::from_nanos(sent - previous),
                     "lease renewed late"
                 );
             } else {
-                tracing::trace!(lease = %held.name, fence = %held.fence, "lease renewed");
+                tracing::trace!(lease = %held.name(), fence = %held.fence(), "lease renewed");
             }
-            held.renewed(sent.saturating_add(validity), sent.saturating_add(period));
+            held.renewed(
+                sent.saturating_add(self.validity),
+                sent.saturating_add(period),
+            );
         }
     }
 }

@@ -1,16 +1,13 @@
 //! [`LeaseClient::run_exclusive`]: take a lease, run the work, keep it renewed, give it back.
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::time::Duration;
 
 use futures::future::{self, Either};
 
-use crate::client::IntoLeaseName;
 use crate::config::OnLoss;
 use crate::guard::LeaseHandle;
-use crate::renewer::Renewer;
-use crate::{Error, LeaseClient, LossReason};
+use crate::{Error, IntoLeaseName, LeaseClient, LossReason};
 
 /// How work run under a lease ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,7 +133,7 @@ impl LeaseClient {
         let lost = std::pin::pin!(handle.lost());
         // One renewer future for the whole call: it may hold the renewer's lock, which a second
         // one would wait for forever.
-        let mut renewer = std::pin::pin!(self.drive_renewer());
+        let mut renewer = std::pin::pin!(self.inner.renewer.run_unless_spawned());
         let outcome = match future::select(work, future::select(lost, renewer.as_mut())).await {
             Either::Left((output, _)) => RunOutcome::Finished(output),
             Either::Right((Either::Right((never, _)), _)) => match never {},
@@ -163,22 +160,5 @@ impl LeaseClient {
             );
         }
         Ok(Some(outcome))
-    }
-
-    /// Drives the renewer on this task when no spawned task does; otherwise never completes.
-    /// Other leases of this client are renewed by it too, for as long as this task drives it.
-    async fn drive_renewer(&self) -> Infallible {
-        let inner = &self.inner;
-        if inner.renewer.is_spawned() {
-            return future::pending().await;
-        }
-        Renewer::drive(
-            std::sync::Arc::downgrade(inner),
-            inner.renewer.driver(),
-            inner.clock.clone(),
-        )
-        .await;
-        // The client outlives this call, so the loop cannot have ended.
-        future::pending().await
     }
 }

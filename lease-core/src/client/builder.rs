@@ -1,0 +1,131 @@
+//! [`LeaseClientBuilder`]: the settings of a [`LeaseClient`], checked once.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::{LeaseConfig, OnLoss};
+use crate::{Error, LeaseClient, LeaseStore, Runtime, Ttl};
+
+/// Sets up a [`LeaseClient`]; from [`LeaseClient::builder`].
+///
+/// ```
+/// # fn main() -> Result<(), lease_core::Error> {
+/// use std::time::Duration;
+/// use lease_core::{LeaseClient, MemoryStore, Ttl, runtime::TokioRuntime};
+///
+/// let client = LeaseClient::builder(MemoryStore::new(), TokioRuntime)
+///     .ttl(Ttl::from_secs(60)?)
+///     .renew_every(Duration::from_secs(10))
+///     .build()?;
+/// assert_eq!(client.config().safety_margin, Duration::from_secs(6));
+/// # Ok(()) }
+/// ```
+#[must_use]
+pub struct LeaseClientBuilder {
+    store: Arc<dyn LeaseStore>,
+    runtime: Arc<dyn Runtime>,
+    ttl: Ttl,
+    renew_every: Option<Duration>,
+    safety_margin: Option<Duration>,
+    store_timeout: Option<Duration>,
+    renew_batch: Option<usize>,
+    acquire_backoff: Option<(Duration, Duration)>,
+    on_loss: Option<OnLoss>,
+}
+
+impl LeaseClientBuilder {
+    /// Every setting at its default.
+    pub(super) fn new(store: Arc<dyn LeaseStore>, runtime: Arc<dyn Runtime>) -> Self {
+        Self {
+            store,
+            runtime,
+            ttl: Ttl::DEFAULT,
+            renew_every: None,
+            safety_margin: None,
+            store_timeout: None,
+            renew_batch: None,
+            acquire_backoff: None,
+            on_loss: None,
+        }
+    }
+
+    /// How long a lease lasts without renewal. The period, margin and timeout that are not set
+    /// follow it.
+    pub fn ttl(mut self, ttl: Ttl) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// How often held leases are renewed.
+    pub fn renew_every(mut self, period: Duration) -> Self {
+        self.renew_every = Some(period);
+        self
+    }
+
+    /// How much before the store's expiry this process gives a lease up.
+    pub fn safety_margin(mut self, margin: Duration) -> Self {
+        self.safety_margin = Some(margin);
+        self
+    }
+
+    /// How long one store call may take.
+    pub fn store_timeout(mut self, timeout: Duration) -> Self {
+        self.store_timeout = Some(timeout);
+        self
+    }
+
+    /// How many leases one `renew_many` call carries.
+    pub fn renew_batch(mut self, leases: usize) -> Self {
+        self.renew_batch = Some(leases);
+        self
+    }
+
+    /// The first and the longest pause between attempts of [`LeaseClient::acquire`].
+    pub fn acquire_backoff(mut self, first: Duration, longest: Duration) -> Self {
+        self.acquire_backoff = Some((first, longest));
+        self
+    }
+
+    /// What [`LeaseClient::run_exclusive`] does with the work when the lease is lost.
+    pub fn on_loss(mut self, on_loss: OnLoss) -> Self {
+        self.on_loss = Some(on_loss);
+        self
+    }
+
+    /// The client.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] when the settings cannot work together (see
+    /// [`LeaseConfig::validate`]).
+    pub fn build(self) -> Result<LeaseClient, Error> {
+        let mut config = LeaseConfig::for_ttl(self.ttl);
+        if let Some(period) = self.renew_every {
+            config.renew_every = period;
+            if self.store_timeout.is_none() {
+                config.store_timeout = period;
+            }
+        }
+        fn set<T>(value: &mut T, setting: Option<T>) {
+            if let Some(setting) = setting {
+                *value = setting;
+            }
+        }
+        set(&mut config.safety_margin, self.safety_margin);
+        set(&mut config.store_timeout, self.store_timeout);
+        set(&mut config.renew_batch, self.renew_batch);
+        set(&mut config.acquire_backoff, self.acquire_backoff);
+        set(&mut config.on_loss, self.on_loss);
+        config.validate()?;
+        Ok(LeaseClient::from_parts(self.store, self.runtime, config))
+    }
+}
+
+impl fmt::Debug for LeaseClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LeaseClientBuilder")
+            .field("store", &self.store)
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,36 @@
+//! [`LeaseClient::campaign`]: leader election on one lease, run by a [`Leader`].
+
+use futures::future::BoxFuture;
+
+use crate::{Error, IntoLeaseName, Leader, LeaseClient};
+
+impl LeaseClient {
+    /// Starts campaigning for leadership on `name`, on a task of the runtime.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`]; [`Error::InvalidConfig`] when the runtime cannot spawn (use
+    /// [`campaign_on_this_task`](LeaseClient::campaign_on_this_task) then).
+    pub fn campaign(&self, name: impl IntoLeaseName) -> Result<Leader, Error> {
+        let (leader, campaign) = self.campaign_on_this_task(name)?;
+        self.clock()
+            .runtime()
+            .spawn(campaign)
+            .map_err(|_| Error::InvalidConfig {
+                reason: "leader election on a runtime that cannot spawn: poll the campaign future of campaign_on_this_task instead".to_owned(),
+            })?;
+        Ok(leader)
+    }
+
+    /// The [`Leader`] for `name` and the campaign future that runs the election; poll it on a
+    /// task of your own. It ends when every `Leader` clone is dropped or resigns.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`].
+    pub fn campaign_on_this_task(
+        &self,
+        name: impl IntoLeaseName,
+    ) -> Result<(Leader, BoxFuture<'static, ()>), Error> {
+        let name = name.into_lease_name()?;
+        Ok(Leader::elect(self.clone(), name))
+    }
+}
