@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::LeaseName;
+use crate::{Fence, LeaseName};
 
 /// The error type of a store's own failure (driver error, I/O, pool timeout, ...).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -57,6 +57,20 @@ pub enum Error {
         name: LeaseName,
         /// How it was lost.
         reason: LossReason,
+    },
+
+    /// A fenced check found the lease no longer held by this holder with this fence: its row
+    /// names another holder or fence, or has expired by the database's clock. The guard is then
+    /// marked lost with [`LossReason::NotHeld`], so work under
+    /// [`run_exclusive`](crate::LeaseClient::run_exclusive) is stopped at once.
+    ///
+    /// Made by [`LeaseHandle::mark_not_held`](crate::LeaseHandle::mark_not_held).
+    #[error("lease {name:?} is no longer held with fence {fence}")]
+    NotHeld {
+        /// The lease that is no longer held.
+        name: LeaseName,
+        /// The fence the check was made with.
+        fence: Fence,
     },
 
     /// Waiting for a lease gave up because somebody else held it for the whole time.
@@ -147,6 +161,10 @@ pub enum LossReason {
     /// was sent, minus the safety margin): the store may be unreachable, and may soon hand the
     /// lease to somebody else.
     DeadlinePassed,
+    /// A fenced check (a statement conditioned on this holder and fence, such as a write made
+    /// inside the caller's transaction) found that the lease is no longer held by this holder;
+    /// see [`LeaseHandle::mark_not_held`](crate::LeaseHandle::mark_not_held).
+    NotHeld,
 }
 
 impl fmt::Display for LossReason {
@@ -154,6 +172,7 @@ impl fmt::Display for LossReason {
         f.write_str(match self {
             Self::Rejected => "the store no longer has it for this holder",
             Self::DeadlinePassed => "no renewal succeeded before the local deadline",
+            Self::NotHeld => "a fenced check found the lease no longer held by this holder",
         })
     }
 }
@@ -215,5 +234,28 @@ mod tests {
 
         let err = Error::store(Operation::List, None, "down");
         assert_eq!(err.to_string(), "lease store failed to list");
+    }
+
+    #[test]
+    fn not_held_names_the_lease_and_the_fence() {
+        let err = Error::NotHeld {
+            name: LeaseName::new("sweep").unwrap(),
+            fence: Fence::new(7),
+        };
+        assert_eq!(
+            err.to_string(),
+            "lease \"sweep\" is no longer held with fence 7"
+        );
+        assert!(err.source().is_none());
+        assert!(!err.is_invalid_input());
+
+        let lost = Error::Lost {
+            name: LeaseName::new("sweep").unwrap(),
+            reason: LossReason::NotHeld,
+        };
+        assert_eq!(
+            lost.to_string(),
+            "lease sweep was lost: a fenced check found the lease no longer held by this holder"
+        );
     }
 }

@@ -59,9 +59,20 @@ impl LeaseGuard {
         self.handle.is_held()
     }
 
-    /// Completes when the lease is lost, with how.
+    /// Completes when the lease is lost, with how. Never completes once the lease is released.
+    ///
+    /// # Cancel safety
+    /// This method is cancel safe: it only waits, so dropping it loses nothing, and a later
+    /// call completes with the same reason.
     pub async fn lost(&self) -> LossReason {
         self.handle.lost().await
+    }
+
+    /// Marks the lease lost because a fenced check found it no longer held, and returns the
+    /// error to hand back; see [`LeaseHandle::mark_not_held`].
+    #[must_use = "return the error to the caller"]
+    pub fn mark_not_held(&self) -> Error {
+        self.handle.mark_not_held()
     }
 
     /// A cheap, cloneable view of this lease for tasks the work hands out.
@@ -73,8 +84,17 @@ impl LeaseGuard {
     ///
     /// # Errors
     /// [`Error::Lost`] when the lease had been lost before the release (the work may have
-    /// overlapped with another holder's); [`Error::Store`] when the store failed, in which case the
-    /// lease lapses after its TTL.
+    /// overlapped with another holder's), with [`LossReason::NotHeld`] after
+    /// [`mark_not_held`](LeaseGuard::mark_not_held); [`Error::Store`] when the store failed or did
+    /// not answer within [`LeaseConfig::store_timeout`](crate::LeaseConfig::store_timeout), in
+    /// which case the lease lapses after its TTL.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe. The guard moves into the future: dropped before its first poll, the
+    /// future drops the guard, which releases in the background as a dropped guard does. Once
+    /// polled, the lease is no longer renewed whatever happens; cancelled before the store
+    /// answers, the release statement may or may not have run, and if it did not, the lease
+    /// lapses after its TTL.
     pub async fn release(self) -> Result<(), Error> {
         self.release_after(Duration::ZERO).await
     }
@@ -85,6 +105,11 @@ impl LeaseGuard {
     ///
     /// # Errors
     /// As [`release`](LeaseGuard::release).
+    ///
+    /// # Cancel safety
+    /// Not cancel safe, as [`release`](LeaseGuard::release): cancelled before the store answers,
+    /// the lease is kept until `min_hold` after it was taken if the statement ran, and lapses
+    /// after its TTL if it did not.
     pub async fn release_after(mut self, min_hold: Duration) -> Result<(), Error> {
         self.released = true;
         let held = &self.handle.held;
@@ -189,9 +214,70 @@ impl LeaseHandle {
         self.held.is_held()
     }
 
-    /// Completes when the lease is lost, with how.
+    /// Completes when the lease is lost, with how. Never completes once the lease is released.
+    ///
+    /// # Cancel safety
+    /// This method is cancel safe: it only waits, so dropping it loses nothing, and a later
+    /// call completes with the same reason.
     pub async fn lost(&self) -> LossReason {
         self.held.lost().await
+    }
+
+    /// Marks the lease lost because a fenced check found it no longer held, and returns
+    /// [`Error::NotHeld`] with its name and fence for the caller to return.
+    ///
+    /// Stores' fenced checks (statements conditioned on this holder and fence, run inside the
+    /// caller's transaction) call it when the row no longer names this holder and fence, or has
+    /// expired by the database's clock. Call it yourself when a downstream system rejects the
+    /// fence. From then on [`is_held`](LeaseHandle::is_held) is `false`, every
+    /// [`lost`](LeaseHandle::lost) waiter wakes at once with [`LossReason::NotHeld`] (so
+    /// [`run_exclusive`](crate::LeaseClient::run_exclusive) stops the work at once, unless it
+    /// lets work finish with [`OnLoss::Finish`](crate::OnLoss::Finish)), the renewer stops
+    /// renewing the lease, and the guard's release answers [`Error::Lost`].
+    ///
+    /// A lease that was lost already keeps the reason it was lost with, and a released one stays
+    /// released: nothing changes then, and the error is returned all the same.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lease_core::Error> {
+    /// use lease_core::{Error, LeaseClient, LossReason, MemoryStore, runtime::TokioRuntime};
+    ///
+    /// let client = LeaseClient::new(MemoryStore::new(), TokioRuntime);
+    /// let guard = client.try_acquire("sweep").await?.expect("nobody else holds it");
+    /// let lease = guard.handle();
+    /// // The search index refused a write: it has seen a higher fence for "sweep".
+    /// let error = lease.mark_not_held();
+    /// assert!(matches!(error, Error::NotHeld { .. }));
+    /// assert!(!guard.is_held());
+    /// assert_eq!(guard.lost().await, LossReason::NotHeld);
+    /// # Ok(()) }
+    /// ```
+    #[must_use = "return the error to the caller"]
+    pub fn mark_not_held(&self) -> Error {
+        self.held.mark_not_held();
+        Error::NotHeld {
+            name: self.name().clone(),
+            fence: self.fence(),
+        }
+    }
+
+    /// Whether [`mark_not_held`](LeaseHandle::mark_not_held) marked it lost.
+    pub(crate) fn is_marked_not_held(&self) -> bool {
+        self.held.is_marked_not_held()
+    }
+}
+
+/// So an API can take `impl AsRef<LeaseHandle>` and accept a guard or a handle.
+impl AsRef<LeaseHandle> for LeaseGuard {
+    fn as_ref(&self) -> &LeaseHandle {
+        &self.handle
+    }
+}
+
+/// So an API can take `impl AsRef<LeaseHandle>` and accept a guard or a handle.
+impl AsRef<LeaseHandle> for LeaseHandle {
+    fn as_ref(&self) -> &LeaseHandle {
+        self
     }
 }
 

@@ -13,6 +13,26 @@ const HELD: u8 = 0;
 const REJECTED: u8 = 1;
 const DEADLINE_PASSED: u8 = 2;
 const RELEASED: u8 = 3;
+const NOT_HELD: u8 = 4;
+
+/// The state a loss is stored as.
+fn loss_code(reason: LossReason) -> u8 {
+    match reason {
+        LossReason::Rejected => REJECTED,
+        LossReason::DeadlinePassed => DEADLINE_PASSED,
+        LossReason::NotHeld => NOT_HELD,
+    }
+}
+
+/// The loss a stored state means: `None` while held, and once released.
+fn loss_reason(code: u8) -> Option<LossReason> {
+    match code {
+        REJECTED => Some(LossReason::Rejected),
+        DEADLINE_PASSED => Some(LossReason::DeadlinePassed),
+        NOT_HELD => Some(LossReason::NotHeld),
+        _ => None,
+    }
+}
 
 /// One held lease, shared by its guard, its handles and the renewer.
 ///
@@ -100,17 +120,21 @@ impl Held {
     /// How the lease was lost, if it was; checks the deadline too. A released lease was not lost.
     pub(crate) fn loss(&self) -> Option<LossReason> {
         match self.loss.load(Ordering::Acquire) {
-            REJECTED => Some(LossReason::Rejected),
-            DEADLINE_PASSED => Some(LossReason::DeadlinePassed),
-            RELEASED => None,
-            _ if self.clock.now() >= self.deadline() => self.mark_lost(LossReason::DeadlinePassed),
-            _ => None,
+            HELD if self.clock.now() >= self.deadline() => {
+                self.mark_lost(LossReason::DeadlinePassed)
+            }
+            code => loss_reason(code),
         }
     }
 
     /// Whether this process may still act as the holder: not lost, not released, deadline ahead.
     pub(crate) fn is_held(&self) -> bool {
         self.loss().is_none() && self.loss.load(Ordering::Acquire) == HELD
+    }
+
+    /// Whether it was marked lost by a fenced check.
+    pub(crate) fn is_marked_not_held(&self) -> bool {
+        self.loss.load(Ordering::Acquire) == NOT_HELD
     }
 
     /// Marks the lease given back. Returns how it had been lost, if it was lost first.
@@ -125,14 +149,12 @@ impl Held {
     /// Marks the lease lost (the first reason sticks) and wakes everybody waiting for that.
     /// Returns the reason that stuck; `None` when the lease had been released first.
     pub(crate) fn mark_lost(&self, reason: LossReason) -> Option<LossReason> {
-        let code = match reason {
-            LossReason::Rejected => REJECTED,
-            LossReason::DeadlinePassed => DEADLINE_PASSED,
-        };
-        match self
-            .loss
-            .compare_exchange(HELD, code, Ordering::AcqRel, Ordering::Acquire)
-        {
+        match self.loss.compare_exchange(
+            HELD,
+            loss_code(reason),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
             Ok(_) => {
                 tracing::warn!(lease = %self.name, fence = %self.fence, holder = %self.holder, %reason, "lease lost");
                 let notify = self
@@ -146,13 +168,20 @@ impl Held {
                 }
                 Some(reason)
             }
-            Err(REJECTED) => Some(LossReason::Rejected),
-            Err(DEADLINE_PASSED) => Some(LossReason::DeadlinePassed),
-            Err(_) => None,
+            Err(code) => loss_reason(code),
         }
     }
 
-    /// Completes when the lease is lost: on a rejected renewal, or when the deadline passes.
+    /// Marks the lease lost because a fenced check found it no longer held, unless it was lost
+    /// (its deadline passed included) or released already: then nothing changes.
+    pub(crate) fn mark_not_held(&self) {
+        if self.loss().is_none() {
+            self.mark_lost(LossReason::NotHeld);
+        }
+    }
+
+    /// Completes when the lease is lost: on a rejected renewal, a fenced check that found it not
+    /// held, or when the deadline passes.
     /// Never completes for a lease that was released.
     pub(crate) async fn lost(&self) -> LossReason {
         loop {

@@ -22,6 +22,11 @@ pub enum RunOutcome<T> {
     },
     /// The lease was lost while the work ran, and the work was let finish ([`OnLoss::Finish`]).
     /// It may have overlapped with another holder's run.
+    ///
+    /// Also the outcome of work that ends by itself after its lease was marked
+    /// [`NotHeld`](LossReason::NotHeld) (a fenced check failed, see
+    /// [`LeaseHandle::mark_not_held`]), whatever [`OnLoss`] says, so its output (usually that
+    /// check's [`Error::NotHeld`]) is kept.
     FinishedAfterLoss {
         /// What the work returned.
         output: T,
@@ -135,6 +140,14 @@ impl LeaseClient {
         // one would wait for forever.
         let mut renewer = std::pin::pin!(self.inner.renewer.run_unless_spawned());
         let outcome = match future::select(work, future::select(lost, renewer.as_mut())).await {
+            // Work that found its lease gone through a fenced check, and returned: not a clean
+            // finish, whatever the on-loss setting (the work ended by itself).
+            Either::Left((output, _)) if handle.is_marked_not_held() => {
+                RunOutcome::FinishedAfterLoss {
+                    output,
+                    reason: LossReason::NotHeld,
+                }
+            }
             Either::Left((output, _)) => RunOutcome::Finished(output),
             Either::Right((Either::Right((never, _)), _)) => match never {},
             Either::Right((Either::Left((reason, _)), work)) => match on_loss {
