@@ -93,6 +93,11 @@ impl Leader {
 
     /// Ends the campaign, for every clone of this `Leader`, and gives the lease back; returns
     /// once it is given back.
+    ///
+    /// # Cancel safety
+    /// Once polled, cancelling it does not undo the resignation: the campaign still ends and
+    /// gives the lease back, only nobody waits for that. Dropped before its first poll, it is
+    /// a dropped `Leader`: the campaign ends if it was the last clone.
     pub async fn resign(self) {
         let Some(stop) = self.shared.state().stop.take() else {
             return;

@@ -29,11 +29,26 @@ use crate::{Error, Fence, HolderId, LeaseInfo, LeaseName, Ttl};
 ///
 /// Names and TTLs arrive validated ([`LeaseName`], [`Ttl`]).
 ///
+/// **Cancellation.** The client drops a call that outlives
+/// [`LeaseConfig::store_timeout`](crate::LeaseConfig::store_timeout), and users drop futures:
+/// every method's future may be dropped at any await point. Being one atomic statement, a
+/// cancelled call has run entirely or not at all, and the caller cannot tell which; each
+/// method's `# Cancel safety` section says what the client makes of that. An implementation must
+/// not leave a borrowed connection, a transaction or a lock behind when its future is dropped.
+///
 /// The trait is object safe: `Arc<dyn LeaseStore>` is a store too.
 #[async_trait]
 pub trait LeaseStore: Send + Sync + Debug + 'static {
     /// Takes the lease for `holder` for `ttl` if nobody holds it or its holder's lease has
     /// expired. Returns the new fence, or `None` when somebody else holds it.
+    ///
+    /// # Errors
+    /// [`Error::Store`] with [`Operation::Acquire`](crate::Operation::Acquire) and the name when
+    /// the store cannot be reached or the statement fails.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: cancelled after the statement ran, the lease is taken for `holder` and
+    /// nobody learns its fence. Nobody renews it either, so it lapses after `ttl`.
     async fn try_acquire(
         &self,
         name: &LeaseName,
@@ -43,10 +58,28 @@ pub trait LeaseStore: Send + Sync + Debug + 'static {
 
     /// Extends the lease to `ttl` from now, only if `holder` holds it and it has not expired.
     /// `false` means it is lost.
+    ///
+    /// # Errors
+    /// [`Error::Store`] with [`Operation::Renew`](crate::Operation::Renew) and the name when the
+    /// store cannot be reached or the statement fails.
+    ///
+    /// # Cancel safety
+    /// Cancel safe for the client: a cancelled renewal may or may not have extended the lease,
+    /// and counts as not renewed, so the local deadline stays where the last success put it.
     async fn renew(&self, name: &LeaseName, holder: &HolderId, ttl: Ttl) -> Result<bool, Error>;
 
     /// Renews every `(name, holder)` pair, answering in the same order. The default calls
     /// [`renew`](LeaseStore::renew) for each; SQL stores override it with one statement per batch.
+    ///
+    /// # Errors
+    /// [`Error::Store`] with [`Operation::RenewMany`](crate::Operation::RenewMany) (or, from the
+    /// default, the first failing [`renew`](LeaseStore::renew)'s error) when the store cannot be
+    /// reached or a statement fails. One failure fails the whole batch.
+    ///
+    /// # Cancel safety
+    /// As [`renew`](LeaseStore::renew), for the whole batch: some, all or none of the leases may
+    /// have been extended (the default renews one after another), and the client counts none as
+    /// renewed.
     async fn renew_many(
         &self,
         leases: &[(LeaseName, HolderId)],
@@ -64,6 +97,14 @@ pub trait LeaseStore: Send + Sync + Debug + 'static {
     /// With a non-zero `min_hold` the lease stays taken until `min_hold` after it was taken (when
     /// that is still ahead), so the same work is not run again by the next instance straight
     /// away: at most once per period. The fence is never reset.
+    ///
+    /// # Errors
+    /// [`Error::Store`] with [`Operation::Release`](crate::Operation::Release) and the name when
+    /// the store cannot be reached or the statement fails.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: a cancelled release may or may not have run. If it did not, the lease
+    /// lapses after its TTL, as nobody renews it any more.
     async fn release(
         &self,
         name: &LeaseName,
@@ -73,9 +114,23 @@ pub trait LeaseStore: Send + Sync + Debug + 'static {
 
     /// The lease called `name`, if it has been taken and not released. An expired lease is
     /// reported (with [`LeaseInfo::is_expired`]) until somebody takes it over.
+    ///
+    /// # Errors
+    /// [`Error::Store`] with [`Operation::Inspect`](crate::Operation::Inspect) and the name when
+    /// the store cannot be reached or the statement fails.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
     async fn inspect(&self, name: &LeaseName) -> Result<Option<LeaseInfo>, Error>;
 
     /// Every lease [`inspect`](LeaseStore::inspect) would report, ordered by name.
+    ///
+    /// # Errors
+    /// [`Error::Store`] with [`Operation::List`](crate::Operation::List) when the store cannot be
+    /// reached or the statement fails.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
     async fn list(&self) -> Result<Vec<LeaseInfo>, Error>;
 
     /// The names of leases as they are released, from a store that can push them (PostgreSQL
@@ -87,6 +142,15 @@ pub trait LeaseStore: Send + Sync + Debug + 'static {
     /// dedicated connection on it. When the stream ends (a broken connection), waiters fall back
     /// to polling and the next wait subscribes again. Events are hints: a waiter woken by one
     /// still has to win [`try_acquire`](LeaseStore::try_acquire).
+    ///
+    /// # Errors
+    /// [`Error::Store`] with [`Operation::Subscribe`](crate::Operation::Subscribe) when the
+    /// subscription cannot be opened; waiters then poll, and the next wait tries again.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a subscription being opened is given up with its future (its dedicated
+    /// connection, if any, returned), and nothing was missed that a later subscription would
+    /// have seen, since events are only hints.
     async fn release_events(&self) -> Result<Option<ReleaseEvents>, Error> {
         Ok(None)
     }

@@ -117,6 +117,12 @@ impl LeaseClient {
     /// [`Error::InvalidName`] before any statement runs; [`Error::Store`] when the store fails
     /// or does not answer within [`LeaseConfig::store_timeout`] (the lease then lapses on its own
     /// within one TTL if the statement did take it).
+    ///
+    /// # Cancel safety
+    /// Not cancel safe. Cancelled before the store answers, the statement may still have taken
+    /// the lease, for a holder nobody knows and nobody renews: the lease then lapses after one
+    /// TTL, and until then nobody can take it, this process included. A guard exists only once
+    /// this returns, so none is lost.
     pub async fn try_acquire(&self, name: impl IntoLeaseName) -> Result<Option<LeaseGuard>, Error> {
         let name = name.into_lease_name()?;
         let inner = &self.inner;
@@ -146,6 +152,11 @@ impl LeaseClient {
     /// # Errors
     /// [`Error::Timeout`] when the lease stayed held for the whole `timeout`; otherwise as
     /// [`try_acquire`](LeaseClient::try_acquire), whose store errors end the wait at once.
+    ///
+    /// # Cancel safety
+    /// Cancelled between attempts, nothing is left behind. Cancelled during an attempt, as
+    /// [`try_acquire`](LeaseClient::try_acquire): the lease may have been taken for nobody, and
+    /// lapses after one TTL.
     pub async fn acquire(
         &self,
         name: impl IntoLeaseName,
@@ -179,11 +190,23 @@ impl LeaseClient {
     /// Needed only with a [`Runtime`] that cannot spawn, for guards from
     /// [`try_acquire`](LeaseClient::try_acquire) and [`acquire`](LeaseClient::acquire). Where the
     /// renewer already runs elsewhere this waits until it stops, doing nothing.
+    ///
+    /// # Cancel safety
+    /// This method is cancel safe: dropping it stops renewal on this task, and a later call
+    /// (or [`run_exclusive`](LeaseClient::run_exclusive), or a campaign) carries on. A renewal
+    /// cancelled in flight counts as not renewed: the deadlines stay where the last success put
+    /// them and the next round renews at once. Leases lapse only if nothing drives the renewer
+    /// again before their deadline.
     pub async fn run_renewer(&self) {
         self.inner.renewer.run().await;
     }
 
-    /// The old name of [`run_renewer`](LeaseClient::run_renewer), which it runs.
+    /// The old name of [`run_renewer`](LeaseClient::run_renewer), which it runs: the shared
+    /// renewer on the caller's task, until every clone of this client and every guard it gave is
+    /// gone.
+    ///
+    /// # Cancel safety
+    /// As [`run_renewer`](LeaseClient::run_renewer): cancel safe.
     pub async fn renewer(&self) {
         self.run_renewer().await;
     }

@@ -102,6 +102,15 @@ impl LeaseClient {
     /// # Errors
     /// As [`try_acquire`](LeaseClient::try_acquire). A failed release after the work finished is
     /// logged, not returned, so the work's output is never lost: the lease then lapses.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe. Cancelled while taking the lease, as
+    /// [`try_acquire`](LeaseClient::try_acquire): the lease may have been taken for nobody and
+    /// lapses after one TTL. Cancelled while the work runs, the work's future is dropped with it,
+    /// wherever it was, and the guard is dropped: the lease is released in the background where
+    /// the runtime can spawn, and lapses after one TTL otherwise. Cancelled while releasing, as
+    /// [`LeaseGuard::release`](crate::LeaseGuard::release). Where the runtime cannot spawn, the
+    /// renewal this call drove on its task stops with it.
     pub async fn run_exclusive<W, F, T>(
         &self,
         name: impl IntoLeaseName,
@@ -119,6 +128,9 @@ impl LeaseClient {
     ///
     /// # Errors
     /// As [`run_exclusive`](LeaseClient::run_exclusive).
+    ///
+    /// # Cancel safety
+    /// Not cancel safe, as [`run_exclusive`](LeaseClient::run_exclusive).
     pub async fn run_exclusive_with<W, F, T>(
         &self,
         name: impl IntoLeaseName,
