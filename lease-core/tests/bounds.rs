@@ -48,6 +48,7 @@ fn futures_are_send(client: &LeaseClient, guard: LeaseGuard, handle: &LeaseHandl
     send(&client.acquire("sweep", Duration::from_secs(1)));
     send(&client.run_exclusive("sweep", |lease| async move { lease.fence() }));
     send(&client.run_exclusive_with("sweep", RunOptions::default(), |_| async {}));
+    send(&client.run_renewer());
     send(&client.renewer());
     send(&guard.lost());
     send(&handle.lost());
