@@ -217,9 +217,10 @@ pub async fn open(
             let pool = SqlitePoolOptions::new()
                 .max_connections(size)
                 .test_before_acquire(settings.ping)
-                .acquire_timeout(ACQUIRE_TIMEOUT);
-            let store = SqliteLeaseStore::connect_with(pool, options).await?;
-            let store = SqliteLeaseStore::with_table(store.pool().clone(), &table)?;
+                .acquire_timeout(ACQUIRE_TIMEOUT)
+                .connect_with(lease_sqlx::sqlite_connect_options(options))
+                .await?;
+            let store = SqliteLeaseStore::with_table(pool, &table)?;
             store.setup().await?;
             let raw = SqlxRaw::new(store.pool().clone(), store.statements().clone(), &table)
                 .with_file(servers.sqlite_file(&table));

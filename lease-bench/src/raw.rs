@@ -143,8 +143,6 @@ macro_rules! bind_params {
             query = match param {
                 Param::Text(text) => query.bind(text),
                 Param::Int(int) => query.bind(int),
-                // Only renew-many takes an array, and nothing here runs it.
-                Param::TextArray(_) => unreachable!("no bare statement binds an array"),
             };
         }
         query
@@ -426,9 +424,8 @@ macro_rules! diesel_query {
         let mut query = diesel::sql_query($sql).into_boxed::<$backend>();
         for param in $params {
             query = match param {
-                Param::Text(text) => query.bind::<diesel::sql_types::Text, _>(text.to_owned()),
+                Param::Text(text) => query.bind::<diesel::sql_types::Text, _>(text.into_owned()),
                 Param::Int(int) => query.bind::<BigInt, _>(int),
-                Param::TextArray(_) => unreachable!("no bare statement binds an array"),
             };
         }
         query
@@ -475,8 +472,8 @@ macro_rules! diesel_raw {
                     return Ok(None);
                 };
                 let params = [
-                    Param::Text(name.as_str()),
-                    Param::Text(holder.as_str()),
+                    Param::text(name.as_str()),
+                    Param::text(holder.as_str()),
                     Param::Int(lease_sql::ttl_micros(ttl)),
                 ];
                 let query = diesel_query!($backend, naive.clone(), params);
@@ -492,11 +489,11 @@ macro_rules! diesel_raw {
                 };
                 let key = advisory_key(&self.table, key);
                 let mut connection = self.pool.get().await?;
-                let taken: Locked = diesel_query!($backend, lock, [Param::Text(&key)])
+                let taken: Locked = diesel_query!($backend, lock, [Param::text(&key)])
                     .get_result(&mut *connection)
                     .await?;
                 if taken.locked == 1 {
-                    diesel_query!($backend, unlock, [Param::Text(&key)])
+                    diesel_query!($backend, unlock, [Param::text(&key)])
                         .execute(&mut *connection)
                         .await?;
                 }
@@ -518,7 +515,7 @@ macro_rules! diesel_raw {
                     };
                     let mut connection = connection?;
                     let key = advisory_key(&self.table, &format!("capacity-{i}"));
-                    let taken: Locked = diesel_query!($backend, lock, [Param::Text(&key)])
+                    let taken: Locked = diesel_query!($backend, lock, [Param::text(&key)])
                         .get_result(&mut *connection)
                         .await?;
                     if taken.locked != 1 {
@@ -528,7 +525,7 @@ macro_rules! diesel_raw {
                 }
                 let count = held.len();
                 for (mut connection, key) in held {
-                    diesel_query!($backend, unlock, [Param::Text(&key)])
+                    diesel_query!($backend, unlock, [Param::text(&key)])
                         .execute(&mut *connection)
                         .await?;
                 }

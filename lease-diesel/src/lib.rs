@@ -10,10 +10,10 @@
 )]
 
 mod connection;
+mod executor;
+mod finish;
 mod pool;
-mod query;
-mod run;
-mod store;
+mod statement;
 
 #[cfg(feature = "mysql")]
 mod mysql;
@@ -23,13 +23,16 @@ mod postgres;
 mod sqlite;
 
 pub use connection::DieselConnection;
+pub use executor::DieselExecutor;
 pub use pool::DieselPool;
-#[doc(hidden)]
-pub use pool::PoolState;
-pub use store::DieselStore;
+
+/// Leases in a table through a diesel-async pool `P` (deadpool or bb8): lease-sql's
+/// [`SqlStore`](lease_sql::SqlStore) on a [`DieselExecutor`]. Make one with
+/// `DieselStore::new(pool)` or `DieselStore::with_table(pool, "jobs.leases")?`.
+pub type DieselStore<P> = lease_sql::SqlStore<DieselExecutor<P>>;
 
 #[cfg(feature = "sqlite")]
-pub use sqlite::SQLITE_BUSY_TIMEOUT;
+pub use lease_sql::SQLITE_BUSY_TIMEOUT;
 #[cfg(all(feature = "sqlite", any(feature = "deadpool", feature = "bb8")))]
 pub use sqlite::sqlite_manager;
 
@@ -43,4 +46,4 @@ pub type AsyncSqliteConnection =
 pub use diesel;
 /// The diesel-async this crate is built on, for its connection and pool types.
 pub use diesel_async;
-pub use lease_sql::TableName;
+pub use lease_sql::{Connect, Execute, PoolState, SqlStore, TableName};

@@ -32,17 +32,7 @@ pub trait DieselPool: sealed::Sealed + Clone + Send + Sync + 'static {
 
     /// How many connections are open, and how many of them are idle.
     #[doc(hidden)]
-    fn state(&self) -> PoolState;
-}
-
-/// How many connections a pool has open, and how many of those nobody is using.
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PoolState {
-    /// Connections open.
-    pub size: u32,
-    /// Connections open and idle.
-    pub idle: u32,
+    fn state(&self) -> lease_sql::PoolState;
 }
 
 pub(crate) mod sealed {
@@ -72,9 +62,9 @@ macro_rules! diesel_pools {
                 async move { self.get().await.map_err(Into::into) }
             }
 
-            fn state(&self) -> $crate::pool::PoolState {
+            fn state(&self) -> lease_sql::PoolState {
                 let status = self.status();
-                $crate::pool::PoolState {
+                lease_sql::PoolState {
                     size: u32::try_from(status.size).unwrap_or(u32::MAX),
                     idle: u32::try_from(status.available).unwrap_or(u32::MAX),
                 }
@@ -97,9 +87,9 @@ macro_rules! diesel_pools {
                 async move { self.get_owned().await.map_err(Into::into) }
             }
 
-            fn state(&self) -> $crate::pool::PoolState {
+            fn state(&self) -> lease_sql::PoolState {
                 let state = self.state();
-                $crate::pool::PoolState {
+                lease_sql::PoolState {
                     size: state.connections,
                     idle: state.idle_connections,
                 }

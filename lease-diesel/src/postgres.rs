@@ -1,13 +1,7 @@
 //! PostgreSQL through `AsyncPgConnection`.
 
-use diesel::pg::Pg;
-use diesel_async::AsyncPgConnection;
-
 crate::connection::diesel_connection!(
-    AsyncPgConnection,
-    backend = Pg,
+    diesel_async::AsyncPgConnection,
     dialect = lease_sql::Dialect::Postgres,
     name = "postgres",
-    bind_array =
-        |query, items| query.bind::<diesel::sql_types::Array<diesel::sql_types::Text>, _>(items),
 );

@@ -1,31 +1,19 @@
 //! SQLite through diesel's `SqliteConnection`, run on tokio's blocking threads by diesel-async's
 //! `SyncConnectionWrapper`.
 
-use diesel::sqlite::Sqlite;
-
 use crate::AsyncSqliteConnection;
 
 crate::connection::diesel_connection!(
     AsyncSqliteConnection,
-    backend = Sqlite,
     dialect = lease_sql::Dialect::Sqlite,
     name = "sqlite",
-    // SQLite's statements bind no arrays: renew-many sends each pair as two parameters.
-    bind_array = |query, items| {
-        let _ = items;
-        query
-    },
 );
-
-/// How long a connection waits for another's write to finish before giving up with "database is
-/// locked".
-pub const SQLITE_BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// A connection manager for the SQLite database at `url` (a file path or a `file:` URI), for
 /// `deadpool::Pool::builder` or `bb8::Pool::builder`, that sets every new connection up for a
-/// pool shared by concurrent tasks: a busy timeout of [`SQLITE_BUSY_TIMEOUT`], so a writer waits
-/// for another instead of failing at once, and the WAL journal, so readers never wait for the
-/// writer.
+/// pool shared by concurrent tasks: lease-sql's [`sqlite_pragmas`](lease_sql::sqlite_pragmas), a
+/// busy timeout of [`SQLITE_BUSY_TIMEOUT`](crate::SQLITE_BUSY_TIMEOUT), so a writer waits for
+/// another instead of failing at once, and the WAL journal, so readers never wait for the writer.
 ///
 /// A pool of connections that all open `:memory:` gives each connection a database of its own:
 /// use a file.
@@ -42,14 +30,12 @@ pub fn sqlite_manager(
         async move {
             let mut connection =
                 <AsyncSqliteConnection as diesel_async::AsyncConnection>::establish(&url).await?;
-            // The busy timeout first: switching to WAL itself waits for other connections.
-            let pragmas = format!(
-                "PRAGMA busy_timeout = {}; PRAGMA journal_mode = WAL;",
-                SQLITE_BUSY_TIMEOUT.as_millis()
-            );
-            diesel_async::SimpleAsyncConnection::batch_execute(&mut connection, &pragmas)
-                .await
-                .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
+            diesel_async::SimpleAsyncConnection::batch_execute(
+                &mut connection,
+                &lease_sql::sqlite_pragmas(),
+            )
+            .await
+            .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
             Ok(connection)
         }
         .boxed()

@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lease_core::{BoxError, Ttl};
-use lease_sqlx::SqliteLeaseStore;
 use lease_sqlx::sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+use lease_sqlx::{SqliteLeaseStore, sqlite_connect_options};
 
 use self::clock::{Hms, SimClock, minutes};
 use self::instance::{Demo, Instance};
@@ -87,11 +87,12 @@ pub async fn run(
     let database = SqliteConnectOptions::new()
         .filename(dir.path().join("leases.db"))
         .create_if_missing(true);
-    let setup = SqliteLeaseStore::connect_with(
-        SqlitePoolOptions::new().max_connections(1),
-        database.clone(),
-    )
-    .await?;
+    let setup = SqliteLeaseStore::new(
+        SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(sqlite_connect_options(database.clone()))
+            .await?,
+    );
     setup.setup().await?;
     setup.pool().close().await;
 

@@ -24,12 +24,15 @@ impl Dialect {
         }
     }
 
-    /// The most pairs one renew-many statement carries. PostgreSQL sends them as two arrays
-    /// whatever their number; the bound there only caps how many row locks one statement takes.
-    /// MariaDB and SQLite need two placeholders per pair: 1,000 pairs, the batch a
-    /// `LeaseClient` renews in by default, so each of its calls is one statement (2,000
-    /// placeholders, well under their limits of 65,535 and 32,766; 10,000 held leases are renewed
-    /// in 10 statements a period).
+    /// The most pairs one renew-many statement can carry: a limit of the dialect, not a setting.
+    /// How many leases a call carries is the client's one batch setting
+    /// (`LeaseConfig::renew_batch`, 1,000 by default), which stays under every dialect's limit,
+    /// so each call is one statement; a store splits only a larger call made directly.
+    ///
+    /// PostgreSQL sends the pairs as two JSON texts whatever their number; the bound there only
+    /// caps how many row locks one statement takes. MariaDB and SQLite need two placeholders per
+    /// pair: 1,000 pairs are 2,000 placeholders, well under their limits of 65,535 and 32,766
+    /// (10,000 held leases are renewed in 10 statements a period).
     pub fn renew_many_batch(self) -> usize {
         match self {
             Self::Postgres => 10_000,
@@ -40,7 +43,8 @@ impl Dialect {
     /// What a renew-many statement answers with.
     pub fn renew_many_result(self) -> RenewManyResult {
         match self {
-            Self::Postgres | Self::Sqlite => RenewManyResult::Rows,
+            Self::Postgres => RenewManyResult::Positions,
+            Self::Sqlite => RenewManyResult::Pairs,
             Self::MySql => RenewManyResult::Count,
         }
     }

@@ -1,22 +1,43 @@
-//! [`Execute`] and [`SqlLeases`]: the lease operations written once, over how a driver runs one
-//! statement.
-
-use std::time::Duration;
+//! [`Execute`]: how a driver runs one statement on its pool, all a backend crate writes; and
+//! [`Connect`], how it opens a pool from a URL.
 
 use async_trait::async_trait;
-use lease_core::{BoxError, Error, Fence, HolderId, LeaseInfo, LeaseName, Operation, Ttl};
+use lease_core::{BoxError, ReleaseEvents};
 
-use crate::{LeaseRow, Query, RenewManyResult, Statements};
+use crate::{Dialect, LeaseRow, PoolState, Query};
 
-/// How a driver runs one [`Query`] on a connection borrowed for that statement alone: all a
-/// backend crate writes. Each method answers with the driver's own error; [`SqlLeases`] names
-/// the operation and the lease around it.
+/// How a driver runs one [`Query`] on a connection borrowed from its pool for that statement
+/// alone, and reads what it answers. A backend crate implements it for a type that holds its
+/// pool; [`SqlStore`](crate::SqlStore) builds every lease operation on it.
+///
+/// Each method answers with the driver's own error; the store names the operation and the lease
+/// around it. Its `Debug` shows how it runs statements, never the pool's connect options (they
+/// hold the URL and the password). A method's future may be dropped at any point (lease-core puts the store timeout
+/// around every call): an implementation must then leave its pool's connections usable, by
+/// finishing a statement it has sent or by closing the connection.
 #[async_trait]
-pub trait Execute: Send + Sync {
+pub trait Execute: std::fmt::Debug + Send + Sync + 'static {
+    /// The driver's pool, as the application made it: cheap to clone.
+    type Pool: Clone + Send + Sync;
+
+    /// The SQL dialect of the pool's database.
+    fn dialect(&self) -> Dialect;
+
+    /// The pool the statements borrow their connections from.
+    fn pool(&self) -> &Self::Pool;
+
+    /// How many connections the pool has open, and how many of them are idle.
+    fn pool_state(&self) -> PoolState;
+
     /// Rows of two integers: try-acquire's `(fence, won)`.
     async fn int_pairs(&self, query: Query<'_>) -> Result<Vec<(i64, i64)>, BoxError>;
 
-    /// Rows of two texts: renew-many's `(name, holder)` on dialects that return rows.
+    /// Rows of one integer: renew-many's positions
+    /// ([`RenewManyResult::Positions`](crate::RenewManyResult::Positions)).
+    async fn ints(&self, query: Query<'_>) -> Result<Vec<i64>, BoxError>;
+
+    /// Rows of two texts: renew-many's `(name, holder)`
+    /// ([`RenewManyResult::Pairs`](crate::RenewManyResult::Pairs)).
     async fn text_pairs(&self, query: Query<'_>) -> Result<Vec<(String, String)>, BoxError>;
 
     /// Lease rows: inspect's and list's.
@@ -25,155 +46,30 @@ pub trait Execute: Send + Sync {
     /// How many rows the statement matched (found, not changed: the drivers set
     /// `CLIENT_FOUND_ROWS` on MariaDB).
     async fn affected(&self, query: Query<'_>) -> Result<u64, BoxError>;
-}
 
-/// The [`LeaseStore`](lease_core::LeaseStore) operations on a table, through an [`Execute`]:
-/// a backend's `LeaseStore` impl forwards each method here.
-#[derive(Debug)]
-pub struct SqlLeases<'a, E> {
-    statements: &'a Statements,
-    execute: &'a E,
-}
+    /// Runs DDL without parameters, which may hold several statements, as one simple-protocol
+    /// message where the database has one (one implicit transaction on PostgreSQL).
+    async fn batch(&self, sql: &str) -> Result<(), BoxError>;
 
-impl<'a, E: Execute> SqlLeases<'a, E> {
-    /// The operations of `statements`, run by `execute`.
-    pub fn new(statements: &'a Statements, execute: &'a E) -> Self {
-        Self {
-            statements,
-            execute,
-        }
-    }
-
-    /// [`LeaseStore::try_acquire`](lease_core::LeaseStore::try_acquire).
-    ///
-    /// # Errors
-    /// [`Error::Store`] naming the operation and the lease.
-    pub async fn try_acquire(
-        &self,
-        name: &LeaseName,
-        holder: &HolderId,
-        ttl: Ttl,
-    ) -> Result<Option<Fence>, Error> {
-        let failed = failure(Operation::Acquire, Some(name));
-        let rows = self
-            .execute
-            .int_pairs(self.statements.try_acquire(name, holder, ttl))
-            .await
-            .map_err(failed)?;
-        crate::acquired(rows.into_iter().next()).map_err(failed)
-    }
-
-    /// [`LeaseStore::renew`](lease_core::LeaseStore::renew).
-    ///
-    /// # Errors
-    /// [`Error::Store`] naming the operation and the lease.
-    pub async fn renew(
-        &self,
-        name: &LeaseName,
-        holder: &HolderId,
-        ttl: Ttl,
-    ) -> Result<bool, Error> {
-        let matched = self
-            .execute
-            .affected(self.statements.renew(name, holder, ttl))
-            .await
-            .map_err(failure(Operation::Renew, Some(name)))?;
-        Ok(matched > 0)
-    }
-
-    /// [`LeaseStore::renew_many`](lease_core::LeaseStore::renew_many): one statement per batch of
-    /// [`Dialect::renew_many_batch`](crate::Dialect::renew_many_batch) distinct pairs.
-    ///
-    /// # Errors
-    /// [`Error::Store`] naming the operation.
-    pub async fn renew_many(
-        &self,
-        leases: &[(LeaseName, HolderId)],
-        ttl: Ttl,
-    ) -> Result<Vec<bool>, Error> {
-        let failed = failure(Operation::RenewMany, None);
-        let pairs = crate::distinct_pairs(leases);
-        let mut renewed: Vec<(String, String)> = Vec::with_capacity(pairs.len());
-        for batch in pairs.chunks(self.statements.dialect().renew_many_batch()) {
-            let query = self.statements.renew_many(batch, ttl);
-            match self.statements.renew_many_result() {
-                RenewManyResult::Rows => {
-                    renewed.extend(self.execute.text_pairs(query).await.map_err(failed)?);
-                }
-                RenewManyResult::Count => {
-                    let matched = self.execute.affected(query).await.map_err(failed)?;
-                    if matched == batch.len() as u64 {
-                        renewed.extend(batch.iter().map(|&(n, h)| (n.to_owned(), h.to_owned())));
-                        continue;
-                    }
-                    // Some lease of the batch is lost, and a count cannot say which: renew them
-                    // one by one. Those the batch renewed renew again (harmless), the lost stay
-                    // lost.
-                    for &(name, holder) in batch {
-                        let (name, holder) = (LeaseName::new(name)?, HolderId::from_stored(holder));
-                        if self.renew(&name, &holder, ttl).await? {
-                            renewed.push((name.as_str().to_owned(), holder.as_str().to_owned()));
-                        }
-                    }
-                }
-            }
-        }
-        Ok(crate::renewed_in_order(leases, renewed))
-    }
-
-    /// [`LeaseStore::release`](lease_core::LeaseStore::release).
-    ///
-    /// # Errors
-    /// [`Error::Store`] naming the operation and the lease.
-    pub async fn release(
-        &self,
-        name: &LeaseName,
-        holder: &HolderId,
-        min_hold: Duration,
-    ) -> Result<bool, Error> {
-        let matched = self
-            .execute
-            .affected(self.statements.release(name, holder, min_hold))
-            .await
-            .map_err(failure(Operation::Release, Some(name)))?;
-        Ok(matched > 0)
-    }
-
-    /// [`LeaseStore::inspect`](lease_core::LeaseStore::inspect).
-    ///
-    /// # Errors
-    /// [`Error::Store`] naming the operation and the lease.
-    pub async fn inspect(&self, name: &LeaseName) -> Result<Option<LeaseInfo>, Error> {
-        let failed = failure(Operation::Inspect, Some(name));
-        let rows = self
-            .execute
-            .lease_rows(self.statements.inspect(name))
-            .await
-            .map_err(failed)?;
-        rows.into_iter()
-            .next()
-            .map(|row| row.into_info().map_err(failed))
-            .transpose()
-    }
-
-    /// [`LeaseStore::list`](lease_core::LeaseStore::list).
-    ///
-    /// # Errors
-    /// [`Error::Store`] naming the operation.
-    pub async fn list(&self) -> Result<Vec<LeaseInfo>, Error> {
-        let failed = failure(Operation::List, None);
-        let rows = self
-            .execute
-            .lease_rows(self.statements.list())
-            .await
-            .map_err(failed)?;
-        rows.into_iter()
-            .map(|row| row.into_info().map_err(failed))
-            .collect()
+    /// Names of leases released on `channel`, pushed by the database (PostgreSQL `LISTEN`), on a
+    /// connection of their own outside the pool. `None`, the default, where the driver cannot
+    /// listen: waiters then poll.
+    async fn release_events(&self, channel: &str) -> Result<Option<ReleaseEvents>, BoxError> {
+        let _ = channel;
+        Ok(None)
     }
 }
 
-/// Wraps a driver's error as the store error of `operation` on `name`.
-fn failure(operation: Operation, name: Option<&LeaseName>) -> impl Fn(BoxError) -> Error + Copy {
-    move |source| Error::store(operation, name, source)
+/// An [`Execute`] that can open its own pool from a database URL, with the settings a lease store
+/// needs (on SQLite: write-ahead logging and a busy timeout).
+#[async_trait]
+pub trait Connect: Execute + Sized {
+    /// A pool on the database at `url`.
+    ///
+    /// # Errors
+    /// The driver's error when the URL is invalid or the database cannot be reached.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a pool that was half made is dropped with its connections.
+    async fn connect(url: &str) -> Result<Self, BoxError>;
 }

@@ -57,13 +57,6 @@ fn param_literal(param: &Param<'_>) -> Result<String, InlineError> {
     Ok(match param {
         Param::Text(text) => postgres_literal(text)?,
         Param::Int(int) => format!("({int})"),
-        Param::TextArray(items) => {
-            let items = items
-                .iter()
-                .map(|text| postgres_literal(text))
-                .collect::<Result<Vec<_>, _>>()?;
-            format!("ARRAY[{}]::text[]", items.join(", "))
-        }
     })
 }
 
@@ -133,7 +126,7 @@ mod tests {
         let query = Query {
             sql: Cow::Borrowed("SELECT $1::text, $2::int8, $10, $1, '$'"),
             params: vec![
-                Param::Text("$2"),
+                Param::text("$2"),
                 Param::Int(-5),
                 Param::Int(0),
                 Param::Int(0),
@@ -142,12 +135,12 @@ mod tests {
                 Param::Int(0),
                 Param::Int(0),
                 Param::Int(0),
-                Param::TextArray(vec!["a'", "b"]),
+                Param::text("a'b"),
             ],
         };
         assert_eq!(
             query.inline_postgres().unwrap(),
-            "SELECT E'$2'::text, (-5)::int8, ARRAY[E'a''', E'b']::text[], E'$2', '$'"
+            "SELECT E'$2'::text, (-5)::int8, E'a''b', E'$2', '$'"
         );
         let missing = Query {
             sql: Cow::Borrowed("SELECT $2"),

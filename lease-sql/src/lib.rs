@@ -5,22 +5,30 @@
 mod dialect;
 mod execute;
 mod inline;
+mod json;
 mod mysql;
+mod pieces;
+mod pool_state;
 mod postgres;
 mod query;
 mod rows;
 mod sqlite;
 mod statements;
+mod store;
 mod table;
 mod template;
 
 pub use dialect::Dialect;
-pub use execute::{Execute, SqlLeases};
+pub use execute::{Connect, Execute};
 pub use inline::{InlineError, postgres_literal};
+pub use pieces::Piece;
+pub use pool_state::PoolState;
 pub use query::{Param, Query, RenewManyResult};
 pub use rows::{
-    LeaseRow, MAX_MIN_HOLD, acquired, distinct_pairs, min_hold_micros, renewed_in_order,
-    time_from_micros, ttl_micros,
+    DistinctPairs, LeaseRow, MAX_MIN_HOLD, acquired, distinct_pairs, min_hold_micros,
+    positions_in_batch, time_from_micros, ttl_micros,
 };
+pub use sqlite::{SQLITE_BUSY_TIMEOUT, sqlite_pragmas};
 pub use statements::Statements;
+pub use store::SqlStore;
 pub use table::TableName;

@@ -106,7 +106,7 @@ pub(crate) fn renew_many_sql(t: &str, pairs: usize) -> String {
 pub(crate) fn renew_many_params<'a>(pairs: &[(&'a str, &'a str)], micros: i64) -> Vec<Param<'a>> {
     pairs
         .iter()
-        .flat_map(|&(name, holder)| [Param::Text(name), Param::Text(holder)])
+        .flat_map(|&(name, holder)| [Param::text(name), Param::text(holder)])
         .chain([Param::Int(micros)])
         .collect()
 }

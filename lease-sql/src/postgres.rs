@@ -129,22 +129,24 @@ pub(crate) fn setup(create_table: &str) -> String {
     format!("SELECT pg_advisory_xact_lock(hashtext('lease-sqlx setup'));\n{create_table};")
 }
 
-/// One statement for any number of pairs: the names and holders travel as two arrays, so the
-/// text is the same for every batch and can be prepared once.
+/// One statement for any number of pairs: the names and the holders travel as two JSON arrays of
+/// text, unpacked side by side `WITH ORDINALITY`, so the text is the same for every batch (it is
+/// prepared once) and each renewed row answers with its position in the batch, from 0.
 pub(crate) fn renew_many_sql(t: &str) -> String {
     format!(
         "UPDATE {t} AS l SET expires_at = {NOW} + {ttl}\n\
-         FROM unnest($1::text[], $2::text[]) AS r(name, holder)\n\
+         FROM ROWS FROM (jsonb_array_elements_text($1::jsonb), jsonb_array_elements_text($2::jsonb))\n    \
+             WITH ORDINALITY AS r(name, holder, position)\n\
          WHERE l.name = r.name AND l.holder = r.holder AND l.expires_at > {NOW}\n\
-         RETURNING l.name, l.holder",
+         RETURNING r.position - 1",
         ttl = interval(3)
     )
 }
 
 pub(crate) fn renew_many_params<'a>(pairs: &[(&'a str, &'a str)], micros: i64) -> Vec<Param<'a>> {
     vec![
-        Param::TextArray(pairs.iter().map(|(name, _)| *name).collect()),
-        Param::TextArray(pairs.iter().map(|(_, holder)| *holder).collect()),
+        Param::Text(crate::json::text_array(pairs.iter().map(|(name, _)| *name)).into()),
+        Param::Text(crate::json::text_array(pairs.iter().map(|(_, holder)| *holder)).into()),
         Param::Int(micros),
     ]
 }

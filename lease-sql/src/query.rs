@@ -3,17 +3,23 @@
 use std::borrow::Cow;
 
 /// One parameter of a [`Query`], in the type the statement expects.
+///
+/// Every dialect binds the same two kinds, so a driver binds them the same way everywhere;
+/// no statement takes an array (PostgreSQL's renew-many sends its lists as JSON text).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Param<'a> {
-    /// Text: a lease name or a holder id (PostgreSQL `text`, MariaDB a string compared with
-    /// the binary column, SQLite `TEXT`).
-    Text(&'a str),
+    /// Text: a lease name, a holder id, or (PostgreSQL's renew-many) a JSON array of them
+    /// (PostgreSQL `text`, MariaDB a string compared with the binary column, SQLite `TEXT`).
+    Text(Cow<'a, str>),
     /// A 64-bit integer: a duration in microseconds.
     Int(i64),
-    /// An array of text (PostgreSQL `text[]`, only in [`Statements::renew_many`]).
-    ///
-    /// [`Statements::renew_many`]: crate::Statements::renew_many
-    TextArray(Vec<&'a str>),
+}
+
+impl<'a> Param<'a> {
+    /// Borrowed text.
+    pub fn text(text: &'a str) -> Self {
+        Self::Text(Cow::Borrowed(text))
+    }
 }
 
 /// A statement and its parameters in binding order: bind each [`Param`] in turn, then run
@@ -49,10 +55,13 @@ impl<'a> Query<'a> {
 /// the dialect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RenewManyResult {
-    /// Rows of `(name, holder)`, one for each lease the statement renewed (PostgreSQL, SQLite:
-    /// `UPDATE ... RETURNING`). Map them back with
-    /// [`renewed_in_order`](crate::renewed_in_order).
-    Rows,
+    /// Rows of one integer, the position in the batch (from 0) of each lease the statement
+    /// renewed (PostgreSQL: `WITH ORDINALITY` over the lists it was sent).
+    Positions,
+    /// Rows of `(name, holder)`, one for each lease the statement renewed (SQLite, whose
+    /// `UPDATE ... FROM ... RETURNING` may name only the updated table's columns). Find their
+    /// positions with [`positions_in_batch`](crate::positions_in_batch).
+    Pairs,
     /// Only the number of leases the statement renewed (MariaDB, which has no `RETURNING` on
     /// `UPDATE`; the count is that of matched rows, as with the `CLIENT_FOUND_ROWS` flag that
     /// sqlx and diesel set). When it equals the number of pairs sent, all were renewed; when it

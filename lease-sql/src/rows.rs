@@ -1,6 +1,6 @@
 //! Turning what the statements return into lease-core's types, the same way for every driver.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
 use lease_core::{BoxError, Fence, HolderId, LeaseInfo, LeaseName, Ttl};
@@ -107,36 +107,47 @@ impl From<(String, String, i64, i64, i64, i64)> for LeaseRow {
     }
 }
 
-/// The pairs of a renew-many call with repeats removed, in first-seen order. Renewing a pair
-/// twice in one call answers the same for both, so each is sent once.
-pub fn distinct_pairs(leases: &[(LeaseName, HolderId)]) -> Vec<(&str, &str)> {
-    let mut seen = HashSet::with_capacity(leases.len());
-    leases
-        .iter()
-        .map(|(name, holder)| (name.as_str(), holder.as_str()))
-        .filter(|pair| seen.insert(*pair))
-        .collect()
+/// The leases of a renew-many call with repeats removed: renewing a pair twice in one call answers
+/// the same for both, so each is sent once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DistinctPairs<'a> {
+    /// The distinct `(name, holder)` pairs, in first-seen order: what the statements carry.
+    pub pairs: Vec<(&'a str, &'a str)>,
+    /// For each lease of the call, in order, the index of its pair in
+    /// [`pairs`](DistinctPairs::pairs).
+    pub slots: Vec<usize>,
 }
 
-/// The answer of renew-many in input order: whether each `(name, holder)` is among the pairs the
-/// statements returned as renewed.
-pub fn renewed_in_order<N, H>(
-    leases: &[(LeaseName, HolderId)],
-    renewed: impl IntoIterator<Item = (N, H)>,
-) -> Vec<bool>
-where
-    N: AsRef<str>,
-    H: AsRef<str>,
-{
-    let renewed: HashSet<(String, String)> = renewed
-        .into_iter()
-        .map(|(name, holder)| (name.as_ref().to_owned(), holder.as_ref().to_owned()))
-        .collect();
-    leases
+/// The distinct pairs of `leases`, borrowed from them (see [`DistinctPairs`]).
+pub fn distinct_pairs(leases: &[(LeaseName, HolderId)]) -> DistinctPairs<'_> {
+    let mut index: HashMap<(&str, &str), usize> = HashMap::with_capacity(leases.len());
+    let mut pairs = Vec::with_capacity(leases.len());
+    let slots = leases
         .iter()
         .map(|(name, holder)| {
-            renewed.contains(&(name.as_str().to_owned(), holder.as_str().to_owned()))
+            let pair = (name.as_str(), holder.as_str());
+            *index.entry(pair).or_insert_with(|| {
+                pairs.push(pair);
+                pairs.len() - 1
+            })
         })
+        .collect();
+    DistinctPairs { pairs, slots }
+}
+
+/// Where in `batch` each renewed `(name, holder)` row stands: for SQLite's renew-many
+/// ([`RenewManyResult::Pairs`](crate::RenewManyResult::Pairs)), whose rows cannot carry a
+/// position. The batch's pairs are distinct, so each row has one place; a row that is not in the
+/// batch (no statement of this crate returns one) is left out.
+pub fn positions_in_batch(batch: &[(&str, &str)], renewed: &[(String, String)]) -> Vec<usize> {
+    let index: HashMap<(&str, &str), usize> = batch
+        .iter()
+        .enumerate()
+        .map(|(position, &pair)| (pair, position))
+        .collect();
+    renewed
+        .iter()
+        .filter_map(|(name, holder)| index.get(&(name.as_str(), holder.as_str())).copied())
         .collect()
 }
 
@@ -199,18 +210,21 @@ mod tests {
     }
 
     #[test]
-    fn renew_many_answers_in_input_order_and_repeats_agree() {
+    fn repeats_are_sent_once_and_rows_find_their_place_in_the_batch() {
         let leases = [
             pair("a", "1"),
             pair("b", "2"),
             pair("a", "1"),
             pair("a", "9"),
         ];
-        assert_eq!(
-            distinct_pairs(&leases),
-            vec![("a", "1"), ("b", "2"), ("a", "9")]
-        );
-        let renewed = renewed_in_order(&leases, [("a", "1")]);
-        assert_eq!(renewed, vec![true, false, true, false]);
+        let distinct = distinct_pairs(&leases);
+        assert_eq!(distinct.pairs, vec![("a", "1"), ("b", "2"), ("a", "9")]);
+        assert_eq!(distinct.slots, vec![0, 1, 0, 2]);
+        let renewed = [
+            ("a".to_owned(), "9".to_owned()),
+            ("a".to_owned(), "1".to_owned()),
+            ("z".to_owned(), "1".to_owned()),
+        ];
+        assert_eq!(positions_in_batch(&distinct.pairs, &renewed), vec![2, 0]);
     }
 }

@@ -5,8 +5,25 @@
 //! SQLite gives one value for `'now'` throughout a statement, so every comparison and every
 //! time written in one statement agree.
 
+use std::time::Duration;
+
 use crate::Param;
 use crate::template::{Arg, DialectSql, Template};
+
+/// How long a SQLite connection of a lease store waits for another connection's write to
+/// finish before its statement fails with "database is locked".
+pub const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What every SQLite connection of a pool shared by concurrent tasks runs when it opens: the busy
+/// timeout of [`SQLITE_BUSY_TIMEOUT`], so a writer waits for another instead of failing at once,
+/// then the write-ahead log, so readers never wait for the writer (the timeout first: switching
+/// the journal itself waits for other connections).
+pub fn sqlite_pragmas() -> String {
+    format!(
+        "PRAGMA busy_timeout = {}; PRAGMA journal_mode = WAL;",
+        SQLITE_BUSY_TIMEOUT.as_millis()
+    )
+}
 
 /// The statement's time in whole Unix milliseconds. `round` rather than a plain cast, because
 /// the seconds come as a floating-point number that may sit just below the millisecond.
@@ -81,7 +98,7 @@ pub(crate) fn renew_many_params<'a>(pairs: &[(&'a str, &'a str)], micros: i64) -
         .chain(
             pairs
                 .iter()
-                .flat_map(|&(name, holder)| [Param::Text(name), Param::Text(holder)]),
+                .flat_map(|&(name, holder)| [Param::text(name), Param::text(holder)]),
         )
         .collect()
 }

@@ -36,7 +36,7 @@ use crate::{
 /// let holder = HolderId::generate();
 /// let query = statements.renew(&name, &holder, Ttl::from_secs(120)?);
 /// assert!(query.sql().starts_with("UPDATE \"leases\""));
-/// assert_eq!(query.params()[0], Param::Text("sweep"));
+/// assert_eq!(query.params()[0], Param::text("sweep"));
 /// assert_eq!(query.params()[2], Param::Int(120_000_000));
 /// # Ok::<(), lease_core::Error>(())
 /// ```
@@ -315,6 +315,37 @@ mod tests {
     }
 
     #[test]
+    fn every_placeholder_piece_names_a_parameter_and_each_parameter_is_used() {
+        let name = LeaseName::new("a").unwrap();
+        let holder = HolderId::generate();
+        let ttl = Ttl::from_secs(1).unwrap();
+        let pairs: Vec<(&str, &str)> = vec![("a", "h"), ("b", "g")];
+        for dialect in DIALECTS {
+            let s =
+                Statements::new(dialect, &TableName::default()).with_release_notifications(true);
+            for query in [
+                s.try_acquire(&name, &holder, ttl),
+                s.renew(&name, &holder, ttl),
+                s.release(&name, &holder, Duration::from_secs(1)),
+                s.inspect(&name),
+                s.list(),
+                s.renew_many(&pairs, ttl),
+            ] {
+                let mut used = vec![false; query.params().len()];
+                for piece in query.pieces() {
+                    match piece {
+                        crate::Piece::Param(index) => used[index] = true,
+                        crate::Piece::Sql(sql) => {
+                            assert!(!sql.contains('$') || sql.contains("'"), "{sql}");
+                        }
+                    }
+                }
+                assert!(used.iter().all(|&u| u), "{dialect:?}: {}", query.sql());
+            }
+        }
+    }
+
+    #[test]
     fn the_table_name_is_quoted_everywhere() {
         let table = TableName::new("jobs.Order").unwrap();
         let pg = Statements::new(Dialect::Postgres, &table);
@@ -393,23 +424,23 @@ mod tests {
         assert_eq!(
             s.try_acquire(&name, &holder, ttl).params(),
             [
-                Param::Text("n"),
-                Param::Text("h"),
+                Param::text("n"),
+                Param::text("h"),
                 Param::Int(2000),
-                Param::Text("h")
+                Param::text("h")
             ]
         );
         assert_eq!(
             s.renew(&name, &holder, ttl).params(),
-            [Param::Int(2000), Param::Text("n"), Param::Text("h")]
+            [Param::Int(2000), Param::text("n"), Param::text("h")]
         );
         assert_eq!(
             s.renew_many(&[("n", "h"), ("m", "g")], ttl).params(),
             [
-                Param::Text("n"),
-                Param::Text("h"),
-                Param::Text("m"),
-                Param::Text("g"),
+                Param::text("n"),
+                Param::text("h"),
+                Param::text("m"),
+                Param::text("g"),
                 Param::Int(2000)
             ]
         );

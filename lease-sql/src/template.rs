@@ -30,8 +30,8 @@ impl Template {
         self.args
             .iter()
             .map(|arg| match arg {
-                Arg::Name => Param::Text(name),
-                Arg::Holder => Param::Text(holder),
+                Arg::Name => Param::text(name),
+                Arg::Holder => Param::text(holder),
                 Arg::Micros => Param::Int(micros),
             })
             .collect()

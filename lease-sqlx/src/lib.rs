@@ -19,8 +19,7 @@
 )]
 
 mod database;
-mod run;
-mod store;
+mod executor;
 
 #[cfg(feature = "mysql")]
 mod mysql;
@@ -30,7 +29,11 @@ mod postgres;
 mod sqlite;
 
 pub use database::SqlxDatabase;
-pub use store::SqlxStore;
+pub use executor::SqlxExecutor;
+
+/// Leases in a table through a sqlx pool of `DB`: lease-sql's [`SqlStore`](lease_sql::SqlStore)
+/// on a [`SqlxExecutor`].
+pub type SqlxStore<DB> = lease_sql::SqlStore<SqlxExecutor<DB>>;
 
 #[cfg(feature = "postgres")]
 pub use postgres::{PgLeaseStore, PgProtocol};
@@ -39,8 +42,10 @@ pub use postgres::{PgLeaseStore, PgProtocol};
 pub use mysql::MySqlLeaseStore;
 
 #[cfg(feature = "sqlite")]
-pub use sqlite::{SQLITE_BUSY_TIMEOUT, SqliteLeaseStore, sqlite_connect_options};
+pub use sqlite::{SqliteLeaseStore, sqlite_connect_options};
 
-pub use lease_sql::TableName;
+#[cfg(feature = "sqlite")]
+pub use lease_sql::SQLITE_BUSY_TIMEOUT;
+pub use lease_sql::{Connect, Execute, PoolState, SqlStore, TableName};
 /// The sqlx this crate is built on, for its pool and option types.
 pub use sqlx;

@@ -1,18 +1,50 @@
 //! MariaDB: [`MySqlLeaseStore`].
 
-use lease_sql::Dialect;
-use sqlx::MySql;
+use futures::future::BoxFuture;
+use lease_core::{BoxError, ReleaseEvents};
+use lease_sql::{Dialect, Param, SqlStore};
+use sqlx::mysql::{MySqlArguments, MySqlQueryResult};
+use sqlx::query::Query;
+use sqlx::{MySql, MySqlPool};
 
-use crate::SqlxStore;
-use crate::database::sqlx_database;
-use crate::run::sqlx_execute;
+use crate::SqlxDatabase;
+use crate::SqlxExecutor;
+use crate::database::sealed::Sealed;
 
-// MariaDB's statements take no array; lease-sql never hands it one.
-sqlx_database!(MySql, Dialect::MySql, |query, items| query
-    .bind(items.join(",")));
-sqlx_execute!(MySql);
+impl Sealed for MySql {}
 
-/// Leases in a MariaDB (10.5 or later) table, through a [`MySqlPool`](sqlx::MySqlPool).
+impl SqlxDatabase for MySql {
+    const DIALECT: Dialect = Dialect::MySql;
+    const NAME: &'static str = "mariadb";
+
+    fn bind<'q>(
+        query: Query<'q, Self, MySqlArguments>,
+        param: Param<'q>,
+    ) -> Query<'q, Self, MySqlArguments> {
+        match param {
+            Param::Text(text) => query.bind(text),
+            Param::Int(int) => query.bind(int),
+        }
+    }
+
+    fn rows_affected(result: &MySqlQueryResult) -> u64 {
+        result.rows_affected()
+    }
+
+    fn connect_pool(url: &str) -> BoxFuture<'_, Result<MySqlPool, BoxError>> {
+        Box::pin(async move { Ok(MySqlPool::connect(url).await?) })
+    }
+
+    /// MariaDB cannot push notifications: waiters poll.
+    fn release_events<'a>(
+        _: &'a MySqlPool,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ReleaseEvents>, BoxError>> {
+        Box::pin(async { Ok(None) })
+    }
+}
+
+/// Leases in a MariaDB (10.5 or later) table, through a [`MySqlPool`].
 ///
 /// MySQL does not work: try-acquire needs `INSERT ... RETURNING`, which only MariaDB has.
-pub type MySqlLeaseStore = SqlxStore<MySql>;
+pub type MySqlLeaseStore = SqlStore<SqlxExecutor<MySql>>;

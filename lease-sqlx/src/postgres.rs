@@ -1,28 +1,51 @@
 //! PostgreSQL: [`PgLeaseStore`] and [`PgProtocol`] for PgBouncer.
 
-use std::sync::Arc;
-
 use futures::StreamExt;
-use lease_core::{Error, LeaseName, Operation, ReleaseEvents};
-use lease_sql::Dialect;
-use sqlx::Postgres;
-use sqlx::postgres::{PgListener, PgPoolOptions};
+use futures::future::BoxFuture;
+use lease_core::{BoxError, LeaseName, ReleaseEvents};
+use lease_sql::{Dialect, Param, SqlStore};
+use sqlx::postgres::{PgArguments, PgListener, PgPoolOptions, PgQueryResult};
+use sqlx::query::Query;
+use sqlx::{PgPool, Postgres};
 
-use crate::SqlxStore;
-use crate::database::sqlx_database;
-use crate::run::Mode;
-use crate::run::sqlx_execute;
+use crate::database::sealed::Sealed;
+use crate::executor::Mode;
+use crate::{SqlxDatabase, SqlxExecutor};
 
-sqlx_database!(
-    Postgres,
-    Dialect::Postgres,
-    |query, items| query.bind(items),
-    release_events = SqlxStore::<Postgres>::release_events_now,
-);
-sqlx_execute!(Postgres);
+impl Sealed for Postgres {}
+
+impl SqlxDatabase for Postgres {
+    const DIALECT: Dialect = Dialect::Postgres;
+    const NAME: &'static str = "postgres";
+
+    fn bind<'q>(
+        query: Query<'q, Self, PgArguments>,
+        param: Param<'q>,
+    ) -> Query<'q, Self, PgArguments> {
+        match param {
+            Param::Text(text) => query.bind(text),
+            Param::Int(int) => query.bind(int),
+        }
+    }
+
+    fn rows_affected(result: &PgQueryResult) -> u64 {
+        result.rows_affected()
+    }
+
+    fn connect_pool(url: &str) -> BoxFuture<'_, Result<PgPool, BoxError>> {
+        Box::pin(async move { Ok(PgPool::connect(url).await?) })
+    }
+
+    fn release_events<'a>(
+        pool: &'a PgPool,
+        channel: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ReleaseEvents>, BoxError>> {
+        Box::pin(listen(pool, channel))
+    }
+}
 
 /// Leases in a PostgreSQL table, through a [`PgPool`](sqlx::PgPool).
-pub type PgLeaseStore = SqlxStore<Postgres>;
+pub type PgLeaseStore = SqlStore<SqlxExecutor<Postgres>>;
 
 /// How a PostgreSQL store sends its statements.
 ///
@@ -48,7 +71,7 @@ pub type PgLeaseStore = SqlxStore<Postgres>;
 ///
 /// ```no_run
 /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
-/// use lease_sqlx::{PgLeaseStore, PgProtocol};
+/// use lease_sqlx::{PgLeaseStore, PgProtocol, SqlxExecutor};
 /// use sqlx::postgres::PgPoolOptions;
 ///
 /// // Port 6432: PgBouncer, pool_mode = transaction.
@@ -56,7 +79,7 @@ pub type PgLeaseStore = SqlxStore<Postgres>;
 ///     .max_connections(4)
 ///     .connect("postgres://app@127.0.0.1:6432/app")
 ///     .await?;
-/// let store = PgLeaseStore::new(pool).with_protocol(PgProtocol::SimpleInline);
+/// let store = PgLeaseStore::new(SqlxExecutor::new(pool).with_protocol(PgProtocol::SimpleInline));
 /// store.setup().await?;
 /// # Ok(())
 /// # }
@@ -73,86 +96,45 @@ pub enum PgProtocol {
     SimpleInline,
 }
 
-impl SqlxStore<Postgres> {
+impl SqlxExecutor<Postgres> {
     /// Sends statements with `protocol`; turn on [`PgProtocol::SimpleInline`] behind PgBouncer
     /// in transaction pooling mode.
-    pub fn with_protocol(mut self, protocol: PgProtocol) -> Self {
-        self.mode = match protocol {
+    #[must_use]
+    pub fn with_protocol(self, protocol: PgProtocol) -> Self {
+        self.with_mode(match protocol {
             PgProtocol::Prepared => Mode::Prepared,
             PgProtocol::SimpleInline => Mode::Inline,
-        };
-        self
+        })
     }
 
-    /// The protocol the store sends statements with.
+    /// The protocol statements are sent with.
     pub fn protocol(&self) -> PgProtocol {
-        match self.mode {
+        match self.mode() {
             Mode::Prepared => PgProtocol::Prepared,
             Mode::Inline => PgProtocol::SimpleInline,
         }
     }
+}
 
-    /// Turns release notifications on or off (off by default).
-    ///
-    /// On, a release that frees a lease also runs `pg_notify` on the table's channel (see
-    /// `lease_sql::Statements::release_channel`) in the same statement, and
-    /// [`release_events`](lease_core::LeaseStore::release_events) listens there, so a
-    /// [`LeaseClient::acquire`](lease_core::LeaseClient::acquire) waiting for the lease takes it
-    /// within milliseconds instead of at its next poll. Polling stays: a notification only
-    /// wakes a waiter early.
-    ///
-    /// What it costs: PostgreSQL serialises the commits of transactions that notify, so releases
-    /// queue briefly behind each other under heavy churn; and each client that waits holds one
-    /// connection of its own for listening, made with the pool's connect options but outside
-    /// the pool (the pool's size and its other connections stay free).
-    ///
-    /// Behind PgBouncer in transaction pooling mode, the releases' notifications go through,
-    /// but `LISTEN` does not work there: waiters would never be woken and keep polling, which
-    /// is correct but gains nothing. Turn this on where the pool reaches PostgreSQL directly or
-    /// through session pooling.
-    pub fn with_notifications(mut self, on: bool) -> Self {
-        self.statements = Arc::new(
-            self.statements
-                .as_ref()
-                .clone()
-                .with_release_notifications(on),
-        );
-        self
-    }
-
-    /// Whether releases notify listeners.
-    pub fn notifications(&self) -> bool {
-        self.statements.notifies_releases()
-    }
-
-    /// Listens to the table's release notifications on a connection of its own: a pool of one,
-    /// made with this pool's connect options, so no connection of the store's pool is pinned.
-    /// The stream ends when that connection fails for good; lease-core then polls and
-    /// subscribes again at the next wait.
-    pub(crate) async fn release_events_now(&self) -> Result<Option<ReleaseEvents>, Error> {
-        let Some(channel) = self
-            .statements
-            .release_channel()
-            .filter(|_| self.statements.notifies_releases())
-        else {
-            return Ok(None);
-        };
-        let error = |e| Error::store(Operation::Subscribe, None, e);
-        let dedicated = PgPoolOptions::new()
-            .max_connections(1)
-            .connect_lazy_with(self.pool.connect_options().as_ref().clone());
-        let mut listener = PgListener::connect_with(&dedicated).await.map_err(error)?;
-        listener.listen(channel).await.map_err(error)?;
-        let names = listener
-            .into_stream()
-            .take_while(|notification| std::future::ready(notification.is_ok()))
-            .filter_map(|notification| {
-                std::future::ready(
-                    notification
-                        .ok()
-                        .and_then(|notification| LeaseName::new(notification.payload()).ok()),
-                )
-            });
-        Ok(Some(names.boxed()))
-    }
+/// Listens to a table's release notifications on a connection of its own: a pool of one, made
+/// with this pool's connect options, so no connection of the store's pool is pinned. The stream
+/// ends when that connection fails for good; lease-core then polls and subscribes again at the
+/// next wait.
+async fn listen(pool: &PgPool, channel: &str) -> Result<Option<ReleaseEvents>, BoxError> {
+    let dedicated = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_lazy_with(pool.connect_options().as_ref().clone());
+    let mut listener = PgListener::connect_with(&dedicated).await?;
+    listener.listen(channel).await?;
+    let names = listener
+        .into_stream()
+        .take_while(|notification| std::future::ready(notification.is_ok()))
+        .filter_map(|notification| {
+            std::future::ready(
+                notification
+                    .ok()
+                    .and_then(|notification| LeaseName::new(notification.payload()).ok()),
+            )
+        });
+    Ok(Some(names.boxed()))
 }

@@ -1,66 +1,71 @@
-//! SQLite: [`SqliteLeaseStore`] and a pool made the way it needs.
+//! SQLite: [`SqliteLeaseStore`] and the connect options it needs.
 
 use std::str::FromStr;
-use std::time::Duration;
 
-use lease_core::{Error, Operation};
-use lease_sql::Dialect;
-use sqlx::Sqlite;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+use futures::future::BoxFuture;
+use lease_core::{BoxError, ReleaseEvents};
+use lease_sql::{Dialect, Param, SQLITE_BUSY_TIMEOUT, SqlStore};
+use sqlx::query::Query;
+use sqlx::sqlite::{
+    SqliteArguments, SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteQueryResult,
+};
+use sqlx::{Sqlite, SqlitePool};
 
-use crate::SqlxStore;
-use crate::database::sqlx_database;
-use crate::run::sqlx_execute;
+use crate::SqlxDatabase;
+use crate::SqlxExecutor;
+use crate::database::sealed::Sealed;
 
-// SQLite's statements take no array; lease-sql never hands it one.
-sqlx_database!(Sqlite, Dialect::Sqlite, |query, items| query
-    .bind(items.join(",")));
-sqlx_execute!(Sqlite);
+impl Sealed for Sqlite {}
 
-/// Leases in a SQLite table, through a [`SqlitePool`](sqlx::SqlitePool).
+impl SqlxDatabase for Sqlite {
+    const DIALECT: Dialect = Dialect::Sqlite;
+    const NAME: &'static str = "sqlite";
+
+    fn bind<'q>(
+        query: Query<'q, Self, SqliteArguments>,
+        param: Param<'q>,
+    ) -> Query<'q, Self, SqliteArguments> {
+        match param {
+            Param::Text(text) => query.bind(text),
+            Param::Int(int) => query.bind(int),
+        }
+    }
+
+    fn rows_affected(result: &SqliteQueryResult) -> u64 {
+        result.rows_affected()
+    }
+
+    /// With [`sqlite_connect_options`] and a pool of sqlx's default size.
+    fn connect_pool(url: &str) -> BoxFuture<'_, Result<SqlitePool, BoxError>> {
+        Box::pin(async move {
+            let options = SqliteConnectOptions::from_str(url)?;
+            Ok(SqlitePoolOptions::new()
+                .connect_with(sqlite_connect_options(options))
+                .await?)
+        })
+    }
+
+    /// SQLite cannot push notifications: waiters poll.
+    fn release_events<'a>(
+        _: &'a SqlitePool,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ReleaseEvents>, BoxError>> {
+        Box::pin(async { Ok(None) })
+    }
+}
+
+/// Leases in a SQLite table, through a [`SqlitePool`].
 ///
 /// The bundled SQLite is used (it has `unixepoch('subsec')`, which needs 3.42; Debian 12's
-/// system SQLite is 3.40).
-pub type SqliteLeaseStore = SqlxStore<Sqlite>;
+/// system SQLite is 3.40). [`connect`](SqlStore::connect) opens a pool with
+/// [`sqlite_connect_options`].
+pub type SqliteLeaseStore = SqlStore<SqlxExecutor<Sqlite>>;
 
-/// The busy timeout [`sqlite_connect_options`] sets: how long a statement waits for another
-/// connection's write to finish before it fails.
-pub const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// `options` as a lease store needs them: write-ahead logging, so readers never wait for the
-/// writer, and a busy timeout, so contenders wait their turn to write instead of failing.
+/// `options` as a lease store needs them (lease-sql's SQLite settings): write-ahead logging, so
+/// readers never wait for the writer, and a busy timeout of [`SQLITE_BUSY_TIMEOUT`], so
+/// contenders wait their turn to write instead of failing.
 pub fn sqlite_connect_options(options: SqliteConnectOptions) -> SqliteConnectOptions {
     options
         .journal_mode(SqliteJournalMode::Wal)
         .busy_timeout(SQLITE_BUSY_TIMEOUT)
-}
-
-impl SqlxStore<Sqlite> {
-    /// Opens the database at `url` (such as `sqlite://leases.db?mode=rwc`) with
-    /// [`sqlite_connect_options`] and a pool of sqlx's default size, on the table `leases`.
-    ///
-    /// # Errors
-    /// [`Error::Store`] with [`Operation::Setup`] when the URL is invalid or the database cannot
-    /// be opened.
-    pub async fn connect(url: &str) -> Result<Self, Error> {
-        let options = SqliteConnectOptions::from_str(url)
-            .map_err(|e| Error::store(Operation::Setup, None, e))?;
-        Self::connect_with(SqlitePoolOptions::new(), options).await
-    }
-
-    /// Opens the database with `pool` settings and `options`, adjusted by
-    /// [`sqlite_connect_options`], on the table `leases`.
-    ///
-    /// # Errors
-    /// [`Error::Store`] with [`Operation::Setup`] when the database cannot be opened.
-    pub async fn connect_with(
-        pool: SqlitePoolOptions,
-        options: SqliteConnectOptions,
-    ) -> Result<Self, Error> {
-        let pool = pool
-            .connect_with(sqlite_connect_options(options))
-            .await
-            .map_err(|e| Error::store(Operation::Setup, None, e))?;
-        Ok(Self::new(pool))
-    }
 }

@@ -26,7 +26,7 @@ fn notifying_simple() -> Backend<Postgres> {
     Backend::adjusted("postgres-notifications-simple-protocol", |store| {
         store
             .with_notifications(true)
-            .with_protocol(PgProtocol::SimpleInline)
+            .map_executor(|x| x.with_protocol(PgProtocol::SimpleInline))
     })
 }
 

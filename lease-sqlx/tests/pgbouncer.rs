@@ -201,7 +201,7 @@ async fn stress(url: String, protocol: PgProtocol, table: String) -> (Tally, u64
             };
             let store = PgLeaseStore::with_table(pool.clone(), &table)
                 .expect("a valid table")
-                .with_protocol(protocol);
+                .map_executor(|x| x.with_protocol(protocol));
             let ttl = Ttl::from_secs(60).expect("a valid TTL");
             let shared = LeaseName::new("shared").expect("a valid name");
             for round in 0..ROUNDS {
@@ -265,7 +265,7 @@ async fn simple_protocol_is_correct_behind_pgbouncer_transaction_pooling() {
     let table = env::unique_table("lease_sqlx_bouncer");
     let store = PgLeaseStore::with_table(setup_pool.clone(), &table)
         .unwrap()
-        .with_protocol(PgProtocol::SimpleInline);
+        .map_executor(|x| x.with_protocol(PgProtocol::SimpleInline));
     store.setup().await.expect("setup through pgbouncer");
 
     let (tally, shared_wins) = stress(url.clone(), PgProtocol::SimpleInline, table.clone()).await;
@@ -291,7 +291,7 @@ async fn simple_protocol_is_correct_behind_pgbouncer_transaction_pooling() {
     let control_table = env::unique_table("lease_sqlx_bouncer");
     PgLeaseStore::with_table(setup_pool.clone(), &control_table)
         .unwrap()
-        .with_protocol(PgProtocol::SimpleInline)
+        .map_executor(|x| x.with_protocol(PgProtocol::SimpleInline))
         .setup()
         .await
         .unwrap();

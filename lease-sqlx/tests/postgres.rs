@@ -19,7 +19,7 @@ fn prepared() -> Backend<Postgres> {
 
 fn simple() -> Backend<Postgres> {
     Backend::adjusted("postgres-simple-protocol", |store| {
-        store.with_protocol(PgProtocol::SimpleInline)
+        store.map_executor(|x| x.with_protocol(PgProtocol::SimpleInline))
     })
 }
 

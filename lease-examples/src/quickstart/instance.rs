@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use lease_core::runtime::TokioRuntime;
 use lease_core::{BoxError, Leader, LeaseClient, RunOptions, RunOutcome, Ttl};
-use lease_sqlx::SqliteLeaseStore;
 use lease_sqlx::sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+use lease_sqlx::{SqliteLeaseStore, sqlite_connect_options};
 use tokio::task::JoinSet;
 
 use super::clock::SimClock;
@@ -54,11 +54,12 @@ impl Instance {
         started: Duration,
         demo: &Demo,
     ) -> Result<Self, BoxError> {
-        let store = SqliteLeaseStore::connect_with(
-            SqlitePoolOptions::new().max_connections(2),
-            demo.database.clone(),
-        )
-        .await?;
+        let store = SqliteLeaseStore::new(
+            SqlitePoolOptions::new()
+                .max_connections(2)
+                .connect_with(sqlite_connect_options(demo.database.clone()))
+                .await?,
+        );
         let store = Killable::new(store);
         let client = LeaseClient::builder(store.clone(), TokioRuntime)
             .ttl(demo.ttl)

@@ -68,7 +68,7 @@ pub async fn thirty_two_contenders_one_winner_also_on_takeover<DB: TestDb>(
     ctx: &Context<Backend<DB>>,
 ) -> CaseResult
 where
-    SqlxStore<DB>: LeaseStore,
+    lease_sqlx::SqlxExecutor<DB>: lease_sqlx::Execute,
     Backend<DB>: TestBackend<Store = SqlxStore<DB>>,
 {
     let store = ctx.store().await?;
@@ -126,7 +126,7 @@ pub async fn same_holder_cannot_take_its_own_lease_twice<DB: TestDb>(
     ctx: &Context<Backend<DB>>,
 ) -> CaseResult
 where
-    SqlxStore<DB>: LeaseStore,
+    lease_sqlx::SqlxExecutor<DB>: lease_sqlx::Execute,
     Backend<DB>: TestBackend<Store = SqlxStore<DB>>,
 {
     let store = ctx.store().await?;
@@ -156,7 +156,7 @@ pub async fn fences_keep_counting_across_releases<DB: TestDb>(
     ctx: &Context<Backend<DB>>,
 ) -> CaseResult
 where
-    SqlxStore<DB>: LeaseStore,
+    lease_sqlx::SqlxExecutor<DB>: lease_sqlx::Execute,
     Backend<DB>: TestBackend<Store = SqlxStore<DB>>,
 {
     let store = ctx.store().await?;
@@ -220,7 +220,7 @@ pub async fn renew_many_across_batches_duplicates_and_losses<DB: TestDb>(
     ctx: &Context<Backend<DB>>,
 ) -> CaseResult
 where
-    SqlxStore<DB>: LeaseStore,
+    lease_sqlx::SqlxExecutor<DB>: lease_sqlx::Execute,
     Backend<DB>: TestBackend<Store = SqlxStore<DB>>,
 {
     let store = ctx.store().await?;
@@ -296,7 +296,7 @@ pub async fn names_are_byte_exact_and_listed_in_byte_order<DB: TestDb>(
     ctx: &Context<Backend<DB>>,
 ) -> CaseResult
 where
-    SqlxStore<DB>: LeaseStore,
+    lease_sqlx::SqlxExecutor<DB>: lease_sqlx::Execute,
     Backend<DB>: TestBackend<Store = SqlxStore<DB>>,
 {
     let store = ctx.store().await?;
@@ -346,7 +346,7 @@ pub async fn setup_is_idempotent_and_concurrent<DB: TestDb>(
     ctx: &Context<Backend<DB>>,
 ) -> CaseResult
 where
-    SqlxStore<DB>: LeaseStore,
+    lease_sqlx::SqlxExecutor<DB>: lease_sqlx::Execute,
     Backend<DB>: TestBackend<Store = SqlxStore<DB>>,
 {
     let store = ctx.store().await?;
@@ -364,10 +364,10 @@ where
 
     let table = lease_tests::env::unique_table("lease_sqlx_setup");
     let stores: Vec<SqlxStore<DB>> = (0..4)
-        .map(|_| SqlxStore::with_table(store.pool().clone(), &table))
+        .map(|_| SqlxStore::with_table(store.executor().clone(), &table))
         .collect::<Result<_, _>>()?;
     let results = join_all(stores.iter().map(|s| DB::setup(s))).await;
-    let drop = DB::execute(store.pool(), format!("DROP TABLE {table}")).await;
+    let drop = DB::execute(store.executor().pool(), format!("DROP TABLE {table}")).await;
     for result in results {
         result?;
     }

@@ -7,7 +7,7 @@ pub mod focused;
 
 use std::time::Duration;
 
-use lease_core::{BoxError, LeaseStore};
+use lease_core::BoxError;
 use lease_sqlx::sqlx::{self, AssertSqlSafe, Pool};
 use lease_sqlx::{SqlxDatabase, SqlxStore};
 use lease_tests::{FreshStore, PoolStats, PooledStore, TestBackend, env};
@@ -46,7 +46,7 @@ pub struct Backend<DB: SqlxDatabase> {
 
 impl<DB: TestDb> Backend<DB>
 where
-    SqlxStore<DB>: LeaseStore,
+    lease_sqlx::SqlxExecutor<DB>: lease_sqlx::Execute,
 {
     /// The stores as [`SqlxStore::new`] and [`SqlxStore::with_table`] make them.
     pub fn plain() -> Self {
@@ -93,7 +93,7 @@ where
 #[lease_core::async_trait]
 impl<DB: TestDb> TestBackend for Backend<DB>
 where
-    SqlxStore<DB>: LeaseStore,
+    lease_sqlx::SqlxExecutor<DB>: lease_sqlx::Execute,
 {
     type Store = SqlxStore<DB>;
 

@@ -1,0 +1,183 @@
+//! [`DieselExecutor`]: how lease-sql's statements run on a diesel-async pool, one statement on a
+//! connection taken for that statement alone and given back as soon as it has answered.
+
+use std::fmt;
+use std::future::Future;
+
+use diesel::QueryResult;
+use lease_core::{BoxError, async_trait};
+use lease_sql::{Dialect, Execute, LeaseRow, PoolState, Query};
+
+use crate::connection::LeaseTuple;
+use crate::finish::{Abandoned, Finish};
+use crate::statement::OwnedQuery;
+use crate::{DieselConnection, DieselPool};
+
+/// A diesel-async pool (deadpool or bb8) as a lease store's [`Execute`]. Each statement is
+/// prepared once per connection and runs on the caller's task; a caller that stops waiting
+/// half-way leaves it to finish on a task of its own, so no connection is ever cut mid-protocol
+/// (see [`Finish`]).
+///
+/// A store is made from a pool directly: `DieselStore::new(pool)`.
+#[derive(Clone)]
+pub struct DieselExecutor<P> {
+    pool: P,
+}
+
+impl<P: DieselPool> DieselExecutor<P> {
+    /// Statements on `pool`.
+    pub fn new(pool: P) -> Self {
+        Self { pool }
+    }
+
+    /// Takes a connection and runs `query` on it, reading the answer as `R`.
+    async fn run<R: Answer>(&self, query: OwnedQuery) -> Result<R, BoxError> {
+        let pool = self.pool.clone();
+        let abandoned = Abandoned::default();
+        let caller = abandoned.clone();
+        Finish::new(abandoned, async move {
+            let mut connection = pool.connection().await?;
+            if caller.get() {
+                return Err("the caller stopped waiting before the statement was sent".into());
+            }
+            let answer = R::run(&mut *connection, &query).await;
+            // The connection goes back to the pool here, before the answer is looked at.
+            drop(connection);
+            answer.map_err(BoxError::from)
+        })
+        .await
+    }
+}
+
+impl<P: DieselPool> From<P> for DieselExecutor<P> {
+    fn from(pool: P) -> Self {
+        Self::new(pool)
+    }
+}
+
+/// The database and the pool's kind, never the URL the pool connects with (it may hold a
+/// password).
+impl<P: DieselPool> fmt::Debug for DieselExecutor<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DieselExecutor")
+            .field("database", &<P::Connection as DieselConnection>::NAME)
+            .field("pool", &P::KIND)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl<P: DieselPool> Execute for DieselExecutor<P> {
+    type Pool = P;
+
+    fn dialect(&self) -> Dialect {
+        <P::Connection as DieselConnection>::DIALECT
+    }
+
+    fn pool(&self) -> &P {
+        &self.pool
+    }
+
+    fn pool_state(&self) -> PoolState {
+        self.pool.state()
+    }
+
+    async fn int_pairs(&self, query: Query<'_>) -> Result<Vec<(i64, i64)>, BoxError> {
+        self.run(query.into()).await
+    }
+
+    async fn ints(&self, query: Query<'_>) -> Result<Vec<i64>, BoxError> {
+        let rows: Vec<(i64,)> = self.run(query.into()).await?;
+        Ok(rows.into_iter().map(|(int,)| int).collect())
+    }
+
+    async fn text_pairs(&self, query: Query<'_>) -> Result<Vec<(String, String)>, BoxError> {
+        self.run(query.into()).await
+    }
+
+    async fn lease_rows(&self, query: Query<'_>) -> Result<Vec<LeaseRow>, BoxError> {
+        let rows: Vec<LeaseTuple> = self.run(query.into()).await?;
+        Ok(rows.into_iter().map(LeaseRow::from).collect())
+    }
+
+    async fn affected(&self, query: Query<'_>) -> Result<u64, BoxError> {
+        let Affected(count) = self.run(query.into()).await?;
+        // A count of rows always fits.
+        Ok(count as u64)
+    }
+
+    async fn batch(&self, sql: &str) -> Result<(), BoxError> {
+        let Done = self.run(OwnedQuery::without_params(sql)).await?;
+        Ok(())
+    }
+}
+
+/// What a statement answers with, and which of the connection's methods reads it.
+trait Answer: Sized + Send + 'static {
+    fn run<'c, C: DieselConnection>(
+        connection: &'c mut C,
+        query: &'c OwnedQuery,
+    ) -> impl Future<Output = QueryResult<Self>> + Send + 'c;
+}
+
+impl Answer for Vec<(i64, i64)> {
+    fn run<'c, C: DieselConnection>(
+        connection: &'c mut C,
+        query: &'c OwnedQuery,
+    ) -> impl Future<Output = QueryResult<Self>> + Send + 'c {
+        connection.int_pairs(query)
+    }
+}
+
+impl Answer for Vec<(i64,)> {
+    fn run<'c, C: DieselConnection>(
+        connection: &'c mut C,
+        query: &'c OwnedQuery,
+    ) -> impl Future<Output = QueryResult<Self>> + Send + 'c {
+        connection.ints(query)
+    }
+}
+
+impl Answer for Vec<(String, String)> {
+    fn run<'c, C: DieselConnection>(
+        connection: &'c mut C,
+        query: &'c OwnedQuery,
+    ) -> impl Future<Output = QueryResult<Self>> + Send + 'c {
+        connection.text_pairs(query)
+    }
+}
+
+impl Answer for Vec<LeaseTuple> {
+    fn run<'c, C: DieselConnection>(
+        connection: &'c mut C,
+        query: &'c OwnedQuery,
+    ) -> impl Future<Output = QueryResult<Self>> + Send + 'c {
+        connection.lease_rows(query)
+    }
+}
+
+/// A count of matched rows.
+struct Affected(usize);
+
+impl Answer for Affected {
+    fn run<'c, C: DieselConnection>(
+        connection: &'c mut C,
+        query: &'c OwnedQuery,
+    ) -> impl Future<Output = QueryResult<Self>> + Send + 'c {
+        let count = connection.affected(query);
+        async move { count.await.map(Affected) }
+    }
+}
+
+/// DDL done: it answers with nothing.
+struct Done;
+
+impl Answer for Done {
+    fn run<'c, C: DieselConnection>(
+        connection: &'c mut C,
+        query: &'c OwnedQuery,
+    ) -> impl Future<Output = QueryResult<Self>> + Send + 'c {
+        let done = connection.batch(query);
+        async move { done.await.map(|()| Done) }
+    }
+}

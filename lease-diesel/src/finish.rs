@@ -1,0 +1,122 @@
+//! [`Finish`]: a statement that runs on its caller's task and, if the caller stops waiting
+//! half-way, finishes on a task of its own.
+//!
+//! A caller may stop waiting at any moment (lease-core puts the store timeout around every
+//! call), and a pool or a driver dropped half-way can leave a connection mid-protocol: bb8 puts
+//! back a connection whose check-out ping was cut, and diesel-async's MariaDB connection then
+//! reads half a reply as the next statement's. So a statement is never cut: while the caller
+//! waits it runs on the caller's task, with no task spawned and no wake-up crossing threads;
+//! when the caller's future is dropped before the statement ended, the rest of it (the
+//! connection it holds included) moves to a tokio task that drives it to its end, and the
+//! connection goes back to the pool in order. A caller that stopped waiting before the pool gave
+//! a connection has its statement not sent at all.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+
+use futures::future::BoxFuture;
+
+/// Set once the caller of a statement stopped waiting for it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Abandoned(Arc<AtomicBool>);
+
+impl Abandoned {
+    /// Whether the caller stopped waiting: a statement not sent yet is then not sent.
+    pub(crate) fn get(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+
+    fn set(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// A statement's future, polled by its caller; see the module docs.
+#[must_use = "a statement runs only when awaited"]
+pub(crate) struct Finish<T: Send + 'static> {
+    statement: Option<BoxFuture<'static, T>>,
+    abandoned: Abandoned,
+}
+
+impl<T: Send + 'static> Finish<T> {
+    /// `statement` run as described above; it reads `abandoned` once it has its connection.
+    pub(crate) fn new(
+        abandoned: Abandoned,
+        statement: impl Future<Output = T> + Send + 'static,
+    ) -> Self {
+        Self {
+            statement: Some(Box::pin(statement)),
+            abandoned,
+        }
+    }
+}
+
+impl<T: Send + 'static> Future for Finish<T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        let Some(statement) = self.statement.as_mut() else {
+            panic!("a finished statement polled again");
+        };
+        let output = std::task::ready!(statement.as_mut().poll(cx));
+        self.statement = None;
+        Poll::Ready(output)
+    }
+}
+
+impl<T: Send + 'static> Drop for Finish<T> {
+    fn drop(&mut self) {
+        let Some(statement) = self.statement.take() else {
+            return;
+        };
+        self.abandoned.set();
+        // Outside a runtime (it is shutting down) nothing can drive it: it is dropped, and the
+        // pool's connection with it.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                statement.await;
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_statement_dropped_half_way_runs_to_its_end_and_one_not_started_never_starts() {
+        let (done, finished) = tokio::sync::oneshot::channel::<()>();
+        let abandoned = Abandoned::default();
+        let seen = abandoned.clone();
+        let statement = Finish::new(abandoned, async move {
+            // "The connection came": from here on the statement is sent.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            assert!(seen.get(), "the caller stopped waiting meanwhile");
+            let _ = done.send(());
+        });
+        let cut = tokio::time::timeout(Duration::from_millis(10), statement).await;
+        assert!(cut.is_err(), "the caller stopped waiting");
+        tokio::time::timeout(Duration::from_secs(5), finished)
+            .await
+            .expect("the statement finished on a task of its own")
+            .expect("and sent its answer");
+
+        let (sent, not_sent) = tokio::sync::oneshot::channel::<()>();
+        let abandoned = Abandoned::default();
+        let seen = abandoned.clone();
+        drop(Finish::new(abandoned, async move {
+            if !seen.get() {
+                let _ = sent.send(());
+            }
+        }));
+        assert!(
+            not_sent.await.is_err(),
+            "a statement abandoned before it began never runs"
+        );
+    }
+}

@@ -1,0 +1,350 @@
+//! [`SqlStore`]: the lease operations on a table, written once over [`Execute`].
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lease_core::{
+    BoxError, Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, Operation, ReleaseEvents,
+    Ttl,
+};
+
+use crate::{Connect, Execute, PoolState, RenewManyResult, Statements, TableName};
+
+/// Leases in a SQL table, reached through a driver's pool: the [`LeaseStore`] of every SQL
+/// backend. The backend crates give it their [`Execute`] (`lease-sqlx`'s `SqlxExecutor`,
+/// `lease-diesel`'s `DieselExecutor`) and name it (`PgLeaseStore`, `DieselStore`, ...).
+///
+/// Every operation is one statement on a connection borrowed from the pool for that statement
+/// alone, so holding a lease holds no connection; every time comes from the database's clock.
+/// Which statement, how its answer becomes a fence, a flag or a [`LeaseInfo`], how renew-many
+/// batches, and which error names which operation and lease: all here, once.
+///
+/// Make one per pool and table with [`new`](SqlStore::new) or
+/// [`with_table`](SqlStore::with_table), create the table with [`setup`](SqlStore::setup) (or
+/// the shipped SQL files), and share it: it is cheap to clone.
+pub struct SqlStore<X> {
+    executor: X,
+    statements: Arc<Statements>,
+}
+
+impl<X: Execute> SqlStore<X> {
+    /// A store on `executor` (or a pool it is made from) using the table `leases`.
+    pub fn new(executor: impl Into<X>) -> Self {
+        Self::on_table(executor, &TableName::default())
+    }
+
+    /// A store on `executor` (or a pool it is made from) using `table` (`name` or
+    /// `schema.name`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidIdentifier`] when `table` is not a plain identifier (see [`TableName`]).
+    pub fn with_table(executor: impl Into<X>, table: &str) -> Result<Self, Error> {
+        Ok(Self::on_table(executor, &TableName::new(table)?))
+    }
+
+    /// A store on `executor` (or a pool it is made from) using a validated `table`.
+    pub fn on_table(executor: impl Into<X>, table: &TableName) -> Self {
+        let executor = executor.into();
+        let statements = Arc::new(Statements::new(executor.dialect(), table));
+        Self {
+            executor,
+            statements,
+        }
+    }
+
+    /// A store on a pool of its own, opened at `url` with the settings a lease store needs,
+    /// using the table `leases` (see [`Connect`]).
+    ///
+    /// # Errors
+    /// [`Error::Store`] with [`Operation::Setup`] when the URL is invalid or the database cannot
+    /// be reached.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: nothing is left behind.
+    pub async fn connect(url: &str) -> Result<Self, Error>
+    where
+        X: Connect,
+    {
+        let executor = X::connect(url)
+            .await
+            .map_err(|e| Error::store(Operation::Setup, None, e))?;
+        Ok(Self::new(executor))
+    }
+
+    /// The same store on `table` (`name` or `schema.name`) of the same pool.
+    ///
+    /// # Errors
+    /// [`Error::InvalidIdentifier`] when `table` is not a plain identifier (see [`TableName`]).
+    pub fn on(self, table: &str) -> Result<Self, Error> {
+        let table = TableName::new(table)?;
+        let notify = self.statements.notifies_releases();
+        Ok(Self {
+            statements: Arc::new(
+                Statements::new(self.executor.dialect(), &table).with_release_notifications(notify),
+            ),
+            executor: self.executor,
+        })
+    }
+
+    /// The same store with its executor changed by `change`, such as to choose how statements
+    /// are sent: `store.map_executor(|x| x.with_protocol(PgProtocol::SimpleInline))` in
+    /// lease-sqlx.
+    #[must_use]
+    pub fn map_executor(self, change: impl FnOnce(X) -> X) -> Self {
+        Self {
+            executor: change(self.executor),
+            statements: self.statements,
+        }
+    }
+
+    /// Turns release notifications on or off (off by default); PostgreSQL only, elsewhere this
+    /// changes nothing.
+    ///
+    /// On, a release that frees a lease also runs `pg_notify` on the table's channel (see
+    /// [`Statements::release_channel`]) in the same statement, and
+    /// [`release_events`](LeaseStore::release_events) listens there where the driver can (see
+    /// [`Execute::release_events`]), so a `LeaseClient::acquire` waiting for the lease takes it
+    /// within milliseconds instead of at its next poll. Polling stays: a notification only wakes
+    /// a waiter early.
+    ///
+    /// What it costs: PostgreSQL serialises the commits of transactions that notify, so releases
+    /// queue briefly behind each other under heavy churn; and each client that waits holds one
+    /// connection of its own for listening, outside the pool.
+    ///
+    /// Behind PgBouncer in transaction pooling mode the releases' notifications go through, but
+    /// `LISTEN` does not work there: waiters are never woken and keep polling, which is correct
+    /// but gains nothing. Turn this on where the pool reaches PostgreSQL directly or through
+    /// session pooling.
+    #[must_use]
+    pub fn with_notifications(mut self, on: bool) -> Self {
+        self.statements = Arc::new(
+            self.statements
+                .as_ref()
+                .clone()
+                .with_release_notifications(on),
+        );
+        self
+    }
+
+    /// Whether releases notify listeners.
+    pub fn notifications(&self) -> bool {
+        self.statements.notifies_releases()
+    }
+
+    /// How the store runs its statements.
+    pub fn executor(&self) -> &X {
+        &self.executor
+    }
+
+    /// The pool the store borrows its connections from.
+    pub fn pool(&self) -> &X::Pool {
+        self.executor.pool()
+    }
+
+    /// How many connections the pool has open, and how many are idle.
+    pub fn pool_state(&self) -> PoolState {
+        self.executor.pool_state()
+    }
+
+    /// The lease table.
+    pub fn table(&self) -> &TableName {
+        self.statements.table()
+    }
+
+    /// Every statement the store runs, for reading or logging.
+    pub fn statements(&self) -> &Statements {
+        &self.statements
+    }
+
+    /// Creates the lease table if it does not exist: safe to call from every instance at start,
+    /// also at the same moment (PostgreSQL takes a transaction-level advisory lock around it).
+    /// Sent as one simple-protocol message, so it works behind PgBouncer too.
+    ///
+    /// It needs the `CREATE` privilege on the schema (PostgreSQL) or database (MariaDB); the
+    /// store itself needs only `SELECT, INSERT, UPDATE` on the table. Those who run their own
+    /// migrations can skip it and use the DDL shipped in `lease-sql/sql/`. The schema of a
+    /// `schema.table` name must exist already.
+    ///
+    /// # Errors
+    /// [`Error::Store`] with [`Operation::Setup`].
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: the DDL is one implicit transaction, which either ran or did not.
+    pub async fn setup(&self) -> Result<(), Error> {
+        self.executor
+            .batch(self.statements.setup())
+            .await
+            .map_err(|e| Error::store(Operation::Setup, None, e))
+    }
+
+    /// The positions in `batch` (distinct pairs) of the leases one renew-many statement renewed.
+    async fn renew_batch(&self, batch: &[(&str, &str)], ttl: Ttl) -> Result<Vec<usize>, Error> {
+        let failed = failure(Operation::RenewMany, None);
+        let query = self.statements.renew_many(batch, ttl);
+        match self.statements.renew_many_result() {
+            RenewManyResult::Positions => {
+                let rows = self.executor.ints(query).await.map_err(failed)?;
+                rows.into_iter()
+                    .map(|position| {
+                        usize::try_from(position)
+                            .ok()
+                            .filter(|&position| position < batch.len())
+                            .ok_or_else(|| {
+                                failed(format!("renew-many answered position {position}").into())
+                            })
+                    })
+                    .collect()
+            }
+            RenewManyResult::Pairs => {
+                let rows = self.executor.text_pairs(query).await.map_err(failed)?;
+                Ok(crate::positions_in_batch(batch, &rows))
+            }
+            RenewManyResult::Count => {
+                let matched = self.executor.affected(query).await.map_err(failed)?;
+                if matched == batch.len() as u64 {
+                    return Ok((0..batch.len()).collect());
+                }
+                // Some lease of the batch is lost, and a count cannot say which: renew them one
+                // by one. Those the batch renewed renew again (harmless), the lost stay lost.
+                let mut renewed = Vec::with_capacity(batch.len());
+                for (position, &(name, holder)) in batch.iter().enumerate() {
+                    let (name, holder) = (LeaseName::new(name)?, HolderId::from_stored(holder));
+                    if self.renew(&name, &holder, ttl).await? {
+                        renewed.push(position);
+                    }
+                }
+                Ok(renewed)
+            }
+        }
+    }
+}
+
+/// The operations, each one statement of [`Statements`] run by the [`Execute`].
+#[async_trait]
+impl<X: Execute> LeaseStore for SqlStore<X> {
+    async fn try_acquire(
+        &self,
+        name: &LeaseName,
+        holder: &HolderId,
+        ttl: Ttl,
+    ) -> Result<Option<Fence>, Error> {
+        let failed = failure(Operation::Acquire, Some(name));
+        let rows = self
+            .executor
+            .int_pairs(self.statements.try_acquire(name, holder, ttl))
+            .await
+            .map_err(failed)?;
+        crate::acquired(rows.into_iter().next()).map_err(failed)
+    }
+
+    async fn renew(&self, name: &LeaseName, holder: &HolderId, ttl: Ttl) -> Result<bool, Error> {
+        let matched = self
+            .executor
+            .affected(self.statements.renew(name, holder, ttl))
+            .await
+            .map_err(failure(Operation::Renew, Some(name)))?;
+        Ok(matched > 0)
+    }
+
+    /// One statement per batch of at most [`Dialect::renew_many_batch`](crate::Dialect) distinct
+    /// pairs; the answer comes back by position, never by matching names.
+    async fn renew_many(
+        &self,
+        leases: &[(LeaseName, HolderId)],
+        ttl: Ttl,
+    ) -> Result<Vec<bool>, Error> {
+        let distinct = crate::distinct_pairs(leases);
+        let mut renewed = vec![false; distinct.pairs.len()];
+        let batch = self.statements.dialect().renew_many_batch();
+        for (number, pairs) in distinct.pairs.chunks(batch).enumerate() {
+            for position in self.renew_batch(pairs, ttl).await? {
+                renewed[number * batch + position] = true;
+            }
+        }
+        Ok(distinct.slots.iter().map(|&slot| renewed[slot]).collect())
+    }
+
+    async fn release(
+        &self,
+        name: &LeaseName,
+        holder: &HolderId,
+        min_hold: Duration,
+    ) -> Result<bool, Error> {
+        let matched = self
+            .executor
+            .affected(self.statements.release(name, holder, min_hold))
+            .await
+            .map_err(failure(Operation::Release, Some(name)))?;
+        Ok(matched > 0)
+    }
+
+    async fn inspect(&self, name: &LeaseName) -> Result<Option<LeaseInfo>, Error> {
+        let failed = failure(Operation::Inspect, Some(name));
+        let rows = self
+            .executor
+            .lease_rows(self.statements.inspect(name))
+            .await
+            .map_err(failed)?;
+        rows.into_iter()
+            .next()
+            .map(|row| row.into_info().map_err(failed))
+            .transpose()
+    }
+
+    async fn list(&self) -> Result<Vec<LeaseInfo>, Error> {
+        let failed = failure(Operation::List, None);
+        let rows = self
+            .executor
+            .lease_rows(self.statements.list())
+            .await
+            .map_err(failed)?;
+        rows.into_iter()
+            .map(|row| row.into_info().map_err(failed))
+            .collect()
+    }
+
+    async fn release_events(&self) -> Result<Option<ReleaseEvents>, Error> {
+        let Some(channel) = self
+            .statements
+            .release_channel()
+            .filter(|_| self.statements.notifies_releases())
+        else {
+            return Ok(None);
+        };
+        self.executor
+            .release_events(channel)
+            .await
+            .map_err(failure(Operation::Subscribe, None))
+    }
+}
+
+/// Wraps a driver's error as the store error of `operation` on `name`.
+fn failure(operation: Operation, name: Option<&LeaseName>) -> impl Fn(BoxError) -> Error + Copy {
+    move |source| Error::store(operation, name, source)
+}
+
+impl<X: Clone> Clone for SqlStore<X> {
+    fn clone(&self) -> Self {
+        Self {
+            executor: self.executor.clone(),
+            statements: Arc::clone(&self.statements),
+        }
+    }
+}
+
+/// Shows the dialect, the table, the executor and the pool's state, never the pool's connect
+/// options (they hold the URL and the password).
+impl<X: Execute> fmt::Debug for SqlStore<X> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.executor.pool_state();
+        f.debug_struct("SqlStore")
+            .field("dialect", &self.statements.dialect())
+            .field("table", self.statements.table())
+            .field("executor", &self.executor)
+            .field("pool_size", &state.size)
+            .field("pool_idle", &state.idle)
+            .finish_non_exhaustive()
+    }
+}

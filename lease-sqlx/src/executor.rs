@@ -1,0 +1,198 @@
+//! [`SqlxExecutor`]: how lease-sql's statements run on a sqlx pool, one statement on a connection
+//! borrowed for that statement alone.
+
+use std::fmt;
+
+use lease_core::{BoxError, ReleaseEvents, async_trait};
+use lease_sql::{Connect, Dialect, Execute, LeaseRow, PoolState, Query};
+use sqlx::{AssertSqlSafe, Database, Executor, FromRow, IntoArguments, Pool};
+
+use crate::SqlxDatabase;
+
+/// A sqlx pool as a lease store's [`Execute`]: it prepares each statement once per connection
+/// (sqlx's statement cache), or, on PostgreSQL behind PgBouncer, sends it with its parameters
+/// inline (see [`PgProtocol`](crate::PgProtocol)).
+///
+/// A store is made from a pool directly (`PgLeaseStore::new(pool)`); make the executor yourself
+/// only to choose the protocol.
+pub struct SqlxExecutor<DB: Database> {
+    pool: Pool<DB>,
+    mode: Mode,
+}
+
+/// How statements reach the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Prepared once per connection and cached (sqlx's default).
+    Prepared,
+    /// PostgreSQL only: parameters written in as literals and sent through the simple query
+    /// protocol, one message per statement (see `PgProtocol::SimpleInline`).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    Inline,
+}
+
+impl<DB: SqlxDatabase> SqlxExecutor<DB> {
+    /// Statements on `pool`, prepared once per connection.
+    pub fn new(pool: Pool<DB>) -> Self {
+        Self {
+            pool,
+            mode: Mode::Prepared,
+        }
+    }
+
+    /// The pool statements run on.
+    pub fn pool(&self) -> &Pool<DB> {
+        &self.pool
+    }
+
+    pub(crate) fn with_mode(self, mode: Mode) -> Self {
+        Self { mode, ..self }
+    }
+
+    pub(crate) fn mode(&self) -> Mode {
+        self.mode
+    }
+}
+
+impl<DB: SqlxDatabase> From<Pool<DB>> for SqlxExecutor<DB> {
+    fn from(pool: Pool<DB>) -> Self {
+        Self::new(pool)
+    }
+}
+
+impl<DB: Database> Clone for SqlxExecutor<DB> {
+    fn clone(&self) -> Self {
+        Self {
+            pool: self.pool.clone(),
+            mode: self.mode,
+        }
+    }
+}
+
+/// The database and the protocol, never the pool's connect options (they hold the URL and the
+/// password).
+impl<DB: SqlxDatabase> fmt::Debug for SqlxExecutor<DB> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqlxExecutor")
+            .field("database", &<DB as SqlxDatabase>::NAME)
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<DB> SqlxExecutor<DB>
+where
+    DB: SqlxDatabase,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+{
+    /// The rows the statement returns, each read as `O`.
+    async fn rows<O>(&self, query: Query<'_>) -> Result<Vec<O>, BoxError>
+    where
+        O: for<'r> FromRow<'r, DB::Row> + Send + Unpin,
+    {
+        let rows = match self.mode {
+            Mode::Prepared => prepared(query).fetch_all(&self.pool).await?,
+            Mode::Inline => {
+                let sql = query.inline_postgres()?;
+                sqlx::raw_sql(AssertSqlSafe(sql))
+                    .fetch_all(&self.pool)
+                    .await?
+            }
+        };
+        rows.iter()
+            .map(|row| O::from_row(row).map_err(BoxError::from))
+            .collect()
+    }
+}
+
+fn prepared<'q, DB: SqlxDatabase>(
+    query: Query<'q>,
+) -> sqlx::query::Query<'q, DB, <DB as Database>::Arguments> {
+    let (sql, params) = query.into_parts();
+    params
+        .into_iter()
+        .fold(sqlx::query(AssertSqlSafe(sql.into_owned())), DB::bind)
+}
+
+#[async_trait]
+impl<DB> Execute for SqlxExecutor<DB>
+where
+    DB: SqlxDatabase,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    (i64, i64): for<'r> FromRow<'r, DB::Row>,
+    (i64,): for<'r> FromRow<'r, DB::Row>,
+    (String, String): for<'r> FromRow<'r, DB::Row>,
+    (String, String, i64, i64, i64, i64): for<'r> FromRow<'r, DB::Row>,
+{
+    type Pool = Pool<DB>;
+
+    fn dialect(&self) -> Dialect {
+        DB::DIALECT
+    }
+
+    fn pool(&self) -> &Pool<DB> {
+        &self.pool
+    }
+
+    fn pool_state(&self) -> PoolState {
+        PoolState {
+            size: self.pool.size(),
+            idle: u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX),
+        }
+    }
+
+    async fn int_pairs(&self, query: Query<'_>) -> Result<Vec<(i64, i64)>, BoxError> {
+        self.rows(query).await
+    }
+
+    async fn ints(&self, query: Query<'_>) -> Result<Vec<i64>, BoxError> {
+        let rows: Vec<(i64,)> = self.rows(query).await?;
+        Ok(rows.into_iter().map(|(int,)| int).collect())
+    }
+
+    async fn text_pairs(&self, query: Query<'_>) -> Result<Vec<(String, String)>, BoxError> {
+        self.rows(query).await
+    }
+
+    async fn lease_rows(&self, query: Query<'_>) -> Result<Vec<LeaseRow>, BoxError> {
+        let rows: Vec<(String, String, i64, i64, i64, i64)> = self.rows(query).await?;
+        Ok(rows.into_iter().map(LeaseRow::from).collect())
+    }
+
+    async fn affected(&self, query: Query<'_>) -> Result<u64, BoxError> {
+        let result = match self.mode {
+            Mode::Prepared => prepared(query).execute(&self.pool).await?,
+            Mode::Inline => {
+                let sql = query.inline_postgres()?;
+                sqlx::raw_sql(AssertSqlSafe(sql))
+                    .execute(&self.pool)
+                    .await?
+            }
+        };
+        Ok(DB::rows_affected(&result))
+    }
+
+    async fn batch(&self, sql: &str) -> Result<(), BoxError> {
+        sqlx::raw_sql(AssertSqlSafe(sql.to_owned()))
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn release_events(&self, channel: &str) -> Result<Option<ReleaseEvents>, BoxError> {
+        DB::release_events(&self.pool, channel).await
+    }
+}
+
+#[async_trait]
+impl<DB> Connect for SqlxExecutor<DB>
+where
+    Self: Execute,
+    DB: SqlxDatabase,
+{
+    async fn connect(url: &str) -> Result<Self, BoxError> {
+        Ok(Self::new(DB::connect_pool(url).await?))
+    }
+}
