@@ -198,6 +198,8 @@ pub enum Operation {
     /// [`LeaseStore::release_events`](crate::LeaseStore::release_events): subscribing to
     /// releases.
     Subscribe,
+    /// A fenced check inside the caller's transaction (the SQL stores' `fence`).
+    Fence,
 }
 
 impl fmt::Display for Operation {
@@ -211,6 +213,7 @@ impl fmt::Display for Operation {
             Self::List => "list",
             Self::Setup => "set up",
             Self::Subscribe => "subscribe to releases",
+            Self::Fence => "check the fence of",
         })
     }
 }

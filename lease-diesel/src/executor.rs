@@ -5,8 +5,9 @@ use std::fmt;
 use std::future::Future;
 
 use diesel::QueryResult;
+use futures::future::BoxFuture;
 use lease_core::{BoxError, async_trait};
-use lease_sql::{Dialect, Execute, LeaseRow, PoolState, Query};
+use lease_sql::{Dialect, Execute, ExecuteOn, LeaseRow, PoolState, Query};
 
 use crate::connection::LeaseTuple;
 use crate::finish::{Abandoned, Finish};
@@ -109,6 +110,26 @@ impl<P: DieselPool> Execute for DieselExecutor<P> {
     async fn batch(&self, sql: &str) -> Result<(), BoxError> {
         let Done = self.run(OwnedQuery::without_params(sql)).await?;
         Ok(())
+    }
+}
+
+/// Statements on the caller's own connection, inside its `transaction`, for the fenced check.
+/// They run on the caller's task, as the rest of the caller's transaction does.
+impl<'c, P: DieselPool> ExecuteOn<&'c mut P::Connection> for DieselExecutor<P> {
+    fn affected_on<'a>(
+        &'a self,
+        connection: &'c mut P::Connection,
+        query: Query<'a>,
+    ) -> BoxFuture<'a, Result<u64, BoxError>>
+    where
+        'c: 'a,
+    {
+        let query = OwnedQuery::from(query);
+        Box::pin(async move {
+            let count = connection.affected(&query).await?;
+            // A count of rows always fits.
+            Ok(count as u64)
+        })
     }
 }
 

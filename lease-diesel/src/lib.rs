@@ -46,4 +46,4 @@ pub type AsyncSqliteConnection =
 pub use diesel;
 /// The diesel-async this crate is built on, for its connection and pool types.
 pub use diesel_async;
-pub use lease_sql::{Connect, Execute, PoolState, SqlStore, TableName};
+pub use lease_sql::{Connect, Execute, ExecuteOn, PoolState, SqlStore, TableName};

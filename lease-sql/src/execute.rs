@@ -1,6 +1,9 @@
 //! [`Execute`]: how a driver runs one statement on its pool, all a backend crate writes; and
 //! [`Connect`], how it opens a pool from a URL.
 
+use std::future::Future;
+use std::pin::Pin;
+
 use async_trait::async_trait;
 use lease_core::{BoxError, ReleaseEvents};
 
@@ -72,4 +75,19 @@ pub trait Connect: Execute + Sized {
     /// # Cancel safety
     /// Cancel-safe: a pool that was half made is dropped with its connections.
     async fn connect(url: &str) -> Result<Self, BoxError>;
+}
+
+/// An [`Execute`] that can also run a statement on a connection the caller holds, inside the
+/// caller's own transaction: what [`SqlStore::fence`](crate::SqlStore::fence) needs. `C` is the
+/// driver's connection as the caller has it (sqlx: `&mut PgConnection`, which `&mut *tx` gives;
+/// diesel-async: `&mut AsyncPgConnection` inside `transaction`).
+pub trait ExecuteOn<C>: Execute {
+    /// How many rows the statement matched, run on `connection`.
+    fn affected_on<'a>(
+        &'a self,
+        connection: C,
+        query: Query<'a>,
+    ) -> Pin<Box<dyn Future<Output = Result<u64, BoxError>> + Send + 'a>>
+    where
+        C: 'a;
 }

@@ -19,7 +19,7 @@ mod table;
 mod template;
 
 pub use dialect::Dialect;
-pub use execute::{Connect, Execute};
+pub use execute::{Connect, Execute, ExecuteOn};
 pub use inline::{InlineError, postgres_literal};
 pub use pieces::Piece;
 pub use pool_state::PoolState;

@@ -86,6 +86,12 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         ),
         // A binary column orders by bytes, as the memory store does.
         list: format!("SELECT {columns} FROM {t} WHERE holder IS NOT NULL ORDER BY name"),
+        // A row set to the values it has is not written at all (no binary-log event, no Galera
+        // write set), so the check moves expires_at by a microsecond.
+        fence: format!(
+            "UPDATE {t} SET expires_at = expires_at + INTERVAL 1 MICROSECOND\n\
+             WHERE name = ? AND holder = ? AND fence = ? AND expires_at > {NOW}"
+        ),
     }
 }
 

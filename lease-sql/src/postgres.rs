@@ -88,6 +88,10 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         list: format!(
             "SELECT {columns} FROM {t} WHERE holder IS NOT NULL ORDER BY name COLLATE \"C\""
         ),
+        fence: format!(
+            "UPDATE {t} SET expires_at = expires_at + interval '1 microsecond'\n\
+             WHERE name = $1::text AND holder = $2::text AND fence = $3::int8 AND expires_at > {NOW}"
+        ),
     }
 }
 

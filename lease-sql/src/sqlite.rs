@@ -76,6 +76,12 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         ),
         // The default BINARY collation orders by bytes, as the memory store does.
         list: format!("SELECT {columns} FROM {t} WHERE holder IS NOT NULL ORDER BY name"),
+        // The first write of a deferred transaction takes the database's write lock, so the
+        // transaction cannot go on with a snapshot older than the latest takeover.
+        fence: format!(
+            "UPDATE {t} SET expires_at = expires_at + 1\n\
+             WHERE name = ?1 AND holder = ?2 AND fence = ?3 AND expires_at > {NOW}"
+        ),
     }
 }
 

@@ -3,11 +3,11 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use lease_core::{HolderId, LeaseName, Ttl};
+use lease_core::{Fence, HolderId, LeaseName, Ttl};
 
 use crate::template::{DialectSql, Template};
 use crate::{
-    Dialect, Query, RenewManyResult, TableName, min_hold_micros, mysql, postgres, sqlite,
+    Dialect, Param, Query, RenewManyResult, TableName, min_hold_micros, mysql, postgres, sqlite,
     ttl_micros,
 };
 
@@ -28,7 +28,7 @@ use crate::{
 /// | [`renew_many`](Statements::renew_many) | see [`RenewManyResult`] |
 ///
 /// ```
-/// use lease_core::{HolderId, LeaseName, Ttl};
+/// use lease_core::{Fence, HolderId, LeaseName, Ttl};
 /// use lease_sql::{Dialect, Param, Statements, TableName};
 ///
 /// let statements = Statements::new(Dialect::Postgres, &TableName::new("leases")?);
@@ -177,6 +177,31 @@ impl Statements {
         }
     }
 
+    /// The fenced check: inside the caller's transaction, one statement that succeeds only while
+    /// the row still names `holder` and `fence` and has not expired by the database's clock (on
+    /// PostgreSQL the statement's time, not the transaction's), locks the row until the
+    /// transaction ends (a takeover or a forced release then waits for it), and writes it: it
+    /// moves `expires_at` one step (a microsecond; SQLite: a millisecond) later, so that the
+    /// database sees a change (a certifying multi-primary cluster such as Galera sees the
+    /// conflict, and SQLite takes the write lock at once). Parameters: name, holder, fence.
+    /// Answers with its affected rows: 1 while held, else 0.
+    pub fn fence<'a>(
+        &'a self,
+        name: &'a LeaseName,
+        holder: &'a HolderId,
+        fence: Fence,
+    ) -> Query<'a> {
+        Query {
+            sql: Cow::Borrowed(&self.sql.fence),
+            // Fences are at most i64::MAX: they are read from a BIGINT column.
+            params: vec![
+                Param::text(name.as_str()),
+                Param::text(holder.as_str()),
+                Param::Int(i64::try_from(fence.get()).unwrap_or(i64::MAX)),
+            ],
+        }
+    }
+
     /// The channel a release notifies (see
     /// [`with_release_notifications`](Statements::with_release_notifications)), with the
     /// released lease's name as the payload: `lease:<table>` (shortened with a hash where that
@@ -301,6 +326,7 @@ mod tests {
                 s.release(&name, &holder, Duration::from_secs(1)),
                 s.inspect(&name),
                 s.list(),
+                s.fence(&name, &holder, Fence::new(3)),
                 s.renew_many(&pairs, ttl),
                 s.renew_many(&full, ttl),
             ] {
@@ -329,6 +355,7 @@ mod tests {
                 s.release(&name, &holder, Duration::from_secs(1)),
                 s.inspect(&name),
                 s.list(),
+                s.fence(&name, &holder, Fence::new(3)),
                 s.renew_many(&pairs, ttl),
             ] {
                 let mut used = vec![false; query.params().len()];

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use lease_core::{
-    BoxError, Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, Operation, ReleaseEvents,
-    Ttl,
+    BoxError, Error, Fence, HolderId, LeaseHandle, LeaseInfo, LeaseName, LeaseStore, Operation,
+    ReleaseEvents, Ttl,
 };
 
-use crate::{Connect, Execute, PoolState, RenewManyResult, Statements, TableName};
+use crate::{Connect, Execute, ExecuteOn, PoolState, RenewManyResult, Statements, TableName};
 
 /// Leases in a SQL table, reached through a driver's pool: the [`LeaseStore`] of every SQL
 /// backend. The backend crates give it their [`Execute`] (`lease-sqlx`'s `SqlxExecutor`,
@@ -177,6 +177,57 @@ impl<X: Execute> SqlStore<X> {
             .batch(self.statements.setup())
             .await
             .map_err(|e| Error::store(Operation::Setup, None, e))
+    }
+
+    /// The fenced check, inside the caller's transaction on `connection`: the job's writes in
+    /// that transaction then never interleave with another holder's.
+    ///
+    /// One statement ([`Statements::fence`]) that succeeds only while the row still names this
+    /// holder and `lease`'s fence and has not expired by the database's clock, and that locks
+    /// the row until the caller's transaction ends: a takeover (or a forced release) waits for
+    /// the transaction, so the caller's writes commit before any new holder's first statement,
+    /// or not at all. Run it first in the transaction, then write; commit or roll back as
+    /// usual. It answers the fence, to pass on to systems outside the database.
+    ///
+    /// The renewer's renewal of this lease waits for the transaction too (it updates the same
+    /// row): a transaction shorter than the client's store timeout costs nothing but that wait;
+    /// one longer than it fails renewals until it ends, and one longer than the TTL loses the
+    /// lease (locally, by its deadline), which the row lock still keeps from anybody else until
+    /// the transaction ends.
+    ///
+    /// # Errors
+    /// [`Error::NotHeld`] when the lease is gone (expired, taken over, released), after marking
+    /// it lost, so that its `lost()` and `run_exclusive` react at once: roll the transaction back.
+    /// [`Error::Store`] with [`Operation::Fence`] when the statement failed (also when the
+    /// database refused it for its isolation level, such as a serialization failure).
+    ///
+    /// # Cancel safety
+    /// Like any statement on the caller's connection: dropped half-way, the connection may be
+    /// mid-statement; drop the transaction with it (sqlx and diesel then roll it back or close
+    /// the connection).
+    pub async fn fence<C>(
+        &self,
+        connection: C,
+        lease: &(impl AsRef<LeaseHandle> + Sync),
+    ) -> Result<Fence, Error>
+    where
+        X: ExecuteOn<C>,
+    {
+        let lease = lease.as_ref();
+        let matched = self
+            .executor
+            .affected_on(
+                connection,
+                self.statements
+                    .fence(lease.name(), lease.holder(), lease.fence()),
+            )
+            .await
+            .map_err(failure(Operation::Fence, Some(lease.name())))?;
+        if matched == 0 {
+            tracing::warn!(lease = %lease.name(), fence = %lease.fence(), "fenced check found the lease gone");
+            return Err(lease.mark_not_held());
+        }
+        Ok(lease.fence())
     }
 
     /// The positions in `batch` (distinct pairs) of the leases one renew-many statement renewed.

@@ -47,4 +47,6 @@ pub(crate) struct DialectSql {
     pub(crate) release: Template,
     pub(crate) inspect: Template,
     pub(crate) list: String,
+    /// The fenced check; parameters name, holder, fence on every dialect.
+    pub(crate) fence: String,
 }

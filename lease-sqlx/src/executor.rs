@@ -3,8 +3,10 @@
 
 use std::fmt;
 
+use futures::future::BoxFuture;
+
 use lease_core::{BoxError, ReleaseEvents, async_trait};
-use lease_sql::{Connect, Dialect, Execute, LeaseRow, PoolState, Query};
+use lease_sql::{Connect, Dialect, Execute, ExecuteOn, LeaseRow, PoolState, Query};
 use sqlx::{AssertSqlSafe, Database, Executor, FromRow, IntoArguments, Pool};
 
 use crate::SqlxDatabase;
@@ -194,5 +196,33 @@ where
 {
     async fn connect(url: &str) -> Result<Self, BoxError> {
         Ok(Self::new(DB::connect_pool(url).await?))
+    }
+}
+
+/// Statements on the caller's own connection or transaction (`&mut *tx`), for the fenced check.
+impl<'c, DB> ExecuteOn<&'c mut DB::Connection> for SqlxExecutor<DB>
+where
+    Self: Execute,
+    DB: SqlxDatabase,
+    &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+{
+    fn affected_on<'a>(
+        &'a self,
+        connection: &'c mut DB::Connection,
+        query: Query<'a>,
+    ) -> BoxFuture<'a, Result<u64, BoxError>>
+    where
+        'c: 'a,
+    {
+        // The driver's own future is `Send`; built here, it is all the answer waits on.
+        let statement = match self.mode {
+            Mode::Prepared => connection.execute(prepared(query)),
+            Mode::Inline => match query.inline_postgres() {
+                Ok(sql) => connection.execute(sqlx::raw_sql(AssertSqlSafe(sql))),
+                Err(error) => return Box::pin(std::future::ready(Err(error.into()))),
+            },
+        };
+        Box::pin(async move { Ok(DB::rows_affected(&statement.await?)) })
     }
 }

@@ -20,6 +20,7 @@
 
 mod database;
 mod executor;
+mod fenced;
 
 #[cfg(feature = "mysql")]
 mod mysql;
@@ -30,6 +31,7 @@ mod sqlite;
 
 pub use database::SqlxDatabase;
 pub use executor::SqlxExecutor;
+pub use fenced::fenced;
 
 /// Leases in a table through a sqlx pool of `DB`: lease-sql's [`SqlStore`](lease_sql::SqlStore)
 /// on a [`SqlxExecutor`].
@@ -46,6 +48,6 @@ pub use sqlite::{SqliteLeaseStore, sqlite_connect_options};
 
 #[cfg(feature = "sqlite")]
 pub use lease_sql::SQLITE_BUSY_TIMEOUT;
-pub use lease_sql::{Connect, Execute, PoolState, SqlStore, TableName};
+pub use lease_sql::{Connect, Execute, ExecuteOn, PoolState, SqlStore, TableName};
 /// The sqlx this crate is built on, for its pool and option types.
 pub use sqlx;
