@@ -17,7 +17,7 @@ use crate::{DieselConnection, DieselPool};
 /// A diesel-async pool (deadpool or bb8) as a lease store's [`Execute`]. Each statement is
 /// prepared once per connection and runs on the caller's task; a caller that stops waiting
 /// half-way leaves it to finish on a task of its own, so no connection is ever cut mid-protocol
-/// (see [`Finish`]).
+/// (the crate's `finish` module says how).
 ///
 /// A store is made from a pool directly: `DieselStore::new(pool)`.
 #[derive(Clone)]

@@ -27,7 +27,7 @@ pub use executor::DieselExecutor;
 pub use pool::DieselPool;
 
 /// Leases in a table through a diesel-async pool `P` (deadpool or bb8): lease-sql's
-/// [`SqlStore`](lease_sql::SqlStore) on a [`DieselExecutor`]. Make one with
+/// [`SqlStore`] on a [`DieselExecutor`]. Make one with
 /// `DieselStore::new(pool)` or `DieselStore::with_table(pool, "jobs.leases")?`.
 pub type DieselStore<P> = lease_sql::SqlStore<DieselExecutor<P>>;
 

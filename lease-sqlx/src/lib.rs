@@ -33,7 +33,7 @@ pub use database::SqlxDatabase;
 pub use executor::SqlxExecutor;
 pub use fenced::fenced;
 
-/// Leases in a table through a sqlx pool of `DB`: lease-sql's [`SqlStore`](lease_sql::SqlStore)
+/// Leases in a table through a sqlx pool of `DB`: lease-sql's [`SqlStore`]
 /// on a [`SqlxExecutor`].
 pub type SqlxStore<DB> = lease_sql::SqlStore<SqlxExecutor<DB>>;
 

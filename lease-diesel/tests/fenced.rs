@@ -1,0 +1,80 @@
+//! The fenced check through diesel-async, inside a transaction on the caller's connection: the
+//! holder's write commits; once the lease has expired by the database's clock the check fails
+//! with `Error::NotHeld`, the guard is lost at once, and the transaction rolls back; the same
+//! write without the check (the negative control) commits.
+
+use std::time::Duration;
+
+use diesel_async::pooled_connection::AsyncDieselConnectionManager;
+use diesel_async::pooled_connection::deadpool::Pool;
+use diesel_async::{AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
+use lease_core::runtime::TokioRuntime;
+use lease_core::{Error, LeaseClient, LossReason, Ttl};
+use lease_diesel::DieselStore;
+use lease_tests::env;
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenced_writes_on_postgres() {
+    let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(env::postgres_url());
+    let pool = Pool::builder(manager).max_size(4).build().unwrap();
+    if let Err(e) = pool.get().await {
+        return env::skip_or_fail("postgres", &e.to_string());
+    }
+    let table = env::unique_table("lease_diesel_fenced");
+    let store = DieselStore::with_table(pool.clone(), &table).unwrap();
+    store.setup().await.unwrap();
+    let notices = format!("{table}_notices");
+    let mut conn = pool.get().await.unwrap();
+    conn.batch_execute(&format!("CREATE TABLE {notices} (fence BIGINT NOT NULL)"))
+        .await
+        .unwrap();
+    let client = LeaseClient::builder(store.clone(), TokioRuntime)
+        .ttl(Ttl::from_secs(60).unwrap())
+        .build()
+        .unwrap();
+    let guard = client.try_acquire("notify").await.unwrap().unwrap();
+
+    // Checked and committed.
+    conn.batch_execute("BEGIN").await.unwrap();
+    assert_eq!(
+        store.fence(&mut *conn, &guard).await.unwrap(),
+        guard.fence()
+    );
+    conn.batch_execute(&format!(
+        "INSERT INTO {notices} VALUES ({}); COMMIT",
+        guard.fence()
+    ))
+    .await
+    .unwrap();
+
+    // Expired by the database's clock: refused, lost at once, nothing committed.
+    conn.batch_execute(&format!("UPDATE {table} SET expires_at = taken_at"))
+        .await
+        .unwrap();
+    conn.batch_execute("BEGIN").await.unwrap();
+    let refused = store.fence(&mut *conn, &guard).await.unwrap_err();
+    assert!(matches!(refused, Error::NotHeld { .. }), "{refused}");
+    conn.batch_execute("ROLLBACK").await.unwrap();
+    assert!(!guard.is_held());
+    let lost = tokio::time::timeout(Duration::from_secs(1), guard.lost()).await;
+    assert_eq!(lost.unwrap(), LossReason::NotHeld);
+
+    // The negative control: without the check the stale write commits.
+    conn.batch_execute(&format!("INSERT INTO {notices} VALUES ({})", guard.fence()))
+        .await
+        .unwrap();
+    let count: Count = diesel::sql_query(format!("SELECT count(*) AS n FROM {notices}"))
+        .get_result(&mut *conn)
+        .await
+        .unwrap();
+    assert_eq!(count.n, 2);
+    conn.batch_execute(&format!("DROP TABLE {notices}; DROP TABLE {table}"))
+        .await
+        .unwrap();
+}
