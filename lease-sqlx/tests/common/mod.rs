@@ -10,7 +10,7 @@ use std::time::Duration;
 use lease_core::BoxError;
 use lease_sqlx::sqlx::{self, AssertSqlSafe, Pool};
 use lease_sqlx::{SqlxDatabase, SqlxStore};
-use lease_tests::{FreshStore, PoolStats, PooledStore, TestBackend, env};
+use lease_tests::{FreshStore, PooledStore, TestBackend, env};
 
 /// How a database is reached in the tests.
 pub trait TestDb: SqlxDatabase + Sized {
@@ -120,8 +120,8 @@ where
         )
         .await?;
         let insert = format!("INSERT INTO {probe_table} (at) VALUES (1)");
-        let probe_pool = pool.clone();
-        let stats_pool = pool;
+        let probe_pool = pool;
+        let stats_store = fresh.store().clone();
         Ok(Some(PooledStore::new(
             fresh,
             move || {
@@ -129,10 +129,7 @@ where
                 let insert = insert.clone();
                 async move { DB::execute(&pool, insert).await }
             },
-            move || PoolStats {
-                size: stats_pool.size(),
-                idle: u32::try_from(stats_pool.num_idle()).unwrap_or(u32::MAX),
-            },
+            move || stats_store.pool_state(),
         )))
     }
 
