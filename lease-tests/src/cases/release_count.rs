@@ -33,6 +33,10 @@ pub async fn fences_keep_counting_across_releases<B: TestBackend>(ctx: &Context<
             })?;
         fences.push(fence);
         ensure!(
+            fences.windows(2).all(|pair| pair[0] < pair[1]),
+            "cycle {cycle}: fences of {lease} across releases did not strictly increase: {fences:?}"
+        );
+        ensure!(
             store.renew(&lease, &holder, long_ttl()).await?,
             "cycle {cycle}: renewing {lease} failed"
         );
