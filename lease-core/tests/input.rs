@@ -1,4 +1,5 @@
 //! Bad input gets its typed error before reaching any store.
+#![cfg(feature = "runtime-tokio")]
 
 use std::time::Duration;
 
