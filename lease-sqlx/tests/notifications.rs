@@ -20,6 +20,7 @@ fn notifying() -> Backend<Postgres> {
     Backend::adjusted("postgres-notifications", |store| {
         store.with_notifications(true)
     })
+    .pushing_releases()
 }
 
 fn notifying_simple() -> Backend<Postgres> {
@@ -28,6 +29,7 @@ fn notifying_simple() -> Backend<Postgres> {
             .with_notifications(true)
             .map_executor(|x| x.with_protocol(PgProtocol::SimpleInline))
     })
+    .pushing_releases()
 }
 
 lease_tests::conformance_suite!(mod conformance_notifying, runtime = tokio, backend = notifying());

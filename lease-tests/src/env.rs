@@ -69,7 +69,20 @@ pub fn skip_or_fail(backend: &str, why: &str) {
     if require_all() {
         panic!("{backend} cannot run and {REQUIRE_ALL_VAR} is set: {why}");
     }
-    eprintln!("SKIPPED {backend}: {why} (set {REQUIRE_ALL_VAR}=1 to make this a failure)");
+    report(&format!(
+        "SKIPPED {backend}: {why} (set {REQUIRE_ALL_VAR}=1 to make this a failure)"
+    ));
+}
+
+/// Writes `line` to the process's standard error past the test harness's capture, so it shows
+/// in plain `cargo test` output, not only with `--nocapture`: the harness captures what the
+/// `print!` and `eprint!` macros write (also from threads a test spawns), but not writes to
+/// [`std::io::stderr`] itself.
+pub fn report(line: &str) {
+    use std::io::Write;
+    let mut stderr = std::io::stderr().lock();
+    // Nothing to do if standard error is gone; the verdict stands either way.
+    let _ = writeln!(stderr, "{line}");
 }
 
 /// A table name no other test uses, in this process or another: `prefix`, the process id, a

@@ -39,6 +39,10 @@ impl<B: TestBackend> TestBackend for DynBackend<B> {
         self.inner.available().await
     }
 
+    fn pushes_releases(&self) -> bool {
+        self.inner.pushes_releases()
+    }
+
     async fn store(&self) -> Result<FreshStore<Self::Store>, BoxError> {
         Ok(self.inner.store().await?.map(erase))
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use lease_core::{BoxError, LeaseStore};
+use lease_sql::PoolState;
 
 /// A backend under test: makes fresh stores for the cases.
 ///
@@ -30,6 +31,15 @@ pub trait TestBackend: Send + Sync + 'static {
     /// (see [`env::skip_or_fail`](crate::env::skip_or_fail)).
     async fn available(&self) -> Result<(), BoxError> {
         Ok(())
+    }
+
+    /// Whether this backend's stores push releases: `true` where
+    /// [`LeaseStore::release_events`] must answer a stream (the memory store; PostgreSQL with
+    /// notifications on). The case that a release wakes a waiter then fails on a store that
+    /// answers `None`, as a wrapper that forgets to forward `release_events` does; with `false`
+    /// (the default) it runs where the store answers a stream and is not applicable elsewhere.
+    fn pushes_releases(&self) -> bool {
+        false
     }
 
     /// A fresh, empty store of its own.
@@ -110,17 +120,8 @@ impl<S: fmt::Debug> fmt::Debug for FreshStore<S> {
     }
 }
 
-/// How many connections a pool has open, and how many of them nobody is using.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PoolStats {
-    /// Connections open, idle or in use.
-    pub size: u32,
-    /// Connections open and not in use.
-    pub idle: u32,
-}
-
 type Probe = Arc<dyn Fn() -> BoxFuture<'static, Result<(), BoxError>> + Send + Sync>;
-type Stats = Arc<dyn Fn() -> PoolStats + Send + Sync>;
+type Stats = Arc<dyn Fn() -> PoolState + Send + Sync>;
 
 /// A fresh store over a pool of a known size, with a probe write through that same pool and
 /// the pool's statistics: what the "no connection held" case needs.
@@ -138,7 +139,7 @@ impl<S: LeaseStore> PooledStore<S> {
     where
         P: Fn() -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
-        T: Fn() -> PoolStats + Send + Sync + 'static,
+        T: Fn() -> PoolState + Send + Sync + 'static,
     {
         let (store, teardown) = fresh.into_store();
         Self {
@@ -171,7 +172,7 @@ impl<S: LeaseStore> PooledStore<S> {
     }
 
     /// The pool's statistics now.
-    pub fn stats(&self) -> PoolStats {
+    pub fn stats(&self) -> PoolState {
         (self.stats)()
     }
 

@@ -19,5 +19,9 @@ mod suite;
 pub use context::{Context, SharedRuntime};
 pub use erased::DynBackend;
 pub use failure::{CaseFailure, CaseResult, Verdict};
-pub use harness::{FreshStore, PoolStats, PooledStore, TestBackend};
+pub use harness::{FreshStore, PooledStore, TestBackend};
+pub use lease_sql::PoolState;
+
+/// The former name of [`PoolState`], kept for existing callers.
+pub type PoolStats = PoolState;
 pub use memory::MemoryBackend;

@@ -5,7 +5,8 @@ use lease_core::{BoxError, MemoryStore};
 
 use crate::{FreshStore, TestBackend};
 
-/// Runs the suite against [`MemoryStore`]: a new store per test, no pool, always reachable.
+/// Runs the suite against [`MemoryStore`]: a new store per test, no pool, always reachable,
+/// pushing its releases.
 ///
 /// ```
 /// use lease_tests::MemoryBackend;
@@ -22,6 +23,10 @@ impl TestBackend for MemoryBackend {
 
     fn name(&self) -> &str {
         "memory"
+    }
+
+    fn pushes_releases(&self) -> bool {
+        true
     }
 
     async fn store(&self) -> Result<FreshStore<MemoryStore>, BoxError> {

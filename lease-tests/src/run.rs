@@ -34,7 +34,8 @@ where
 
 /// Turns a case's result into a test's: a panic that names the backend and case when it
 /// failed, a `SKIPPED` line (or, under `LEASE_TEST_REQUIRE_ALL=1`, a panic) when the backend
-/// cannot run, a `NOT APPLICABLE` line when the case does not apply.
+/// cannot run, a `NOT APPLICABLE` line when the case does not apply. The lines go past the test
+/// harness's capture ([`env::report`]), so plain `cargo test` shows them.
 ///
 /// # Panics
 /// When the case failed, or was skipped while every backend is required.
@@ -42,7 +43,7 @@ pub fn conclude(backend: &str, case: &str, result: CaseResult) {
     match result {
         Ok(Verdict::Passed) => {}
         Ok(Verdict::NotApplicable(why)) => {
-            eprintln!("NOT APPLICABLE {backend}::{case}: {why}");
+            env::report(&format!("NOT APPLICABLE {backend}::{case}: {why}"));
         }
         Ok(Verdict::Skipped(why)) => env::skip_or_fail(backend, &why),
         Err(failure) => panic!("{backend}::{case} failed: {failure}"),

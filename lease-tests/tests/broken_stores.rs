@@ -111,3 +111,57 @@ catches!(
     lost_signal_after_takeover,
     "did not see the takeover"
 );
+catches!(
+    takeover_that_overwrites_breaks_one_winner_on_takeover,
+    TakeoverOverwrites,
+    one_winner_on_every_takeover,
+    "winners among 32 contenders"
+);
+catches!(
+    reentrant_acquire_breaks_taking_ones_own_lease,
+    AcquireReentrant,
+    holder_cannot_take_its_own_lease_twice,
+    "the holder took its own"
+);
+catches!(
+    release_that_deletes_the_row_breaks_counting_across_releases,
+    ReleaseResetsFence,
+    fences_keep_counting_across_releases,
+    "across releases did not strictly increase"
+);
+catches!(
+    renew_many_that_says_yes_breaks_batches_with_losses,
+    RenewManyReportsAllRenewed,
+    renew_many_across_batches_duplicates_and_losses,
+    "answered wrongly at positions"
+);
+catches!(
+    collation_ordered_list_breaks_byte_order,
+    ListInCollationOrder,
+    names_are_byte_exact_and_listed_in_byte_order,
+    "is not every name in byte order"
+);
+catches!(
+    case_folding_names_break_byte_exact_names,
+    NamesFoldCase,
+    names_are_byte_exact_and_listed_in_byte_order,
+    "another name took it"
+);
+catches!(
+    acquire_that_overwrites_the_holder_breaks_waiting,
+    AcquireIgnoresHolder,
+    acquire_waits_for_the_release,
+    "still held it"
+);
+catches!(
+    unforwarded_release_events_break_the_wake_up,
+    ReleaseEventsNotForwarded,
+    release_wakes_a_waiter,
+    "release_events answered None"
+);
+catches!(
+    misreported_fence_breaks_what_a_leader_says,
+    AcquireMisreportsFence,
+    campaign_takes_over_when_the_leader_resigns,
+    "fence() of the first campaign against inspect"
+);

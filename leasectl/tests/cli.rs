@@ -43,6 +43,28 @@ fn run(url: &str, table: Option<&str>, command: &[&str]) -> Outcome {
     leasectl(&args)
 }
 
+/// A time as leasectl prints it, `2026-11-30T12:19:23.123Z`.
+fn parse_rfc3339(text: &str) -> std::time::SystemTime {
+    let number = |range: std::ops::Range<usize>| -> i64 { text[range].parse().expect(text) };
+    let (year, month, day) = (number(0..4), number(5..7), number(8..10));
+    let (hour, minute, second, milli) = (
+        number(11..13),
+        number(14..16),
+        number(17..19),
+        number(20..23),
+    );
+    assert!(text.ends_with('Z') && text.len() == 24, "{text}");
+    // Howard Hinnant's days_from_civil.
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let day_of_year = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let days = era * 146_097 + day_of_era - 719_468;
+    let millis = ((days * 86_400 + hour * 3600 + minute * 60 + second) * 1000) + milli;
+    std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(millis).expect("after 1970"))
+}
+
 fn name(name: &str) -> LeaseName {
     LeaseName::new(name).unwrap()
 }
@@ -93,10 +115,33 @@ async fn exercise(store: Arc<DynLeaseStore>, url: &str, table: Option<&str>) {
         "{list:?}"
     );
     assert!(lines[2].contains("Z  "), "{list:?}");
-    // A minute's lease read at once expires in a bit under a minute.
+    // "expires in" is the row's expiry less the time of reading, both as printed: exact up to
+    // the printed milliseconds, which can move it only when within a millisecond of a tenth.
+    let read_at = lines[4]
+        .split(", read at ")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix(" (database time)"))
+        .expect("the read time");
+    let columns: Vec<&str> = lines[2]
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    let [.., expires_at, expires_in] = columns[..] else {
+        panic!("{list:?}")
+    };
+    let left = parse_rfc3339(expires_at)
+        .duration_since(parse_rfc3339(read_at))
+        .expect("a minute's lease read at once has not expired");
+    let millisecond = Duration::from_millis(1);
+    let expected: Vec<String> = [left - millisecond, left, left + millisecond]
+        .into_iter()
+        .map(|left| format!("{:.1}s", left.as_secs_f64()))
+        .collect();
     assert!(
-        lines[2].ends_with('s') && lines[2].contains("  5"),
-        "{list:?}"
+        expected.iter().any(|text| text == expires_in),
+        "expires in {expires_in:?}, expected {:?} from {expires_at} less {read_at}: {list:?}",
+        expected[1]
     );
     assert!(lines[3].starts_with("uptime:node-a "), "{list:?}");
     assert!(

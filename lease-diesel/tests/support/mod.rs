@@ -13,7 +13,7 @@ use diesel_async::pooled_connection::{bb8, deadpool};
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, AsyncPgConnection};
 use lease_core::BoxError;
 use lease_diesel::{AsyncSqliteConnection, DieselPool, DieselStore, sqlite_manager};
-use lease_tests::{FreshStore, PoolStats, PooledStore, TestBackend, env};
+use lease_tests::{FreshStore, PooledStore, TestBackend, env};
 
 /// How long a pool waits for a connection before it reports the database unreachable.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -144,9 +144,6 @@ pub trait TestPool: DieselPool + Sized {
 
     /// Runs `sql` (no parameters) on a connection of the pool.
     fn exec(&self, sql: &str) -> impl Future<Output = Result<(), BoxError>> + Send;
-
-    /// The pool's own statistics.
-    fn stats(&self) -> PoolStats;
 }
 
 macro_rules! test_pools {
@@ -172,14 +169,6 @@ macro_rules! test_pools {
                     Ok(())
                 }
             }
-
-            fn stats(&self) -> PoolStats {
-                let status = self.status();
-                PoolStats {
-                    size: status.size as u32,
-                    idle: status.available as u32,
-                }
-            }
         }
 
         impl TestPool for bb8::Pool<$conn> {
@@ -202,14 +191,6 @@ macro_rules! test_pools {
                     diesel_async::SimpleAsyncConnection::batch_execute(&mut *connection, &sql)
                         .await?;
                     Ok(())
-                }
-            }
-
-            fn stats(&self) -> PoolStats {
-                let state = self.state();
-                PoolStats {
-                    size: state.connections,
-                    idle: state.idle_connections,
                 }
             }
         }
@@ -287,7 +268,7 @@ where
             .pool()
             .exec(&format!("CREATE TABLE {table}_probe (n INTEGER)"))
             .await?;
-        let (probe_pool, stats_pool) = (store.pool().clone(), store.pool().clone());
+        let (probe_pool, stats_store) = (store.pool().clone(), store.clone());
         let probe_sql = format!("INSERT INTO {table}_probe (n) VALUES (1)");
         Ok(Some(PooledStore::new(
             Self::fresh(store, table),
@@ -295,7 +276,7 @@ where
                 let (pool, sql) = (probe_pool.clone(), probe_sql.clone());
                 async move { pool.exec(&sql).await }
             },
-            move || stats_pool.stats(),
+            move || stats_store.pool_state(),
         )))
     }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use lease_core::BoxError;
 use lease_sqlx::sqlx::{self, AssertSqlSafe, Pool};
 use lease_sqlx::{SqlxDatabase, SqlxStore};
-use lease_tests::{FreshStore, PoolStats, PooledStore, TestBackend, env};
+use lease_tests::{FreshStore, PooledStore, TestBackend, env};
 
 /// How a database is reached in the tests.
 pub trait TestDb: SqlxDatabase + Sized {
@@ -42,6 +42,7 @@ pub trait TestDb: SqlxDatabase + Sized {
 pub struct Backend<DB: SqlxDatabase> {
     name: &'static str,
     adjust: fn(SqlxStore<DB>) -> SqlxStore<DB>,
+    pushes_releases: bool,
 }
 
 impl<DB: TestDb> Backend<DB>
@@ -53,12 +54,23 @@ where
         Self {
             name: DB::LABEL,
             adjust: |store| store,
+            pushes_releases: false,
         }
     }
 
     /// The stores changed by `adjust`, reported as `name`.
     pub fn adjusted(name: &'static str, adjust: fn(SqlxStore<DB>) -> SqlxStore<DB>) -> Self {
-        Self { name, adjust }
+        Self {
+            name,
+            adjust,
+            pushes_releases: false,
+        }
+    }
+
+    /// The same stores, which `adjust` made push their releases (PostgreSQL's notifications).
+    pub fn pushing_releases(mut self) -> Self {
+        self.pushes_releases = true;
+        self
     }
 
     /// A fresh store over a pool of at most `connections`, and its teardown.
@@ -77,14 +89,7 @@ where
                 DB::execute(&drop_pool, format!("DROP TABLE IF EXISTS {t}")).await?;
             }
             drop_pool.close().await;
-            if let Some(file) = file {
-                for suffix in ["", "-wal", "-shm"] {
-                    let mut path = file.clone().into_os_string();
-                    path.push(suffix);
-                    let _ = std::fs::remove_file(path);
-                }
-            }
-            Ok(())
+            remove_files(file.as_deref())
         });
         Ok((fresh, pool, table))
     }
@@ -101,10 +106,14 @@ where
         self.name
     }
 
+    fn pushes_releases(&self) -> bool {
+        self.pushes_releases
+    }
+
     async fn available(&self) -> Result<(), BoxError> {
-        let (pool, _) = DB::connect(1).await?;
+        let (pool, file) = DB::connect(1).await?;
         pool.close().await;
-        Ok(())
+        remove_files(file.as_deref())
     }
 
     async fn store(&self) -> Result<FreshStore<Self::Store>, BoxError> {
@@ -120,8 +129,8 @@ where
         )
         .await?;
         let insert = format!("INSERT INTO {probe_table} (at) VALUES (1)");
-        let probe_pool = pool.clone();
-        let stats_pool = pool;
+        let probe_pool = pool;
+        let stats_store = fresh.store().clone();
         Ok(Some(PooledStore::new(
             fresh,
             move || {
@@ -129,16 +138,33 @@ where
                 let insert = insert.clone();
                 async move { DB::execute(&pool, insert).await }
             },
-            move || PoolStats {
-                size: stats_pool.size(),
-                idle: u32::try_from(stats_pool.num_idle()).unwrap_or(u32::MAX),
-            },
+            move || stats_store.pool_state(),
         )))
     }
 
     async fn unreachable(&self) -> Result<Option<Self::Store>, BoxError> {
         Ok(Some((self.adjust)(SqlxStore::new(DB::unreachable()?))))
     }
+}
+
+/// Removes a SQLite database and the files beside it, once its pool is closed, and checks that
+/// none is left: every test makes one, so a leak would fill the temporary directory.
+pub fn remove_files(file: Option<&std::path::Path>) -> Result<(), BoxError> {
+    let Some(file) = file else { return Ok(()) };
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut path = file.as_os_str().to_owned();
+        path.push(suffix);
+        let path = std::path::PathBuf::from(path);
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(format!("removing {}: {error}", path.display()).into()),
+        }
+        if path.exists() {
+            return Err(format!("{} is still there after its removal", path.display()).into());
+        }
+    }
+    Ok(())
 }
 
 /// How long a test waits for a connection: short, so a missing server is reported quickly.

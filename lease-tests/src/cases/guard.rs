@@ -14,6 +14,10 @@ use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
 /// Room for scheduling and a statement's round trip on a busy machine, on top of the bounds
 /// the cases assert.
 const SLACK: Duration = Duration::from_millis(1500);
+/// How long one store call may take before the client counts it failed: well above a
+/// statement's round trip on a busy machine, so a slow answer is not mistaken for an outage
+/// (the default, one renewal period, is only a few hundred milliseconds here).
+const STORE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// A guard whose lease was taken over (its holder's row released and taken by a rival, as
 /// after an expiry the guard did not notice) sees the lost signal within one renewal period,
@@ -27,6 +31,7 @@ pub async fn lost_signal_after_takeover<B: TestBackend>(ctx: &Context<B>) -> Cas
     let client = LeaseClient::builder(Arc::clone(&store), ctx.runtime().clone())
         .ttl(ttl)
         .renew_every(period)
+        .store_timeout(STORE_TIMEOUT)
         .build()?;
     let lease = name("alerts");
     let guard = client
@@ -104,12 +109,16 @@ async fn loss_by_deadline<B: TestBackend>(ctx: &Context<B>, outage: Link) -> Cas
     // A wide margin, so the store still holds the lease when the guard gives up and the case
     // can see that it does.
     let margin = Duration::from_millis(700);
+    // Headroom over the renewal period for a slow answer, yet short of the local validity
+    // (1.3 s), so a hanging call ends before the guard's deadline would anyway.
+    let store_timeout = Duration::from_secs(1);
     let store = ctx.store().await?;
     let severable = Arc::new(Severable::new(Arc::clone(&store)));
     let client = LeaseClient::builder(Arc::clone(&severable), ctx.runtime().clone())
         .ttl(ttl)
         .renew_every(period)
         .safety_margin(margin)
+        .store_timeout(store_timeout)
         .build()?;
     let validity = client.config().local_validity();
     let store_timeout = client.config().store_timeout;

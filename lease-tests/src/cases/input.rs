@@ -1,75 +1,13 @@
-//! Bad input gets its typed error before reaching the store; unusual names round-trip verbatim.
+//! Unusual names round-trip verbatim.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Duration;
 
-use lease_core::{Error, HolderId, LeaseClient, LeaseName, LeaseStore, NameError, Ttl};
+use lease_core::{HolderId, LeaseName, LeaseStore};
 
 use super::long_ttl;
 use crate::failure::{ensure, ensure_eq};
-use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
-
-/// Every invalid name (empty, 256 bytes, containing NUL) and TTL (zero, under a millisecond,
-/// over the maximum) gives its own typed error, a client given an invalid name refuses it, and
-/// none of them reaches the store: it still lists nothing.
-pub async fn invalid_input_is_typed<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
-    let store = ctx.store().await?;
-    let names = [
-        (String::new(), NameError::Empty),
-        ("x".repeat(256), NameError::TooLong { len: 256 }),
-        // Multi-byte: the limit is in bytes, not characters.
-        ("é".repeat(128), NameError::TooLong { len: 256 }),
-        ("sweep\0".to_owned(), NameError::ContainsNul),
-        ("\0".to_owned(), NameError::ContainsNul),
-    ];
-    for (text, expected) in names {
-        match LeaseName::new(&text) {
-            Err(Error::InvalidName { name, reason }) => {
-                ensure_eq!(name, text, "the name carried by the error for {text:?}");
-                ensure_eq!(reason, expected, "the reason {text:?} was rejected");
-            }
-            other => {
-                return Err(CaseFailure::new(format!(
-                    "the name {text:?} gave {other:?}, not Error::InvalidName({expected:?})"
-                )));
-            }
-        }
-    }
-    let ttls = [
-        Duration::ZERO,
-        Duration::from_micros(999),
-        Ttl::MAX.get() + Duration::from_millis(1),
-        Duration::MAX,
-    ];
-    for requested in ttls {
-        match Ttl::new(requested) {
-            Err(Error::InvalidTtl { requested: got }) => {
-                ensure_eq!(got, requested, "the TTL carried by the error");
-            }
-            other => {
-                return Err(CaseFailure::new(format!(
-                    "the TTL {requested:?} gave {other:?}, not Error::InvalidTtl"
-                )));
-            }
-        }
-    }
-    let client = LeaseClient::new(Arc::clone(&store), ctx.runtime().clone());
-    for text in ["", "a\0b"] {
-        let attempt = client.try_acquire(text).await;
-        ensure!(
-            matches!(attempt, Err(Error::InvalidName { .. })),
-            "the client acquiring {text:?} gave {:?}, not Error::InvalidName",
-            attempt.map(|guard| guard.map(|guard| guard.fence()))
-        );
-    }
-    ensure_eq!(
-        store.list().await?,
-        Vec::new(),
-        "list() after only invalid input"
-    );
-    Ok(Verdict::Passed)
-}
+use crate::{CaseResult, Context, TestBackend, Verdict};
 
 /// Names the store must keep apart and give back exactly as they came.
 fn awkward_names() -> Vec<String> {

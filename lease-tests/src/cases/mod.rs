@@ -7,6 +7,9 @@
 //! order, never tight timings.
 
 mod batch;
+mod batch_seams;
+mod byte_order;
+mod campaign;
 mod exclusion;
 mod expiry;
 mod fence;
@@ -15,8 +18,12 @@ mod input;
 mod listing;
 mod outage;
 mod pool;
+mod reentry;
+mod release_count;
 mod severable;
 mod stale;
+mod takeover;
+mod waiting;
 
 use std::future::Future;
 use std::time::Duration;
@@ -25,6 +32,9 @@ use futures::channel::oneshot;
 use lease_core::{LeaseInfo, LeaseName, LeaseStore, Runtime, Ttl};
 
 pub use batch::renew_many_reports_exactly_the_lost;
+pub use batch_seams::renew_many_across_batches_duplicates_and_losses;
+pub use byte_order::names_are_byte_exact_and_listed_in_byte_order;
+pub use campaign::campaign_takes_over_when_the_leader_resigns;
 pub use exclusion::one_holder_among_contenders;
 pub use expiry::{
     expired_lease_cannot_be_renewed, expired_lease_is_taken_over,
@@ -35,11 +45,15 @@ pub use guard::{
     guard_loses_lease_when_store_hangs, guard_loses_lease_when_store_refuses,
     lost_signal_after_takeover,
 };
-pub use input::{invalid_input_is_typed, names_round_trip_verbatim};
+pub use input::names_round_trip_verbatim;
 pub use listing::inspect_and_list_agree;
 pub use outage::unreachable_store_returns_errors;
 pub use pool::no_connection_held;
+pub use reentry::holder_cannot_take_its_own_lease_twice;
+pub use release_count::fences_keep_counting_across_releases;
 pub use stale::stale_holder_touches_nothing;
+pub use takeover::one_winner_on_every_takeover;
+pub use waiting::{acquire_waits_for_the_release, release_wakes_a_waiter};
 
 use crate::failure::ensure;
 use crate::{CaseFailure, Context, TestBackend};

@@ -6,7 +6,7 @@ use std::time::Duration;
 use lease_core::{LeaseClient, LeaseStore, Ttl};
 
 use crate::failure::ensure;
-use crate::{CaseFailure, CaseResult, Context, PoolStats, TestBackend, Verdict};
+use crate::{CaseFailure, CaseResult, Context, PoolState, TestBackend, Verdict};
 
 /// The four kinds of work of the incident this library comes from, each under its own lease.
 const JOBS: [&str; 4] = ["sweep", "alerts", "mail-checks", "uptime:node-a"];
@@ -46,7 +46,7 @@ pub async fn no_connection_held<B: TestBackend>(ctx: &Context<B>) -> CaseResult 
         guards.push(guard);
     }
 
-    let mut idle_seen: Option<PoolStats> = None;
+    let mut idle_seen: Option<PoolState> = None;
     let mut samples = Vec::new();
     for probe in 0..PROBES {
         ctx.sleep(period).await;

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use lease_core::{
-    BoxError, Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, MemoryStore, Ttl,
+    BoxError, Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, MemoryStore, ReleaseEvents,
+    Ttl,
 };
 use lease_tests::{FreshStore, TestBackend};
 
@@ -35,6 +36,40 @@ pub enum Flaw {
     NamesFoldCase,
     /// When unreachable, calls fail with the wrong error.
     UnreachableGivesWrongError,
+    /// Acquire reads the row, then writes it unconditionally: every caller that found the
+    /// lease expired takes it over, overwriting the others (a lost update).
+    TakeoverOverwrites,
+    /// Acquire by the holder of a held lease renews it and answers its fence, as if holding
+    /// were re-entrant.
+    AcquireReentrant,
+    /// `list` orders names as a case-insensitive collation does, not by their bytes.
+    ListInCollationOrder,
+    /// Forwards everything to a store that pushes releases except `release_events`, which
+    /// answers `None`: the mistake of a wrapper store.
+    ReleaseEventsNotForwarded,
+    /// Acquire answers a fence one above the one the row holds.
+    AcquireMisreportsFence,
+}
+
+/// Gives way to the other futures on the task once, so callers that read together write
+/// after each other, as concurrent statements would.
+struct YieldNow(bool);
+
+impl std::future::Future for YieldNow {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if self.0 {
+            std::task::Poll::Ready(())
+        } else {
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    }
 }
 
 /// A backend whose stores have `flaw`.
@@ -47,6 +82,11 @@ impl TestBackend for BrokenBackend {
 
     fn name(&self) -> &str {
         "broken-memory"
+    }
+
+    /// Like the memory store it wraps.
+    fn pushes_releases(&self) -> bool {
+        true
     }
 
     async fn store(&self) -> Result<FreshStore<BrokenStore>, BoxError> {
@@ -128,9 +168,25 @@ impl LeaseStore for BrokenStore {
                 store.release(name, &info.holder, Duration::ZERO).await?;
             }
             (Flaw::AcquireIgnoresExpiry, Some(_)) => return Ok(None),
+            (Flaw::TakeoverOverwrites, Some(info)) if info.is_expired() => {
+                YieldNow(false).await;
+                if let Some(now) = store.inspect(name).await? {
+                    store.release(name, &now.holder, Duration::ZERO).await?;
+                }
+            }
+            (Flaw::AcquireReentrant, Some(info))
+                if info.holder == *holder && !info.is_expired() =>
+            {
+                store.renew(name, holder, ttl).await?;
+                return Ok(Some(info.fence));
+            }
             _ => {}
         }
-        store.try_acquire(name, holder, ttl).await
+        let fence = store.try_acquire(name, holder, ttl).await?;
+        if self.flaw == Flaw::AcquireMisreportsFence {
+            return Ok(fence.map(|fence| Fence::new(fence.get() + 1)));
+        }
+        Ok(fence)
     }
 
     async fn renew(&self, name: &LeaseName, holder: &HolderId, ttl: Ttl) -> Result<bool, Error> {
@@ -205,6 +261,16 @@ impl LeaseStore for BrokenStore {
         if self.flaw == Flaw::ListHidesExpired {
             listed.retain(|info| !info.is_expired());
         }
+        if self.flaw == Flaw::ListInCollationOrder {
+            listed.sort_by_key(|info| info.name.as_str().to_lowercase());
+        }
         Ok(listed)
+    }
+
+    async fn release_events(&self) -> Result<Option<ReleaseEvents>, Error> {
+        if self.flaw == Flaw::ReleaseEventsNotForwarded {
+            return Ok(None);
+        }
+        self.inner.release_events().await
     }
 }

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use lease_core::{
     BoxError, Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, MemoryStore, Operation, Ttl,
 };
-use lease_tests::{FreshStore, PoolStats, PooledStore, TestBackend};
+use lease_tests::{FreshStore, PoolState, PooledStore, TestBackend};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Connections of the pool behind stores made for the cases that do not ask for a size.
@@ -66,7 +66,7 @@ impl TestBackend for SimulatedPool {
                     Ok(())
                 }
             },
-            move || PoolStats {
+            move || PoolState {
                 size: connections,
                 idle: u32::try_from(for_stats.available_permits()).unwrap_or(u32::MAX),
             },

@@ -1,0 +1,76 @@
+//! One winner on every takeover: callers racing for a lease that lapsed or was released find
+//! exactly one winner, as they do for a lease never taken.
+
+use std::sync::Arc;
+
+use futures::future::join_all;
+use lease_core::{Fence, HolderId, LeaseStore, Ttl};
+
+use super::{long_ttl, name, wait_until_expired};
+use crate::failure::{ensure, ensure_eq};
+use crate::{CaseResult, Context, TestBackend, Verdict};
+
+/// How many callers race in each round.
+const CONTENDERS: usize = 32;
+/// How many rounds: the first on a name never taken, then takeovers of a lapsed and of a
+/// released lease in turn.
+const ROUNDS: usize = 5;
+
+/// 32 callers race for a lease that has no row yet, then, round after round, for the same
+/// lease once its holder let it lapse or released it (the takeover paths, where MariaDB tells
+/// the winner from `RETURNING`): exactly one wins each round, with a higher fence than the
+/// round before, and `inspect` names the winner. The contenders ask for a long TTL, so however
+/// slowly the store serves them, nobody may win a second time in one round.
+pub async fn one_winner_on_every_takeover<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
+    let store = ctx.store().await?;
+    let lease = name("sweep");
+    let mut last = Fence::new(0);
+    for round in 0..ROUNDS {
+        let holders: Vec<HolderId> = (0..CONTENDERS).map(|_| HolderId::generate()).collect();
+        let attempts = join_all(holders.iter().map(|holder| {
+            let (store, lease) = (Arc::clone(&store), lease.clone());
+            async move { store.try_acquire(&lease, holder, long_ttl()).await }
+        }))
+        .await;
+        let mut winners = Vec::new();
+        for (holder, attempt) in holders.iter().zip(attempts) {
+            if let Some(fence) = attempt? {
+                winners.push((holder.clone(), fence));
+            }
+        }
+        ensure_eq!(
+            winners.len(),
+            1,
+            "round {round}: winners among {CONTENDERS} contenders for {lease} ({winners:?})"
+        );
+        let (winner, fence) = &winners[0];
+        ensure!(
+            *fence > last,
+            "round {round}: the winner's fence {fence} is not above the last round's {last}"
+        );
+        last = *fence;
+        let info = store.inspect(&lease).await?;
+        ensure_eq!(
+            info.map(|info| (info.holder, info.fence)),
+            Some((winner.clone(), *fence)),
+            "round {round}: holder and fence of {lease} after the race"
+        );
+        // Free it for the next round: by letting it lapse (the takeover of an expired lease)
+        // or by releasing it (the takeover of a released row).
+        if round % 2 == 0 {
+            ensure!(
+                store.renew(&lease, winner, Ttl::from_millis(200)?).await?,
+                "round {round}: the winner could not renew {lease}"
+            );
+            wait_until_expired(ctx, &*store, &lease).await?;
+        } else {
+            ensure!(
+                store
+                    .release(&lease, winner, std::time::Duration::ZERO)
+                    .await?,
+                "round {round}: the winner could not release {lease}"
+            );
+        }
+    }
+    Ok(Verdict::Passed)
+}

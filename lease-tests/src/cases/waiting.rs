@@ -1,0 +1,170 @@
+//! Waiting for a lease: `LeaseClient::acquire` waits while the lease is held, takes it once it
+//! is released, and, where the store pushes releases, is woken by the release itself.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lease_core::{HolderId, LeaseClient, LeaseGuard, LeaseName, LeaseStore, Runtime, Ttl};
+
+use super::{long_ttl, name};
+use crate::failure::{ensure, ensure_eq};
+use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
+
+/// How long one store call may take before the client counts it failed.
+const STORE_TIMEOUT: Duration = Duration::from_secs(3);
+/// The longest a waiter may keep waiting in these cases.
+const ACQUIRE_LIMIT: Duration = Duration::from_secs(30);
+/// Room for scheduling and a statement's round trip on a busy machine.
+const SLACK: Duration = Duration::from_millis(1500);
+
+/// What a waiter got, and when.
+struct Waited {
+    guard: Result<LeaseGuard, lease_core::Error>,
+    at: Instant,
+}
+
+/// What the releasing side did, and when it started.
+struct Released {
+    released: Result<bool, lease_core::Error>,
+    started: Instant,
+}
+
+/// Runs `client.acquire(lease)` while, beside it on the same task, the incumbent keeps the
+/// lease for `hold` and then releases it.
+async fn wait_while_held<B: TestBackend, S: LeaseStore + ?Sized>(
+    ctx: &Context<B>,
+    store: &S,
+    client: &LeaseClient,
+    lease: &LeaseName,
+    incumbent: &HolderId,
+    hold: Duration,
+) -> (Waited, Released) {
+    let waiting = async {
+        let guard = client.acquire(lease.clone(), ACQUIRE_LIMIT).await;
+        Waited {
+            guard,
+            at: ctx.runtime().now(),
+        }
+    };
+    let releasing = async {
+        ctx.sleep(hold).await;
+        let started = ctx.runtime().now();
+        Released {
+            released: store.release(lease, incumbent, Duration::ZERO).await,
+            started,
+        }
+    };
+    futures::join!(waiting, releasing)
+}
+
+/// While another holder has the lease, `acquire` keeps waiting (it neither returns nor takes
+/// it); once the holder releases it, `acquire` takes it by its next attempt, with a fence above
+/// the holder's, and `inspect` names the new guard.
+pub async fn acquire_waits_for_the_release<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
+    let store = ctx.store().await?;
+    let lease = name("sweep");
+    let incumbent = HolderId::generate();
+    let held = store
+        .try_acquire(&lease, &incumbent, long_ttl())
+        .await?
+        .ok_or_else(|| CaseFailure::new(format!("a fresh store refused {lease}")))?;
+    // Short pauses, so the waiter tries several times while the lease is held and soon after.
+    let longest_pause = Duration::from_millis(200);
+    let client = LeaseClient::builder(Arc::clone(&store), ctx.runtime().clone())
+        .ttl(Ttl::from_secs(10)?)
+        .store_timeout(STORE_TIMEOUT)
+        .acquire_backoff(Duration::from_millis(50), longest_pause)
+        .build()?;
+    let hold = longest_pause * 4;
+    let (waited, released) = wait_while_held(ctx, &*store, &client, &lease, &incumbent, hold).await;
+    let guard = waited.guard?;
+    ensure!(
+        waited.at >= released.started,
+        "acquire({lease}) returned with fence {} while {incumbent} still held it with fence {held}",
+        guard.fence()
+    );
+    ensure!(
+        released.released?,
+        "the incumbent could not release {lease} while a client waited for it"
+    );
+    let after = waited.at.duration_since(released.started);
+    ensure!(
+        after <= longest_pause + SLACK,
+        "acquire({lease}) took it {after:?} after the release, with pauses of at most \
+         {longest_pause:?}"
+    );
+    ensure!(
+        guard.fence() > held,
+        "the waiter's fence {} is not above the incumbent's {held}",
+        guard.fence()
+    );
+    let info = store.inspect(&lease).await?;
+    ensure_eq!(
+        info.map(|info| (info.holder, info.fence)),
+        Some((guard.holder().clone(), guard.fence())),
+        "holder and fence of {lease} after the waiter took it"
+    );
+    guard.release().await?;
+    Ok(Verdict::Passed)
+}
+
+/// Where the store pushes releases ([`LeaseStore::release_events`] answers a stream), a client
+/// waiting in `acquire` with a long pause between attempts takes the lease within a fraction of
+/// that pause once it is released: the release woke it, not its next poll. Not applicable to a
+/// store that answers `None` ([`TestBackend::pushes_releases`] false); a failure when the
+/// backend says its stores push releases and the store under test answers `None`, as a wrapper
+/// that forgets to forward `release_events` does.
+pub async fn release_wakes_a_waiter<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
+    let store = ctx.store().await?;
+    let events = store.release_events().await?;
+    match (events, ctx.backend().pushes_releases()) {
+        (Some(_), _) => {}
+        (None, false) => {
+            return Ok(Verdict::NotApplicable(format!(
+                "{}'s store pushes no releases (release_events answers None): waiters poll",
+                ctx.backend().name()
+            )));
+        }
+        (None, true) => {
+            return Err(CaseFailure::new(format!(
+                "{} says its stores push releases, but release_events answered None: a wrapper \
+                 that does not forward release_events leaves every waiter polling",
+                ctx.backend().name()
+            )));
+        }
+    }
+    let lease = name("alerts");
+    let incumbent = HolderId::generate();
+    store
+        .try_acquire(&lease, &incumbent, long_ttl())
+        .await?
+        .ok_or_else(|| CaseFailure::new(format!("a fresh store refused {lease}")))?;
+    // The first pause after the failed attempt is at least half of this: the next poll is
+    // seconds away.
+    let first_pause = Duration::from_secs(10);
+    let next_poll = first_pause / 2;
+    // Long enough for the client's subscription to be open before the release.
+    let hold = Duration::from_millis(1500);
+    let wake_limit = Duration::from_millis(2500);
+    let client = LeaseClient::builder(Arc::clone(&store), ctx.runtime().clone())
+        .ttl(Ttl::from_secs(10)?)
+        .store_timeout(STORE_TIMEOUT)
+        .acquire_backoff(first_pause, first_pause)
+        .build()?;
+    let started = ctx.runtime().now();
+    let (waited, released) = wait_while_held(ctx, &*store, &client, &lease, &incumbent, hold).await;
+    let guard = waited.guard?;
+    ensure!(
+        released.released?,
+        "the incumbent could not release {lease} while a client waited for it"
+    );
+    let after = waited.at.saturating_duration_since(released.started);
+    ensure!(
+        after <= wake_limit,
+        "the waiter took {lease} {after:?} after its release ({:?} after it began waiting, its \
+         next poll due no sooner than {next_poll:?}): the release did not wake it",
+        waited.at.duration_since(started)
+    );
+    guard.release().await?;
+    Ok(Verdict::Passed)
+}
