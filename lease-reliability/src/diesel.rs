@@ -9,7 +9,7 @@ use lease_core::{BoxError, Error};
 use lease_diesel::diesel_async::pooled_connection::{AsyncDieselConnectionManager, deadpool};
 use lease_diesel::diesel_async::{AsyncMysqlConnection, AsyncPgConnection, SimpleAsyncConnection};
 use lease_diesel::{AsyncSqliteConnection, DieselStore, sqlite_manager};
-use lease_tests::PoolStats;
+use lease_tests::PoolState;
 
 use crate::db::Db;
 use crate::factory::StoreFactory;
@@ -118,12 +118,8 @@ macro_rules! diesel_factory {
                 Ok(())
             }
 
-            fn pool_stats(&self, store: &Self::Store) -> PoolStats {
-                let status = store.pool().status();
-                PoolStats {
-                    size: u32::try_from(status.size).unwrap_or(u32::MAX),
-                    idle: u32::try_from(status.available).unwrap_or(u32::MAX),
-                }
+            fn pool_stats(&self, store: &Self::Store) -> PoolState {
+                store.pool_state()
             }
 
             async fn hold_connections(

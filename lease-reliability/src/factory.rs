@@ -13,7 +13,7 @@ use lease_sqlx::sqlx::postgres::PgPoolOptions;
 use lease_sqlx::sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 use lease_sqlx::sqlx::{self, AssertSqlSafe, MySql, Pool, Postgres, Sqlite};
 use lease_sqlx::{SqlxDatabase, SqlxStore};
-use lease_tests::PoolStats;
+use lease_tests::PoolState;
 
 use crate::db::Db;
 
@@ -60,7 +60,7 @@ pub trait StoreFactory: Send + Sync + 'static {
     async fn execute(&self, store: &Self::Store, sql: &str) -> Result<(), BoxError>;
 
     /// The store's pool now.
-    fn pool_stats(&self, store: &Self::Store) -> PoolStats;
+    fn pool_stats(&self, store: &Self::Store) -> PoolState;
 
     /// Takes `connections` connections out of the store's pool and keeps them until the
     /// returned value is dropped: the application's own work exhausting the pool.
@@ -202,11 +202,8 @@ macro_rules! sqlx_factory {
                 Ok(())
             }
 
-            fn pool_stats(&self, store: &Self::Store) -> PoolStats {
-                PoolStats {
-                    size: store.pool().size(),
-                    idle: u32::try_from(store.pool().num_idle()).unwrap_or(u32::MAX),
-                }
+            fn pool_stats(&self, store: &Self::Store) -> PoolState {
+                store.pool_state()
             }
 
             async fn hold_connections(

@@ -21,7 +21,4 @@ pub use erased::DynBackend;
 pub use failure::{CaseFailure, CaseResult, Verdict};
 pub use harness::{FreshStore, PooledStore, TestBackend};
 pub use lease_sql::PoolState;
-
-/// The former name of [`PoolState`], kept for existing callers.
-pub type PoolStats = PoolState;
 pub use memory::MemoryBackend;

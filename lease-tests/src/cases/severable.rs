@@ -4,7 +4,9 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lease_core::{Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, Operation, Ttl};
+use lease_core::{
+    Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, Operation, ReleaseEvents, Ttl,
+};
 
 /// How a cut store behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,5 +98,10 @@ impl<S: LeaseStore> LeaseStore for Severable<S> {
     async fn list(&self) -> Result<Vec<LeaseInfo>, Error> {
         self.pass(Operation::List, None).await?;
         self.inner.list().await
+    }
+
+    async fn release_events(&self) -> Result<Option<ReleaseEvents>, Error> {
+        self.pass(Operation::Subscribe, None).await?;
+        self.inner.release_events().await
     }
 }
