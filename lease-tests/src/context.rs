@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use futures::future::{BoxFuture, Either, select};
 use lease_core::{BoxError, Runtime};
 
-use crate::CaseFailure;
 use crate::harness::{PooledStore, Teardown, TestBackend};
+use crate::{CaseFailure, FencedStore, FencedWrites};
 
 /// A runtime behind a shared pointer, so cases can hand one runtime to every client they build
 /// whatever executor the test chose.
@@ -107,6 +107,22 @@ impl<B: TestBackend> Context<B> {
         };
         self.keep(pooled.take_teardown());
         Ok(Some(pooled))
+    }
+
+    /// A fresh store and fenced writes on its database, torn down when the case ends; `None` for
+    /// a store without a fenced check.
+    ///
+    /// # Errors
+    /// The backend's error, as a failure of the case.
+    pub async fn fenced(
+        &self,
+    ) -> Result<Option<(Arc<B::Store>, Arc<dyn FencedWrites>)>, CaseFailure> {
+        let Some(FencedStore { mut fresh, writes }) = self.backend.fenced().await? else {
+            return Ok(None);
+        };
+        self.keep(fresh.take_teardown());
+        let (store, _) = fresh.into_store();
+        Ok(Some((Arc::new(store), writes)))
     }
 
     /// A store that cannot reach its database; `None` for a store that is always reachable.

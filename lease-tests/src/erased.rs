@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use lease_core::{BoxError, DynLeaseStore};
 
-use crate::{FreshStore, PooledStore, TestBackend};
+use crate::{FencedStore, FreshStore, PooledStore, TestBackend};
 
 /// Runs the suite against another backend's stores as `Arc<dyn LeaseStore>`, the way an
 /// application that picks its store at run time holds one: the trait's object-safe path.
@@ -57,5 +57,9 @@ impl<B: TestBackend> TestBackend for DynBackend<B> {
 
     async fn unreachable(&self) -> Result<Option<Self::Store>, BoxError> {
         Ok(self.inner.unreachable().await?.map(erase))
+    }
+
+    async fn fenced(&self) -> Result<Option<FencedStore<Self::Store>>, BoxError> {
+        Ok(self.inner.fenced().await?.map(|fenced| fenced.map(erase)))
     }
 }

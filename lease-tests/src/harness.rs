@@ -9,6 +9,8 @@ use futures::future::BoxFuture;
 use lease_core::{BoxError, LeaseStore};
 use lease_sql::PoolState;
 
+use crate::FencedStore;
+
 /// A backend under test: makes fresh stores for the cases.
 ///
 /// Each test gets its own store (its own table or schema), so the cases run in parallel and
@@ -50,6 +52,13 @@ pub trait TestBackend: Send + Sync + 'static {
     /// pool, such as the memory store: the pool cases then report themselves not applicable.
     async fn pooled(&self, connections: u32) -> Result<Option<PooledStore<Self::Store>>, BoxError> {
         let _ = connections;
+        Ok(None)
+    }
+
+    /// A fresh store with fenced writes on its database, for the fenced-write cases. `None`
+    /// (the default) for a store without a fenced check, such as the memory store: those cases
+    /// then report themselves not applicable.
+    async fn fenced(&self) -> Result<Option<FencedStore<Self::Store>>, BoxError> {
         Ok(None)
     }
 

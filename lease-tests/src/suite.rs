@@ -56,6 +56,10 @@ macro_rules! conformance_suite {
                 guard_loses_lease_when_store_hangs,
                 no_connection_held,
                 unreachable_store_returns_errors,
+                fenced_write_commits_while_held,
+                expired_lease_fails_fenced_check,
+                stale_fenced_write_commits_nothing,
+                takeover_waits_for_fenced_transaction,
             );
         }
     };

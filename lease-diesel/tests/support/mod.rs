@@ -6,14 +6,16 @@
 use std::future::Future;
 use std::marker::PhantomData;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use diesel_async::pooled_connection::AsyncDieselConnectionManager;
 use diesel_async::pooled_connection::{bb8, deadpool};
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, AsyncPgConnection};
-use lease_core::BoxError;
+use futures::future::BoxFuture;
+use lease_core::{BoxError, LeaseHandle, LeaseName};
 use lease_diesel::{AsyncSqliteConnection, DieselPool, DieselStore, sqlite_manager};
-use lease_tests::{FreshStore, PooledStore, TestBackend, env};
+use lease_tests::{FencedStore, FencedWrites, FreshStore, PooledStore, TestBackend, env};
 
 /// How long a pool waits for a connection before it reports the database unreachable.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -144,6 +146,16 @@ pub trait TestPool: DieselPool + Sized {
 
     /// Runs `sql` (no parameters) on a connection of the pool.
     fn exec(&self, sql: &str) -> impl Future<Output = Result<(), BoxError>> + Send;
+
+    /// The column `value` (a `BIGINT`) of the rows `sql` returns.
+    fn values(&self, sql: &str) -> impl Future<Output = Result<Vec<i64>, BoxError>> + Send;
+}
+
+/// A row of one `BIGINT` column called `value`.
+#[derive(diesel::QueryableByName)]
+pub struct ValueRow {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub value: i64,
 }
 
 macro_rules! test_pools {
@@ -169,6 +181,17 @@ macro_rules! test_pools {
                     Ok(())
                 }
             }
+
+            fn values(&self, sql: &str) -> impl Future<Output = Result<Vec<i64>, BoxError>> + Send {
+                let sql = sql.to_owned();
+                async move {
+                    let mut connection = self.get().await?;
+                    let rows: Vec<ValueRow> =
+                        diesel_async::RunQueryDsl::load(diesel::sql_query(sql), &mut *connection)
+                            .await?;
+                    Ok(rows.into_iter().map(|row| row.value).collect())
+                }
+            }
         }
 
         impl TestPool for bb8::Pool<$conn> {
@@ -191,6 +214,17 @@ macro_rules! test_pools {
                     diesel_async::SimpleAsyncConnection::batch_execute(&mut *connection, &sql)
                         .await?;
                     Ok(())
+                }
+            }
+
+            fn values(&self, sql: &str) -> impl Future<Output = Result<Vec<i64>, BoxError>> + Send {
+                let sql = sql.to_owned();
+                async move {
+                    let mut connection = self.get().await?;
+                    let rows: Vec<ValueRow> =
+                        diesel_async::RunQueryDsl::load(diesel::sql_query(sql), &mut *connection)
+                            .await?;
+                    Ok(rows.into_iter().map(|row| row.value).collect())
                 }
             }
         }
@@ -228,7 +262,8 @@ impl<D: Database, P: TestPool<Connection = D::Connection>> Backend<D, P> {
     pub async fn drop_table(pool: &P, table: &str) -> Result<(), BoxError> {
         let dropped = pool
             .exec(&format!(
-                "DROP TABLE IF EXISTS {table}; DROP TABLE IF EXISTS {table}_probe"
+                "DROP TABLE IF EXISTS {table}; DROP TABLE IF EXISTS {table}_probe; \
+                 DROP TABLE IF EXISTS {table}_notices"
             ))
             .await;
         D::remove_files(table);
@@ -246,6 +281,7 @@ impl<D: Database, P: TestPool<Connection = D::Connection>> Backend<D, P> {
 impl<D: Database, P: TestPool<Connection = D::Connection>> TestBackend for Backend<D, P>
 where
     DieselStore<P>: lease_core::LeaseStore,
+    P::Connection: diesel_async::SimpleAsyncConnection,
 {
     type Store = DieselStore<P>;
 
@@ -283,5 +319,80 @@ where
     async fn unreachable(&self) -> Result<Option<Self::Store>, BoxError> {
         let pool = P::build(D::manager(D::unreachable_url()), 1)?;
         Ok(Some(DieselStore::new(pool)))
+    }
+
+    async fn fenced(&self) -> Result<Option<FencedStore<Self::Store>>, BoxError> {
+        let (store, table) = self.make(8).await?;
+        let notices = format!("{table}_notices");
+        store
+            .pool()
+            .exec(&format!("CREATE TABLE {notices} (value BIGINT NOT NULL)"))
+            .await?;
+        let writes = Arc::new(FencedDiesel {
+            store: store.clone(),
+            table: table.clone(),
+            notices,
+        });
+        Ok(Some(FencedStore::new(Self::fresh(store, table), writes)))
+    }
+}
+
+/// Fenced transactions on a connection of the store's pool: `BEGIN`, the store's fenced check,
+/// the job's work, the insert, `COMMIT`.
+pub struct FencedDiesel<P> {
+    store: DieselStore<P>,
+    table: String,
+    notices: String,
+}
+
+#[async_trait::async_trait]
+impl<P> FencedWrites for FencedDiesel<P>
+where
+    P: TestPool,
+    P::Connection: diesel_async::SimpleAsyncConnection,
+{
+    async fn write(
+        &self,
+        lease: &LeaseHandle,
+        value: i64,
+        hold: BoxFuture<'_, ()>,
+    ) -> Result<(), lease_core::Error> {
+        let failed = |e: BoxError| {
+            lease_core::Error::store(lease_core::Operation::Fence, Some(lease.name()), e)
+        };
+        let mut connection = self.store.pool().connection().await.map_err(failed)?;
+        let connection: &mut P::Connection = &mut connection;
+        let begin = diesel_async::SimpleAsyncConnection::batch_execute(connection, "BEGIN").await;
+        begin.map_err(|e| failed(e.into()))?;
+        if let Err(refused) = self.store.fence(&mut *connection, lease).await {
+            let _ =
+                diesel_async::SimpleAsyncConnection::batch_execute(connection, "ROLLBACK").await;
+            return Err(refused);
+        }
+        hold.await;
+        let insert = format!(
+            "INSERT INTO {} (value) VALUES ({value}); COMMIT",
+            self.notices
+        );
+        diesel_async::SimpleAsyncConnection::batch_execute(connection, &insert)
+            .await
+            .map_err(|e| failed(e.into()))
+    }
+
+    async fn written(&self) -> Result<Vec<i64>, BoxError> {
+        self.store
+            .pool()
+            .values(&format!("SELECT value FROM {}", self.notices))
+            .await
+    }
+
+    /// The suite's lease names are plain words, written here as a literal.
+    async fn expire(&self, name: &LeaseName) -> Result<(), BoxError> {
+        let sql = format!(
+            "UPDATE {} SET expires_at = taken_at WHERE name = '{}'",
+            self.table,
+            name.as_str().replace('\'', "''")
+        );
+        self.store.pool().exec(&sql).await
     }
 }

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod fenced;
 pub mod focused;
 
 use std::time::Duration;
@@ -10,7 +11,9 @@ use std::time::Duration;
 use lease_core::BoxError;
 use lease_sqlx::sqlx::{self, AssertSqlSafe, Pool};
 use lease_sqlx::{SqlxDatabase, SqlxStore};
-use lease_tests::{FreshStore, PooledStore, TestBackend, env};
+use lease_tests::{FencedStore, FencedWrites, FreshStore, PooledStore, TestBackend, env};
+
+use fenced::{Check, FencedSql};
 
 /// How a database is reached in the tests.
 pub trait TestDb: SqlxDatabase + Sized {
@@ -34,6 +37,9 @@ pub trait TestDb: SqlxDatabase + Sized {
     fn execute(pool: &Pool<Self>, sql: String)
     -> impl Future<Output = Result<(), BoxError>> + Send;
 
+    /// `writes` as the suite takes them (each database's impl checks the driver's bounds).
+    fn fenced_writes(writes: FencedSql<Self>) -> std::sync::Arc<dyn FencedWrites>;
+
     /// The column definition of the probe table's one column.
     const PROBE_COLUMN: &'static str = "at BIGINT";
 }
@@ -43,6 +49,7 @@ pub struct Backend<DB: SqlxDatabase> {
     name: &'static str,
     adjust: fn(SqlxStore<DB>) -> SqlxStore<DB>,
     pushes_releases: bool,
+    check: Check,
 }
 
 impl<DB: TestDb> Backend<DB>
@@ -55,6 +62,7 @@ where
             name: DB::LABEL,
             adjust: |store| store,
             pushes_releases: false,
+            check: Check::Fenced,
         }
     }
 
@@ -64,12 +72,21 @@ where
             name,
             adjust,
             pushes_releases: false,
+            check: Check::Fenced,
         }
     }
 
     /// The same stores, which `adjust` made push their releases (PostgreSQL's notifications).
     pub fn pushing_releases(mut self) -> Self {
         self.pushes_releases = true;
+        self
+    }
+
+    /// The same stores, whose fenced writes begin with `check` instead of the store's own (the
+    /// broken checks the fenced cases must catch).
+    pub fn checking(mut self, name: &'static str, check: Check) -> Self {
+        self.name = name;
+        self.check = check;
         self
     }
 
@@ -85,7 +102,11 @@ where
         let drop_pool = pool.clone();
         let drop_table = table.clone();
         let fresh = FreshStore::new(store).with_teardown(move || async move {
-            for t in [drop_table.clone(), format!("{drop_table}_probe")] {
+            for t in [
+                drop_table.clone(),
+                format!("{drop_table}_probe"),
+                format!("{drop_table}_notices"),
+            ] {
                 DB::execute(&drop_pool, format!("DROP TABLE IF EXISTS {t}")).await?;
             }
             drop_pool.close().await;
@@ -144,6 +165,22 @@ where
 
     async fn unreachable(&self) -> Result<Option<Self::Store>, BoxError> {
         Ok(Some((self.adjust)(SqlxStore::new(DB::unreachable()?))))
+    }
+
+    async fn fenced(&self) -> Result<Option<FencedStore<Self::Store>>, BoxError> {
+        let (fresh, pool, table) = self.fresh(8).await?;
+        let notices = format!("{table}_notices");
+        DB::execute(
+            &pool,
+            format!("CREATE TABLE {notices} (value BIGINT NOT NULL)"),
+        )
+        .await?;
+        let writes = DB::fenced_writes(FencedSql {
+            store: fresh.store().clone(),
+            notices,
+            check: self.check,
+        });
+        Ok(Some(FencedStore::new(fresh, writes)))
     }
 }
 
@@ -204,6 +241,10 @@ mod postgres {
         async fn setup(store: &SqlxStore<Self>) -> Result<(), lease_core::Error> {
             store.setup().await
         }
+
+        fn fenced_writes(writes: FencedSql<Self>) -> std::sync::Arc<dyn FencedWrites> {
+            std::sync::Arc::new(writes)
+        }
     }
 }
 
@@ -240,6 +281,10 @@ mod mysql {
 
         async fn setup(store: &SqlxStore<Self>) -> Result<(), lease_core::Error> {
             store.setup().await
+        }
+
+        fn fenced_writes(writes: FencedSql<Self>) -> std::sync::Arc<dyn FencedWrites> {
+            std::sync::Arc::new(writes)
         }
     }
 }
@@ -285,6 +330,10 @@ mod sqlite {
 
         async fn setup(store: &SqlxStore<Self>) -> Result<(), lease_core::Error> {
             store.setup().await
+        }
+
+        fn fenced_writes(writes: FencedSql<Self>) -> std::sync::Arc<dyn FencedWrites> {
+            std::sync::Arc::new(writes)
         }
     }
 }

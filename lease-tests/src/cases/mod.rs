@@ -13,6 +13,7 @@ mod campaign;
 mod exclusion;
 mod expiry;
 mod fence;
+mod fenced;
 mod guard;
 mod input;
 mod listing;
@@ -41,6 +42,10 @@ pub use expiry::{
     release_with_min_hold_keeps_the_lease, renewed_lease_is_never_taken_over,
 };
 pub use fence::fences_strictly_increase;
+pub use fenced::{
+    expired_lease_fails_fenced_check, fenced_write_commits_while_held,
+    stale_fenced_write_commits_nothing, takeover_waits_for_fenced_transaction,
+};
 pub use guard::{
     guard_loses_lease_when_store_hangs, guard_loses_lease_when_store_refuses,
     lost_signal_after_takeover,

@@ -1,0 +1,133 @@
+//! Fenced writes through sqlx for the suite's fenced cases, and the broken checks those cases
+//! must catch.
+
+use futures::future::BoxFuture;
+use lease_core::{BoxError, Error, LeaseHandle, LeaseName, Operation};
+use lease_sqlx::sqlx::{self, AssertSqlSafe, Executor, IntoArguments};
+use lease_sqlx::{Execute, ExecuteOn, SqlxDatabase, SqlxExecutor, SqlxStore};
+
+/// Which check a fenced transaction runs first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// The store's own: `SqlStore::fence`.
+    Fenced,
+    /// Broken: the same condition read by a `SELECT` in the transaction, which locks nothing.
+    Unlocked,
+    /// Broken: the store's statement without its expiry condition.
+    IgnoresExpiry,
+    /// Broken: the store's check, but on a connection of its own, before the transaction's
+    /// write: a check in a separate statement, whose lock ends with it.
+    Separate,
+}
+
+/// Writes to `{table}_notices` through transactions that begin with `check`.
+pub struct FencedSql<DB: SqlxDatabase> {
+    pub store: SqlxStore<DB>,
+    pub notices: String,
+    pub check: Check,
+}
+
+impl<DB> FencedSql<DB>
+where
+    DB: SqlxDatabase,
+    SqlxExecutor<DB>: Execute,
+{
+    /// The store's fenced statement for `lease`.
+    fn fence_sql(&self, lease: &LeaseHandle) -> String {
+        self.store
+            .statements()
+            .fence(lease.name(), lease.holder(), lease.fence())
+            .sql()
+            .to_owned()
+    }
+}
+
+#[lease_core::async_trait]
+impl<DB> lease_tests::FencedWrites for FencedSql<DB>
+where
+    DB: SqlxDatabase,
+    SqlxExecutor<DB>: Execute + for<'c> ExecuteOn<&'c mut DB::Connection>,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    for<'q> i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    (i64,): for<'r> sqlx::FromRow<'r, DB::Row>,
+{
+    async fn write(
+        &self,
+        lease: &LeaseHandle,
+        value: i64,
+        hold: BoxFuture<'_, ()>,
+    ) -> Result<(), Error> {
+        let failed = |e: sqlx::Error| Error::store(Operation::Fence, Some(lease.name()), e);
+        let pool = self.store.executor().pool();
+        let mut tx = pool.begin().await.map_err(failed)?;
+        let fence = i64::try_from(lease.fence().get()).unwrap_or(i64::MAX);
+        let (name, holder) = (lease.name().as_str(), lease.holder().as_str());
+        let held = match self.check {
+            Check::Fenced => self.store.fence(&mut *tx, lease).await.map(|_| true)?,
+            Check::Separate => {
+                let mut own = pool.acquire().await.map_err(failed)?;
+                self.store.fence(&mut *own, lease).await.map(|_| true)?
+            }
+            Check::IgnoresExpiry => {
+                let full = self.fence_sql(lease);
+                let sql = full[..full.find(" AND expires_at >").unwrap_or(full.len())].to_owned();
+                let done = sqlx::query(AssertSqlSafe(sql))
+                    .bind(name)
+                    .bind(holder)
+                    .bind(fence)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(failed)?;
+                DB::rows_affected(&done) > 0
+            }
+            Check::Unlocked => {
+                let full = self.fence_sql(lease);
+                let condition = &full[full.find("WHERE").unwrap_or(0)..];
+                let sql = format!("SELECT count(*) FROM {} {condition}", self.store.table());
+                let (count,): (i64,) = sqlx::query_as(AssertSqlSafe(sql))
+                    .bind(name)
+                    .bind(holder)
+                    .bind(fence)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(failed)?;
+                count > 0
+            }
+        };
+        if !held {
+            return Err(lease.mark_not_held());
+        }
+        // The job's work between the check and its write.
+        hold.await;
+        let insert = format!("INSERT INTO {} (value) VALUES ({value})", self.notices);
+        sqlx::raw_sql(AssertSqlSafe(insert))
+            .execute(&mut *tx)
+            .await
+            .map_err(failed)?;
+        tx.commit().await.map_err(failed)?;
+        Ok(())
+    }
+
+    async fn written(&self) -> Result<Vec<i64>, BoxError> {
+        let select = format!("SELECT value FROM {}", self.notices);
+        let rows: Vec<(i64,)> = sqlx::query_as(AssertSqlSafe(select))
+            .fetch_all(self.store.executor().pool())
+            .await?;
+        Ok(rows.into_iter().map(|(value,)| value).collect())
+    }
+
+    /// The suite's lease names are plain words, written here as a literal.
+    async fn expire(&self, name: &LeaseName) -> Result<(), BoxError> {
+        let sql = format!(
+            "UPDATE {} SET expires_at = taken_at WHERE name = '{}'",
+            self.store.table(),
+            name.as_str().replace('\'', "''")
+        );
+        sqlx::raw_sql(AssertSqlSafe(sql))
+            .execute(self.store.executor().pool())
+            .await?;
+        Ok(())
+    }
+}

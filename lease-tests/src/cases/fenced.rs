@@ -1,0 +1,193 @@
+//! Fenced writes: the database keeps a holder's writes from interleaving with another holder's.
+//! For stores whose backend offers [`FencedWrites`](crate::FencedWrites); not applicable
+//! elsewhere.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use lease_core::{Error, LeaseClient, LossReason, Ttl};
+
+use crate::failure::ensure;
+use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
+
+fn not_applicable<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
+    Ok(Verdict::NotApplicable(format!(
+        "{} offers no fenced check",
+        ctx.backend().name()
+    )))
+}
+
+fn client<B: TestBackend>(
+    ctx: &Context<B>,
+    store: &Arc<B::Store>,
+    ttl: Duration,
+) -> Result<LeaseClient, CaseFailure> {
+    Ok(
+        LeaseClient::builder(Arc::clone(store), ctx.runtime().clone())
+            .ttl(Ttl::new(ttl)?)
+            .renew_every(ttl / 4)
+            .store_timeout(ttl / 5)
+            .build()?,
+    )
+}
+
+/// The holder's fenced write commits, and the check answers without costing the lease.
+pub async fn fenced_write_commits_while_held<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
+    let Some((store, writes)) = ctx.fenced().await? else {
+        return not_applicable(ctx);
+    };
+    let client = client(ctx, &store, Duration::from_secs(60))?;
+    let guard = client
+        .try_acquire("notify")
+        .await?
+        .ok_or_else(|| CaseFailure::new("a fresh store refused the lease"))?;
+    for value in 1..=3 {
+        writes
+            .write(&guard.handle(), value, Box::pin(async {}))
+            .await?;
+    }
+    let written = writes.written().await?;
+    ensure!(
+        written.len() == 3,
+        "three fenced writes of the holder committed {written:?}"
+    );
+    ensure!(guard.is_held(), "the fenced checks cost the lease");
+    guard.release().await?;
+    Ok(Verdict::Passed)
+}
+
+/// A lease that expired by the database's clock, not yet taken over, fails the check: nothing is
+/// committed, and the guard learns of the loss at once (`LossReason::NotHeld`).
+pub async fn expired_lease_fails_fenced_check<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
+    let Some((store, writes)) = ctx.fenced().await? else {
+        return not_applicable(ctx);
+    };
+    let client = client(ctx, &store, Duration::from_secs(60))?;
+    let guard = client
+        .try_acquire("notify")
+        .await?
+        .ok_or_else(|| CaseFailure::new("a fresh store refused the lease"))?;
+    writes.expire(guard.name()).await?;
+    match writes.write(&guard.handle(), 1, Box::pin(async {})).await {
+        Err(Error::NotHeld { fence, .. }) if fence == guard.fence() => {}
+        Err(other) => return Err(CaseFailure::new(format!("the check failed with {other}"))),
+        Ok(()) => {
+            return Err(CaseFailure::new(
+                "a fenced write on an expired lease committed",
+            ));
+        }
+    }
+    let written = writes.written().await?;
+    ensure!(
+        written.is_empty(),
+        "the refused transaction committed {written:?}"
+    );
+    ensure!(
+        !guard.is_held(),
+        "the guard still believes it holds the lease"
+    );
+    let lost = ctx.within(Duration::from_secs(1), guard.lost()).await;
+    ensure!(
+        lost == Some(LossReason::NotHeld),
+        "the guard reported {lost:?}, not its loss by the check"
+    );
+    Ok(Verdict::Passed)
+}
+
+/// After a takeover, the stale holder's fenced write fails and commits nothing, while the new
+/// holder's commits.
+pub async fn stale_fenced_write_commits_nothing<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
+    let Some((store, writes)) = ctx.fenced().await? else {
+        return not_applicable(ctx);
+    };
+    let stale_client = client(ctx, &store, Duration::from_secs(60))?;
+    let new_client = client(ctx, &store, Duration::from_secs(60))?;
+    let stale = stale_client
+        .try_acquire("notify")
+        .await?
+        .ok_or_else(|| CaseFailure::new("a fresh store refused the lease"))?;
+    writes.expire(stale.name()).await?;
+    let new = new_client
+        .try_acquire("notify")
+        .await?
+        .ok_or_else(|| CaseFailure::new("an expired lease was not taken over"))?;
+    let value = |fence: lease_core::Fence| i64::try_from(fence.get()).unwrap_or(i64::MAX);
+    if writes
+        .write(&stale.handle(), value(stale.fence()), Box::pin(async {}))
+        .await
+        .is_ok()
+    {
+        return Err(CaseFailure::new(
+            "the stale holder's fenced write committed after a takeover",
+        ));
+    }
+    writes
+        .write(&new.handle(), value(new.fence()), Box::pin(async {}))
+        .await?;
+    let written = writes.written().await?;
+    ensure!(
+        written == [value(new.fence())],
+        "after the takeover the protected table holds {written:?}"
+    );
+    ensure!(
+        !stale.is_held(),
+        "the stale guard still believes it holds the lease"
+    );
+    new.release().await?;
+    Ok(Verdict::Passed)
+}
+
+/// A takeover attempted while the holder's fenced transaction is open waits for it: the
+/// holder's write commits before the new holder has the lease, whose fence is greater. The
+/// transaction stays open past the lease's TTL by the database's clock.
+pub async fn takeover_waits_for_fenced_transaction<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
+    let Some((store, writes)) = ctx.fenced().await? else {
+        return not_applicable(ctx);
+    };
+    let ttl = Duration::from_millis(1_200);
+    let holder_client = client(ctx, &store, ttl)?;
+    let contender = client(ctx, &store, Duration::from_secs(60))?;
+    let holder = holder_client
+        .try_acquire("sweep")
+        .await?
+        .ok_or_else(|| CaseFailure::new("a fresh store refused the lease"))?;
+    let committed = AtomicBool::new(false);
+    let write = async {
+        let result = writes
+            .write(
+                &holder.handle(),
+                1,
+                Box::pin(ctx.sleep(ttl + Duration::from_millis(1_000))),
+            )
+            .await;
+        committed.store(true, Ordering::SeqCst);
+        result
+    };
+    let take = async {
+        // Once the transaction holds the row, and until well past the lease's TTL.
+        ctx.sleep(Duration::from_millis(200)).await;
+        let guard = contender.acquire("sweep", Duration::from_secs(20)).await;
+        (guard, committed.load(Ordering::SeqCst))
+    };
+    let (written, (taken, after_commit)) = futures::join!(write, take);
+    written?;
+    let taken = taken?;
+    ensure!(
+        after_commit,
+        "the takeover succeeded while the holder's fenced transaction was open"
+    );
+    ensure!(
+        taken.fence() > holder.fence(),
+        "the takeover got fence {} after {}",
+        taken.fence(),
+        holder.fence()
+    );
+    let written = writes.written().await?;
+    ensure!(
+        written == [1],
+        "the holder's fenced write did not commit: {written:?}"
+    );
+    taken.release().await?;
+    Ok(Verdict::Passed)
+}
