@@ -4,6 +4,7 @@
 
 pub mod counting;
 pub mod incident;
+pub mod notices;
 pub mod quickstart;
 
 /// The workspace README and `docs/choices.md`, included so that every Rust example in them
