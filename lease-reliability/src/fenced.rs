@@ -18,8 +18,8 @@ use lease_diesel::diesel_async::{
     AsyncMysqlConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection,
 };
 use lease_diesel::{AsyncSqliteConnection, DieselStore};
-use lease_sqlx::sqlx::{self, AssertSqlSafe, MySql, Postgres, Sqlite};
 use lease_sqlx::SqlxStore;
+use lease_sqlx::sqlx::{self, AssertSqlSafe, MySql, Postgres, Sqlite};
 
 use crate::diesel::Diesel;
 use crate::factory::{Sqlx, StoreFactory};
