@@ -215,8 +215,11 @@ const WRITE_LIMIT: Duration = Duration::from_secs(15);
 /// `protected=` every `step_ms=`, each write in a transaction of its own that begins with the
 /// fenced check when `checked=1` and goes without it when `checked=0`. Each write comes
 /// *before* the worker looks at `is_held()`: a holder resumed after a pause writes first, as
-/// work that was already past its check would. Prints `acquired <fence>`, `wrote <seq>
-/// <fence>` after each commit, `refused <fence>` when the check refused a write, then `stats
+/// work that was already past its check would. A line `stop` on standard input makes it stop
+/// itself with `SIGSTOP` (printing `stopping`) just before its next write or acquisition, so
+/// that the pause lands between two transactions and never inside one. Prints `acquired <fence>`, `wrote <seq>
+/// <fence>` after each commit, `refused <fence>` when the check refused a write, `failed
+/// <error>` when a call failed otherwise, then `stats
 /// writes=<n> refused=<n> errors=<n> acquisitions=<n>` and `end`.
 ///
 /// # Errors
@@ -235,8 +238,20 @@ pub async fn fenced<F: StoreFactory + FencedWrites>(
     let worker = args.get("worker")?;
     let step = Duration::from_millis(args.number("step_ms")?);
     let until = tokio::time::Instant::now() + Duration::from_secs(args.number("secs")?);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let asked = Arc::clone(&stop);
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            match line {
+                Ok(line) if line.trim() == "stop" => asked.store(true, Ordering::SeqCst),
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    });
     let (mut writes, mut refused, mut errors, mut acquisitions) = (0u64, 0u64, 0u64, 0u64);
     while tokio::time::Instant::now() < until {
+        stop_if_asked(&stop)?;
         let guard = match client.try_acquire(name).await {
             Ok(Some(guard)) => guard,
             Ok(None) => {
@@ -244,8 +259,9 @@ pub async fn fenced<F: StoreFactory + FencedWrites>(
                 continue;
             }
             // Faults make calls fail; that is what the scenario is for.
-            Err(_) => {
+            Err(error) => {
                 errors += 1;
+                println!("failed {}", one_line(&error.to_string()));
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
@@ -253,6 +269,7 @@ pub async fn fenced<F: StoreFactory + FencedWrites>(
         acquisitions += 1;
         println!("acquired {}", guard.fence());
         while tokio::time::Instant::now() < until {
+            stop_if_asked(&stop)?;
             let write = factory.write(&store, &guard, checked, &protected, worker);
             match tokio::time::timeout(WRITE_LIMIT, write).await {
                 Err(_) => return Err(format!("a write took longer than {WRITE_LIMIT:?}").into()),
@@ -265,7 +282,10 @@ pub async fn fenced<F: StoreFactory + FencedWrites>(
                     println!("refused {}", guard.fence());
                     break;
                 }
-                Ok(Err(_)) => errors += 1,
+                Ok(Err(error)) => {
+                    errors += 1;
+                    println!("failed {}", one_line(&error.to_string()));
+                }
             }
             if !guard.is_held() {
                 break;
@@ -278,4 +298,19 @@ pub async fn fenced<F: StoreFactory + FencedWrites>(
     println!("stats writes={writes} refused={refused} errors={errors} acquisitions={acquisitions}");
     println!("end");
     Ok(())
+}
+
+/// Stops this process with `SIGSTOP` when the scenario asked for it; returns once continued.
+fn stop_if_asked(stop: &std::sync::atomic::AtomicBool) -> std::io::Result<()> {
+    if stop.swap(false, Ordering::SeqCst) {
+        println!("stopping");
+        let me = rustix::process::getpid();
+        rustix::process::kill_process(me, rustix::process::Signal::STOP)?;
+    }
+    Ok(())
+}
+
+/// `text` on one line, for the worker's line-per-event output.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

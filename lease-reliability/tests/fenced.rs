@@ -1,8 +1,8 @@
 //! Fenced writes under faults: worker processes take turns holding one lease and, while they
 //! hold it, write to a protected table, each write in a transaction that begins with the
 //! fenced check (`SqlStore::fence`). The test pauses the holder with `SIGSTOP` past the TTL
-//! (right after one of its writes, so that on resume it writes before it looks at
-//! `is_held()`), stalls its connections through a proxy past the TTL, or cuts them. The table
+//! (the worker stops itself on request just before its next write, so the pause lands between
+//! two transactions and on resume it writes before it looks at `is_held()`), stalls its connections through a proxy past the TTL, or cuts them. The table
 //! records each write's fence and its place in commit order (see `lease_reliability::fenced`);
 //! the checker proves that no holder committed a write after the first committed write of a
 //! greater fence.
@@ -29,6 +29,7 @@ use lease_reliability::{Driver, with_driver};
 use lease_tests::env;
 use lease_tests::proxy::FaultProxy;
 use rand::RngExt;
+use rustix::process::{Pid, Signal, kill_process};
 
 const WORKER: &str = env!("CARGO_BIN_EXE_lease-reliability-worker");
 const WORKERS: usize = 3;
@@ -48,12 +49,31 @@ fn duration() -> Duration {
     Duration::from_secs(secs)
 }
 
-fn signal(child: &Child, signal: &str) {
-    let status = Command::new("kill")
-        .args([signal, &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(status.success(), "kill {signal} {} failed", child.id());
+/// Sends `signal` to `child`.
+fn signal(child: &Child, signal: Signal) {
+    let pid = Pid::from_child(child);
+    kill_process(pid, signal).unwrap_or_else(|e| panic!("{signal:?} to {pid:?} failed: {e}"));
+}
+
+/// Asks the worker to stop itself before its next write, and waits until it has.
+fn pause(child: &mut Child) {
+    let stdin = child.stdin.as_mut().expect("the worker's standard input");
+    stdin
+        .write_all(b"stop\n")
+        .expect("the worker reads its input");
+    stdin.flush().unwrap();
+    let path = format!("/proc/{}/stat", child.id());
+    let started = Instant::now();
+    // `T` in the process's state: stopped by a signal.
+    while started.elapsed() < Duration::from_secs(5) {
+        let stat = std::fs::read_to_string(&path).unwrap_or_default();
+        let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
+        if state == Some(Some('T')) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("the worker did not stop itself within 5 s");
 }
 
 /// One line a worker printed.
@@ -81,6 +101,8 @@ struct Follow {
     events: Receiver<Event>,
     holder: Option<(usize, u64)>,
     stats: HashMap<usize, String>,
+    /// Each kind of failure the workers reported, with how often.
+    failures: HashMap<String, u64>,
     ended: usize,
 }
 
@@ -95,6 +117,16 @@ impl Follow {
             }
             "stats" => {
                 self.stats.insert(event.worker, event.words[1..].join(" "));
+            }
+            "failed" => {
+                // The message without numbers that vary (ports, ids, durations).
+                let what: String = event.words[1..]
+                    .join(" ")
+                    .chars()
+                    .filter(|c| !c.is_ascii_digit())
+                    .take(120)
+                    .collect();
+                *self.failures.entry(what).or_default() += 1;
             }
             "end" => self.ended += 1,
             _ => {}
@@ -116,8 +148,7 @@ impl Follow {
         false
     }
 
-    /// The holder, right after a write of its own committed: it is now in its pause between
-    /// writes, before it looks at `is_held()` again.
+    /// The holder, right after a write of its own committed.
     fn holder_after_write(&mut self, limit: Duration) -> Option<(usize, u64)> {
         let mut found = None;
         self.until(limit, |follow, event| {
@@ -133,10 +164,11 @@ impl Follow {
         found
     }
 
-    /// Waits for another worker to acquire a fence above `fence`.
+    /// Waits for a write under a fence above `fence` to commit: the lease was taken over and
+    /// the new holder has written.
     fn takeover(&mut self, fence: u64) -> bool {
-        self.until(TAKEOVER_LIMIT, |follow, _| {
-            follow.holder.is_some_and(|(_, held)| held > fence)
+        self.until(TAKEOVER_LIMIT, |_, event| {
+            event.kind() == "wrote" && event.number(2) > fence
         })
     }
 }
@@ -145,9 +177,12 @@ impl Follow {
 struct Outcome {
     verdict: Verdict,
     faults: u64,
+    /// Pauses, stalls and cuts.
+    kinds: [u64; 3],
     refused: u64,
     errors: u64,
     takeovers: u64,
+    failures: HashMap<String, u64>,
     problems: Vec<String>,
 }
 
@@ -175,6 +210,7 @@ fn spawn(
             format!("checked={}", u8::from(checked)),
             format!("worker=w{worker}"),
         ])
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .expect("a worker starts")
@@ -231,6 +267,7 @@ fn run_once<F: StoreFactory + FencedWrites>(
         events,
         holder: None,
         stats: HashMap::new(),
+        failures: HashMap::new(),
         ended: 0,
     };
 
@@ -238,7 +275,7 @@ fn run_once<F: StoreFactory + FencedWrites>(
     // always a pause, the fault every database has.
     let started = Instant::now();
     let secs = duration();
-    let (mut pauses, mut takeovers, mut rounds) = (0, 0, 0);
+    let (mut kinds, mut takeovers, mut rounds) = ([0; 3], 0, 0);
     let mut rng = rand::rng();
     let mut problems = Vec::new();
     while started.elapsed() + Duration::from_millis(1_500) < secs {
@@ -248,22 +285,19 @@ fn run_once<F: StoreFactory + FencedWrites>(
         let fault = if rounds == 0 || victim >= proxies.len() {
             0
         } else {
-            rng.random_range(0..3)
+            rng.random_range(0..3usize)
         };
         rounds += 1;
+        kinds[fault] += 1;
         match fault {
             0 => {
-                signal(&workers[victim], "-STOP");
-                pauses += 1;
+                pause(&mut workers[victim]);
                 takeovers += u64::from(follow.takeover(fence));
-                // Let the new holder write before the old one resumes.
-                std::thread::sleep(Duration::from_millis(200));
-                signal(&workers[victim], "-CONT");
+                signal(&workers[victim], Signal::CONT);
             }
             1 => {
                 proxies[victim].stall();
                 takeovers += u64::from(follow.takeover(fence));
-                std::thread::sleep(Duration::from_millis(200));
                 proxies[victim].pass();
             }
             _ => {
@@ -274,7 +308,7 @@ fn run_once<F: StoreFactory + FencedWrites>(
         }
         std::thread::sleep(Duration::from_millis(rng.random_range(100..400)));
     }
-    let faults = pauses + proxies.iter().map(|p| p.stats().faults).sum::<u64>();
+    let faults = kinds[0] + proxies.iter().map(|p| p.stats().faults).sum::<u64>();
 
     // Every worker stops at its deadline; one that does not within 20 s is killed and counted.
     follow.until(Duration::from_secs(20), |follow, _| follow.ended == WORKERS);
@@ -320,9 +354,11 @@ fn run_once<F: StoreFactory + FencedWrites>(
     Outcome {
         verdict: fenced::check(&writes),
         faults,
+        kinds,
         refused,
         errors,
         takeovers,
+        failures: follow.failures,
         problems,
     }
 }
@@ -377,19 +413,22 @@ fn run(db: Db, driver: Driver) {
     counts.expect(checked.refused >= 1, || {
         "no fenced write was ever refused".into()
     });
-    eprintln!(
-        "{backend}: fenced {} writes under {} fences, {} refused, {} failed, {} takeovers; \
-         unfenced {} writes under {} fences, {} stale, {} takeovers",
-        checked.verdict.writes,
-        checked.verdict.fences,
-        checked.refused,
-        checked.errors,
-        checked.takeovers,
-        unchecked.verdict.writes,
-        unchecked.verdict.fences,
-        stale,
-        unchecked.takeovers
-    );
+    for (run, outcome) in [("fenced", &checked), ("unfenced", &unchecked)] {
+        let [pauses, stalls, cuts] = outcome.kinds;
+        eprintln!(
+            "{backend} {run}: {} writes under {} fences, {} stale, {} refused, {} failed; \
+             {pauses} pauses, {stalls} stalls, {cuts} cuts, {} takeovers",
+            outcome.verdict.writes,
+            outcome.verdict.fences,
+            outcome.verdict.stale.len(),
+            outcome.refused,
+            outcome.errors,
+            outcome.takeovers
+        );
+        for (what, n) in &outcome.failures {
+            eprintln!("  {n} x {what}");
+        }
+    }
     counts.conclude();
 }
 
