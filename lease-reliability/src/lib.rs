@@ -6,7 +6,8 @@
 //! checked with [`lease_tests::history`], inputs fuzzed and privileges cut to the least. This
 //! library holds what they share: the databases and their private servers ([`db`]), a store
 //! factory per driver so a scenario is written once ([`factory`]), the conformance harness over
-//! a factory ([`backend`]), a store that counts the calls reaching it ([`counting`]), the
+//! a factory ([`backend`]), a store that counts the calls reaching it ([`counting`]), fenced and unfenced writes to a
+//! protected table and their checker ([`fenced`]), the
 //! counts every scenario prints ([`report`]), and the worker that the multi-process scenarios
 //! start ([`worker`]). RELIABILITY.md at the root of the workspace lists every scenario, what it
 //! proves, and its latest counts.
@@ -19,6 +20,7 @@ pub mod counting;
 pub mod db;
 pub mod diesel;
 pub mod factory;
+pub mod fenced;
 pub mod report;
 pub mod scenario;
 pub mod worker;

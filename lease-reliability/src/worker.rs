@@ -1,7 +1,8 @@
 //! The worker program the multi-process scenarios start (`lease-reliability-worker`): a lease
 //! holder in a process of its own, so a test can pause it with `SIGSTOP` or run several at once.
 //!
-//! Arguments are `key=value` pairs; `mode=pause` or `mode=history` picks what it does, `db=`
+//! Arguments are `key=value` pairs; `mode=pause`, `mode=history` or `mode=fenced` picks what it
+//! does, `db=`
 //! the database and `driver=` (`sqlx` or `diesel`) the store. Every
 //! line it prints on standard output is one event, with times from
 //! [`lease_tests::history::now`] (shared by every process of the machine).
@@ -18,6 +19,7 @@ use lease_tests::history::{self, Ending, HistoryLog, Section};
 use rand::RngExt;
 
 use crate::factory::StoreFactory;
+use crate::fenced::{self, FencedWrites, Protected};
 
 /// The worker's arguments, `key=value` each.
 #[derive(Debug, Clone, Default)]
@@ -202,4 +204,113 @@ async fn critical_section(guard: LeaseGuard, worker: &str) -> Option<Section> {
         end,
         ending,
     })
+}
+
+/// How long one write may take before the worker gives up (and fails): longer than any fault
+/// a scenario injects.
+const WRITE_LIMIT: Duration = Duration::from_secs(15);
+
+/// `mode=fenced`: for `secs=` seconds, takes the lease `name=` on `table=` at `url=` with
+/// `ttl_ms=` whenever it can, and while holding it writes to the [`Protected`] tables
+/// `protected=` every `step_ms=`, each write in a transaction of its own that begins with the
+/// fenced check when `checked=1` and goes without it when `checked=0`. Each write comes
+/// *before* the worker looks at `is_held()`: a holder resumed after a pause writes first, as
+/// work that was already past its check would. A line `stop` on standard input makes it stop
+/// itself with `SIGSTOP` (printing `stopping`) just before its next write or acquisition, so
+/// that the pause lands between two transactions and never inside one. Prints `acquired <fence>`, `wrote <seq>
+/// <fence>` after each commit, `refused <fence>` when the check refused a write, `failed
+/// <error>` when a call failed otherwise, then `stats
+/// writes=<n> refused=<n> errors=<n> acquisitions=<n>` and `end`.
+///
+/// # Errors
+/// When the store cannot be reached at the start, or a write took longer than 15 s.
+pub async fn fenced<F: StoreFactory + FencedWrites>(
+    factory: F,
+    args: &Args,
+) -> Result<(), BoxError> {
+    let store = factory
+        .connect(args.get("url")?, args.get("table")?, 3)
+        .await?;
+    let client = client(store.clone(), args.number("ttl_ms")?)?;
+    let name = args.get("name")?;
+    let protected = Protected::new(args.get("protected")?);
+    let checked = args.number("checked")? == 1;
+    let worker = args.get("worker")?;
+    let step = Duration::from_millis(args.number("step_ms")?);
+    let until = tokio::time::Instant::now() + Duration::from_secs(args.number("secs")?);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let asked = Arc::clone(&stop);
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            match line {
+                Ok(line) if line.trim() == "stop" => asked.store(true, Ordering::SeqCst),
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    });
+    let (mut writes, mut refused, mut errors, mut acquisitions) = (0u64, 0u64, 0u64, 0u64);
+    while tokio::time::Instant::now() < until {
+        stop_if_asked(&stop)?;
+        let guard = match client.try_acquire(name).await {
+            Ok(Some(guard)) => guard,
+            Ok(None) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+            // Faults make calls fail; that is what the scenario is for.
+            Err(error) => {
+                errors += 1;
+                println!("failed {}", one_line(&error.to_string()));
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        acquisitions += 1;
+        println!("acquired {}", guard.fence());
+        while tokio::time::Instant::now() < until {
+            stop_if_asked(&stop)?;
+            let write = factory.write(&store, &guard, checked, &protected, worker);
+            match tokio::time::timeout(WRITE_LIMIT, write).await {
+                Err(_) => return Err(format!("a write took longer than {WRITE_LIMIT:?}").into()),
+                Ok(Ok(seq)) => {
+                    writes += 1;
+                    println!("wrote {seq} {}", guard.fence());
+                }
+                Ok(Err(error)) if fenced::is_refusal(&error) => {
+                    refused += 1;
+                    println!("refused {}", guard.fence());
+                    break;
+                }
+                Ok(Err(error)) => {
+                    errors += 1;
+                    println!("failed {}", one_line(&error.to_string()));
+                }
+            }
+            if !guard.is_held() {
+                break;
+            }
+            tokio::time::sleep(step).await;
+        }
+        // A release after a loss answers `Lost`; the history is in the table.
+        let _ = guard.release().await;
+    }
+    println!("stats writes={writes} refused={refused} errors={errors} acquisitions={acquisitions}");
+    println!("end");
+    Ok(())
+}
+
+/// Stops this process with `SIGSTOP` when the scenario asked for it; returns once continued.
+fn stop_if_asked(stop: &std::sync::atomic::AtomicBool) -> std::io::Result<()> {
+    if stop.swap(false, Ordering::SeqCst) {
+        println!("stopping");
+        let me = rustix::process::getpid();
+        rustix::process::kill_process(me, rustix::process::Signal::STOP)?;
+    }
+    Ok(())
+}
+
+/// `text` on one line, for the worker's line-per-event output.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

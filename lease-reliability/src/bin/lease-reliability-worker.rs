@@ -23,6 +23,9 @@ fn main() {
             "history" => {
                 with_driver!(driver, db, |factory| worker::history(factory, &args).await)
             }
+            "fenced" => {
+                with_driver!(driver, db, |factory| worker::fenced(factory, &args).await)
+            }
             other => Err(format!("unknown mode={other}").into()),
         }
     });

@@ -1,0 +1,371 @@
+//! Fenced writes to a protected table, through either driver, and the checker of their
+//! history.
+//!
+//! The protected table [`Protected`] holds one row per committed write: its `seq`, taken from
+//! a one-row counter in the same transaction, and the fence of the lease it was written under.
+//! The counter's row lock is held until the transaction ends, so writers take it one at a time
+//! and `seq` is the commit order (an identity column would not be: it is assigned at insert,
+//! and transactions commit in another order). [`FencedWrites::write`] runs one such
+//! transaction, first checking the lease with `SqlStore::fence` when asked to;
+//! [`check`] reads the history and finds every write a holder committed after a greater
+//! fence's first one.
+
+use async_trait::async_trait;
+use lease_core::{BoxError, Error, LeaseGuard};
+use lease_diesel::diesel;
+use lease_diesel::diesel_async::pooled_connection::deadpool;
+use lease_diesel::diesel_async::{
+    AsyncMysqlConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection,
+};
+use lease_diesel::{AsyncSqliteConnection, DieselStore};
+use lease_sqlx::SqlxStore;
+use lease_sqlx::sqlx::{self, AssertSqlSafe, MySql, Postgres, Sqlite};
+
+use crate::diesel::Diesel;
+use crate::factory::{Sqlx, StoreFactory};
+
+/// The tables of one protected resource: `<prefix>_counter` (one row, `n`) and
+/// `<prefix>_writes` (`seq`, `fence`, `worker`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Protected {
+    prefix: String,
+}
+
+impl Protected {
+    /// The tables named from `prefix`, a plain identifier the caller chose.
+    pub fn new(prefix: impl Into<String>) -> Self {
+        Self {
+            prefix: prefix.into(),
+        }
+    }
+
+    /// The prefix.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The counter table.
+    pub fn counter(&self) -> String {
+        format!("{}_counter", self.prefix)
+    }
+
+    /// The table of writes.
+    pub fn writes(&self) -> String {
+        format!("{}_writes", self.prefix)
+    }
+
+    /// The statements that create both tables and the counter's row, one each (the same on
+    /// every database).
+    pub fn create(&self) -> [String; 3] {
+        [
+            format!("CREATE TABLE {} (n BIGINT NOT NULL)", self.counter()),
+            format!("INSERT INTO {} (n) VALUES (0)", self.counter()),
+            format!(
+                "CREATE TABLE {} (seq BIGINT NOT NULL PRIMARY KEY, fence BIGINT NOT NULL, \
+                 worker VARCHAR(32) NOT NULL)",
+                self.writes()
+            ),
+        ]
+    }
+
+    /// The statements that drop both tables.
+    pub fn drop_tables(&self) -> [String; 2] {
+        [
+            format!("DROP TABLE IF EXISTS {}", self.counter()),
+            format!("DROP TABLE IF EXISTS {}", self.writes()),
+        ]
+    }
+
+    /// Takes the next `seq`: the counter's row stays locked until the transaction ends.
+    fn bump(&self) -> String {
+        format!("UPDATE {} SET n = n + 1", self.counter())
+    }
+
+    /// Reads the `seq` just taken (the transaction sees its own update).
+    fn read_counter(&self) -> String {
+        format!("SELECT n FROM {}", self.counter())
+    }
+
+    fn insert(&self, seq: i64, fence: u64, worker: &str) -> String {
+        // `worker` is a label the scenario made (`w0`, `w1`, ...), never outside input.
+        format!(
+            "INSERT INTO {} (seq, fence, worker) VALUES ({seq}, {fence}, '{worker}')",
+            self.writes()
+        )
+    }
+
+    fn select(&self) -> String {
+        format!("SELECT seq, fence FROM {} ORDER BY seq", self.writes())
+    }
+}
+
+/// One committed write: its place in commit order and the fence it was written under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Write {
+    /// Commit order, from the counter.
+    pub seq: i64,
+    /// The writer's fence.
+    pub fence: i64,
+}
+
+/// Writes to a [`Protected`] table through a factory's stores.
+#[async_trait]
+pub trait FencedWrites: StoreFactory {
+    /// One write under `lease` by `worker`, in a transaction of its own: when `checked`, it
+    /// begins with `SqlStore::fence`; the counter is bumped, the row inserted, and the
+    /// transaction committed. Answers the write's `seq`.
+    ///
+    /// # Errors
+    /// [`Error::NotHeld`] (boxed) when the check refused the write (nothing committed); any
+    /// other error of the database or the connection.
+    async fn write(
+        &self,
+        store: &Self::Store,
+        lease: &LeaseGuard,
+        checked: bool,
+        protected: &Protected,
+        worker: &str,
+    ) -> Result<i64, BoxError>;
+
+    /// Every committed write, in commit order.
+    async fn writes(
+        &self,
+        store: &Self::Store,
+        protected: &Protected,
+    ) -> Result<Vec<Write>, BoxError>;
+}
+
+/// Whether `error` is the fenced check's refusal.
+pub fn is_refusal(error: &BoxError) -> bool {
+    matches!(error.downcast_ref::<Error>(), Some(Error::NotHeld { .. }))
+}
+
+macro_rules! sqlx_writes {
+    ($db:ty) => {
+        #[async_trait]
+        impl FencedWrites for Sqlx<$db> {
+            async fn write(
+                &self,
+                store: &SqlxStore<$db>,
+                lease: &LeaseGuard,
+                checked: bool,
+                protected: &Protected,
+                worker: &str,
+            ) -> Result<i64, BoxError> {
+                // Dropped on an error, the transaction rolls back.
+                let mut tx = store.executor().pool().begin().await?;
+                if checked {
+                    store.fence(&mut *tx, lease).await?;
+                }
+                sqlx::raw_sql(AssertSqlSafe(protected.bump()))
+                    .execute(&mut *tx)
+                    .await?;
+                let seq: i64 = sqlx::query_scalar(AssertSqlSafe(protected.read_counter()))
+                    .fetch_one(&mut *tx)
+                    .await?;
+                let insert = protected.insert(seq, lease.fence().get(), worker);
+                sqlx::raw_sql(AssertSqlSafe(insert))
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(seq)
+            }
+
+            async fn writes(
+                &self,
+                store: &SqlxStore<$db>,
+                protected: &Protected,
+            ) -> Result<Vec<Write>, BoxError> {
+                let rows: Vec<(i64, i64)> = sqlx::query_as(AssertSqlSafe(protected.select()))
+                    .fetch_all(store.executor().pool())
+                    .await?;
+                Ok(rows
+                    .into_iter()
+                    .map(|(seq, fence)| Write { seq, fence })
+                    .collect())
+            }
+        }
+    };
+}
+
+sqlx_writes!(Postgres);
+sqlx_writes!(MySql);
+sqlx_writes!(Sqlite);
+
+#[derive(diesel::QueryableByName)]
+struct Counter {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
+}
+
+#[derive(diesel::QueryableByName)]
+struct WriteRow {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    seq: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    fence: i64,
+}
+
+macro_rules! diesel_writes {
+    ($conn:ty) => {
+        #[async_trait]
+        impl FencedWrites for Diesel<$conn> {
+            async fn write(
+                &self,
+                store: &DieselStore<deadpool::Pool<$conn>>,
+                lease: &LeaseGuard,
+                checked: bool,
+                protected: &Protected,
+                worker: &str,
+            ) -> Result<i64, BoxError> {
+                let mut conn = store.pool().get().await?;
+                conn.batch_execute("BEGIN").await?;
+                let done: Result<i64, BoxError> = async {
+                    if checked {
+                        store.fence(&mut *conn, lease).await?;
+                    }
+                    conn.batch_execute(&protected.bump()).await?;
+                    let counter: Counter = diesel::sql_query(protected.read_counter())
+                        .get_result(&mut *conn)
+                        .await?;
+                    let insert = protected.insert(counter.n, lease.fence().get(), worker);
+                    conn.batch_execute(&insert).await?;
+                    conn.batch_execute("COMMIT").await?;
+                    Ok(counter.n)
+                }
+                .await;
+                if done.is_err() {
+                    // A connection that cannot roll back is broken; the pool's recycling
+                    // check drops it.
+                    let _ = conn.batch_execute("ROLLBACK").await;
+                }
+                done
+            }
+
+            async fn writes(
+                &self,
+                store: &DieselStore<deadpool::Pool<$conn>>,
+                protected: &Protected,
+            ) -> Result<Vec<Write>, BoxError> {
+                let mut conn = store.pool().get().await?;
+                let rows: Vec<WriteRow> = diesel::sql_query(protected.select())
+                    .load(&mut *conn)
+                    .await?;
+                Ok(rows
+                    .into_iter()
+                    .map(|row| Write {
+                        seq: row.seq,
+                        fence: row.fence,
+                    })
+                    .collect())
+            }
+        }
+    };
+}
+
+diesel_writes!(AsyncPgConnection);
+diesel_writes!(AsyncMysqlConnection);
+diesel_writes!(AsyncSqliteConnection);
+
+/// A write committed, in commit order, after the first committed write of a greater fence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StaleWrite {
+    /// The stale write.
+    pub write: Write,
+    /// The greatest fence committed before it.
+    pub behind: i64,
+}
+
+impl std::fmt::Display for StaleWrite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "write {} under fence {} committed after fence {} had written",
+            self.write.seq, self.write.fence, self.behind
+        )
+    }
+}
+
+/// What [`check`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// Writes checked.
+    pub writes: usize,
+    /// Distinct fences among them.
+    pub fences: usize,
+    /// Every stale write.
+    pub stale: Vec<StaleWrite>,
+}
+
+/// Checks a history of writes: taken in `seq` order, no write's fence may be below the
+/// greatest fence of an earlier write.
+pub fn check(writes: &[Write]) -> Verdict {
+    let mut sorted = writes.to_vec();
+    sorted.sort_by_key(|w| w.seq);
+    let mut fences: Vec<i64> = sorted.iter().map(|w| w.fence).collect();
+    fences.sort_unstable();
+    fences.dedup();
+    let mut verdict = Verdict {
+        writes: sorted.len(),
+        fences: fences.len(),
+        stale: Vec::new(),
+    };
+    let mut greatest = i64::MIN;
+    for write in sorted {
+        if write.fence < greatest {
+            verdict.stale.push(StaleWrite {
+                write,
+                behind: greatest,
+            });
+        }
+        greatest = greatest.max(write.fence);
+    }
+    verdict
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn history(pairs: &[(i64, i64)]) -> Vec<Write> {
+        pairs
+            .iter()
+            .map(|&(seq, fence)| Write { seq, fence })
+            .collect()
+    }
+
+    #[test]
+    fn increasing_fences_pass() {
+        let verdict = check(&history(&[(1, 3), (2, 3), (3, 4), (4, 7), (5, 7)]));
+        assert_eq!(verdict.writes, 5);
+        assert_eq!(verdict.fences, 3);
+        assert!(verdict.stale.is_empty());
+    }
+
+    #[test]
+    fn a_write_after_a_greater_fence_is_stale() {
+        let verdict = check(&history(&[(1, 3), (2, 4), (3, 3), (4, 4), (5, 2)]));
+        assert_eq!(
+            verdict.stale,
+            [
+                StaleWrite {
+                    write: Write { seq: 3, fence: 3 },
+                    behind: 4
+                },
+                StaleWrite {
+                    write: Write { seq: 5, fence: 2 },
+                    behind: 4
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn order_is_by_seq_not_by_position() {
+        let verdict = check(&history(&[(3, 5), (1, 4), (2, 5)]));
+        assert!(verdict.stale.is_empty());
+        let verdict = check(&history(&[(3, 4), (1, 4), (2, 5)]));
+        assert_eq!(verdict.stale.len(), 1);
+        assert_eq!(verdict.stale[0].write.seq, 3);
+    }
+}

@@ -1,0 +1,463 @@
+//! Fenced writes under faults: worker processes take turns holding one lease and, while they
+//! hold it, write to a protected table, each write in a transaction that begins with the
+//! fenced check (`SqlStore::fence`). The test pauses the holder with `SIGSTOP` past the TTL
+//! (the worker stops itself on request just before its next write, so the pause lands between
+//! two transactions and on resume it writes before it looks at `is_held()`), stalls its connections through a proxy past the TTL, or cuts them. The table
+//! records each write's fence and its place in commit order (see `lease_reliability::fenced`);
+//! the checker proves that no holder committed a write after the first committed write of a
+//! greater fence.
+//!
+//! Beside it the negative control: the same workers, the same faults, the same writes without
+//! the check. It must show stale writes, or the scenario proves nothing and fails.
+//!
+//! On PostgreSQL and MariaDB (private servers; two of the three workers behind a proxy each)
+//! and SQLite (pauses only), through lease-sqlx and lease-diesel. Each run lasts
+//! `LEASE_RELIABILITY_FENCED_SECS` seconds (default 6), fenced and unfenced each.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write as _};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use lease_reliability::db::{Db, Target};
+use lease_reliability::factory::StoreFactory;
+use lease_reliability::fenced::{self, FencedWrites, Protected, Verdict};
+use lease_reliability::report::Counts;
+use lease_reliability::scenario::runtime;
+use lease_reliability::{Driver, with_driver};
+use lease_tests::env;
+use lease_tests::proxy::FaultProxy;
+use rand::RngExt;
+use rustix::process::{Pid, Signal, kill_process};
+
+const WORKER: &str = env!("CARGO_BIN_EXE_lease-reliability-worker");
+const WORKERS: usize = 3;
+/// Workers 0 and 1 reach a server through a proxy each; worker 2 directly.
+const PROXIED: usize = 2;
+const NAME: &str = "ledger";
+const TTL_MS: u64 = 1_000;
+const STEP_MS: u64 = 30;
+/// How long the test waits for a takeover after a fault began.
+const TAKEOVER_LIMIT: Duration = Duration::from_secs(5);
+
+fn duration() -> Duration {
+    let secs = std::env::var("LEASE_RELIABILITY_FENCED_SECS")
+        .ok()
+        .and_then(|secs| secs.parse().ok())
+        .unwrap_or(6);
+    Duration::from_secs(secs)
+}
+
+/// Sends `signal` to `child`.
+fn signal(child: &Child, signal: Signal) {
+    let pid = Pid::from_child(child);
+    kill_process(pid, signal).unwrap_or_else(|e| panic!("{signal:?} to {pid:?} failed: {e}"));
+}
+
+/// Asks the worker to stop itself before its next write, and waits until it has.
+fn pause(child: &mut Child) {
+    let stdin = child.stdin.as_mut().expect("the worker's standard input");
+    stdin
+        .write_all(b"stop\n")
+        .expect("the worker reads its input");
+    stdin.flush().unwrap();
+    let path = format!("/proc/{}/stat", child.id());
+    let started = Instant::now();
+    // `T` in the process's state: stopped by a signal.
+    while started.elapsed() < Duration::from_secs(5) {
+        let stat = std::fs::read_to_string(&path).unwrap_or_default();
+        let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
+        if state == Some(Some('T')) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("the worker did not stop itself within 5 s");
+}
+
+/// One line a worker printed.
+struct Event {
+    worker: usize,
+    words: Vec<String>,
+}
+
+impl Event {
+    fn kind(&self) -> &str {
+        self.words.first().map_or("", String::as_str)
+    }
+
+    fn number(&self, at: usize) -> u64 {
+        self.words
+            .get(at)
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_default()
+    }
+}
+
+/// The workers' output as the test follows it: who holds the lease (the greatest fence
+/// acquired so far), and each worker's final stats.
+struct Follow {
+    events: Receiver<Event>,
+    holder: Option<(usize, u64)>,
+    stats: HashMap<usize, String>,
+    /// Each kind of failure the workers reported, with how often.
+    failures: HashMap<String, u64>,
+    ended: usize,
+}
+
+impl Follow {
+    fn note(&mut self, event: &Event) {
+        match event.kind() {
+            "acquired" => {
+                let fence = event.number(1);
+                if self.holder.is_none_or(|(_, held)| fence > held) {
+                    self.holder = Some((event.worker, fence));
+                }
+            }
+            "stats" => {
+                self.stats.insert(event.worker, event.words[1..].join(" "));
+            }
+            "failed" => {
+                // The message without numbers that vary (ports, ids, durations).
+                let what: String = event.words[1..]
+                    .join(" ")
+                    .chars()
+                    .filter(|c| !c.is_ascii_digit())
+                    .take(120)
+                    .collect();
+                *self.failures.entry(what).or_default() += 1;
+            }
+            "end" => self.ended += 1,
+            _ => {}
+        }
+    }
+
+    /// Waits until `until` says yes to an event, or `limit` passes.
+    fn until(&mut self, limit: Duration, mut until: impl FnMut(&Self, &Event) -> bool) -> bool {
+        let deadline = Instant::now() + limit;
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            let Ok(event) = self.events.recv_timeout(left) else {
+                return false;
+            };
+            self.note(&event);
+            if until(self, &event) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The holder, right after a write of its own committed.
+    fn holder_after_write(&mut self, limit: Duration) -> Option<(usize, u64)> {
+        let mut found = None;
+        self.until(limit, |follow, event| {
+            let wrote = event.kind() == "wrote"
+                && follow
+                    .holder
+                    .is_some_and(|(w, fence)| w == event.worker && fence == event.number(2));
+            if wrote {
+                found = follow.holder;
+            }
+            wrote
+        });
+        found
+    }
+
+    /// Waits for a write under a fence above `fence` to commit: the lease was taken over and
+    /// the new holder has written.
+    fn takeover(&mut self, fence: u64) -> bool {
+        self.until(TAKEOVER_LIMIT, |_, event| {
+            event.kind() == "wrote" && event.number(2) > fence
+        })
+    }
+}
+
+/// What one run (fenced or not) saw.
+struct Outcome {
+    verdict: Verdict,
+    faults: u64,
+    /// Pauses, stalls and cuts.
+    kinds: [u64; 3],
+    refused: u64,
+    errors: u64,
+    takeovers: u64,
+    failures: HashMap<String, u64>,
+    problems: Vec<String>,
+}
+
+fn spawn(
+    db: Db,
+    driver: Driver,
+    url: &str,
+    table: &str,
+    protected: &Protected,
+    checked: bool,
+    worker: usize,
+) -> Child {
+    Command::new(WORKER)
+        .args([
+            "mode=fenced".to_owned(),
+            format!("db={db}"),
+            format!("driver={}", driver.as_str()),
+            format!("url={url}"),
+            format!("table={table}"),
+            format!("protected={}", protected.prefix()),
+            format!("name={NAME}"),
+            format!("ttl_ms={TTL_MS}"),
+            format!("step_ms={STEP_MS}"),
+            format!("secs={}", duration().as_secs()),
+            format!("checked={}", u8::from(checked)),
+            format!("worker=w{worker}"),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("a worker starts")
+}
+
+/// One run: set up the tables, start the workers, inject faults until shortly before they
+/// stop, then read the history and check it.
+fn run_once<F: StoreFactory + FencedWrites>(
+    factory: &F,
+    target: &Target,
+    driver: Driver,
+    checked: bool,
+) -> Outcome {
+    let rt = runtime();
+    let table = env::unique_table("fenced");
+    let protected = Protected::new(format!("{table}_p"));
+    let store = rt.block_on(async {
+        let store = factory.connect(&target.url, &table, 2).await.unwrap();
+        factory.setup(&store).await.unwrap();
+        for sql in protected.create() {
+            factory.execute(&store, &sql).await.unwrap();
+        }
+        store
+    });
+    let proxies: Vec<FaultProxy> = match &target.server {
+        Some(server) => (0..PROXIED)
+            .map(|_| FaultProxy::start(server.port()).unwrap())
+            .collect(),
+        None => Vec::new(),
+    };
+    let (send, events) = mpsc::channel();
+    let mut workers: Vec<Child> = (0..WORKERS)
+        .map(|i| {
+            let url = proxies
+                .get(i)
+                .map_or_else(|| target.url.clone(), |p| p.rewrite_url(&target.url));
+            let mut child = spawn(target.db, driver, &url, &table, &protected, checked, i);
+            let stdout = child.stdout.take().unwrap();
+            let send = send.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { break };
+                    let words = line.split_whitespace().map(str::to_owned).collect();
+                    if send.send(Event { worker: i, words }).is_err() {
+                        break;
+                    }
+                }
+            });
+            child
+        })
+        .collect();
+    drop(send);
+    let mut follow = Follow {
+        events,
+        holder: None,
+        stats: HashMap::new(),
+        failures: HashMap::new(),
+        ended: 0,
+    };
+
+    // Faults until shortly before the workers stop, each healed before the next. The first is
+    // always a pause, the fault every database has.
+    let started = Instant::now();
+    let secs = duration();
+    let (mut kinds, mut takeovers, mut rounds) = ([0; 3], 0, 0);
+    let mut rng = rand::rng();
+    let mut problems = Vec::new();
+    while started.elapsed() + Duration::from_millis(1_500) < secs {
+        let Some((victim, fence)) = follow.holder_after_write(Duration::from_secs(3)) else {
+            continue;
+        };
+        let fault = if rounds == 0 || victim >= proxies.len() {
+            0
+        } else {
+            rng.random_range(0..3usize)
+        };
+        rounds += 1;
+        kinds[fault] += 1;
+        match fault {
+            0 => {
+                pause(&mut workers[victim]);
+                takeovers += u64::from(follow.takeover(fence));
+                signal(&workers[victim], Signal::CONT);
+            }
+            1 => {
+                proxies[victim].stall();
+                takeovers += u64::from(follow.takeover(fence));
+                proxies[victim].pass();
+            }
+            _ => {
+                proxies[victim].cut();
+                std::thread::sleep(Duration::from_millis(500));
+                proxies[victim].pass();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(rng.random_range(100..400)));
+    }
+    let faults = kinds[0] + proxies.iter().map(|p| p.stats().faults).sum::<u64>();
+
+    // Every worker stops at its deadline; one that does not within 20 s is killed and counted.
+    follow.until(Duration::from_secs(20), |follow, _| follow.ended == WORKERS);
+    for (i, worker) in workers.iter_mut().enumerate() {
+        if follow.ended < WORKERS && worker.try_wait().ok().flatten().is_none() {
+            let _ = worker.kill();
+            problems.push(format!("worker {i} did not stop in time"));
+        }
+        let status = worker.wait().unwrap();
+        if !status.success() {
+            problems.push(format!("worker {i} exited with {status}"));
+        }
+    }
+    for (i, proxy) in proxies.iter().enumerate() {
+        let stats = proxy.stats();
+        if stats.bytes < 5_000 {
+            problems.push(format!("worker {i}'s proxy carried only {stats:?}"));
+        }
+    }
+    let (mut refused, mut errors) = (0, 0);
+    for stats in follow.stats.values() {
+        for field in stats.split_whitespace() {
+            match field.split_once('=') {
+                Some(("refused", n)) => refused += n.parse::<u64>().unwrap(),
+                Some(("errors", n)) => errors += n.parse::<u64>().unwrap(),
+                _ => {}
+            }
+        }
+    }
+
+    let writes = rt.block_on(async {
+        let writes = factory.writes(&store, &protected).await.unwrap();
+        for sql in protected.drop_tables() {
+            factory.execute(&store, &sql).await.unwrap();
+        }
+        factory
+            .execute(&store, &format!("DROP TABLE {table}"))
+            .await
+            .unwrap();
+        factory.close(&store).await;
+        writes
+    });
+    Outcome {
+        verdict: fenced::check(&writes),
+        faults,
+        kinds,
+        refused,
+        errors,
+        takeovers,
+        failures: follow.failures,
+        problems,
+    }
+}
+
+fn run(db: Db, driver: Driver) {
+    let Some(target) = Target::private(db) else {
+        return;
+    };
+    let (checked, unchecked) = with_driver!(driver, db, |f| {
+        (
+            run_once(&f, &target, driver, true),
+            run_once(&f, &target, driver, false),
+        )
+    });
+    let backend = format!("{db}/{}", driver.as_str());
+
+    // The negative control first: without the check the same faults must let stale writes in.
+    let stale = unchecked.verdict.stale.len();
+    let _ = writeln!(
+        std::io::stderr(),
+        "RELIABILITY unfenced-writes {backend}: operations={} faults={} stale-writes={stale}",
+        unchecked.verdict.writes,
+        unchecked.faults
+    );
+    let mut counts = Counts::new("fenced-writes", backend.clone());
+    counts.operations = checked.verdict.writes as u64;
+    counts.faults = checked.faults;
+    for stale in &checked.verdict.stale {
+        counts.violation(stale.to_string());
+    }
+    for problem in checked.problems.iter().chain(&unchecked.problems) {
+        counts.violation(problem.clone());
+    }
+    counts.expect(stale > 0, || {
+        format!(
+            "the unfenced control committed no stale write in {} writes under {} faults: the \
+             scenario proves nothing",
+            unchecked.verdict.writes, unchecked.faults
+        )
+    });
+    // Evidence that the faults reached the fenced run: holders changed, and a holder resumed
+    // after a pause had its write refused.
+    counts.expect(
+        checked.verdict.fences >= 2 && checked.takeovers >= 1,
+        || {
+            format!(
+                "the fenced run saw {} fences and {} takeovers",
+                checked.verdict.fences, checked.takeovers
+            )
+        },
+    );
+    counts.expect(checked.refused >= 1, || {
+        "no fenced write was ever refused".into()
+    });
+    for (run, outcome) in [("fenced", &checked), ("unfenced", &unchecked)] {
+        let [pauses, stalls, cuts] = outcome.kinds;
+        eprintln!(
+            "{backend} {run}: {} writes under {} fences, {} stale, {} refused, {} failed; \
+             {pauses} pauses, {stalls} stalls, {cuts} cuts, {} takeovers",
+            outcome.verdict.writes,
+            outcome.verdict.fences,
+            outcome.verdict.stale.len(),
+            outcome.refused,
+            outcome.errors,
+            outcome.takeovers
+        );
+        for (what, n) in &outcome.failures {
+            eprintln!("  {n} x {what}");
+        }
+    }
+    counts.conclude();
+}
+
+#[test]
+fn postgres_fenced_writes() {
+    run(Db::Postgres, Driver::Sqlx);
+}
+
+#[test]
+fn postgres_fenced_writes_diesel() {
+    run(Db::Postgres, Driver::Diesel);
+}
+
+#[test]
+fn mariadb_fenced_writes() {
+    run(Db::MariaDb, Driver::Sqlx);
+}
+
+#[test]
+fn mariadb_fenced_writes_diesel() {
+    run(Db::MariaDb, Driver::Diesel);
+}
+
+#[test]
+fn sqlite_fenced_writes() {
+    run(Db::Sqlite, Driver::Sqlx);
+}
+
+#[test]
+fn sqlite_fenced_writes_diesel() {
+    run(Db::Sqlite, Driver::Diesel);
+}
