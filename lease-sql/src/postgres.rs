@@ -135,13 +135,17 @@ pub(crate) fn setup(create_table: &str) -> String {
 
 /// One statement for any number of pairs: the names and the holders travel as two JSON arrays of
 /// text, unpacked side by side `WITH ORDINALITY`, so the text is the same for every batch (it is
-/// prepared once) and each renewed row answers with its position in the batch, from 0.
+/// prepared once) and each renewed row answers with its position in the batch, from 0. The
+/// names also filter the table as an array on its key (`name = ANY (...)`), so the rows are
+/// found through the primary-key index whatever the planner guesses of the unpacked lists (a
+/// join on them alone may hash the whole table).
 pub(crate) fn renew_many_sql(t: &str) -> String {
     format!(
         "UPDATE {t} AS l SET expires_at = {NOW} + {ttl}\n\
          FROM ROWS FROM (jsonb_array_elements_text($1::jsonb), jsonb_array_elements_text($2::jsonb))\n    \
              WITH ORDINALITY AS r(name, holder, position)\n\
-         WHERE l.name = r.name AND l.holder = r.holder AND l.expires_at > {NOW}\n\
+         WHERE l.name = ANY (ARRAY(SELECT jsonb_array_elements_text($1::jsonb)))\n    \
+             AND l.name = r.name AND l.holder = r.holder AND l.expires_at > {NOW}\n\
          RETURNING r.position - 1",
         ttl = interval(3)
     )

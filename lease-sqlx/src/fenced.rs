@@ -51,8 +51,19 @@ where
     let handle = lease.as_ref();
     let failed = |e| Error::store(Operation::Fence, Some(handle.name()), e);
     let mut transaction = store.executor().pool().begin().await.map_err(failed)?;
-    store.fence(&mut *transaction, lease).await?;
-    let output = work(&mut transaction).await?;
+    // A refused check or failed work rolls back at once rather than when the transaction is
+    // dropped: on SQLite the check has taken the database's write lock.
+    if let Err(refused) = store.fence(&mut *transaction, lease).await {
+        let _ = transaction.rollback().await;
+        return Err(refused.into());
+    }
+    let output = match work(&mut transaction).await {
+        Ok(output) => output,
+        Err(error) => {
+            let _ = transaction.rollback().await;
+            return Err(error);
+        }
+    };
     if !handle.is_held() {
         transaction.rollback().await.map_err(failed)?;
         return Err(Error::NotHeld {
