@@ -63,6 +63,15 @@ pub trait Raw: Send + Sync {
         Ok(None)
     }
 
+    /// Adds `count` released rows (no holder, fence 1, taken and expired now) named
+    /// `filler-<from + 1>` and on, written with SQL as if earlier leases had come and gone, with
+    /// autovacuum off for the table so that its statistics stay those it had; whether the
+    /// database has such a statement here (PostgreSQL).
+    async fn add_released_rows(&self, from: usize, count: usize) -> Result<bool, BoxError> {
+        let _ = (from, count);
+        Ok(false)
+    }
+
     /// Drops the table.
     async fn drop_table(&self) -> Result<(), BoxError>;
 
@@ -82,6 +91,19 @@ fn naive_postgres(table: &str) -> String {
          WHERE l.expires_at < now()\n\
          RETURNING l.fence, 1::int8 AS won"
     )
+}
+
+/// The statements of [`Raw::add_released_rows`], where there are such.
+fn released_rows_sql(dialect: Dialect, table: &str, from: usize, count: usize) -> Option<String> {
+    (dialect == Dialect::Postgres).then(|| {
+        format!(
+            "ALTER TABLE \"{table}\" SET (autovacuum_enabled = false);\n\
+             INSERT INTO \"{table}\" (name, holder, fence, taken_at, expires_at)\n\
+             SELECT 'filler-' || i, NULL, 1, now(), now() FROM generate_series({}, {}) AS i",
+            from + 1,
+            from + count
+        )
+    })
 }
 
 fn drop_sql(dialect: Dialect, table: &str) -> String {
@@ -269,6 +291,17 @@ impl Raw for SqlxRaw<Postgres> {
             guard.release_now().await?;
         }
         Ok(Some(count))
+    }
+
+    async fn add_released_rows(&self, from: usize, count: usize) -> Result<bool, BoxError> {
+        let Some(sql) = released_rows_sql(self.statements.dialect(), &self.table, from, count)
+        else {
+            return Ok(false);
+        };
+        sqlx::raw_sql(AssertSqlSafe(sql))
+            .execute(&self.pool)
+            .await?;
+        Ok(true)
     }
 
     async fn drop_table(&self) -> Result<(), BoxError> {
@@ -530,6 +563,17 @@ macro_rules! diesel_raw {
                         .await?;
                 }
                 Ok(Some(count))
+            }
+
+            async fn add_released_rows(&self, from: usize, count: usize) -> Result<bool, BoxError> {
+                let Some(sql) =
+                    released_rows_sql(self.statements.dialect(), &self.table, from, count)
+                else {
+                    return Ok(false);
+                };
+                let mut connection = self.pool.get().await?;
+                diesel_async::SimpleAsyncConnection::batch_execute(&mut *connection, &sql).await?;
+                Ok(true)
             }
 
             async fn drop_table(&self) -> Result<(), BoxError> {

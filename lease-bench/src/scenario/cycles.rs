@@ -20,7 +20,7 @@ const POOL_SIZE: u32 = 16;
 
 /// What one cycle runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Variant {
+pub enum Variant {
     /// `LeaseClient::try_acquire` then `LeaseGuard::release`.
     Library,
     /// The same two statements through the same pool.
@@ -30,9 +30,11 @@ enum Variant {
 }
 
 /// What one measurement saw.
-struct Sample {
-    rate: f64,
-    latencies: Vec<Duration>,
+pub struct Sample {
+    /// Cycles per second.
+    pub rate: f64,
+    /// The time of every cycle.
+    pub latencies: Vec<Duration>,
 }
 
 /// Measures `backend` and adds its table to `report`.
@@ -167,7 +169,7 @@ pub async fn run(
 }
 
 /// Runs `tasks` tasks cycling for `length`.
-async fn measure(
+pub async fn measure(
     client: &LeaseClient,
     target: &Target,
     variant: Variant,
