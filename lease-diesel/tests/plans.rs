@@ -1,11 +1,12 @@
-//! Plans that cannot go wrong, on PostgreSQL through diesel-async (deadpool), whose store prepares
-//! each statement once per connection in diesel's statement cache: on a lease table analyzed while empty
-//! and then grown past 10,000 rows, every statement of the store (all but `list`, a full read by
-//! nature), each prepared once and run more than ten times on one connection, so that
-//! PostgreSQL considers its generic plan after the fifth run, reads the table through its index
-//! and never with a sequential scan. The counters are the table's own in `pg_stat_user_tables`,
-//! read before and after each statement's runs. A deliberately unindexed lookup on the same
-//! table, read the same way, is the negative control: the check does see sequential scans.
+//! Plans that cannot go wrong, on PostgreSQL through diesel-async (deadpool), whose store
+//! prepares each statement once per connection in diesel's statement cache: on a lease table
+//! analyzed while empty and then grown past 10,000 rows, every statement of the store (all but
+//! `list`, a full read by nature), each prepared once and run more than ten times on one
+//! connection, so that PostgreSQL considers its generic plan after the fifth run, reads the
+//! table through its index and never with a sequential scan (but for the statements in
+//! `KNOWN_SEQUENTIAL`). The counters are the table's own in `pg_stat_user_tables`, read before
+//! and after each statement's runs. A deliberately unindexed lookup on the same table, read the
+//! same way, is the negative control: the check does see sequential scans.
 //!
 //! Each case runs twice: with PostgreSQL's default `plan_cache_mode` (`auto`) and with
 //! `force_generic_plan`, the plan every later run of a prepared statement may get.
