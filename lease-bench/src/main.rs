@@ -13,6 +13,7 @@ mod backend;
 mod chart;
 mod counting;
 mod machine;
+mod prepared;
 mod protected;
 mod raw;
 mod report;

@@ -15,6 +15,8 @@ use lease_core::{BoxError, HolderId, LeaseName, LeaseStore, Ttl};
 use lease_diesel::AsyncSqliteConnection;
 use lease_sql::{Dialect, Param, Statements};
 use sqlx::postgres::PgAdvisoryLock;
+
+use crate::prepared::Prepared;
 use sqlx::{AssertSqlSafe, MySql, Pool, Postgres, Sqlite};
 
 /// One lease table reached without the library.
@@ -31,6 +33,36 @@ pub trait Raw: Send + Sync {
 
     /// The library's release statement: whether it released.
     async fn release(&self, name: &LeaseName, holder: &HolderId) -> Result<bool, BoxError>;
+
+    /// Whether [`prepared_try_acquire`](Raw::prepared_try_acquire) and
+    /// [`prepared_release`](Raw::prepared_release) have a path of their own: where the plain
+    /// bare statements are not prepared once per connection (diesel's `sql_query`).
+    fn has_prepared(&self) -> bool {
+        false
+    }
+
+    /// The library's try-acquire statement prepared once per connection, as the library
+    /// prepares it; `None` where there is no such path apart from the plain one.
+    async fn prepared_try_acquire(
+        &self,
+        name: &LeaseName,
+        holder: &HolderId,
+        ttl: Ttl,
+    ) -> Result<Option<bool>, BoxError> {
+        let _ = (name, holder, ttl);
+        Ok(None)
+    }
+
+    /// The library's release statement prepared once per connection; `None` where there is no
+    /// such path apart from the plain one.
+    async fn prepared_release(
+        &self,
+        name: &LeaseName,
+        holder: &HolderId,
+    ) -> Result<Option<bool>, BoxError> {
+        let _ = (name, holder);
+        Ok(None)
+    }
 
     /// The seed's upsert (`INSERT ... ON CONFLICT DO UPDATE ... WHERE expired`), without the
     /// library's guard, where there is one to compare with (PostgreSQL); `None` elsewhere.
@@ -493,6 +525,42 @@ macro_rules! diesel_raw {
                 let query = diesel_query!($backend, sql.into_owned(), params);
                 let mut connection = self.pool.get().await?;
                 Ok(query.execute(&mut *connection).await? > 0)
+            }
+
+            fn has_prepared(&self) -> bool {
+                true
+            }
+
+            async fn prepared_try_acquire(
+                &self,
+                name: &LeaseName,
+                holder: &HolderId,
+                ttl: Ttl,
+            ) -> Result<Option<bool>, BoxError> {
+                let (sql, params) = self.statements.try_acquire(name, holder, ttl).into_parts();
+                let mut connection = self.pool.get().await?;
+                let rows: Vec<(i64, i64)> = Prepared::<(BigInt, BigInt)>::new(&sql, &params)
+                    .load(&mut *connection)
+                    .await?;
+                Ok(Some(
+                    lease_sql::acquired(rows.into_iter().next())?.is_some(),
+                ))
+            }
+
+            async fn prepared_release(
+                &self,
+                name: &LeaseName,
+                holder: &HolderId,
+            ) -> Result<Option<bool>, BoxError> {
+                let (sql, params) = self
+                    .statements
+                    .release(name, holder, Duration::ZERO)
+                    .into_parts();
+                let mut connection = self.pool.get().await?;
+                let done = Prepared::<diesel::sql_types::Untyped>::new(&sql, &params)
+                    .execute(&mut *connection)
+                    .await?;
+                Ok(Some(done > 0))
             }
 
             async fn naive_try_acquire(
