@@ -14,7 +14,7 @@ USAGE:
 
 OPTIONS:
     --scenario LIST      scenarios to run, comma-separated (default: all):
-                         cycles, contended, many, handover
+                         cycles, contended, many, handover, fenced, growth
     --backend LIST       backends to run, comma-separated (default: all): memory,
                          sqlx-postgres, sqlx-mariadb, sqlx-sqlite,
                          diesel-postgres, diesel-mariadb, diesel-sqlite

@@ -18,6 +18,7 @@ use sqlx::mysql::MySqlPoolOptions;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 
+use crate::protected::{Protected, ProtectedTable};
 use crate::raw::{DieselRaw, Raw, SqlxRaw, StoreRaw};
 use crate::servers::Servers;
 
@@ -125,11 +126,18 @@ pub struct Target {
     pub store: Arc<dyn LeaseStore>,
     /// The same table and pool, without the library.
     pub raw: Arc<dyn Raw>,
+    /// A table the lease protects, on the same pool, when there is a database (not memory).
+    pub protected: Option<Arc<dyn Protected>>,
 }
 
 impl Target {
     /// Drops the table and closes the pool.
     pub async fn finish(self) {
+        if let Some(protected) = &self.protected
+            && let Err(error) = protected.drop_table().await
+        {
+            eprintln!("lease-bench: could not drop a protected table: {error}");
+        }
         if let Err(error) = self.raw.drop_table().await {
             eprintln!("lease-bench: could not drop a table: {error}");
         }
@@ -149,6 +157,7 @@ macro_rules! diesel_target {
             .build()?;
         let store = DieselStore::with_table(pool.clone(), $table)?;
         store.setup().await?;
+        let protected = ProtectedTable::new(store.clone(), store.statements().dialect(), $table);
         let mut raw = DieselRaw::new(pool, store.statements().clone(), $table);
         if let Some(file) = $file {
             raw = raw.with_file(file);
@@ -156,6 +165,7 @@ macro_rules! diesel_target {
         Target {
             store: Arc::new(store),
             raw: Arc::new(raw),
+            protected: Some(Arc::new(protected)),
         }
     }};
 }
@@ -177,6 +187,7 @@ pub async fn open(
             Target {
                 store: store.clone(),
                 raw: Arc::new(StoreRaw::new(store)),
+                protected: None,
             }
         }
         Backend::SqlxPostgres => {
@@ -191,6 +202,11 @@ pub async fn open(
             store.setup().await?;
             let raw = SqlxRaw::new(pool, store.statements().clone(), &table);
             Target {
+                protected: Some(Arc::new(ProtectedTable::new(
+                    store.clone(),
+                    store.statements().dialect(),
+                    &table,
+                ))),
                 store: Arc::new(store),
                 raw: Arc::new(raw),
             }
@@ -206,6 +222,11 @@ pub async fn open(
             store.setup().await?;
             let raw = SqlxRaw::new(pool, store.statements().clone(), &table);
             Target {
+                protected: Some(Arc::new(ProtectedTable::new(
+                    store.clone(),
+                    store.statements().dialect(),
+                    &table,
+                ))),
                 store: Arc::new(store),
                 raw: Arc::new(raw),
             }
@@ -225,6 +246,11 @@ pub async fn open(
             let raw = SqlxRaw::new(store.pool().clone(), store.statements().clone(), &table)
                 .with_file(servers.sqlite_file(&table));
             Target {
+                protected: Some(Arc::new(ProtectedTable::new(
+                    store.clone(),
+                    store.statements().dialect(),
+                    &table,
+                ))),
                 store: Arc::new(store),
                 raw: Arc::new(raw),
             }

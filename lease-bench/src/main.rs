@@ -1,5 +1,5 @@
 //! `lease-bench`: the lease stores measured beside the bare statements they send and beside
-//! session advisory locks, on every backend, in four scenarios. It prints a table per scenario
+//! session advisory locks, on every backend, in six scenarios. It prints a table per scenario
 //! and backend; every comparison is a ratio measured in the same run, every figure a median
 //! over repetitions. Run it with `cargo run --release -p lease-bench -- --help`.
 //!
@@ -13,6 +13,8 @@ mod backend;
 mod chart;
 mod counting;
 mod machine;
+mod prepared;
+mod protected;
 mod raw;
 mod report;
 mod scenario;
@@ -89,6 +91,8 @@ async fn run(options: &Options, servers: &Servers) -> usize {
                 }
                 Scenario::Many => scenario::many::run(&context, backend, &mut report).await,
                 Scenario::Handover => scenario::handover::run(&context, backend, &mut report).await,
+                Scenario::Fenced => scenario::fenced::run(&context, backend, &mut report).await,
+                Scenario::Growth => scenario::growth::run(&context, backend, &mut report).await,
             };
             match result {
                 Ok(()) => eprintln!(

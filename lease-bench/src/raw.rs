@@ -15,6 +15,8 @@ use lease_core::{BoxError, HolderId, LeaseName, LeaseStore, Ttl};
 use lease_diesel::AsyncSqliteConnection;
 use lease_sql::{Dialect, Param, Statements};
 use sqlx::postgres::PgAdvisoryLock;
+
+use crate::prepared::Prepared;
 use sqlx::{AssertSqlSafe, MySql, Pool, Postgres, Sqlite};
 
 /// One lease table reached without the library.
@@ -31,6 +33,36 @@ pub trait Raw: Send + Sync {
 
     /// The library's release statement: whether it released.
     async fn release(&self, name: &LeaseName, holder: &HolderId) -> Result<bool, BoxError>;
+
+    /// Whether [`prepared_try_acquire`](Raw::prepared_try_acquire) and
+    /// [`prepared_release`](Raw::prepared_release) have a path of their own: where the plain
+    /// bare statements are not prepared once per connection (diesel's `sql_query`).
+    fn has_prepared(&self) -> bool {
+        false
+    }
+
+    /// The library's try-acquire statement prepared once per connection, as the library
+    /// prepares it; `None` where there is no such path apart from the plain one.
+    async fn prepared_try_acquire(
+        &self,
+        name: &LeaseName,
+        holder: &HolderId,
+        ttl: Ttl,
+    ) -> Result<Option<bool>, BoxError> {
+        let _ = (name, holder, ttl);
+        Ok(None)
+    }
+
+    /// The library's release statement prepared once per connection; `None` where there is no
+    /// such path apart from the plain one.
+    async fn prepared_release(
+        &self,
+        name: &LeaseName,
+        holder: &HolderId,
+    ) -> Result<Option<bool>, BoxError> {
+        let _ = (name, holder);
+        Ok(None)
+    }
 
     /// The seed's upsert (`INSERT ... ON CONFLICT DO UPDATE ... WHERE expired`), without the
     /// library's guard, where there is one to compare with (PostgreSQL); `None` elsewhere.
@@ -63,6 +95,15 @@ pub trait Raw: Send + Sync {
         Ok(None)
     }
 
+    /// Adds `count` released rows (no holder, fence 1, taken and expired now) named
+    /// `filler-<from + 1>` and on, written with SQL as if earlier leases had come and gone, with
+    /// autovacuum off for the table so that its statistics stay those it had; whether the
+    /// database has such a statement here (PostgreSQL).
+    async fn add_released_rows(&self, from: usize, count: usize) -> Result<bool, BoxError> {
+        let _ = (from, count);
+        Ok(false)
+    }
+
     /// Drops the table.
     async fn drop_table(&self) -> Result<(), BoxError>;
 
@@ -82,6 +123,19 @@ fn naive_postgres(table: &str) -> String {
          WHERE l.expires_at < now()\n\
          RETURNING l.fence, 1::int8 AS won"
     )
+}
+
+/// The statements of [`Raw::add_released_rows`], where there are such.
+fn released_rows_sql(dialect: Dialect, table: &str, from: usize, count: usize) -> Option<String> {
+    (dialect == Dialect::Postgres).then(|| {
+        format!(
+            "ALTER TABLE \"{table}\" SET (autovacuum_enabled = false);\n\
+             INSERT INTO \"{table}\" (name, holder, fence, taken_at, expires_at)\n\
+             SELECT 'filler-' || i, NULL, 1, now(), now() FROM generate_series({}, {}) AS i",
+            from + 1,
+            from + count
+        )
+    })
 }
 
 fn drop_sql(dialect: Dialect, table: &str) -> String {
@@ -269,6 +323,17 @@ impl Raw for SqlxRaw<Postgres> {
             guard.release_now().await?;
         }
         Ok(Some(count))
+    }
+
+    async fn add_released_rows(&self, from: usize, count: usize) -> Result<bool, BoxError> {
+        let Some(sql) = released_rows_sql(self.statements.dialect(), &self.table, from, count)
+        else {
+            return Ok(false);
+        };
+        sqlx::raw_sql(AssertSqlSafe(sql))
+            .execute(&self.pool)
+            .await?;
+        Ok(true)
     }
 
     async fn drop_table(&self) -> Result<(), BoxError> {
@@ -462,6 +527,42 @@ macro_rules! diesel_raw {
                 Ok(query.execute(&mut *connection).await? > 0)
             }
 
+            fn has_prepared(&self) -> bool {
+                true
+            }
+
+            async fn prepared_try_acquire(
+                &self,
+                name: &LeaseName,
+                holder: &HolderId,
+                ttl: Ttl,
+            ) -> Result<Option<bool>, BoxError> {
+                let (sql, params) = self.statements.try_acquire(name, holder, ttl).into_parts();
+                let mut connection = self.pool.get().await?;
+                let rows: Vec<(i64, i64)> = Prepared::<(BigInt, BigInt)>::new(&sql, &params)
+                    .load(&mut *connection)
+                    .await?;
+                Ok(Some(
+                    lease_sql::acquired(rows.into_iter().next())?.is_some(),
+                ))
+            }
+
+            async fn prepared_release(
+                &self,
+                name: &LeaseName,
+                holder: &HolderId,
+            ) -> Result<Option<bool>, BoxError> {
+                let (sql, params) = self
+                    .statements
+                    .release(name, holder, Duration::ZERO)
+                    .into_parts();
+                let mut connection = self.pool.get().await?;
+                let done = Prepared::<diesel::sql_types::Untyped>::new(&sql, &params)
+                    .execute(&mut *connection)
+                    .await?;
+                Ok(Some(done > 0))
+            }
+
             async fn naive_try_acquire(
                 &self,
                 name: &LeaseName,
@@ -530,6 +631,17 @@ macro_rules! diesel_raw {
                         .await?;
                 }
                 Ok(Some(count))
+            }
+
+            async fn add_released_rows(&self, from: usize, count: usize) -> Result<bool, BoxError> {
+                let Some(sql) =
+                    released_rows_sql(self.statements.dialect(), &self.table, from, count)
+                else {
+                    return Ok(false);
+                };
+                let mut connection = self.pool.get().await?;
+                diesel_async::SimpleAsyncConnection::batch_execute(&mut *connection, &sql).await?;
+                Ok(true)
             }
 
             async fn drop_table(&self) -> Result<(), BoxError> {

@@ -65,6 +65,23 @@ fn every_scenario_runs_on_every_backend() {
                 "no table {heading:?} in:\n{stdout}"
             );
         }
+        let mut more = Vec::new();
+        if *backend != "memory" {
+            more.extend([
+                "Fenced writes",
+                "Renewal while a fenced transaction is open",
+            ]);
+        }
+        if backend.ends_with("postgres") {
+            more.push("Growth of the table");
+        }
+        for title in more {
+            let heading = format!("### {title}: {backend}\n");
+            assert!(
+                stdout.contains(&heading),
+                "no table {heading:?} in:\n{stdout}"
+            );
+        }
     }
     let svg = std::fs::read_to_string(&chart).expect("the chart was written");
     assert!(svg.starts_with("<svg") && svg.contains("</svg>"), "{svg}");

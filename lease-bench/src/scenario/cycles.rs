@@ -20,19 +20,24 @@ const POOL_SIZE: u32 = 16;
 
 /// What one cycle runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Variant {
+pub enum Variant {
     /// `LeaseClient::try_acquire` then `LeaseGuard::release`.
     Library,
     /// The same two statements through the same pool.
     Bare,
+    /// The same two statements prepared once per connection, where `Bare` does not prepare
+    /// them (diesel's `sql_query`).
+    Prepared,
     /// A session advisory lock taken and released on a pooled connection.
     Advisory,
 }
 
 /// What one measurement saw.
-struct Sample {
-    rate: f64,
-    latencies: Vec<Duration>,
+pub struct Sample {
+    /// Cycles per second.
+    pub rate: f64,
+    /// The time of every cycle.
+    pub latencies: Vec<Duration>,
 }
 
 /// Measures `backend` and adds its table to `report`.
@@ -53,6 +58,8 @@ pub async fn run(
             "library cycles/s",
             "bare cycles/s",
             "library / bare",
+            "bare prepared cycles/s",
+            "library / bare prepared",
             "library p50",
             "library p99",
             "bare p50",
@@ -74,16 +81,25 @@ pub async fn run(
         let target = backend::open(backend, context.servers, settings).await?;
         let client = LeaseClient::new(Arc::clone(&target.store), TokioRuntime);
         let has_advisory = target.raw.advisory_cycle("probe").await?.is_some();
+        let has_prepared = target.raw.has_prepared();
         // Opens every connection and prepares every statement before anything is timed.
         let warm_up = options.measure.min(Duration::from_millis(500));
-        for variant in [Variant::Library, Variant::Bare, Variant::Advisory] {
-            if variant != Variant::Advisory || has_advisory {
+        for variant in [
+            Variant::Library,
+            Variant::Bare,
+            Variant::Prepared,
+            Variant::Advisory,
+        ] {
+            if (variant != Variant::Advisory || has_advisory)
+                && (variant != Variant::Prepared || has_prepared)
+            {
                 measure(&client, &target, variant, 16, warm_up).await?;
             }
         }
         for tasks in TASKS {
             let mut library = Vec::new();
             let mut bare = Vec::new();
+            let mut prepared = Vec::new();
             let mut advisory = Vec::new();
             for _ in 0..options.repetitions {
                 // Interleaved, so a burst of load elsewhere hits both sides alike.
@@ -91,6 +107,12 @@ pub async fn run(
                     measure(&client, &target, Variant::Library, tasks, options.measure).await?,
                 );
                 bare.push(measure(&client, &target, Variant::Bare, tasks, options.measure).await?);
+                if has_prepared {
+                    prepared.push(
+                        measure(&client, &target, Variant::Prepared, tasks, options.measure)
+                            .await?,
+                    );
+                }
                 if has_advisory {
                     advisory.push(
                         measure(&client, &target, Variant::Advisory, tasks, options.measure)
@@ -102,6 +124,11 @@ pub async fn run(
                 .iter()
                 .zip(&bare)
                 .map(|(l, b)| l.rate / b.rate)
+                .collect();
+            let prepared_ratios: Vec<f64> = library
+                .iter()
+                .zip(&prepared)
+                .map(|(l, p)| l.rate / p.rate)
                 .collect();
             let rate = |samples: &[Sample]| {
                 stats::median(&samples.iter().map(|s| s.rate).collect::<Vec<_>>())
@@ -116,6 +143,7 @@ pub async fn run(
             let (library_rate, bare_rate) =
                 (rate(&library).unwrap_or(0.0), rate(&bare).unwrap_or(0.0));
             let advisory_rate = rate(&advisory);
+            let prepared_rate = rate(&prepared);
             let (library_p50, library_p99) = latencies(library);
             let (bare_p50, bare_p99) = latencies(bare);
             table.row(vec![
@@ -132,6 +160,8 @@ pub async fn run(
                 stats::whole(library_rate),
                 stats::whole(bare_rate),
                 stats::median(&ratios).map_or("-".to_owned(), stats::ratio),
+                prepared_rate.map_or("-".to_owned(), stats::whole),
+                stats::median(&prepared_ratios).map_or("-".to_owned(), stats::ratio),
                 library_p50,
                 library_p99,
                 bare_p50,
@@ -159,6 +189,12 @@ pub async fn run(
         "A pool of {POOL_SIZE} connections; each task cycles on a name of its own. `bare` sends the library's own statements (lease-sql's text and parameters) through the same pool without `LeaseClient`{}.",
         if backend == Backend::Memory { " (for memory: the store's methods called directly)" } else { "" }
     ));
+    if matches!(
+        backend,
+        Backend::DieselPostgres | Backend::DieselMariaDb | Backend::DieselSqlite
+    ) {
+        table.note("`bare` goes through `diesel::sql_query`, which diesel never caches: it is prepared (on PostgreSQL: parsed and planned, one more round trip) at every call, while the library prepares each statement once per connection. `bare prepared` sends the same text and parameters as a query fragment diesel caches by its text, as the library does: the like-for-like baseline.");
+    }
     if backend.has_pool() {
         table.note("`pool check`: sqlx's `test_before_acquire` (a ping at every checkout, on by default) or deadpool's `RecyclingMethod::Verified` (a `SELECT 1` at every checkout, diesel-async's default); `off` is `test_before_acquire(false)` or `RecyclingMethod::Fast`.");
     }
@@ -167,7 +203,7 @@ pub async fn run(
 }
 
 /// Runs `tasks` tasks cycling for `length`.
-async fn measure(
+pub async fn measure(
     client: &LeaseClient,
     target: &Target,
     variant: Variant,
@@ -225,6 +261,14 @@ async fn cycle(
                 return Err(format!("{name} was held by somebody else").into());
             }
             if !raw.release(name, holder).await? {
+                return Err(format!("{name} was not released").into());
+            }
+        }
+        Variant::Prepared => {
+            if raw.prepared_try_acquire(name, holder, ttl).await? != Some(true) {
+                return Err(format!("{name} was held by somebody else").into());
+            }
+            if raw.prepared_release(name, holder).await? != Some(true) {
                 return Err(format!("{name} was not released").into());
             }
         }

@@ -1,7 +1,9 @@
-//! The four scenarios of the benchmark, one file each.
+//! The scenarios of the benchmark, one file each.
 
 pub mod contended;
 pub mod cycles;
+pub mod fenced;
+pub mod growth;
 pub mod handover;
 pub mod many;
 
@@ -19,11 +21,22 @@ pub enum Scenario {
     Many,
     /// Time from a release or a crash to the next holder.
     Handover,
+    /// Transactions with and without the fenced check; renewal while one is open.
+    Fenced,
+    /// Cycles and renewals as the table grows with released rows.
+    Growth,
 }
 
 impl Scenario {
     /// Every scenario, in report order.
-    pub const ALL: [Self; 4] = [Self::Cycles, Self::Contended, Self::Many, Self::Handover];
+    pub const ALL: [Self; 6] = [
+        Self::Cycles,
+        Self::Contended,
+        Self::Many,
+        Self::Handover,
+        Self::Fenced,
+        Self::Growth,
+    ];
 
     /// Its name on the command line.
     pub fn key(self) -> &'static str {
@@ -32,6 +45,8 @@ impl Scenario {
             Self::Contended => "contended",
             Self::Many => "many",
             Self::Handover => "handover",
+            Self::Fenced => "fenced",
+            Self::Growth => "growth",
         }
     }
 
@@ -44,7 +59,8 @@ impl Scenario {
             .into_iter()
             .find(|scenario| scenario.key() == text)
             .ok_or_else(|| {
-                format!("unknown scenario {text:?}; there are cycles, contended, many, handover")
+                let names: Vec<&str> = Self::ALL.iter().map(|s| s.key()).collect();
+                format!("unknown scenario {text:?}; there are {}", names.join(", "))
             })
     }
 }

@@ -1,0 +1,176 @@
+//! [`Protected`]: a small table the lease protects, written in a transaction of one insert, with
+//! or without the store's fenced check (`SqlStore::fence`) as its first statement, as a user
+//! writes it: `pool.begin()` through sqlx, `conn.transaction(...)` through diesel-async.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use diesel::sql_types::BigInt;
+use diesel_async::pooled_connection::deadpool;
+use diesel_async::{AsyncConnection, AsyncMysqlConnection, AsyncPgConnection, RunQueryDsl};
+use lease_core::{BoxError, LeaseGuard};
+use lease_diesel::{AsyncSqliteConnection, DieselStore};
+use lease_sql::Dialect;
+use lease_sqlx::SqlxStore;
+use sqlx::{AssertSqlSafe, MySql, Postgres, Sqlite};
+use tokio::sync::oneshot;
+
+/// How long a transaction stays open after its check, and whom to tell once it is checked.
+pub struct Hold {
+    /// The time between the check and the insert.
+    pub open: Duration,
+    /// Told when the check has run (the row is locked from then on).
+    pub checked: oneshot::Sender<()>,
+}
+
+/// A protected table beside one lease table.
+#[async_trait]
+pub trait Protected: Send + Sync {
+    /// Makes the table.
+    async fn create(&self) -> Result<(), BoxError>;
+
+    /// One transaction: the fenced check of `lease` when given, then (after `hold`, when given)
+    /// one insert of the lease's fence (or 0), then the commit.
+    async fn insert(&self, lease: Option<&LeaseGuard>, hold: Option<Hold>) -> Result<(), BoxError>;
+
+    /// Drops the table.
+    async fn drop_table(&self) -> Result<(), BoxError>;
+}
+
+fn create_sql(table: &str) -> String {
+    format!("CREATE TABLE {table} (fence BIGINT NOT NULL)")
+}
+
+fn insert_sql(dialect: Dialect, table: &str) -> String {
+    match dialect {
+        Dialect::Postgres => format!("INSERT INTO {table} (fence) VALUES ($1)"),
+        _ => format!("INSERT INTO {table} (fence) VALUES (?)"),
+    }
+}
+
+fn value(lease: Option<&LeaseGuard>) -> i64 {
+    lease.map_or(0, |guard| guard.fence().get() as i64)
+}
+
+async fn wait(hold: Option<Hold>) {
+    if let Some(hold) = hold {
+        let _ = hold.checked.send(());
+        tokio::time::sleep(hold.open).await;
+    }
+}
+
+/// The protected table beside the lease table of a store `S` (a sqlx or a diesel store).
+pub struct ProtectedTable<S> {
+    store: S,
+    table: String,
+    insert: String,
+}
+
+impl<S> ProtectedTable<S> {
+    /// The table `<lease table>_protected` beside `store`'s, whose SQL is `dialect`'s.
+    pub fn new(store: S, dialect: Dialect, lease_table: &str) -> Self {
+        let table = format!("{lease_table}_protected");
+        let insert = insert_sql(dialect, &table);
+        Self {
+            store,
+            table,
+            insert,
+        }
+    }
+}
+
+macro_rules! sqlx_protected {
+    ($db:ty) => {
+        #[async_trait]
+        impl Protected for ProtectedTable<SqlxStore<$db>> {
+            async fn create(&self) -> Result<(), BoxError> {
+                sqlx::raw_sql(AssertSqlSafe(create_sql(&self.table)))
+                    .execute(self.store.pool())
+                    .await?;
+                Ok(())
+            }
+
+            async fn insert(
+                &self,
+                lease: Option<&LeaseGuard>,
+                hold: Option<Hold>,
+            ) -> Result<(), BoxError> {
+                let mut tx = self.store.pool().begin().await?;
+                if let Some(guard) = lease {
+                    self.store.fence(&mut *tx, guard).await?;
+                }
+                wait(hold).await;
+                sqlx::query::<$db>(AssertSqlSafe(self.insert.clone()))
+                    .bind(value(lease))
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn drop_table(&self) -> Result<(), BoxError> {
+                sqlx::raw_sql(AssertSqlSafe(format!(
+                    "DROP TABLE IF EXISTS {}",
+                    self.table
+                )))
+                .execute(self.store.pool())
+                .await?;
+                Ok(())
+            }
+        }
+    };
+}
+
+sqlx_protected!(Postgres);
+sqlx_protected!(MySql);
+sqlx_protected!(Sqlite);
+
+macro_rules! diesel_protected {
+    ($conn:ty) => {
+        #[async_trait]
+        impl Protected for ProtectedTable<DieselStore<deadpool::Pool<$conn>>> {
+            async fn create(&self) -> Result<(), BoxError> {
+                let mut connection = self.store.pool().get().await?;
+                diesel::sql_query(create_sql(&self.table))
+                    .execute(&mut *connection)
+                    .await?;
+                Ok(())
+            }
+
+            async fn insert(
+                &self,
+                lease: Option<&LeaseGuard>,
+                hold: Option<Hold>,
+            ) -> Result<(), BoxError> {
+                let mut connection = self.store.pool().get().await?;
+                let store = &self.store;
+                let insert = &self.insert;
+                connection
+                    .transaction(async move |conn| {
+                        if let Some(guard) = lease {
+                            store.fence(&mut *conn, guard).await?;
+                        }
+                        wait(hold).await;
+                        diesel::sql_query(insert.as_str())
+                            .bind::<BigInt, _>(value(lease))
+                            .execute(conn)
+                            .await?;
+                        Ok::<_, BoxError>(())
+                    })
+                    .await
+            }
+
+            async fn drop_table(&self) -> Result<(), BoxError> {
+                let mut connection = self.store.pool().get().await?;
+                diesel::sql_query(format!("DROP TABLE IF EXISTS {}", self.table))
+                    .execute(&mut *connection)
+                    .await?;
+                Ok(())
+            }
+        }
+    };
+}
+
+diesel_protected!(AsyncPgConnection);
+diesel_protected!(AsyncMysqlConnection);
+diesel_protected!(AsyncSqliteConnection);

@@ -1,0 +1,254 @@
+//! Scenario 5: fenced writes. Transactions of one insert into a small protected table per
+//! second, with and without the store's fenced check as their first statement, on the same
+//! pool in the same run, at 1 and 16 tasks, each task holding a lease of its own; and what a
+//! fenced transaction held open costs the holder's renewal of that lease from another
+//! connection (it waits for the row lock, so about as long as the transaction stays open).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lease_core::runtime::TokioRuntime;
+use lease_core::{BoxError, LeaseClient, LeaseGuard, Ttl};
+use tokio::sync::oneshot;
+
+use crate::backend::{self, Backend, PoolSettings};
+use crate::protected::{Hold, Protected};
+use crate::report::{Report, Table};
+use crate::scenario::Context;
+use crate::stats;
+
+/// Concurrent tasks measured.
+const TASKS: [usize; 2] = [1, 16];
+/// The pool size: one connection per task at the most concurrent.
+const POOL_SIZE: u32 = 16;
+/// How long the fenced transaction stays open while the holder renews.
+const HOLDS: [Duration; 2] = [Duration::from_millis(50), Duration::from_millis(200)];
+/// Renewals timed per hold and repetition.
+const RENEWALS: usize = 5;
+
+/// What one measurement saw.
+struct Sample {
+    rate: f64,
+    latencies: Vec<Duration>,
+}
+
+/// Measures `backend` and adds its tables to `report`.
+///
+/// # Errors
+/// When the backend cannot be reached or a transaction fails.
+pub async fn run(
+    context: &Context<'_>,
+    backend: Backend,
+    report: &mut Report,
+) -> Result<(), BoxError> {
+    let options = context.options;
+    let target = backend::open(
+        backend,
+        context.servers,
+        PoolSettings::default_of(POOL_SIZE),
+    )
+    .await?;
+    let Some(protected) = target.protected.clone() else {
+        eprintln!(
+            "lease-bench: fenced on {}: not applicable (no transactions to fence)",
+            backend.key()
+        );
+        target.finish().await;
+        return Ok(());
+    };
+    protected.create().await?;
+    let ttl = Ttl::from_secs(60)?;
+    let client = LeaseClient::builder(Arc::clone(&target.store), TokioRuntime)
+        .ttl(ttl)
+        .build()?;
+    let mut guards = Vec::new();
+    for task in 0..POOL_SIZE {
+        let guard = client
+            .try_acquire(format!("fenced-{task}"))
+            .await?
+            .ok_or("a fresh lease was held")?;
+        guards.push(Arc::new(guard));
+    }
+
+    let mut rates = Table::new(
+        format!("Fenced writes: {}", backend.key()),
+        &[
+            "tasks",
+            "plain tx/s",
+            "fenced tx/s",
+            "fenced / plain",
+            "plain p50",
+            "plain p99",
+            "fenced p50",
+            "fenced p99",
+        ],
+    );
+    let warm_up = options.measure.min(Duration::from_millis(500));
+    for fenced in [false, true] {
+        measure(&protected, &guards, fenced, 16, warm_up).await?;
+    }
+    for tasks in TASKS {
+        let mut plain = Vec::new();
+        let mut fenced = Vec::new();
+        for _ in 0..options.repetitions {
+            // Interleaved, so a burst of load elsewhere hits both sides alike.
+            plain.push(measure(&protected, &guards, false, tasks, options.measure).await?);
+            fenced.push(measure(&protected, &guards, true, tasks, options.measure).await?);
+        }
+        let ratios: Vec<f64> = fenced
+            .iter()
+            .zip(&plain)
+            .map(|(f, p)| f.rate / p.rate)
+            .collect();
+        let rate = |samples: &[Sample]| {
+            stats::median(&samples.iter().map(|s| s.rate).collect::<Vec<_>>()).unwrap_or(0.0)
+        };
+        let (plain_rate, fenced_rate) = (rate(&plain), rate(&fenced));
+        let (plain_p50, plain_p99) = percentiles(plain);
+        let (fenced_p50, fenced_p99) = percentiles(fenced);
+        rates.row(vec![
+            tasks.to_string(),
+            stats::whole(plain_rate),
+            stats::whole(fenced_rate),
+            stats::median(&ratios).map_or("-".to_owned(), stats::ratio),
+            plain_p50,
+            plain_p99,
+            fenced_p50,
+            fenced_p99,
+        ]);
+    }
+    rates.note(format!(
+        "{} repetitions of {:.1} s each, interleaved; rates are medians, `fenced / plain` the median of the per-repetition ratios.",
+        options.repetitions,
+        options.measure.as_secs_f64()
+    ));
+    rates.note(format!(
+        "A pool of {POOL_SIZE} connections (the drivers' default check at checkout); each task holds a lease of its own. `plain`: begin, one insert of a bound integer into a one-column table, commit; `fenced`: the same with `store.fence(&mut *tx, &guard)` first (`conn.transaction(...)` through diesel-async)."
+    ));
+
+    let mut renewals = Table::new(
+        format!(
+            "Renewal while a fenced transaction is open: {}",
+            backend.key()
+        ),
+        &["open for", "renewal p50", "renewal longest", "samples"],
+    );
+    let renewals_per_hold = if options.smoke { 1 } else { RENEWALS };
+    let guard = &guards[0];
+    let mut holds = vec![Duration::ZERO];
+    holds.extend(HOLDS);
+    for open in holds {
+        let mut times = Vec::new();
+        for _ in 0..options.repetitions * renewals_per_hold {
+            times.push(renewal(&target.store, &protected, guard, ttl, open).await?);
+        }
+        let samples = times.len();
+        let p50 = stats::percentile(&mut times, 50.0).map_or("-".to_owned(), stats::ms);
+        let longest = stats::percentile(&mut times, 100.0).map_or("-".to_owned(), stats::ms);
+        renewals.row(vec![
+            if open.is_zero() {
+                "no transaction open".to_owned()
+            } else {
+                stats::ms(open)
+            },
+            p50,
+            longest,
+            samples.to_string(),
+        ]);
+    }
+    renewals.note("The holder's renewal statement (`LeaseStore::renew`), from another connection of the same pool, sent once the fenced check has run and timed until it answers; the transaction inserts and commits after `open for`. The renewal waits for the row lock the check took, so it should take about as long as the transaction stays open.");
+
+    for guard in guards {
+        if let Ok(guard) = Arc::try_unwrap(guard) {
+            guard.release().await?;
+        }
+    }
+    drop(client);
+    target.finish().await;
+    report.add(rates);
+    report.add(renewals);
+    Ok(())
+}
+
+fn percentiles(samples: Vec<Sample>) -> (String, String) {
+    let mut all: Vec<Duration> = samples.into_iter().flat_map(|s| s.latencies).collect();
+    let p50 = stats::percentile(&mut all, 50.0).map_or("-".to_owned(), stats::ms);
+    let p99 = stats::percentile(&mut all, 99.0).map_or("-".to_owned(), stats::ms);
+    (p50, p99)
+}
+
+/// Runs `tasks` tasks writing transactions for `length`, each with its own lease.
+async fn measure(
+    protected: &Arc<dyn Protected>,
+    guards: &[Arc<LeaseGuard>],
+    fenced: bool,
+    tasks: usize,
+    length: Duration,
+) -> Result<Sample, BoxError> {
+    let started = Instant::now();
+    let deadline = started + length;
+    let mut handles = Vec::with_capacity(tasks);
+    for task in 0..tasks {
+        let protected = Arc::clone(protected);
+        let guard = Arc::clone(&guards[task % guards.len()]);
+        handles.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            while Instant::now() < deadline {
+                let began = Instant::now();
+                protected
+                    .insert(fenced.then_some(guard.as_ref()), None)
+                    .await?;
+                latencies.push(began.elapsed());
+            }
+            Ok::<_, BoxError>(latencies)
+        }));
+    }
+    let mut latencies = Vec::new();
+    for handle in handles {
+        latencies.extend(handle.await??);
+    }
+    Ok(Sample {
+        rate: latencies.len() as f64 / started.elapsed().as_secs_f64(),
+        latencies,
+    })
+}
+
+/// One renewal of `guard`'s lease while a fenced transaction on it stays open for `open` (or,
+/// for zero, with no transaction at all): how long the renewal took.
+async fn renewal(
+    store: &Arc<dyn lease_core::LeaseStore>,
+    protected: &Arc<dyn Protected>,
+    guard: &Arc<LeaseGuard>,
+    ttl: Ttl,
+    open: Duration,
+) -> Result<Duration, BoxError> {
+    if open.is_zero() {
+        let began = Instant::now();
+        if !store.renew(guard.name(), guard.holder(), ttl).await? {
+            return Err(format!("{} was not renewed", guard.name()).into());
+        }
+        return Ok(began.elapsed());
+    }
+    let (checked, was_checked) = oneshot::channel();
+    let transaction = {
+        let protected = Arc::clone(protected);
+        let guard = Arc::clone(guard);
+        tokio::spawn(async move {
+            protected
+                .insert(Some(guard.as_ref()), Some(Hold { open, checked }))
+                .await
+        })
+    };
+    if was_checked.await.is_err() {
+        transaction.await??;
+        return Err("the fenced transaction ended before its check".into());
+    }
+    let began = Instant::now();
+    let renewed = store.renew(guard.name(), guard.holder(), ttl).await?;
+    let took = began.elapsed();
+    transaction.await??;
+    if !renewed {
+        return Err(format!("{} was not renewed", guard.name()).into());
+    }
+    Ok(took)
+}
