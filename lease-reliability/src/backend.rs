@@ -11,6 +11,11 @@ use lease_tests::{FreshStore, PooledStore, TestBackend, env};
 use crate::db::{Db, remove_sqlite};
 use crate::factory::StoreFactory;
 
+/// Connections in the pool of each conformance store: enough for the 32-contender cases, and few
+/// enough that the clock-skew drivers' two suites at once, three tests each, stay well inside a
+/// PostgreSQL server's default 100 connections.
+const STORE_CONNECTIONS: u32 = 8;
+
 /// The suite's backend for the stores `factory` makes.
 #[derive(Debug)]
 pub struct FactoryBackend<F> {
@@ -69,7 +74,7 @@ impl<F: StoreFactory> TestBackend for FactoryBackend<F> {
     }
 
     async fn store(&self) -> Result<FreshStore<Self::Store>, BoxError> {
-        Ok(self.fresh(16).await?.0)
+        Ok(self.fresh(STORE_CONNECTIONS).await?.0)
     }
 
     async fn pooled(&self, connections: u32) -> Result<Option<PooledStore<Self::Store>>, BoxError> {
