@@ -10,32 +10,21 @@
 //! Each case runs twice: with PostgreSQL's default `plan_cache_mode` (`auto`) and with
 //! `force_generic_plan`, the plan every later run of a prepared statement may get.
 
-use std::time::Duration;
-
-use lease_core::runtime::TokioRuntime;
-use lease_core::{HolderId, LeaseClient, LeaseName, LeaseStore, Ttl};
+use lease_core::LeaseHandle;
 use lease_sqlx::PgLeaseStore;
 use lease_sqlx::sqlx::postgres::PgPoolOptions;
 use lease_sqlx::sqlx::{self, AssertSqlSafe, PgPool};
 use lease_tests::env;
+use lease_tests::plans::{self, PlanProbe, Scans};
 
 /// Released rows put into the table after it was analyzed empty.
 const FILLER: usize = 12_000;
-/// Runs of each statement: past the fifth, PostgreSQL may choose the generic plan.
-const RUNS: usize = 12;
 /// Statements known to read the table with a sequential scan, reported and not failed; the
 /// test fails once one of them no longer does, so that it leaves this list. None now:
 /// renew_many, which joins the table to its JSON lists unpacked (PostgreSQL guesses 100 rows
 /// for them, and below about 50,000 rows hashed the whole table), also filters on the key with
 /// `name = ANY (...)`, which the index serves.
 const KNOWN_SEQUENTIAL: &[&str] = &[];
-
-/// The table's scan counters.
-#[derive(Debug, Clone, Copy)]
-struct Scans {
-    seq: i64,
-    idx: i64,
-}
 
 /// One store on a fresh, grown table, on a pool of one connection.
 struct Fixture {
@@ -113,156 +102,34 @@ impl Fixture {
     }
 }
 
-/// What one statement did to the counters over its runs.
-#[derive(Debug)]
-struct Delta {
-    statement: &'static str,
-    seq: i64,
-    idx: i64,
-}
-
-/// Runs `runs` and measures them.
-async fn measured(fixture: &Fixture, statement: &'static str, runs: impl AsyncFnOnce()) -> Delta {
-    let before = fixture.scans().await;
-    runs().await;
-    let after = fixture.scans().await;
-    Delta {
-        statement,
-        seq: after.seq - before.seq,
-        idx: after.idx - before.idx,
+/// The shared statement sequence runs through this driver's own connection.
+#[lease_core::async_trait]
+impl PlanProbe for Fixture {
+    async fn scans(&self) -> Scans {
+        Fixture::scans(self).await
     }
-}
 
-fn names(prefix: &str) -> Vec<LeaseName> {
-    (1..=RUNS)
-        .map(|i| LeaseName::new(format!("{prefix}-{i}")).unwrap())
-        .collect()
+    async fn fenced(&self, lease: &LeaseHandle) {
+        let mut tx = self.pool.begin().await.unwrap();
+        self.store.fence(&mut *tx, lease).await.unwrap();
+        tx.commit().await.unwrap();
+    }
+
+    async fn unindexed(&self, holder: &str) {
+        let unindexed = format!("SELECT count(*) FROM {} WHERE holder = $1", self.table);
+        let _: (i64,) = sqlx::query_as(AssertSqlSafe(unindexed))
+            .bind(holder)
+            .fetch_one(&self.pool)
+            .await
+            .unwrap();
+    }
 }
 
 async fn every_statement(plan_cache_mode: &str) {
     let Some(fixture) = Fixture::new(plan_cache_mode).await else {
         return;
     };
-    let store = &fixture.store;
-    let ttl = Ttl::from_secs(60).unwrap();
-    let holder = HolderId::generate();
-    let other = HolderId::generate();
-    let fresh = names("plan");
-    let released = names("filler");
-    let mut deltas = Vec::new();
-
-    deltas.push(
-        measured(&fixture, "try_acquire, a new name", async || {
-            for name in &fresh {
-                assert!(
-                    store
-                        .try_acquire(name, &holder, ttl)
-                        .await
-                        .unwrap()
-                        .is_some()
-                );
-            }
-        })
-        .await,
-    );
-    deltas.push(
-        measured(&fixture, "try_acquire, a held name", async || {
-            for name in &fresh {
-                assert!(
-                    store
-                        .try_acquire(name, &other, ttl)
-                        .await
-                        .unwrap()
-                        .is_none()
-                );
-            }
-        })
-        .await,
-    );
-    deltas.push(
-        measured(&fixture, "try_acquire, a released row", async || {
-            for name in &released {
-                assert!(
-                    store
-                        .try_acquire(name, &holder, ttl)
-                        .await
-                        .unwrap()
-                        .is_some()
-                );
-            }
-        })
-        .await,
-    );
-    deltas.push(
-        measured(&fixture, "renew", async || {
-            for name in &fresh {
-                assert!(store.renew(name, &holder, ttl).await.unwrap());
-            }
-        })
-        .await,
-    );
-    let pairs: Vec<(LeaseName, HolderId)> = fresh
-        .iter()
-        .chain(&released)
-        .map(|name| (name.clone(), holder.clone()))
-        .collect();
-    deltas.push(
-        measured(&fixture, "renew_many", async || {
-            // Batches of 1 to 12 pairs: one text, however many.
-            for size in 1..=RUNS {
-                let renewed = store.renew_many(&pairs[..size], ttl).await.unwrap();
-                assert_eq!(renewed, vec![true; size]);
-            }
-            let renewed = store.renew_many(&pairs, ttl).await.unwrap();
-            assert_eq!(renewed, vec![true; pairs.len()]);
-        })
-        .await,
-    );
-    deltas.push(
-        measured(&fixture, "inspect", async || {
-            for name in &fresh {
-                assert!(store.inspect(name).await.unwrap().is_some());
-            }
-        })
-        .await,
-    );
-    deltas.push(
-        measured(&fixture, "release", async || {
-            for name in fresh.iter().chain(&released) {
-                assert!(store.release(name, &holder, Duration::ZERO).await.unwrap());
-            }
-        })
-        .await,
-    );
-    let client = LeaseClient::builder(store.clone(), TokioRuntime)
-        .ttl(ttl)
-        .build()
-        .unwrap();
-    let guard = client.try_acquire("fenced").await.unwrap().unwrap();
-    deltas.push(
-        measured(&fixture, "fence, in a transaction", async || {
-            for _ in 0..RUNS {
-                let mut tx = fixture.pool.begin().await.unwrap();
-                store.fence(&mut *tx, &guard).await.unwrap();
-                tx.commit().await.unwrap();
-            }
-        })
-        .await,
-    );
-    guard.release().await.unwrap();
-
-    // The negative control: the same counters see a lookup no index serves.
-    let unindexed = format!("SELECT count(*) FROM {} WHERE holder = $1", fixture.table);
-    let control = measured(&fixture, "control: an unindexed lookup", async || {
-        for _ in 0..RUNS {
-            let _: (i64,) = sqlx::query_as(AssertSqlSafe(unindexed.clone()))
-                .bind(holder.as_str())
-                .fetch_one(&fixture.pool)
-                .await
-                .unwrap();
-        }
-    })
-    .await;
+    let (deltas, control) = plans::every_statement(&fixture.store, &fixture).await;
 
     let plans: Vec<(i64, i64, String)> = sqlx::query_as(
         "SELECT generic_plans, custom_plans, left(regexp_replace(statement, '\\s+', ' ', 'g'), 60) \
@@ -272,20 +139,6 @@ async fn every_statement(plan_cache_mode: &str) {
     .fetch_all(&fixture.pool)
     .await
     .unwrap();
-    env::report(&format!(
-        "plans through sqlx, plan_cache_mode = {plan_cache_mode}, {FILLER} rows:"
-    ));
-    for delta in deltas.iter().chain([&control]) {
-        let known = if KNOWN_SEQUENTIAL.contains(&delta.statement) {
-            " (known, see KNOWN_SEQUENTIAL)"
-        } else {
-            ""
-        };
-        env::report(&format!(
-            "  {:<30} seq_scan +{:<3} idx_scan +{}{known}",
-            delta.statement, delta.seq, delta.idx
-        ));
-    }
     for (generic, custom, statement) in &plans {
         env::report(&format!(
             "  prepared: {generic:>2} generic, {custom:>2} custom plans: {statement}"
@@ -293,28 +146,11 @@ async fn every_statement(plan_cache_mode: &str) {
     }
     fixture.finish().await;
 
-    let known = |d: &&Delta| KNOWN_SEQUENTIAL.contains(&d.statement);
-    let scanned: Vec<&Delta> = deltas
-        .iter()
-        .filter(|d| !known(d))
-        .filter(|d| d.seq != 0 || d.idx == 0)
-        .collect();
-    assert!(
-        scanned.is_empty(),
-        "statements that read the table without its index: {scanned:?}"
-    );
-    let mended: Vec<&Delta> = deltas
-        .iter()
-        .filter(known)
-        .filter(|d| d.seq == 0 && d.idx > 0)
-        .collect();
-    assert!(
-        mended.is_empty(),
-        "no longer scanned, take them off KNOWN_SEQUENTIAL: {mended:?}"
-    );
-    assert!(
-        control.seq >= 1,
-        "the check saw no sequential scan: {control:?}"
+    plans::conclude(
+        &format!("plans through sqlx, plan_cache_mode = {plan_cache_mode}, {FILLER} rows:"),
+        &deltas,
+        &control,
+        KNOWN_SEQUENTIAL,
     );
     if plan_cache_mode == "force_generic_plan" {
         assert!(

@@ -12,6 +12,8 @@ mod fenced;
 mod harness;
 pub mod history;
 mod memory;
+#[cfg(feature = "runtime-tokio")]
+pub mod plans;
 pub mod proxy;
 pub mod run;
 pub mod server;
