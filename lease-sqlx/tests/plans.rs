@@ -51,25 +51,11 @@ impl Fixture {
         store.setup().await.unwrap();
         let fixture = Self { pool, store, table };
         // Statistics of an empty table, which autovacuum is not to refresh: the worst estimate
-        // a table that grew since its last ANALYZE can have.
-        fixture
-            .run_sql(&format!(
-                "ALTER TABLE {} SET (autovacuum_enabled = false)",
-                fixture.table
-            ))
-            .await;
-        fixture.run_sql(&format!("ANALYZE {}", fixture.table)).await;
-        fixture
-            .run_sql(&format!(
-                "INSERT INTO {} (name, holder, fence, taken_at, expires_at) \
-                 SELECT 'filler-' || i, NULL, 1, now(), now() FROM generate_series(1, {FILLER}) AS i",
-                fixture.table
-            ))
-            .await;
-        // The pool's one connection keeps the setting.
-        fixture
-            .run_sql(&format!("SET plan_cache_mode = {plan_cache_mode}"))
-            .await;
+        // a table that grew since its last ANALYZE can have. The pool's one connection keeps
+        // the plan cache setting.
+        for sql in plans::grown_table_sql(&fixture.table, FILLER, plan_cache_mode) {
+            fixture.run_sql(&sql).await;
+        }
         Some(fixture)
     }
 

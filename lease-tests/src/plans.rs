@@ -44,6 +44,21 @@ pub trait PlanProbe: Send + Sync {
     async fn unindexed(&self, holder: &str);
 }
 
+/// What makes a fresh lease `table` the worst case for plans, in order: autovacuum off for it,
+/// statistics of the empty table (`ANALYZE`), then `filler` released rows (`filler-1` and on)
+/// the statistics do not know of, and `plan_cache_mode` for the session that runs them all.
+pub fn grown_table_sql(table: &str, filler: usize, plan_cache_mode: &str) -> [String; 4] {
+    [
+        format!("ALTER TABLE {table} SET (autovacuum_enabled = false)"),
+        format!("ANALYZE {table}"),
+        format!(
+            "INSERT INTO {table} (name, holder, fence, taken_at, expires_at) \
+             SELECT 'filler-' || i, NULL, 1, now(), now() FROM generate_series(1, {filler}) AS i"
+        ),
+        format!("SET plan_cache_mode = {plan_cache_mode}"),
+    ]
+}
+
 /// Runs `runs` and measures them.
 pub async fn measured(
     probe: &dyn PlanProbe,
