@@ -19,6 +19,43 @@ lease_tests::conformance_suite!(mod conformance_async_std, runtime = async_std, 
 focused_suite!(mod focused_tokio, runtime = tokio, backend = sqlite());
 focused_suite!(mod focused_async_std, runtime = async_std, backend = sqlite());
 
+/// `on` moves a connected store to another table of the same pool: its statements name that
+/// table, and a lease taken there is not one of the first table's.
+#[tokio::test]
+async fn on_moves_the_store_to_another_table_of_the_pool() {
+    let file = std::env::temp_dir().join(format!(
+        "{}.db",
+        lease_tests::env::unique_table("lease_sqlx")
+    ));
+    let url = format!("sqlite://{}?mode=rwc", file.display());
+    let first = SqliteLeaseStore::connect(&url).await.unwrap();
+    first.setup().await.unwrap();
+    let jobs = first.clone().on("jobs_leases").unwrap();
+    assert_eq!(jobs.table().to_string(), "jobs_leases");
+    assert!(first.clone().on("no such table").is_err());
+    jobs.setup().await.unwrap();
+    let name = LeaseName::new("sweep").unwrap();
+    let ttl = Ttl::from_secs(5).unwrap();
+    assert!(
+        jobs.try_acquire(&name, &HolderId::generate(), ttl)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(first.inspect(&name).await.unwrap().is_none());
+    assert!(
+        first
+            .try_acquire(&name, &HolderId::generate(), ttl)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    first.pool().close().await;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+    }
+}
+
 /// `connect` opens the database in write-ahead-log mode, with the bundled SQLite (which has
 /// `unixepoch('subsec')`), and the store works on it.
 #[tokio::test]
