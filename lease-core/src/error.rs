@@ -82,6 +82,14 @@ pub enum Error {
         waited: Duration,
     },
 
+    /// The client is shutting down (see [`LeaseClient::shutdown`](crate::LeaseClient::shutdown)):
+    /// it takes no new leases and starts no new work or campaigns.
+    #[error("the lease client is shutting down: lease {name} not taken")]
+    ShuttingDown {
+        /// The lease that was asked for.
+        name: LeaseName,
+    },
+
     /// The store failed: connection refused, pool timed out, statement rejected, ...
     #[error("lease store failed to {operation}{}", DisplayLease(.name))]
     Store {
@@ -165,6 +173,10 @@ pub enum LossReason {
     /// inside the caller's transaction) found that the lease is no longer held by this holder;
     /// see [`LeaseHandle::mark_not_held`](crate::LeaseHandle::mark_not_held).
     NotHeld,
+    /// The client shut down (see [`LeaseClient::shutdown`](crate::LeaseClient::shutdown)) and
+    /// gave the lease back itself, because its guard was not released within the grace period,
+    /// or stopped the work that held it.
+    ShutDown,
 }
 
 impl fmt::Display for LossReason {
@@ -173,6 +185,7 @@ impl fmt::Display for LossReason {
             Self::Rejected => "the store no longer has it for this holder",
             Self::DeadlinePassed => "no renewal succeeded before the local deadline",
             Self::NotHeld => "a fenced check found the lease no longer held by this holder",
+            Self::ShutDown => "the client shut down and gave it back",
         })
     }
 }

@@ -14,6 +14,7 @@ const REJECTED: u8 = 1;
 const DEADLINE_PASSED: u8 = 2;
 const RELEASED: u8 = 3;
 const NOT_HELD: u8 = 4;
+const SHUT_DOWN: u8 = 5;
 
 /// The state a loss is stored as.
 fn loss_code(reason: LossReason) -> u8 {
@@ -21,6 +22,7 @@ fn loss_code(reason: LossReason) -> u8 {
         LossReason::Rejected => REJECTED,
         LossReason::DeadlinePassed => DEADLINE_PASSED,
         LossReason::NotHeld => NOT_HELD,
+        LossReason::ShutDown => SHUT_DOWN,
     }
 }
 
@@ -30,6 +32,7 @@ fn loss_reason(code: u8) -> Option<LossReason> {
         REJECTED => Some(LossReason::Rejected),
         DEADLINE_PASSED => Some(LossReason::DeadlinePassed),
         NOT_HELD => Some(LossReason::NotHeld),
+        SHUT_DOWN => Some(LossReason::ShutDown),
         _ => None,
     }
 }
