@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::held::Held;
 use crate::renewer::Renewer;
+use crate::shutdown::{Kind, Token};
 use crate::timed_store::TimedStore;
 use crate::{Error, Fence, HolderId, LeaseName, LossReason};
 
@@ -24,18 +25,35 @@ pub struct LeaseGuard {
     renewer: Arc<Renewer>,
     /// Gives the lease back.
     store: TimedStore,
+    /// Counts the guard among what the client has running, until its release has answered.
+    token: Option<Token>,
     released: bool,
 }
 
 impl LeaseGuard {
     /// The guard of `held`, which `renewer` keeps renewed.
-    pub(crate) fn new(held: Arc<Held>, renewer: Arc<Renewer>, store: TimedStore) -> Self {
+    pub(crate) fn new(
+        held: Arc<Held>,
+        renewer: Arc<Renewer>,
+        store: TimedStore,
+        token: Token,
+    ) -> Self {
         Self {
             handle: LeaseHandle { held },
             renewer,
             store,
+            token: Some(token),
             released: false,
         }
+    }
+
+    /// Its token, now counted as a release in flight.
+    fn releasing(&mut self) -> Option<Token> {
+        let mut token = self.token.take();
+        if let Some(token) = &mut token {
+            token.become_kind(Kind::Releasing);
+        }
+        token
     }
 
     /// The lease.
@@ -112,6 +130,7 @@ impl LeaseGuard {
     /// after its TTL if it did not.
     pub async fn release_after(mut self, min_hold: Duration) -> Result<(), Error> {
         self.released = true;
+        let token = self.releasing();
         let held = &self.handle.held;
         self.renewer.forget(held);
         let lost = held.mark_released();
@@ -122,7 +141,12 @@ impl LeaseGuard {
         let released = self
             .store
             .release(held.name(), held.holder(), min_hold)
-            .await?;
+            .await;
+        if let Some(token) = &token {
+            token.shutdown().record_release(&released);
+        }
+        drop(token);
+        let released = released?;
         match (lost, released) {
             (None, true) => {
                 tracing::debug!(lease = %held.name(), fence = %held.fence(), ?min_hold, "lease released");
@@ -150,12 +174,18 @@ impl Drop for LeaseGuard {
         if held.mark_released().is_some() {
             return;
         }
-        let store = Arc::clone(self.store.unbounded());
+        let token = self.releasing();
+        let store = self.store.clone();
         let task = Box::pin(async move {
-            match store
+            let released = store
                 .release(held.name(), held.holder(), Duration::ZERO)
-                .await
-            {
+                .await;
+            if let Some(token) = &token {
+                token.shutdown().record_release(&released);
+            }
+            // Counted as running until the statement answered, for a shutdown waiting on it.
+            drop(token);
+            match released {
                 Ok(_) => {
                     tracing::debug!(lease = %held.name(), fence = %held.fence(), "dropped lease released")
                 }

@@ -12,6 +12,7 @@ use crate::backoff::Backoff;
 use crate::clock::ticks;
 use crate::guard::LeaseHandle;
 use crate::handover;
+use crate::shutdown::Token;
 use crate::{Fence, LeaseClient, LeaseName};
 
 /// Leader election on one lease name: the campaign keeps trying to take the lease, holds it while
@@ -20,7 +21,8 @@ use crate::{Fence, LeaseClient, LeaseName};
 /// Made by [`LeaseClient::campaign`]. [`is_leader`](Leader::is_leader) answers at any moment
 /// (it turns `false` as soon as the lease is lost or its local deadline passes);
 /// [`changes`](Leader::changes) streams every change. Dropping the last `Leader` or calling
-/// [`resign`](Leader::resign) ends the campaign and gives the lease back.
+/// [`resign`](Leader::resign) ends the campaign and gives the lease back, and so does the
+/// client's [`shutdown`](LeaseClient::shutdown).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lease_core::Error> {
@@ -110,8 +112,13 @@ impl Leader {
     }
 
     /// The [`Leader`] for `name` and the campaign future that runs the election through
-    /// `client`. The campaign ends when every `Leader` clone is dropped or resigns.
-    pub(crate) fn elect(client: LeaseClient, name: LeaseName) -> (Self, BoxFuture<'static, ()>) {
+    /// `client`, counted by `token` until it ends. The campaign ends when every `Leader` clone is
+    /// dropped or resigns, or the client shuts down.
+    pub(crate) fn elect(
+        client: LeaseClient,
+        name: LeaseName,
+        token: Token,
+    ) -> (Self, BoxFuture<'static, ()>) {
         let (stop, stopped) = oneshot::channel();
         let shared = Arc::new(Shared {
             name: name.clone(),
@@ -122,7 +129,7 @@ impl Leader {
                 stop: Some(stop),
             }),
         });
-        let campaign = run_campaign(client, Arc::downgrade(&shared), name, stopped);
+        let campaign = run_campaign(client, Arc::downgrade(&shared), name, stopped, token);
         (Self { shared }, campaign.boxed())
     }
 }
@@ -152,6 +159,7 @@ async fn run_campaign(
     shared: Weak<Shared>,
     name: LeaseName,
     mut stopped: oneshot::Receiver<oneshot::Sender<()>>,
+    token: Token,
 ) {
     let clock = client.clock().clone();
     let retry = ticks(client.config().renew_every);
@@ -159,9 +167,11 @@ async fn run_campaign(
     let mut backoff = Backoff::new(first_pause);
     // Keeps the renewer going where the runtime cannot spawn it; waits idle where it can.
     let mut renewer = std::pin::pin!(client.run_renewer().fuse());
+    let mut closing = token.shutdown().closing();
     let mut events = Events {
         stopped: &mut stopped,
         renewer: &mut renewer,
+        closing: &mut closing,
     };
     let resigned = loop {
         let released = client.listen(&name);
@@ -188,12 +198,16 @@ async fn run_campaign(
                     Err(resigned) => {
                         if let Err(error) = guard.release().await {
                             tracing::warn!(lease = %name, error = &error as &dyn std::error::Error, "leadership not given back on resign");
+                        } else if token.shutdown().is_closing() {
+                            tracing::info!(lease = %name, "leadership given back: the client shuts down");
+                            token.shutdown().record_resigned();
                         }
                         break resigned;
                     }
                 }
             }
             Ok(Ok(None)) => retry,
+            Ok(Err(crate::Error::ShuttingDown { .. })) => break None,
             Ok(Err(error)) => {
                 tracing::warn!(lease = %name, error = &error as &dyn std::error::Error, "campaign attempt failed");
                 ticks(backoff.next_pause())
@@ -210,28 +224,42 @@ async fn run_campaign(
     if let Some(resigned) = resigned {
         let _ = resigned.send(());
     }
+    drop(token);
 }
 
 /// What a campaign waits on besides its own work.
-struct Events<'a, R> {
+struct Events<'a, R, C> {
     stopped: &'a mut oneshot::Receiver<oneshot::Sender<()>>,
     renewer: &'a mut R,
+    /// The client's shutdown beginning.
+    closing: &'a mut C,
 }
 
-impl<R: FusedFuture<Output = ()> + Unpin> Events<'_, R> {
+impl<R, C> Events<'_, R, C>
+where
+    R: FusedFuture<Output = ()> + Unpin,
+    C: Future<Output = ()> + Unpin,
+{
     /// Runs `work` until it ends, or until the campaign is stopped: `Err` with whom to tell once
-    /// the lease is given back (`None` when the last `Leader` was dropped).
+    /// the lease is given back (`None` when the last `Leader` was dropped or the client shuts
+    /// down).
     async fn until_stopped<T>(
         &mut self,
         work: impl Future<Output = T>,
     ) -> Result<T, Option<oneshot::Sender<()>>> {
         let work = std::pin::pin!(work);
         let stop = future::select(&mut *self.stopped, &mut *self.renewer);
+        let stop = future::select(stop, &mut *self.closing);
         match future::select(work, stop).await {
             Either::Left((output, _)) => Ok(output),
-            Either::Right((Either::Left((resigned, _)), _)) => Err(resigned.ok()),
-            // The renewer ends only with the client, which this campaign holds.
-            Either::Right((Either::Right(_), _)) => Err(None),
+            Either::Right((Either::Left((Either::Left((resigned, _)), _)), _)) => {
+                Err(resigned.ok())
+            }
+            // The renewer ends only with the client, which this campaign holds; a shutdown
+            // ends the campaign as the last `Leader` dropped does.
+            Either::Right((Either::Left((Either::Right(_), _)), _) | (Either::Right(_), _)) => {
+                Err(None)
+            }
         }
     }
 }

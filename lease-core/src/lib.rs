@@ -20,11 +20,13 @@ mod memory;
 mod name;
 mod renewer;
 pub mod runtime;
+mod shutdown;
+mod signal;
 mod store;
 mod timed_store;
 mod ttl;
 
-pub use client::{LeaseClient, LeaseClientBuilder, RunOptions, RunOutcome};
+pub use client::{LeaseClient, LeaseClientBuilder, RunOptions, RunOutcome, ShutdownReport};
 pub use config::{LeaseConfig, OnLoss};
 pub use error::{BoxError, Error, LossReason, NameError, Operation};
 pub use fence::Fence;

@@ -101,6 +101,11 @@ impl Renewer {
         self.leases().len()
     }
 
+    /// Every lease it keeps renewed, at this moment.
+    pub(crate) fn held(&self) -> Vec<Arc<Held>> {
+        self.leases().values().cloned().collect()
+    }
+
     /// Starts holding a lease that was taken by a statement sent at `sent`, and starts the loop
     /// if it is not running yet.
     pub(crate) fn hold(

@@ -6,7 +6,7 @@ use std::time::Duration;
 use lease_core::{
     DynLeaseStore, Error, Fence, HolderId, Leader, LeaseClient, LeaseClientBuilder, LeaseConfig,
     LeaseGuard, LeaseHandle, LeaseInfo, LeaseName, LossReason, MemoryStore, NameError, OnLoss,
-    Operation, RunOptions, RunOutcome, Ttl,
+    Operation, RunOptions, RunOutcome, ShutdownReport, Ttl,
 };
 
 fn send_sync<T: Send + Sync>() {}
@@ -24,6 +24,7 @@ fn bounds() {
     send_sync::<OnLoss>();
     send_sync::<RunOptions>();
     send_sync::<RunOutcome<()>>();
+    send_sync::<ShutdownReport>();
     send_sync::<Error>();
     send_sync::<LossReason>();
     send_sync::<NameError>();
@@ -45,6 +46,7 @@ fn bounds() {
 #[allow(dead_code)]
 fn futures_are_send(client: &LeaseClient, guard: LeaseGuard, handle: &LeaseHandle, leader: Leader) {
     send(&client.try_acquire("sweep"));
+    send(&client.shutdown(Duration::from_secs(1)));
     send(&client.acquire("sweep", Duration::from_secs(1)));
     send(&client.run_exclusive("sweep", |lease| async move { lease.fence() }));
     send(&client.run_exclusive_with("sweep", RunOptions::default(), |_| async {}));

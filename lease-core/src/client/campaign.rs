@@ -2,13 +2,18 @@
 
 use futures::future::BoxFuture;
 
+use crate::shutdown::Kind;
 use crate::{Error, IntoLeaseName, Leader, LeaseClient};
 
 impl LeaseClient {
     /// Starts campaigning for leadership on `name`, on a task of the runtime.
     ///
+    /// The campaign ends, giving leadership back, when the client's
+    /// [`shutdown`](LeaseClient::shutdown) begins.
+    ///
     /// # Errors
-    /// [`Error::InvalidName`]; [`Error::InvalidConfig`] when the runtime cannot spawn (use
+    /// [`Error::InvalidName`]; [`Error::ShuttingDown`] once the client's shutdown has begun;
+    /// [`Error::InvalidConfig`] when the runtime cannot spawn (use
     /// [`campaign_on_this_task`](LeaseClient::campaign_on_this_task) then).
     pub fn campaign(&self, name: impl IntoLeaseName) -> Result<Leader, Error> {
         let (leader, campaign) = self.campaign_on_this_task(name)?;
@@ -22,15 +27,17 @@ impl LeaseClient {
     }
 
     /// The [`Leader`] for `name` and the campaign future that runs the election; poll it on a
-    /// task of your own. It ends when every `Leader` clone is dropped or resigns.
+    /// task of your own. It ends when every `Leader` clone is dropped or resigns, or when the
+    /// client's [`shutdown`](LeaseClient::shutdown) begins.
     ///
     /// # Errors
-    /// [`Error::InvalidName`].
+    /// [`Error::InvalidName`]; [`Error::ShuttingDown`] once the client's shutdown has begun.
     pub fn campaign_on_this_task(
         &self,
         name: impl IntoLeaseName,
     ) -> Result<(Leader, BoxFuture<'static, ()>), Error> {
         let name = name.into_lease_name()?;
-        Ok(Leader::elect(self.clone(), name))
+        let token = self.enter(Kind::Campaign, &name)?;
+        Ok(Leader::elect(self.clone(), name, token))
     }
 }

@@ -6,19 +6,24 @@
 mod builder;
 mod campaign;
 mod run_exclusive;
+mod shutdown;
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future;
+
 pub use self::builder::LeaseClientBuilder;
 pub use self::run_exclusive::{RunOptions, RunOutcome};
+pub use self::shutdown::ShutdownReport;
 use crate::backoff::Backoff;
 use crate::clock::{Clock, ticks};
 use crate::config::LeaseConfig;
 use crate::guard::LeaseGuard;
 use crate::handover::{self, Released, Releases};
 use crate::renewer::Renewer;
+use crate::shutdown::{Kind, Shutdown, Token};
 use crate::timed_store::TimedStore;
 use crate::{Error, HolderId, IntoLeaseName, LeaseName, LeaseStore, Runtime};
 
@@ -56,6 +61,7 @@ struct Inner {
     config: LeaseConfig,
     renewer: Arc<Renewer>,
     releases: Arc<Releases>,
+    shutdown: Arc<Shutdown>,
 }
 
 impl LeaseClient {
@@ -83,6 +89,7 @@ impl LeaseClient {
                 config,
                 renewer,
                 releases: Arc::new(Releases::new()),
+                shutdown: Arc::new(Shutdown::new()),
             }),
         }
     }
@@ -102,6 +109,28 @@ impl LeaseClient {
         self.inner.store.clock()
     }
 
+    /// A token for a call, guard or campaign that starts now.
+    ///
+    /// # Errors
+    /// [`Error::ShuttingDown`] once [`shutdown`](LeaseClient::shutdown) has begun.
+    pub(crate) fn enter(&self, kind: Kind, name: &LeaseName) -> Result<Token, Error> {
+        self.inner
+            .shutdown
+            .enter(kind)
+            .ok_or_else(|| Error::ShuttingDown { name: name.clone() })
+    }
+
+    /// The shutdown's state, for the calls that stop with it.
+    pub(crate) fn shutdown_state(&self) -> &Arc<Shutdown> {
+        &self.inner.shutdown
+    }
+
+    /// Whether [`shutdown`](LeaseClient::shutdown) has begun: from then on this client takes no
+    /// new leases.
+    pub fn is_shutting_down(&self) -> bool {
+        self.inner.shutdown.is_closing()
+    }
+
     /// Interest in the next release of `name`; see [`Releases::listen`].
     pub(crate) fn listen(&self, name: &LeaseName) -> Released {
         let store = &self.inner.store;
@@ -114,7 +143,9 @@ impl LeaseClient {
     /// skipped. The guard keeps the lease renewed until it is released or dropped.
     ///
     /// # Errors
-    /// [`Error::InvalidName`] before any statement runs; [`Error::Store`] when the store fails
+    /// [`Error::InvalidName`] before any statement runs; [`Error::ShuttingDown`] once
+    /// [`shutdown`](LeaseClient::shutdown) has begun (a lease taken by a statement that was
+    /// already in flight then is given straight back); [`Error::Store`] when the store fails
     /// or does not answer within [`LeaseConfig::store_timeout`] (the lease then lapses on its own
     /// within one TTL if the statement did take it).
     ///
@@ -125,6 +156,7 @@ impl LeaseClient {
     /// this returns, so none is lost.
     pub async fn try_acquire(&self, name: impl IntoLeaseName) -> Result<Option<LeaseGuard>, Error> {
         let name = name.into_lease_name()?;
+        let token = self.enter(Kind::Guard, &name)?;
         let inner = &self.inner;
         let holder = HolderId::generate();
         let sent = self.clock().now();
@@ -136,12 +168,20 @@ impl LeaseClient {
             tracing::debug!(lease = %name, "lease held elsewhere");
             return Ok(None);
         };
+        if inner.shutdown.is_closing() {
+            // Sent before the shutdown began, answered after: give it straight back.
+            let released = inner.store.release(&name, &holder, Duration::ZERO).await;
+            inner.shutdown.record_release(&released);
+            tracing::debug!(lease = %name, %fence, "lease taken as the client shut down; given back");
+            return Err(Error::ShuttingDown { name });
+        }
         tracing::debug!(lease = %name, %fence, %holder, "lease taken");
         let held = inner.renewer.hold(name, holder, fence, sent);
         Ok(Some(LeaseGuard::new(
             held,
             Arc::clone(&inner.renewer),
             inner.store.clone(),
+            token,
         )))
     }
 
@@ -150,7 +190,9 @@ impl LeaseClient {
     /// pushes releases ([`LeaseStore::release_events`]), a release wakes the wait at once.
     ///
     /// # Errors
-    /// [`Error::Timeout`] when the lease stayed held for the whole `timeout`; otherwise as
+    /// [`Error::Timeout`] when the lease stayed held for the whole `timeout`;
+    /// [`Error::ShuttingDown`] when [`shutdown`](LeaseClient::shutdown) begins during the wait;
+    /// otherwise as
     /// [`try_acquire`](LeaseClient::try_acquire), whose store errors end the wait at once.
     ///
     /// # Cancel safety
@@ -180,7 +222,13 @@ impl LeaseClient {
                 });
             }
             let pause = ticks(backoff.next_pause()).min(give_up - now);
-            handover::pause(released, clock.sleep_until(now + pause)).await;
+            let sleep = clock.sleep_until(now + pause);
+            let closing = self.inner.shutdown.closing();
+            // A shutdown ends the wait at once: the next attempt answers that it began.
+            let sleep = async {
+                future::select(std::pin::pin!(sleep), closing).await;
+            };
+            handover::pause(released, sleep).await;
         }
     }
 

@@ -7,6 +7,7 @@ use futures::future::{self, Either};
 
 use crate::config::OnLoss;
 use crate::guard::LeaseHandle;
+use crate::shutdown::Kind;
 use crate::{Error, IntoLeaseName, LeaseClient, LossReason};
 
 /// How work run under a lease ended.
@@ -15,7 +16,9 @@ use crate::{Error, IntoLeaseName, LeaseClient, LossReason};
 pub enum RunOutcome<T> {
     /// The work finished while the lease was held.
     Finished(T),
-    /// The lease was lost while the work ran, and the work was stopped ([`OnLoss::Cancel`]).
+    /// The lease was lost while the work ran, and the work was stopped ([`OnLoss::Cancel`]);
+    /// or the client's [`shutdown`](LeaseClient::shutdown) stopped it when its grace period ran
+    /// out, with [`LossReason::ShutDown`] (whatever [`OnLoss`] says), and gave the lease back.
     Cancelled {
         /// How the lease was lost.
         reason: LossReason,
@@ -99,8 +102,13 @@ impl LeaseClient {
     /// # Ok(()) }
     /// ```
     ///
+    /// During a [`shutdown`](LeaseClient::shutdown), running work may finish within the grace
+    /// period; when that runs out it is stopped, the outcome is
+    /// [`Cancelled`](RunOutcome::Cancelled) with [`LossReason::ShutDown`], and the lease is
+    /// given back (kept until its minimum hold, as always).
+    ///
     /// # Errors
-    /// As [`try_acquire`](LeaseClient::try_acquire). A failed release after the work finished is
+    /// As [`try_acquire`](LeaseClient::try_acquire), [`Error::ShuttingDown`] included. A failed release after the work finished is
     /// logged, not returned, so the work's output is never lost: the lease then lapses.
     ///
     /// # Cancel safety
@@ -141,13 +149,22 @@ impl LeaseClient {
         W: FnOnce(LeaseHandle) -> F,
         F: Future<Output = T>,
     {
+        let name = name.into_lease_name()?;
+        let token = self.enter(Kind::Run, &name)?;
         let Some(guard) = self.try_acquire(name).await? else {
             return Ok(None);
         };
         let on_loss = options.on_loss.unwrap_or(self.config().on_loss);
         let handle = guard.handle();
         let work = std::pin::pin!(work(guard.handle()));
-        let lost = std::pin::pin!(handle.lost());
+        // A shutdown's grace period running out stops the work as a loss does.
+        let cancelled = self.shutdown_state().cancelling();
+        let lost = std::pin::pin!(async {
+            match future::select(std::pin::pin!(handle.lost()), cancelled).await {
+                Either::Left((reason, _)) => reason,
+                Either::Right(_) => LossReason::ShutDown,
+            }
+        });
         // One renewer future for the whole call: it may hold the renewer's lock, which a second
         // one would wait for forever.
         let mut renewer = std::pin::pin!(self.inner.renewer.run_unless_spawned());
@@ -162,19 +179,35 @@ impl LeaseClient {
             }
             Either::Left((output, _)) => RunOutcome::Finished(output),
             Either::Right((Either::Right((never, _)), _)) => match never {},
+            Either::Right((Either::Left((LossReason::ShutDown, _)), _)) => {
+                tracing::info!(lease = %guard.name(), fence = %guard.fence(), "the shutdown's grace period ran out; work stopped");
+                RunOutcome::Cancelled {
+                    reason: LossReason::ShutDown,
+                }
+            }
             Either::Right((Either::Left((reason, _)), work)) => match on_loss {
                 OnLoss::Cancel => RunOutcome::Cancelled { reason },
                 OnLoss::Finish => {
                     tracing::warn!(lease = %guard.name(), fence = %guard.fence(), %reason, "lease lost; letting the work finish as configured");
-                    match future::select(work, renewer).await {
+                    let cancelled = self.shutdown_state().cancelling();
+                    match future::select(work, future::select(renewer, cancelled)).await {
                         Either::Left((output, _)) => {
                             RunOutcome::FinishedAfterLoss { output, reason }
                         }
-                        Either::Right((never, _)) => match never {},
+                        Either::Right((Either::Right(_), _)) => RunOutcome::Cancelled {
+                            reason: LossReason::ShutDown,
+                        },
+                        Either::Right((Either::Left((never, _)), _)) => match never {},
                     }
                 }
             },
         };
+        token.shutdown().record_run(matches!(
+            outcome,
+            RunOutcome::Cancelled {
+                reason: LossReason::ShutDown
+            }
+        ));
         // After a loss the release is expected to fail; after a clean finish it is worth a word.
         if let Err(error) = guard.release_after(options.min_hold).await
             && let RunOutcome::Finished(_) = outcome
@@ -184,6 +217,7 @@ impl LeaseClient {
                 "lease not released after the work finished"
             );
         }
+        drop(token);
         Ok(Some(outcome))
     }
 }

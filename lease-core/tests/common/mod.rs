@@ -26,6 +26,8 @@ pub struct Faulty {
     mode: AtomicU8,
     /// Milliseconds every renewal waits before it reaches the store.
     renew_delay: std::sync::atomic::AtomicU64,
+    /// Milliseconds every acquisition waits before it reaches the store.
+    acquire_delay: std::sync::atomic::AtomicU64,
     pub acquires: AtomicUsize,
     pub renews: AtomicUsize,
     pub renew_manys: AtomicUsize,
@@ -39,6 +41,7 @@ impl Faulty {
             inner,
             mode: AtomicU8::new(Mode::Pass as u8),
             renew_delay: std::sync::atomic::AtomicU64::new(0),
+            acquire_delay: std::sync::atomic::AtomicU64::new(0),
             acquires: AtomicUsize::new(0),
             renews: AtomicUsize::new(0),
             renew_manys: AtomicUsize::new(0),
@@ -53,6 +56,11 @@ impl Faulty {
 
     pub fn delay_renewals(&self, delay: Duration) {
         self.renew_delay
+            .store(delay.as_millis() as u64, Ordering::SeqCst);
+    }
+
+    pub fn delay_acquires(&self, delay: Duration) {
+        self.acquire_delay
             .store(delay.as_millis() as u64, Ordering::SeqCst);
     }
 
@@ -87,6 +95,10 @@ impl LeaseStore for Faulty {
     ) -> Result<Option<Fence>, Error> {
         self.acquires.fetch_add(1, Ordering::SeqCst);
         self.gate(Operation::Acquire).await?;
+        let delay = self.acquire_delay.load(Ordering::SeqCst);
+        if delay > 0 {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+        }
         self.inner.try_acquire(name, holder, ttl).await
     }
 

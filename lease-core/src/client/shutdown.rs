@@ -1,0 +1,181 @@
+//! [`LeaseClient::shutdown`]: give every lease back before the process exits, and
+//! [`ShutdownReport`], what it did.
+
+use std::time::Duration;
+
+use futures::future;
+
+use crate::clock::ticks;
+use crate::shutdown::Running;
+use crate::{LeaseClient, LossReason};
+
+/// What [`LeaseClient::shutdown`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ShutdownReport {
+    /// Leases given back while shutting down, by work that ended, guards released or dropped,
+    /// campaigns that resigned and the shutdown itself. A lease released with a minimum hold
+    /// counts too: the store keeps it until the hold ends, as it would have anyway.
+    pub released: usize,
+    /// [`run_exclusive`](LeaseClient::run_exclusive) work that ended within the grace period.
+    pub finished: usize,
+    /// Work stopped when the grace period ran out
+    /// ([`RunOutcome::Cancelled`](crate::RunOutcome::Cancelled) with [`LossReason::ShutDown`]).
+    pub cancelled: usize,
+    /// Leaderships given back by campaigns the shutdown ended.
+    pub resigned: usize,
+    /// Guards whose owners had not released them by the end of the grace period, released by the
+    /// shutdown itself; they are now lost with [`LossReason::ShutDown`].
+    pub forced: usize,
+    /// Releases the store failed or did not answer in time: those leases lapse after their TTL.
+    pub failed: usize,
+    /// Calls and release statements still running when the shutdown stopped waiting for them
+    /// (a store that hangs): their leases lapse after their TTL.
+    pub unfinished: usize,
+    /// How long the shutdown took.
+    pub elapsed: Duration,
+}
+
+impl ShutdownReport {
+    /// Whether every lease was given back: nothing failed and nothing was left running.
+    pub fn is_clean(&self) -> bool {
+        self.failed == 0 && self.unfinished == 0
+    }
+}
+
+impl LeaseClient {
+    /// Shuts the client down gracefully and hands every lease back, so the next instance takes
+    /// each at once instead of one TTL later. Call it on SIGTERM, before the runtime stops.
+    ///
+    /// 1. From the first moment, the client takes no new leases: [`try_acquire`], [`acquire`],
+    ///    [`run_exclusive`] and [`campaign`] answer [`Error::ShuttingDown`](crate::Error::ShuttingDown)
+    ///    (a statement already in flight that takes a lease gives it straight back), waits in
+    ///    [`acquire`] end, and every campaign ends, giving its leadership back.
+    /// 2. Running [`run_exclusive`] work may finish within `grace`, then releases its lease as
+    ///    usual (minimum holds respected); guards may be released or dropped by their owners.
+    ///    Leases stay renewed meanwhile.
+    /// 3. When `grace` runs out, running work is stopped
+    ///    ([`RunOutcome::Cancelled`](crate::RunOutcome::Cancelled) with
+    ///    [`LossReason::ShutDown`]) and gives its lease back; then every guard still held is
+    ///    marked lost with [`LossReason::ShutDown`] and released by the shutdown itself.
+    /// 4. It waits for the release statements in flight, each bounded by the store timeout,
+    ///    and reports what it did.
+    ///
+    /// It returns within `grace` plus about four [store timeouts](crate::LeaseConfig::store_timeout)
+    /// whatever the store does; what it could not give back is counted in the report and lapses
+    /// after its TTL. The client stays shut down: clone it freely, but build a new one to take
+    /// leases again. A second call waits the same way and reports the tally so far.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lease_core::Error> {
+    /// use std::time::Duration;
+    /// use lease_core::{Error, LeaseClient, MemoryStore, runtime::TokioRuntime};
+    ///
+    /// let store = MemoryStore::new();
+    /// let client = LeaseClient::new(store.clone(), TokioRuntime);
+    /// let leader = client.campaign("alerts")?;
+    /// let guard = client.try_acquire("uptime:node-a").await?.expect("free");
+    /// # while !leader.is_leader() { tokio::task::yield_now().await; }
+    ///
+    /// // On SIGTERM:
+    /// let report = client.shutdown(Duration::from_millis(10)).await;
+    /// assert!(report.is_clean());
+    /// assert_eq!((report.resigned, report.forced), (1, 1));
+    /// assert!(!guard.is_held() && !leader.is_leader());
+    /// assert!(matches!(client.try_acquire("sweep").await, Err(Error::ShuttingDown { .. })));
+    ///
+    /// // The next instance takes both at once.
+    /// let next = LeaseClient::new(store, TokioRuntime);
+    /// assert!(next.try_acquire("alerts").await?.is_some());
+    /// assert!(next.try_acquire("uptime:node-a").await?.is_some());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// [`try_acquire`]: LeaseClient::try_acquire
+    /// [`acquire`]: LeaseClient::acquire
+    /// [`run_exclusive`]: LeaseClient::run_exclusive
+    /// [`campaign`]: LeaseClient::campaign
+    ///
+    /// # Cancel safety
+    /// Cancel safe in that nothing is lost: once polled, the client is shut down for good and
+    /// its work and campaigns stop as above; cancelled before the grace period runs out, running
+    /// work is never stopped and guards are never released by force (their owners still can).
+    pub async fn shutdown(&self, grace: Duration) -> ShutdownReport {
+        let clock = self.clock().clone();
+        let state = self.shutdown_state();
+        let started = clock.now();
+        state.close();
+        tracing::info!(
+            ?grace,
+            held = self.inner.renewer.held_count(),
+            "lease client shutting down"
+        );
+        let mut forced = 0;
+        let grace_ends = started.saturating_add(ticks(grace));
+        if !state.wait_until(&clock, grace_ends, Running::is_idle).await {
+            state.cancel();
+            // Stopped work gives its own lease back, with its minimum hold: wait for that before
+            // releasing what is left, so no lease of running work is released without its hold.
+            let store_timeout = ticks(self.config().store_timeout);
+            let runs_end = clock.now().saturating_add(store_timeout.saturating_mul(2));
+            state
+                .wait_until(&clock, runs_end, |running| running.runs == 0)
+                .await;
+            forced = self.release_held().await;
+        }
+        let settle_by = clock
+            .now()
+            .saturating_add(ticks(self.config().store_timeout));
+        state
+            .wait_until(&clock, settle_by, Running::is_settled)
+            .await;
+        let running = state.running();
+        let tally = state.tally();
+        let report = ShutdownReport {
+            released: tally.released,
+            finished: tally.finished,
+            cancelled: tally.cancelled,
+            resigned: tally.resigned,
+            forced,
+            failed: tally.failed,
+            unfinished: running.releasing + running.runs + running.campaigns,
+            elapsed: Duration::from_nanos(clock.now().saturating_sub(started)),
+        };
+        if report.is_clean() {
+            tracing::info!(?report, "lease client shut down");
+        } else {
+            tracing::warn!(
+                ?report,
+                "lease client shut down; some leases lapse after their TTL"
+            );
+        }
+        report
+    }
+
+    /// Marks every lease still held lost with [`LossReason::ShutDown`] and releases it, all at
+    /// once: how many it marked.
+    async fn release_held(&self) -> usize {
+        let renewer = &self.inner.renewer;
+        let store = &self.inner.store;
+        let state = self.shutdown_state();
+        let held: Vec<_> = renewer
+            .held()
+            .into_iter()
+            .filter(|held| {
+                renewer.forget(held);
+                held.mark_lost(LossReason::ShutDown) == Some(LossReason::ShutDown)
+            })
+            .collect();
+        let releases = held.iter().map(|held| async move {
+            let released = store
+                .release(held.name(), held.holder(), Duration::ZERO)
+                .await;
+            state.record_release(&released);
+            if let Err(error) = released {
+                tracing::warn!(lease = %held.name(), error = &error as &dyn std::error::Error, "lease not given back on shutdown; it lapses after its TTL");
+            }
+        });
+        future::join_all(releases).await;
+        held.len()
+    }
+}

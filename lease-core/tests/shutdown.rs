@@ -1,0 +1,333 @@
+//! A graceful shutdown: no new acquisitions, running work finishes within the grace period or is
+//! stopped, every lease is handed back (minimum holds kept), campaigns resign, and the report
+//! says so. On tokio's paused clock; each hand-over is checked beside the control of a client
+//! that stops without it, whose leases stay taken until their TTL.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use common::{Faulty, Mode, fast_client, tokio_memory};
+use futures::StreamExt;
+use lease_core::{
+    Error, LeaseClient, LeaseStore, LossReason, MemoryStore, RunOptions, RunOutcome, ShutdownReport,
+};
+use tokio::time::Instant;
+
+const GRACE: Duration = Duration::from_secs(5);
+
+/// Whether a fresh client on `store` takes `name` at once.
+async fn free(store: &impl LeaseStore, name: &str) -> bool {
+    let name = lease_core::LeaseName::new(name).unwrap();
+    let holder = lease_core::HolderId::generate();
+    let taken = store
+        .try_acquire(&name, &holder, lease_core::Ttl::from_secs(60).unwrap())
+        .await
+        .unwrap();
+    if taken.is_some() {
+        store.release(&name, &holder, Duration::ZERO).await.unwrap();
+    }
+    taken.is_some()
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_control_without_a_shutdown_the_leases_stay_taken() {
+    let store = tokio_memory();
+    let client = fast_client(store.clone());
+    let (started_tx, started) = futures::channel::oneshot::channel();
+    let run = tokio::spawn({
+        let client = client.clone();
+        async move {
+            client
+                .run_exclusive("sweep", |_| async move {
+                    started_tx.send(()).unwrap();
+                    futures::future::pending::<()>().await
+                })
+                .await
+        }
+    });
+    started.await.unwrap();
+    let guard = client.try_acquire("report").await.unwrap().unwrap();
+    // The process goes on with its business: nothing hands the leases over.
+    drop(client);
+    tokio::time::sleep(GRACE).await;
+    assert!(!free(&store, "sweep").await);
+    assert!(!free(&store, "report").await);
+    assert!(guard.is_held());
+    run.abort();
+}
+
+#[tokio::test(start_paused = true)]
+async fn work_that_ends_within_the_grace_period_finishes_and_gives_its_lease_back() {
+    let store = tokio_memory();
+    let client = fast_client(store.clone());
+    let (started_tx, started) = futures::channel::oneshot::channel();
+    let run = tokio::spawn({
+        let client = client.clone();
+        async move {
+            client
+                .run_exclusive("sweep", |_| async move {
+                    started_tx.send(()).unwrap();
+                    // Longer than a TTL, so it only finishes if it stays renewed meanwhile.
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                    7
+                })
+                .await
+        }
+    });
+    started.await.unwrap();
+    let began = Instant::now();
+    let report = client.shutdown(GRACE).await;
+    assert_eq!(
+        run.await.unwrap().unwrap(),
+        Some(RunOutcome::Finished(7)),
+        "let finish"
+    );
+    assert_eq!(
+        began.elapsed(),
+        Duration::from_secs(2),
+        "no longer than the work"
+    );
+    assert_eq!(
+        (
+            report.finished,
+            report.cancelled,
+            report.released,
+            report.forced
+        ),
+        (1, 0, 1, 0),
+        "{report:?}"
+    );
+    assert!(report.is_clean(), "{report:?}");
+    assert!(free(&store, "sweep").await, "handed over at once");
+}
+
+#[tokio::test(start_paused = true)]
+async fn work_still_running_when_the_grace_period_ends_is_stopped_and_its_lease_given_back() {
+    let store = tokio_memory();
+    let client = fast_client(store.clone());
+    let (started_tx, started) = futures::channel::oneshot::channel();
+    let run = tokio::spawn({
+        let client = client.clone();
+        async move {
+            client
+                .run_exclusive("sweep", |_| async move {
+                    started_tx.send(()).unwrap();
+                    futures::future::pending::<()>().await
+                })
+                .await
+        }
+    });
+    started.await.unwrap();
+    let began = Instant::now();
+    let report = client.shutdown(GRACE).await;
+    assert_eq!(
+        began.elapsed(),
+        GRACE,
+        "stopped when the grace period ended"
+    );
+    assert_eq!(
+        run.await.unwrap().unwrap(),
+        Some(RunOutcome::Cancelled {
+            reason: LossReason::ShutDown
+        })
+    );
+    assert_eq!(
+        (report.finished, report.cancelled, report.released),
+        (0, 1, 1),
+        "{report:?}"
+    );
+    assert!(report.is_clean(), "{report:?}");
+    assert!(free(&store, "sweep").await);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_minimum_hold_is_kept_through_the_shutdown() {
+    let store = tokio_memory();
+    let client = fast_client(store.clone());
+    let outcome = client
+        .run_exclusive_with(
+            "report",
+            RunOptions::default().min_hold(Duration::from_secs(600)),
+            |_| async {},
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome, Some(RunOutcome::Finished(())));
+    let (started_tx, started) = futures::channel::oneshot::channel();
+    let run = tokio::spawn({
+        let client = client.clone();
+        async move {
+            client
+                .run_exclusive_with(
+                    "digest",
+                    RunOptions::default().min_hold(Duration::from_secs(600)),
+                    |_| async move {
+                        started_tx.send(()).unwrap();
+                        futures::future::pending::<()>().await
+                    },
+                )
+                .await
+        }
+    });
+    started.await.unwrap();
+    let report = client.shutdown(GRACE).await;
+    assert!(run.await.unwrap().unwrap().is_some());
+    assert_eq!(report.cancelled, 1, "{report:?}");
+    assert!(!free(&store, "report").await, "kept for its hold");
+    assert!(
+        !free(&store, "digest").await,
+        "stopped work keeps its hold too"
+    );
+    tokio::time::sleep(Duration::from_secs(601)).await;
+    assert!(free(&store, "digest").await, "free once the hold ended");
+}
+
+#[tokio::test(start_paused = true)]
+async fn guards_not_released_within_the_grace_period_are_released_and_marked_lost() {
+    let store = tokio_memory();
+    let client = fast_client(store.clone());
+    let kept = client.try_acquire("uptime:node-a").await.unwrap().unwrap();
+    let handed_back = client.try_acquire("uptime:node-b").await.unwrap().unwrap();
+    let owner = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        handed_back.release().await
+    });
+    let report = client.shutdown(GRACE).await;
+    owner.await.unwrap().unwrap();
+    assert_eq!((report.forced, report.released), (1, 2), "{report:?}");
+    assert!(!kept.is_held());
+    assert_eq!(kept.lost().await, LossReason::ShutDown);
+    assert!(free(&store, "uptime:node-a").await);
+    assert!(free(&store, "uptime:node-b").await);
+    assert!(matches!(
+        kept.release().await,
+        Err(Error::Lost {
+            reason: LossReason::ShutDown,
+            ..
+        })
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dropped_guard_is_given_back_before_the_shutdown_returns() {
+    let store = tokio_memory();
+    let client = fast_client(store.clone());
+    let guard = client.try_acquire("sweep").await.unwrap().unwrap();
+    drop(guard);
+    // The control: on this one-thread runtime, the background release has not run yet.
+    assert!(
+        store
+            .inspect(&common::name("sweep"))
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let report = client.shutdown(Duration::ZERO).await;
+    assert_eq!((report.released, report.forced), (1, 0), "{report:?}");
+    assert!(free(&store, "sweep").await);
+}
+
+#[tokio::test(start_paused = true)]
+async fn campaigns_resign_and_the_next_instance_leads_at_once() {
+    let store = tokio_memory();
+    let client = fast_client(store.clone());
+    let leader = client.campaign("alerts").unwrap();
+    let mut changes = leader.changes();
+    assert_eq!(changes.next().await, Some(true));
+    let follower = client.campaign("billing").unwrap();
+    let other = fast_client(store.clone());
+    let _billing = other.try_acquire("billing").await.unwrap().unwrap();
+
+    let report = client.shutdown(GRACE).await;
+    assert_eq!(changes.next().await, Some(false));
+    assert!(!leader.is_leader() && !follower.is_leader());
+    assert_eq!((report.resigned, report.released), (1, 1), "{report:?}");
+    assert!(report.elapsed < Duration::from_millis(10), "{report:?}");
+    let next = other.campaign("alerts").unwrap();
+    let mut next_changes = next.changes();
+    assert_eq!(next_changes.next().await, Some(true));
+    // Resigning a campaign the shutdown ended returns at once.
+    leader.resign().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn nothing_new_starts_once_the_shutdown_has_begun() {
+    let store = tokio_memory();
+    let client = fast_client(store.clone());
+    let other = fast_client(store.clone());
+    let _held = other.try_acquire("sweep").await.unwrap().unwrap();
+    let waiter = tokio::spawn({
+        let client = client.clone();
+        async move { client.acquire("sweep", Duration::from_secs(60)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let report = client.shutdown(GRACE).await;
+    assert!(report.elapsed < Duration::from_millis(10), "{report:?}");
+    assert!(client.is_shutting_down());
+    assert!(matches!(
+        waiter.await.unwrap(),
+        Err(Error::ShuttingDown { .. })
+    ));
+    assert!(matches!(
+        client.try_acquire("free").await,
+        Err(Error::ShuttingDown { .. })
+    ));
+    assert!(matches!(
+        client.run_exclusive("free", |_| async {}).await,
+        Err(Error::ShuttingDown { .. })
+    ));
+    assert!(matches!(
+        client.campaign("free"),
+        Err(Error::ShuttingDown { .. })
+    ));
+    assert!(free(&store, "free").await, "nothing was taken");
+    assert_eq!(client.shutdown(GRACE).await, report, "a second call");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_acquisition_in_flight_when_the_shutdown_begins_gives_its_lease_straight_back() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(Arc::clone(&store));
+    store.delay_acquires(Duration::from_millis(100));
+    let acquiring = tokio::spawn({
+        let client = client.clone();
+        async move { client.try_acquire("sweep").await }
+    });
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let report = client.shutdown(GRACE).await;
+    assert!(matches!(
+        acquiring.await.unwrap(),
+        Err(Error::ShuttingDown { .. })
+    ));
+    assert_eq!(report.released, 1, "{report:?}");
+    assert!(free(&store.inner, "sweep").await);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hanging_store_cannot_hold_the_shutdown_past_its_bound() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(Arc::clone(&store));
+    let _kept = client.try_acquire("sweep").await.unwrap().unwrap();
+    let dropped = client.try_acquire("report").await.unwrap().unwrap();
+    store.set(Mode::Hang);
+    drop(dropped);
+    // Shorter than the local deadline, so the kept guard is still held when it ends.
+    let grace = Duration::from_millis(100);
+    let report = client.shutdown(grace).await;
+    let bound = grace + client.config().store_timeout * 4;
+    assert!(report.elapsed <= bound, "{report:?} against {bound:?}");
+    assert!(!report.is_clean(), "{report:?}");
+    assert_eq!((report.forced, report.failed), (1, 2), "{report:?}");
+    assert!(store.releases.load(Ordering::SeqCst) >= 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_report_is_empty_for_a_client_that_held_nothing() {
+    let client = fast_client(MemoryStore::new());
+    let report = client.shutdown(GRACE).await;
+    assert_eq!(report, ShutdownReport::default());
+    let _ = LeaseClient::clone(&client);
+}
