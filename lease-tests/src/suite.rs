@@ -51,6 +51,7 @@ macro_rules! conformance_suite {
                 acquire_waits_for_the_release,
                 release_wakes_a_waiter,
                 campaign_takes_over_when_the_leader_resigns,
+                shutdown_hands_every_lease_over,
                 lost_signal_after_takeover,
                 guard_loses_lease_when_store_refuses,
                 guard_loses_lease_when_store_hangs,

@@ -165,3 +165,9 @@ catches!(
     campaign_takes_over_when_the_leader_resigns,
     "fence() of the first campaign against inspect"
 );
+catches!(
+    release_that_keeps_the_lease_breaks_the_shutdown_hand_over,
+    ReleaseKeepsLease,
+    shutdown_hands_every_lease_over,
+    "it was not given back"
+);

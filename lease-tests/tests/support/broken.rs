@@ -49,6 +49,8 @@ pub enum Flaw {
     ReleaseEventsNotForwarded,
     /// Acquire answers a fence one above the one the row holds.
     AcquireMisreportsFence,
+    /// Release answers that it released, and leaves the lease taken until it expires.
+    ReleaseKeepsLease,
 }
 
 /// Gives way to the other futures on the task once, so callers that read together write
@@ -225,6 +227,9 @@ impl LeaseStore for BrokenStore {
         min_hold: Duration,
     ) -> Result<bool, Error> {
         self.wrong_error()?;
+        if self.flaw == Flaw::ReleaseKeepsLease {
+            return Ok(true);
+        }
         let name = &self.name(name);
         let store = self.store(name);
         let holder = match (self.flaw, store.inspect(name).await?) {
