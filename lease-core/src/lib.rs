@@ -23,6 +23,7 @@ pub mod runtime;
 mod shutdown;
 mod signal;
 mod store;
+mod store_error_kind;
 mod timed_store;
 mod ttl;
 
@@ -39,6 +40,7 @@ pub use memory::MemoryStore;
 pub use name::LeaseName;
 pub use runtime::Runtime;
 pub use store::{DynLeaseStore, LeaseStore, ReleaseEvents};
+pub use store_error_kind::StoreErrorKind;
 pub use ttl::Ttl;
 
 pub use async_trait::async_trait;
