@@ -13,7 +13,7 @@ use crate::clock::ticks;
 use crate::guard::LeaseHandle;
 use crate::handover;
 use crate::shutdown::Token;
-use crate::{Fence, LeaseClient, LeaseName};
+use crate::{Error, Fence, LeaseClient, LeaseName};
 
 /// Leader election on one lease name: the campaign keeps trying to take the lease, holds it while
 /// it can, and tries again when it is lost.
@@ -52,6 +52,10 @@ struct State {
     /// What was last told to watchers, so each change is told once.
     told: bool,
     watchers: Vec<mpsc::UnboundedSender<bool>>,
+    /// The campaign has ended: `changes` streams end.
+    ended: bool,
+    /// The permanent store error that ended the campaign.
+    error: Option<Arc<Error>>,
     /// Sent by `resign`, or dropped with the last `Leader`: either ends the campaign.
     stop: Option<oneshot::Sender<oneshot::Sender<()>>>,
 }
@@ -82,15 +86,26 @@ impl Leader {
     }
 
     /// Every change of leadership from now on: `true` when this process becomes leader, `false`
-    /// when it stops. The first item is the current state when this process leads.
+    /// when it stops. The first item is the current state when this process leads. The stream
+    /// ends when the campaign does (a resignation, the client's shutdown, a permanent store
+    /// error).
     pub fn changes(&self) -> impl Stream<Item = bool> + Send + 'static {
         let (tx, rx) = mpsc::unbounded();
         let mut state = self.shared.state();
         if state.told {
             let _ = tx.unbounded_send(true);
         }
-        state.watchers.push(tx);
+        if !state.ended {
+            state.watchers.push(tx);
+        }
         rx
+    }
+
+    /// The store error that ended the campaign, if one did: a permanent failure
+    /// ([`Error::is_transient`] is `false`: permission denied, a missing table), which no retry
+    /// fixes. Transient failures are retried with the acquire backoff and never end a campaign.
+    pub fn error(&self) -> Option<Arc<Error>> {
+        self.shared.state().error.clone()
     }
 
     /// Ends the campaign, for every clone of this `Leader`, and gives the lease back; returns
@@ -126,6 +141,8 @@ impl Leader {
                 current: None,
                 told: false,
                 watchers: Vec::new(),
+                ended: false,
+                error: None,
                 stop: Some(stop),
             }),
         });
@@ -139,6 +156,14 @@ impl Shared {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The campaign ended: every `changes` stream ends.
+    fn end(&self) {
+        let mut state = self.state();
+        state.current = None;
+        state.ended = true;
+        state.watchers.clear();
     }
 
     fn set(&self, current: Option<LeaseHandle>) {
@@ -207,10 +232,17 @@ async fn run_campaign(
                 }
             }
             Ok(Ok(None)) => retry,
-            Ok(Err(crate::Error::ShuttingDown { .. })) => break None,
-            Ok(Err(error)) => {
-                tracing::warn!(lease = %name, error = &error as &dyn std::error::Error, "campaign attempt failed");
+            Ok(Err(error)) if error.is_transient() => {
+                tracing::warn!(lease = %name, error = &error as &dyn std::error::Error, "campaign attempt failed; retrying");
                 ticks(backoff.next_pause())
+            }
+            Ok(Err(Error::ShuttingDown { .. })) => break None,
+            Ok(Err(error)) => {
+                tracing::error!(lease = %name, error = &error as &dyn std::error::Error, "campaign ended by a permanent store error");
+                if let Some(leader) = shared.upgrade() {
+                    leader.state().error = Some(Arc::new(error));
+                }
+                break None;
             }
         };
         let wait = handover::pause(
@@ -221,6 +253,9 @@ async fn run_campaign(
             break resigned;
         }
     };
+    if let Some(leader) = shared.upgrade() {
+        leader.end();
+    }
     if let Some(resigned) = resigned {
         let _ = resigned.send(());
     }

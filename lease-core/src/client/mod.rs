@@ -1,8 +1,9 @@
 //! [`LeaseClient`]: takes leases from a store and keeps them alive.
 //!
-//! The client's calls, one file each: taking a lease here, [`run_exclusive`] and [`campaign`];
-//! its settings in [`builder`].
+//! The client's calls, one file each: taking a lease here, waiting for one in [`acquire`],
+//! [`run_exclusive`], [`campaign`] and [`shutdown`]; its settings in [`builder`].
 
+mod acquire;
 mod builder;
 mod campaign;
 mod run_exclusive;
@@ -12,16 +13,13 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future;
-
 pub use self::builder::LeaseClientBuilder;
 pub use self::run_exclusive::{RunOptions, RunOutcome};
 pub use self::shutdown::ShutdownReport;
-use crate::backoff::Backoff;
-use crate::clock::{Clock, ticks};
+use crate::clock::Clock;
 use crate::config::LeaseConfig;
 use crate::guard::LeaseGuard;
-use crate::handover::{self, Released, Releases};
+use crate::handover::{Released, Releases};
 use crate::renewer::Renewer;
 use crate::shutdown::{Kind, Shutdown, Token};
 use crate::timed_store::TimedStore;
@@ -183,53 +181,6 @@ impl LeaseClient {
             inner.store.clone(),
             token,
         )))
-    }
-
-    /// Takes the lease `name`, waiting up to `timeout` while somebody else holds it. Attempts
-    /// back off exponentially with jitter (see [`LeaseConfig::acquire_backoff`]); where the store
-    /// pushes releases ([`LeaseStore::release_events`]), a release wakes the wait at once.
-    ///
-    /// # Errors
-    /// [`Error::Timeout`] when the lease stayed held for the whole `timeout`;
-    /// [`Error::ShuttingDown`] when [`shutdown`](LeaseClient::shutdown) begins during the wait;
-    /// otherwise as
-    /// [`try_acquire`](LeaseClient::try_acquire), whose store errors end the wait at once.
-    ///
-    /// # Cancel safety
-    /// Cancelled between attempts, nothing is left behind. Cancelled during an attempt, as
-    /// [`try_acquire`](LeaseClient::try_acquire): the lease may have been taken for nobody, and
-    /// lapses after one TTL.
-    pub async fn acquire(
-        &self,
-        name: impl IntoLeaseName,
-        timeout: Duration,
-    ) -> Result<LeaseGuard, Error> {
-        let name = name.into_lease_name()?;
-        let clock = self.clock();
-        let started = clock.now();
-        let give_up = started.saturating_add(ticks(timeout));
-        let mut backoff = Backoff::new(self.inner.config.acquire_backoff);
-        loop {
-            let released = self.listen(&name);
-            if let Some(guard) = self.try_acquire(&name).await? {
-                return Ok(guard);
-            }
-            let now = clock.now();
-            if now >= give_up {
-                return Err(Error::Timeout {
-                    name,
-                    waited: Duration::from_nanos(now - started),
-                });
-            }
-            let pause = ticks(backoff.next_pause()).min(give_up - now);
-            let sleep = clock.sleep_until(now + pause);
-            let closing = self.inner.shutdown.closing();
-            // A shutdown ends the wait at once: the next attempt answers that it began.
-            let sleep = async {
-                future::select(std::pin::pin!(sleep), closing).await;
-            };
-            handover::pause(released, sleep).await;
-        }
     }
 
     /// Runs the shared renewer on the caller's task, until every clone of this client and every

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use lease_core::{
     Error, Fence, HolderId, LeaseClient, LeaseInfo, LeaseName, LeaseStore, MemoryStore, Operation,
-    Ttl, async_trait, runtime::TokioRuntime,
+    StoreErrorKind, Ttl, async_trait, runtime::TokioRuntime,
 };
 
 /// What the wrapped store does with each call.
@@ -18,6 +18,8 @@ pub enum Mode {
     Pass = 0,
     Fail = 1,
     Hang = 2,
+    /// Fails every call with a permanent error, as a revoked permission does.
+    Refuse = 3,
 }
 
 #[derive(Debug)]
@@ -80,6 +82,12 @@ impl Faulty {
         match self.mode.load(Ordering::SeqCst) {
             0 => Ok(()),
             1 => Err(Error::store(operation, None, "injected failure")),
+            3 => Err(Error::store_of_kind(
+                operation,
+                None,
+                StoreErrorKind::Permanent,
+                "permission denied",
+            )),
             _ => futures::future::pending().await,
         }
     }

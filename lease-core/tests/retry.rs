@@ -1,0 +1,121 @@
+//! Waits and campaigns ride out a slow or flaky store: transient errors (failures, statements
+//! that outlive the store timeout) are retried with the backoff until the wait's own timeout,
+//! permanent ones end the wait or the campaign at once. On tokio's paused clock.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use common::{Faulty, Mode, fast_client, tokio_memory};
+use futures::StreamExt;
+use lease_core::{Error, StoreErrorKind};
+use tokio::time::Instant;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Sets `mode` on `store` for `outage`, then lets calls through again.
+fn outage(store: &Arc<Faulty>, mode: Mode, outage: Duration) {
+    store.set(mode);
+    let store = Arc::clone(store);
+    tokio::spawn(async move {
+        tokio::time::sleep(outage).await;
+        store.set(Mode::Pass);
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_wait_rides_out_a_failing_store_and_takes_the_lease_once_it_answers() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(Arc::clone(&store));
+    outage(&store, Mode::Fail, Duration::from_secs(3));
+    let started = Instant::now();
+    let guard = client.acquire("sweep", WAIT).await.unwrap();
+    assert!(guard.is_held());
+    assert!(started.elapsed() >= Duration::from_secs(3));
+    assert!(
+        started.elapsed() < Duration::from_secs(9),
+        "one backoff pause after the outage"
+    );
+    assert!(store.acquires.load(Ordering::SeqCst) > 2, "retried");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_wait_rides_out_statements_that_outlive_the_store_timeout() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(Arc::clone(&store));
+    outage(&store, Mode::Hang, Duration::from_secs(2));
+    let guard = client.acquire("sweep", WAIT).await.unwrap();
+    assert!(guard.is_held());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_permanent_error_ends_the_wait_at_once() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(Arc::clone(&store));
+    store.set(Mode::Refuse);
+    let started = Instant::now();
+    let error = client.acquire("sweep", WAIT).await.unwrap_err();
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    assert!(!error.is_transient());
+    assert_eq!(error.store_error_kind(), Some(StoreErrorKind::Permanent));
+    assert_eq!(store.acquires.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_store_that_keeps_failing_ends_the_wait_at_its_timeout_with_the_store_error() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(Arc::clone(&store));
+    store.set(Mode::Fail);
+    let started = Instant::now();
+    let error = client.acquire("sweep", WAIT).await.unwrap_err();
+    assert!(started.elapsed() >= WAIT, "{:?}", started.elapsed());
+    assert!(matches!(error, Error::Store { .. }), "{error:?}");
+    assert!(error.is_transient());
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_control_a_held_lease_still_times_out() {
+    let store = tokio_memory();
+    let client = fast_client(store.clone());
+    let _held = fast_client(store)
+        .try_acquire("sweep")
+        .await
+        .unwrap()
+        .unwrap();
+    let error = client.acquire("sweep", WAIT).await.unwrap_err();
+    assert!(matches!(error, Error::Timeout { .. }), "{error:?}");
+    assert!(!error.is_transient());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_campaign_rides_out_a_failing_store_and_leads_once_it_answers() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(Arc::clone(&store));
+    outage(&store, Mode::Fail, Duration::from_secs(3));
+    let leader = client.campaign("alerts").unwrap();
+    let mut changes = leader.changes();
+    assert_eq!(changes.next().await, Some(true));
+    assert!(leader.error().is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_permanent_error_ends_the_campaign_and_says_why() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(Arc::clone(&store));
+    store.set(Mode::Refuse);
+    let leader = client.campaign("alerts").unwrap();
+    let mut changes = leader.changes();
+    assert_eq!(
+        changes.next().await,
+        None,
+        "the stream ends with the campaign"
+    );
+    let error = leader.error().expect("the error that ended it");
+    assert_eq!(error.store_error_kind(), Some(StoreErrorKind::Permanent));
+    assert_eq!(store.acquires.load(Ordering::SeqCst), 1, "not retried");
+    assert!(!leader.is_leader());
+    // A stream asked for after the end ends at once.
+    assert_eq!(leader.changes().next().await, None);
+}
