@@ -35,6 +35,11 @@ impl Clock {
         at.saturating_duration_since(self.origin).as_nanos() as u64
     }
 
+    /// The moment `ticks` nanoseconds after the origin.
+    pub(crate) fn instant(&self, ticks: u64) -> Instant {
+        self.origin + Duration::from_nanos(ticks)
+    }
+
     /// A future that completes `ticks` nanoseconds after the origin.
     pub(crate) async fn sleep_until(&self, ticks: u64) {
         let now = self.now();

@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::held::Held;
 use crate::renewer::Renewer;
@@ -75,6 +75,18 @@ impl LeaseGuard {
     /// deadline has not passed.
     pub fn is_held(&self) -> bool {
         self.handle.is_held()
+    }
+
+    /// The lease's local deadline as it stands, on the runtime's clock: the TTL after the last
+    /// successful renewal was sent, minus the safety margin. Each renewal moves it on.
+    pub fn deadline(&self) -> Instant {
+        self.handle.deadline()
+    }
+
+    /// How long until [`deadline`](LeaseGuard::deadline); zero once the lease is lost or
+    /// released.
+    pub fn time_left(&self) -> Duration {
+        self.handle.time_left()
     }
 
     /// Completes when the lease is lost, with how. Never completes once the lease is released.
@@ -242,6 +254,17 @@ impl LeaseHandle {
     /// Whether this process still holds the lease.
     pub fn is_held(&self) -> bool {
         self.held.is_held()
+    }
+
+    /// The lease's local deadline as it stands; see [`LeaseGuard::deadline`].
+    pub fn deadline(&self) -> Instant {
+        self.held.deadline_instant()
+    }
+
+    /// How long until [`deadline`](LeaseHandle::deadline); zero once the lease is lost or
+    /// released.
+    pub fn time_left(&self) -> Duration {
+        self.held.time_left()
     }
 
     /// Completes when the lease is lost, with how. Never completes once the lease is released.

@@ -6,7 +6,10 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use futures::channel::oneshot;
 use futures::future::{self, FutureExt, Shared};
 
+use std::sync::Arc;
+
 use crate::clock::Clock;
+use crate::stats::Stats;
 use crate::{Fence, HolderId, LeaseName, LossReason};
 
 const HELD: u8 = 0;
@@ -50,6 +53,8 @@ pub(crate) struct Held {
     holder: HolderId,
     fence: Fence,
     clock: Clock,
+    /// Counts its loss.
+    stats: Arc<Stats>,
     /// Clock ticks after which this process no longer believes it holds the lease.
     deadline: AtomicU64,
     /// Clock ticks at which the renewer should next renew it.
@@ -60,14 +65,15 @@ pub(crate) struct Held {
 }
 
 impl Held {
+    /// A lease held until `deadline`, to be renewed at `next_renewal`, both in clock ticks.
     pub(crate) fn new(
         id: u64,
         name: LeaseName,
         holder: HolderId,
         fence: Fence,
         clock: Clock,
-        deadline: u64,
-        next_renewal: u64,
+        stats: Arc<Stats>,
+        (deadline, next_renewal): (u64, u64),
     ) -> Self {
         let (notify, lost) = oneshot::channel();
         Self {
@@ -76,6 +82,7 @@ impl Held {
             holder,
             fence,
             clock,
+            stats,
             deadline: AtomicU64::new(deadline),
             next_renewal: AtomicU64::new(next_renewal),
             loss: AtomicU8::new(HELD),
@@ -130,6 +137,21 @@ impl Held {
         }
     }
 
+    /// When the local deadline falls, as it stands: the TTL after the last successful renewal
+    /// was sent, minus the safety margin.
+    pub(crate) fn deadline_instant(&self) -> std::time::Instant {
+        self.clock.instant(self.deadline())
+    }
+
+    /// How long until the local deadline; zero once it passed, or once the lease is lost or
+    /// released.
+    pub(crate) fn time_left(&self) -> std::time::Duration {
+        if !self.is_held() {
+            return std::time::Duration::ZERO;
+        }
+        std::time::Duration::from_nanos(self.deadline().saturating_sub(self.clock.now()))
+    }
+
     /// Whether this process may still act as the holder: not lost, not released, deadline ahead.
     pub(crate) fn is_held(&self) -> bool {
         self.loss().is_none() && self.loss.load(Ordering::Acquire) == HELD
@@ -160,6 +182,8 @@ impl Held {
         ) {
             Ok(_) => {
                 tracing::warn!(lease = %self.name, fence = %self.fence, holder = %self.holder, %reason, "lease lost");
+                self.stats.lost(&self.name, reason);
+                self.stats.holding(&self.name, false);
                 let notify = self
                     .notify
                     .lock()

@@ -10,7 +10,9 @@ use futures::channel::mpsc;
 use futures::future::{self, Either, FutureExt};
 
 use crate::clock::{Clock, ticks};
+use crate::health::Health;
 use crate::held::Held;
+use crate::stats::Renewed;
 use crate::timed_store::TimedStore;
 use crate::{Error, Fence, HolderId, LeaseConfig, LeaseName, LossReason, Operation, Ttl};
 
@@ -47,6 +49,9 @@ pub(crate) struct Renewer {
     period: u64,
     /// How long after a renewal was sent the lease still counts as held, in clock ticks.
     validity: u64,
+    /// How much before its local deadline a renewal must succeed not to count as late, in
+    /// clock ticks.
+    margin: u64,
     /// How many leases one `renew_many` call carries.
     batch: usize,
     leases: Mutex<HashMap<u64, Arc<Held>>>,
@@ -77,6 +82,7 @@ impl Renewer {
             ttl: config.ttl,
             period: ticks(config.renew_every),
             validity: ticks(config.local_validity()),
+            margin: ticks(config.safety_margin),
             batch: config.renew_batch,
             leases: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
@@ -96,9 +102,38 @@ impl Renewer {
         lock(&self.leases)
     }
 
-    /// How many leases it keeps renewed.
+    /// How many leases it keeps renewed and still holds (a lost one waits for the next round
+    /// to be dropped).
     pub(crate) fn held_count(&self) -> usize {
-        self.leases().len()
+        self.leases().values().filter(|held| held.is_held()).count()
+    }
+
+    /// Whether its leases are renewed in time: see [`Health`].
+    pub(crate) fn health(&self, shutting_down: bool, store_timeout: std::time::Duration) -> Health {
+        let now = self.clock().now();
+        let overdue_after = self.period.saturating_add(ticks(store_timeout));
+        let leases = self.leases();
+        let mut health = Health {
+            held: 0,
+            overdue: 0,
+            soonest_deadline: None,
+            shutting_down,
+        };
+        for held in leases.values().filter(|held| held.is_held()) {
+            health.held += 1;
+            let deadline = held.deadline();
+            let last_sent = deadline.saturating_sub(self.validity);
+            if now.saturating_sub(last_sent) > overdue_after {
+                health.overdue += 1;
+            }
+            let left = std::time::Duration::from_nanos(deadline.saturating_sub(now));
+            health.soonest_deadline = Some(
+                health
+                    .soonest_deadline
+                    .map_or(left, |soonest| soonest.min(left)),
+            );
+        }
+        health
     }
 
     /// Every lease it keeps renewed, at this moment.
@@ -117,14 +152,15 @@ impl Renewer {
     ) -> Arc<Held> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let next_renewal = sent.saturating_add(self.period);
+        self.store.stats().holding(&name, true);
         let held = Arc::new(Held::new(
             id,
             name,
             holder,
             fence,
             self.clock().clone(),
-            sent.saturating_add(self.validity),
-            next_renewal,
+            Arc::clone(self.store.stats()),
+            (sent.saturating_add(self.validity), next_renewal),
         ));
         self.leases().insert(id, Arc::clone(&held));
         // Usually the loop already wakes in time for it: every held lease is due within one
@@ -141,7 +177,9 @@ impl Renewer {
 
     /// Stops renewing `held`.
     pub(crate) fn forget(&self, held: &Held) {
-        self.leases().remove(&held.id());
+        if self.leases().remove(&held.id()).is_some() {
+            self.store.stats().holding(held.name(), false);
+        }
     }
 
     /// Completes once no renewal statement that may still carry a forgotten lease is in flight.
@@ -207,8 +245,10 @@ impl Renewer {
         let horizon = self.clock().now().saturating_add(self.period / 2);
         let mut due = Vec::new();
         let mut next = None::<u64>;
+        let stats = self.store.stats();
         self.leases().retain(|_, held| {
             if !held.is_held() {
+                stats.holding(held.name(), false);
                 return false;
             }
             let at = held.next_renewal();
@@ -266,16 +306,31 @@ impl Renewer {
                 );
                 for held in batch {
                     held.set_next_renewal(retry);
+                    self.store.stats().renewed(held.name(), Renewed::Failed);
                 }
                 return;
             }
         };
         let period = self.period;
+        let answered = self.clock().now();
+        let stats = self.store.stats();
         for (held, renewed) in batch.iter().zip(renewed) {
             if !renewed {
+                stats.renewed(held.name(), Renewed::Rejected);
                 held.mark_lost(LossReason::Rejected);
                 continue;
             }
+            // Late: the answer came with less than the safety margin left before the deadline
+            // the previous renewal gave.
+            let spare = held.deadline().saturating_sub(answered);
+            stats.renewed(
+                held.name(),
+                if spare < self.margin {
+                    Renewed::Late
+                } else {
+                    Renewed::InTime
+                },
+            );
             let previous = held.deadline().saturating_sub(self.validity);
             if sent.saturating_sub(previous) > period + period / 2 {
                 tracing::warn!(

@@ -3,25 +3,46 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tracing::Instrument;
+
 use crate::clock::Clock;
+use crate::stats::{CallOutcome, Stats, operation_label};
 use crate::{Error, Fence, HolderId, LeaseName, LeaseStore, Operation, Ttl};
 
 /// The store with the clock and the store timeout: each call that fails to answer in time
-/// counts as failed, with [`TimedOut`] as its source. Cheap to clone.
+/// counts as failed, with [`TimedOut`] as its source. Every call runs in a `lease.store` span
+/// and is timed into the client's [`Stats`]. Cheap to clone.
 #[derive(Debug, Clone)]
 pub(crate) struct TimedStore {
     store: Arc<dyn LeaseStore>,
     clock: Clock,
     timeout: Duration,
+    stats: Arc<Stats>,
 }
 
 impl TimedStore {
-    pub(crate) fn new(store: Arc<dyn LeaseStore>, clock: Clock, timeout: Duration) -> Self {
+    pub(crate) fn new(
+        store: Arc<dyn LeaseStore>,
+        clock: Clock,
+        timeout: Duration,
+        stats: Arc<Stats>,
+    ) -> Self {
         Self {
             store,
             clock,
             timeout,
+            stats,
         }
+    }
+
+    /// The client's counters.
+    pub(crate) fn stats(&self) -> &Arc<Stats> {
+        &self.stats
+    }
+
+    /// How long one call may take.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     /// The store itself, for a call no timeout should bound.
@@ -44,6 +65,7 @@ impl TimedStore {
         self.call(
             Operation::Acquire,
             Some(name),
+            1,
             self.store.try_acquire(name, holder, ttl),
         )
         .await
@@ -58,6 +80,7 @@ impl TimedStore {
         self.call(
             Operation::RenewMany,
             None,
+            leases.len(),
             self.store.renew_many(leases, ttl),
         )
         .await
@@ -70,25 +93,54 @@ impl TimedStore {
         holder: &HolderId,
         min_hold: Duration,
     ) -> Result<bool, Error> {
-        self.call(
-            Operation::Release,
-            Some(name),
-            self.store.release(name, holder, min_hold),
-        )
-        .await
+        let released = self
+            .call(
+                Operation::Release,
+                Some(name),
+                1,
+                self.store.release(name, holder, min_hold),
+            )
+            .await;
+        if let Ok(true) = released {
+            self.stats.released(name);
+        }
+        released
     }
 
-    /// One store call, bounded by the store timeout.
+    /// One store call of `operation` on `name` (or on `leases` leases), bounded by the store
+    /// timeout, in a span and timed.
     async fn call<T>(
         &self,
         operation: Operation,
         name: Option<&LeaseName>,
+        leases: usize,
         call: impl Future<Output = Result<T, Error>>,
     ) -> Result<T, Error> {
-        match self.clock.timeout(self.timeout, call).await {
-            Some(result) => result,
-            None => Err(Error::store(operation, name, TimedOut(self.timeout))),
-        }
+        let span = tracing::debug_span!(
+            "lease.store",
+            lease.operation = operation_label(operation),
+            lease.name = name.map(LeaseName::as_str),
+            lease.leases = leases,
+            lease.store = self.stats.store_label(),
+            lease.outcome = tracing::field::Empty,
+        );
+        let started = self.clock.now();
+        let answer = self
+            .clock
+            .timeout(self.timeout, call.instrument(span.clone()))
+            .await;
+        let took = Duration::from_nanos(self.clock.now().saturating_sub(started));
+        let (outcome, answer) = match answer {
+            Some(Ok(answer)) => (CallOutcome::Ok, Ok(answer)),
+            Some(Err(error)) => (CallOutcome::Error, Err(error)),
+            None => (
+                CallOutcome::Timeout,
+                Err(Error::store(operation, name, TimedOut(self.timeout))),
+            ),
+        };
+        span.record("lease.outcome", outcome.as_str());
+        self.stats.call(operation, took, outcome);
+        answer
     }
 }
 

@@ -7,6 +7,10 @@ use std::time::Duration;
 use crate::config::{LeaseConfig, OnLoss};
 use crate::{Error, LeaseClient, LeaseStore, Runtime, Ttl};
 
+/// The `store` label of a client's metrics and spans unless
+/// [`LeaseClientBuilder::store_label`] sets another.
+pub(crate) const DEFAULT_STORE_LABEL: &str = "default";
+
 /// Sets up a [`LeaseClient`]; from [`LeaseClient::builder`].
 ///
 /// ```
@@ -32,6 +36,7 @@ pub struct LeaseClientBuilder {
     renew_batch: Option<usize>,
     acquire_backoff: Option<(Duration, Duration)>,
     on_loss: Option<OnLoss>,
+    store_label: String,
 }
 
 impl LeaseClientBuilder {
@@ -47,6 +52,7 @@ impl LeaseClientBuilder {
             renew_batch: None,
             acquire_backoff: None,
             on_loss: None,
+            store_label: DEFAULT_STORE_LABEL.to_owned(),
         }
     }
 
@@ -93,6 +99,13 @@ impl LeaseClientBuilder {
         self
     }
 
+    /// The `store` label of this client's metrics and the `lease.store` field of its spans, to
+    /// tell the clients of one process apart (such as `"billing-db"`). Default: `"default"`.
+    pub fn store_label(mut self, label: impl Into<String>) -> Self {
+        self.store_label = label.into();
+        self
+    }
+
     /// The client.
     ///
     /// # Errors
@@ -117,7 +130,12 @@ impl LeaseClientBuilder {
         set(&mut config.acquire_backoff, self.acquire_backoff);
         set(&mut config.on_loss, self.on_loss);
         config.validate()?;
-        Ok(LeaseClient::from_parts(self.store, self.runtime, config))
+        Ok(LeaseClient::from_parts(
+            self.store,
+            self.runtime,
+            config,
+            &self.store_label,
+        ))
     }
 }
 

@@ -20,8 +20,10 @@ use crate::clock::Clock;
 use crate::config::LeaseConfig;
 use crate::guard::LeaseGuard;
 use crate::handover::{Released, Releases};
+use crate::health::Health;
 use crate::renewer::Renewer;
 use crate::shutdown::{Kind, Shutdown, Token};
+use crate::stats::{Acquired, ClientStats, Stats};
 use crate::timed_store::TimedStore;
 use crate::{Error, HolderId, IntoLeaseName, LeaseName, LeaseStore, Runtime};
 
@@ -65,7 +67,12 @@ struct Inner {
 impl LeaseClient {
     /// A client with the default [`LeaseConfig`]: a 2 minute TTL renewed every 30 seconds.
     pub fn new(store: impl LeaseStore, runtime: impl Runtime) -> Self {
-        Self::from_parts(Arc::new(store), Arc::new(runtime), LeaseConfig::default())
+        Self::from_parts(
+            Arc::new(store),
+            Arc::new(runtime),
+            LeaseConfig::default(),
+            builder::DEFAULT_STORE_LABEL,
+        )
     }
 
     /// A builder to set the TTL, renewal period and the rest of [`LeaseConfig`].
@@ -73,13 +80,16 @@ impl LeaseClient {
         LeaseClientBuilder::new(Arc::new(store), Arc::new(runtime))
     }
 
-    /// A client on `store` and `runtime` with a validated `config`.
+    /// A client on `store` and `runtime` with a validated `config`, its metrics labelled
+    /// `store_label`.
     fn from_parts(
         store: Arc<dyn LeaseStore>,
         runtime: Arc<dyn Runtime>,
         config: LeaseConfig,
+        store_label: &str,
     ) -> Self {
-        let store = TimedStore::new(store, Clock::new(runtime), config.store_timeout);
+        let stats = Arc::new(Stats::new(store_label));
+        let store = TimedStore::new(store, Clock::new(runtime), config.store_timeout, stats);
         let renewer = Arc::new(Renewer::new(store.clone(), &config));
         Self {
             inner: Arc::new(Inner {
@@ -123,6 +133,39 @@ impl LeaseClient {
         &self.inner.shutdown
     }
 
+    /// What this client has done since it was built: leases held, acquisitions won, skipped
+    /// and failed, renewals sent, failed and late, releases, losses by reason, and the time of
+    /// each kind of store call.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lease_core::Error> {
+    /// use lease_core::{LeaseClient, MemoryStore, runtime::TokioRuntime};
+    ///
+    /// let client = LeaseClient::new(MemoryStore::new(), TokioRuntime);
+    /// let guard = client.try_acquire("sweep").await?.expect("free");
+    /// assert!(client.try_acquire("sweep").await?.is_none());
+    /// let stats = client.stats();
+    /// assert_eq!((stats.held, stats.acquired, stats.skipped), (1, 1, 1));
+    /// assert_eq!(stats.acquire_calls.calls, 2);
+    /// # drop(guard); Ok(()) }
+    /// ```
+    pub fn stats(&self) -> ClientStats {
+        self.inner
+            .store
+            .stats()
+            .snapshot(self.inner.renewer.held_count())
+    }
+
+    /// Whether this client keeps its leases: healthy while every held lease was renewed within
+    /// its renewal period (plus one store timeout for the call) and the client is not shutting
+    /// down. For a readiness probe: it turns unhealthy while renewals fail, well before the
+    /// leases' deadlines pass (see [`Health`]).
+    pub fn health(&self) -> Health {
+        self.inner
+            .renewer
+            .health(self.inner.shutdown.is_closing(), self.inner.store.timeout())
+    }
+
     /// Whether [`shutdown`](LeaseClient::shutdown) has begun: from then on this client takes no
     /// new leases.
     pub fn is_shutting_down(&self) -> bool {
@@ -161,11 +204,21 @@ impl LeaseClient {
         let fence = inner
             .store
             .try_acquire(&name, &holder, inner.config.ttl)
-            .await?;
-        let Some(fence) = fence else {
-            tracing::debug!(lease = %name, "lease held elsewhere");
-            return Ok(None);
+            .await;
+        let stats = inner.store.stats();
+        let fence = match fence {
+            Ok(Some(fence)) => fence,
+            Ok(None) => {
+                stats.acquired(&name, Acquired::Skipped);
+                tracing::debug!(lease = %name, "lease held elsewhere");
+                return Ok(None);
+            }
+            Err(error) => {
+                stats.acquired(&name, Acquired::Failed);
+                return Err(error);
+            }
         };
+        stats.acquired(&name, Acquired::Won);
         if inner.shutdown.is_closing() {
             // Sent before the shutdown began, answered after: give it straight back.
             let released = inner.store.release(&name, &holder, Duration::ZERO).await;

@@ -1,0 +1,135 @@
+//! With the `metrics` feature the client's statistics are emitted under their documented names
+//! and labels. One test, because the recorder is global to the test binary.
+
+#![cfg(feature = "metrics")]
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Faulty, Mode, tokio_memory};
+use lease_core::{LeaseClient, Ttl, runtime::TokioRuntime};
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+/// A metric by name and labels, sorted, such as `lease_held{lease=sweep,store=billing}`.
+fn key(name: &str, labels: &[(&str, &str)]) -> String {
+    let mut labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    labels.sort();
+    format!("{name}{{{}}}", labels.join(","))
+}
+
+#[test]
+fn statistics_are_emitted_under_their_documented_names_and_labels() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    recorder
+        .install()
+        .expect("the only recorder of this binary");
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store = Faulty::new(tokio_memory());
+        let client = LeaseClient::builder(Arc::clone(&store), TokioRuntime)
+            .ttl(Ttl::from_millis(1_000).unwrap())
+            .renew_every(Duration::from_millis(250))
+            .safety_margin(Duration::from_millis(100))
+            .store_label("billing")
+            .build()
+            .unwrap();
+        let sweep = client.try_acquire("sweep").await.unwrap().unwrap();
+        assert!(client.try_acquire("sweep").await.unwrap().is_none());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        sweep.release().await.unwrap();
+        let report = client.try_acquire("report").await.unwrap().unwrap();
+        store.set(Mode::Fail);
+        assert!(client.try_acquire("digest").await.is_err());
+        let _ = report.lost().await;
+    });
+
+    let metrics: HashMap<String, DebugValue> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(composite, _, _, value)| {
+            let key = composite.key();
+            let labels: Vec<(&str, &str)> = key.labels().map(|l| (l.key(), l.value())).collect();
+            (self::key(key.name(), &labels), value)
+        })
+        .collect();
+    let counter = |name: &str, labels: &[(&str, &str)]| match metrics.get(&key(name, labels)) {
+        Some(DebugValue::Counter(count)) => *count,
+        other => panic!("{} is {other:?}; all: {metrics:#?}", key(name, labels)),
+    };
+    let gauge = |name: &str, labels: &[(&str, &str)]| match metrics.get(&key(name, labels)) {
+        Some(DebugValue::Gauge(value)) => value.into_inner(),
+        other => panic!("{} is {other:?}; all: {metrics:#?}", key(name, labels)),
+    };
+    let sweep = [("lease", "sweep"), ("store", "billing")];
+    let report = [("lease", "report"), ("store", "billing")];
+    let with = |base: &[(&'static str, &'static str)], extra: (&'static str, &'static str)| {
+        let mut labels = base.to_vec();
+        labels.push(extra);
+        labels
+    };
+
+    let acquisitions = "lease_acquisitions_total";
+    assert_eq!(counter(acquisitions, &with(&sweep, ("result", "won"))), 1);
+    assert_eq!(
+        counter(acquisitions, &with(&sweep, ("result", "skipped"))),
+        1
+    );
+    assert_eq!(
+        counter(
+            acquisitions,
+            &[
+                ("lease", "digest"),
+                ("store", "billing"),
+                ("result", "failed")
+            ]
+        ),
+        1
+    );
+    assert_eq!(
+        counter("lease_renewals_total", &with(&sweep, ("result", "renewed"))),
+        1
+    );
+    assert!(counter("lease_renewals_total", &with(&report, ("result", "failed"))) >= 1);
+    assert_eq!(counter("lease_releases_total", &sweep), 1);
+    assert_eq!(
+        counter(
+            "lease_losses_total",
+            &with(&report, ("reason", "deadline_passed"))
+        ),
+        1
+    );
+    assert_eq!(gauge("lease_held", &sweep), 0.0, "given back");
+    assert_eq!(gauge("lease_held", &report), 0.0, "lost");
+    match metrics.get(&key(
+        "lease_store_call_duration_seconds",
+        &[
+            ("store", "billing"),
+            ("operation", "acquire"),
+            ("outcome", "ok"),
+        ],
+    )) {
+        Some(DebugValue::Histogram(values)) => assert_eq!(values.len(), 3, "{values:?}"),
+        other => panic!("no acquire histogram: {other:?}; all: {metrics:#?}"),
+    }
+    assert!(
+        metrics.contains_key(&key(
+            "lease_store_call_duration_seconds",
+            &[
+                ("store", "billing"),
+                ("operation", "renew_many"),
+                ("outcome", "error")
+            ],
+        )),
+        "{metrics:#?}"
+    );
+}
