@@ -85,6 +85,15 @@ impl Leader {
             .map(LeaseHandle::fence)
     }
 
+    /// The lease of the current term, while this process leads: for work that runs under it.
+    pub fn lease(&self) -> Option<LeaseHandle> {
+        self.shared
+            .state()
+            .current
+            .clone()
+            .filter(LeaseHandle::is_held)
+    }
+
     /// Every change of leadership from now on: `true` when this process becomes leader, `false`
     /// when it stops. The first item is the current state when this process leads. The stream
     /// ends when the campaign does (a resignation, the client's shutdown, a permanent store

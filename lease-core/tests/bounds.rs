@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use lease_core::{
-    DynLeaseStore, Error, Fence, HolderId, Leader, LeaseClient, LeaseClientBuilder, LeaseConfig,
-    LeaseGuard, LeaseHandle, LeaseInfo, LeaseName, LossReason, MemoryStore, NameError, OnLoss,
-    Operation, RunOptions, RunOutcome, ShutdownReport, Ttl,
+    ClientStats, DynLeaseStore, Error, Fence, Health, HolderId, Leader, LeaseClient,
+    LeaseClientBuilder, LeaseConfig, LeaseGuard, LeaseHandle, LeaseInfo, LeaseName, LossReason,
+    MemoryStore, NameError, OnLoss, Operation, RunOptions, RunOutcome, Schedule, ScheduleStats,
+    Scheduled, ShutdownReport, Ttl,
 };
 
 fn send_sync<T: Send + Sync>() {}
@@ -25,6 +26,11 @@ fn bounds() {
     send_sync::<RunOptions>();
     send_sync::<RunOutcome<()>>();
     send_sync::<ShutdownReport>();
+    send_sync::<Schedule>();
+    send_sync::<Scheduled>();
+    send_sync::<ScheduleStats>();
+    send_sync::<ClientStats>();
+    send_sync::<Health>();
     send_sync::<Error>();
     send_sync::<LossReason>();
     send_sync::<NameError>();
@@ -44,7 +50,14 @@ fn bounds() {
 
 /// Type-checked, never called: building the futures is enough to know whether they are `Send`.
 #[allow(dead_code)]
-fn futures_are_send(client: &LeaseClient, guard: LeaseGuard, handle: &LeaseHandle, leader: Leader) {
+fn futures_are_send(
+    client: &LeaseClient,
+    guard: LeaseGuard,
+    handle: &LeaseHandle,
+    leader: Leader,
+    scheduled: Scheduled,
+) {
+    send(&scheduled.stop());
     send(&client.try_acquire("sweep"));
     send(&client.shutdown(Duration::from_secs(1)));
     send(&client.acquire("sweep", Duration::from_secs(1)));

@@ -1,12 +1,13 @@
 //! [`LeaseClient`]: takes leases from a store and keeps them alive.
 //!
 //! The client's calls, one file each: taking a lease here, waiting for one in [`acquire`],
-//! [`run_exclusive`], [`campaign`] and [`shutdown`]; its settings in [`builder`].
+//! [`run_exclusive`], [`campaign`], [`schedule`] and [`shutdown`]; its settings in [`builder`].
 
 mod acquire;
 mod builder;
 mod campaign;
 mod run_exclusive;
+mod schedule;
 mod shutdown;
 
 use std::fmt;

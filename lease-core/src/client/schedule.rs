@@ -1,0 +1,233 @@
+//! [`LeaseClient::schedule`] and [`LeaseClient::schedule_on_leader`]: a job's rounds on a
+//! [`Schedule`], run by whichever instance wins each round or by the elected leader.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures::future::{self, BoxFuture, Either, FutureExt};
+
+use crate::clock::{Clock, ticks};
+use crate::guard::LeaseHandle;
+use crate::schedule::{Round, Rounds, Schedule, Scheduled, Ticks};
+use crate::shutdown::Kind;
+use crate::{Error, IntoLeaseName, Leader, LeaseClient, LossReason, RunOptions, RunOutcome};
+
+impl LeaseClient {
+    /// Runs `work` on `schedule`: at each round every instance tries to take the lease `name`,
+    /// and the one that wins runs the work under it, kept renewed, and gives it back when it
+    /// ends (after [`Schedule::min_hold`] if set); the others skip the round. On a task of the
+    /// runtime.
+    ///
+    /// A round still running when the next falls is not started again: the rounds it overran
+    /// are skipped and counted ([`ScheduleStats::missed`](crate::ScheduleStats::missed)). The
+    /// client's [`shutdown`](LeaseClient::shutdown) stops the schedule: no new round starts, and
+    /// a running one may finish within the grace period.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lease_core::Error> {
+    /// use std::time::Duration;
+    /// use lease_core::{LeaseClient, MemoryStore, Schedule, runtime::TokioRuntime};
+    ///
+    /// let client = LeaseClient::new(MemoryStore::new(), TokioRuntime);
+    /// let hourly = Schedule::every(Duration::from_secs(3600))?.aligned();
+    /// let sweep = client.schedule("sweep", hourly, |lease| async move {
+    ///     // delete expired challenges, passing lease.fence() along
+    /// })?;
+    /// # sweep.stop().await;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`]; [`Error::ShuttingDown`] once the shutdown has begun;
+    /// [`Error::InvalidConfig`] when the runtime cannot spawn (use
+    /// [`schedule_on_this_task`](LeaseClient::schedule_on_this_task) then).
+    pub fn schedule<W, F>(
+        &self,
+        name: impl IntoLeaseName,
+        schedule: Schedule,
+        work: W,
+    ) -> Result<Scheduled, Error>
+    where
+        W: Fn(LeaseHandle) -> F + Send + Sync + 'static,
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let (scheduled, rounds) = self.schedule_on_this_task(name, schedule, work)?;
+        self.spawn_schedule(rounds)?;
+        Ok(scheduled)
+    }
+
+    /// [`schedule`](LeaseClient::schedule) with the loop as a future to poll on a task of your
+    /// own; it ends when the schedule stops.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`]; [`Error::ShuttingDown`] once the shutdown has begun.
+    pub fn schedule_on_this_task<W, F>(
+        &self,
+        name: impl IntoLeaseName,
+        schedule: Schedule,
+        work: W,
+    ) -> Result<(Scheduled, BoxFuture<'static, ()>), Error>
+    where
+        W: Fn(LeaseHandle) -> F + Send + Sync + 'static,
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let name = name.into_lease_name()?;
+        if self.is_shutting_down() {
+            return Err(Error::ShuttingDown { name });
+        }
+        let rounds = Arc::new(Rounds::new(name));
+        let scheduled = Scheduled::new(Arc::clone(&rounds));
+        let client = self.clone();
+        let options = RunOptions::default().min_hold(schedule.hold());
+        let work = Arc::new(work);
+        let round = move |rounds: Arc<Rounds>| {
+            let (client, work) = (client.clone(), Arc::clone(&work));
+            async move {
+                let outcome = client
+                    .run_exclusive_with(rounds.name(), options, |lease| work(lease))
+                    .await;
+                match outcome {
+                    Ok(Some(RunOutcome::Finished(()))) => Some(Round::Ran),
+                    Ok(Some(_)) => Some(Round::Lost),
+                    Ok(None) => Some(Round::Skipped),
+                    Err(Error::ShuttingDown { .. }) => None,
+                    Err(error) => {
+                        tracing::warn!(lease = %rounds.name(), error = &error as &dyn std::error::Error, "scheduled round failed");
+                        Some(Round::Failed)
+                    }
+                }
+            }
+        };
+        let rounds_loop = run_rounds(self.clone(), rounds, schedule, round, None);
+        Ok((scheduled, rounds_loop.boxed()))
+    }
+
+    /// Runs `work` on `schedule` on the elected leader: the instances campaign for the lease
+    /// `name` (see [`campaign`](LeaseClient::campaign)), and at each round the one that leads
+    /// runs the work under the current term's lease; the others skip the round. For frequent
+    /// work: one acquisition, then renewals, instead of one every round. Work whose lease is lost
+    /// while it runs is stopped. The campaign ends, giving leadership back, when the schedule
+    /// stops.
+    ///
+    /// # Errors
+    /// As [`schedule`](LeaseClient::schedule).
+    pub fn schedule_on_leader<W, F>(
+        &self,
+        name: impl IntoLeaseName,
+        schedule: Schedule,
+        work: W,
+    ) -> Result<Scheduled, Error>
+    where
+        W: Fn(LeaseHandle) -> F + Send + Sync + 'static,
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let name = name.into_lease_name()?;
+        let leader = self.campaign(name.clone())?;
+        let rounds = Arc::new(Rounds::new(name));
+        let scheduled = Scheduled::new(Arc::clone(&rounds));
+        let client = self.clone();
+        let work = Arc::new(work);
+        let term = leader.clone();
+        let round = move |rounds: Arc<Rounds>| {
+            let (client, work, leader) = (client.clone(), Arc::clone(&work), term.clone());
+            async move {
+                let Some(lease) = leader.lease() else {
+                    return Some(Round::Skipped);
+                };
+                let token = client.enter(Kind::Run, rounds.name()).ok()?;
+                let cancelled = client.shutdown_state().cancelling();
+                let lost = async {
+                    match future::select(std::pin::pin!(lease.lost()), cancelled).await {
+                        Either::Left((reason, _)) => reason,
+                        Either::Right(_) => LossReason::ShutDown,
+                    }
+                };
+                let round = match future::select(
+                    std::pin::pin!(work(lease.clone())),
+                    std::pin::pin!(lost),
+                )
+                .await
+                {
+                    Either::Left(((), _)) => Round::Ran,
+                    Either::Right((reason, _)) => {
+                        tracing::warn!(lease = %rounds.name(), %reason, "leader's scheduled round stopped");
+                        Round::Lost
+                    }
+                };
+                token
+                    .shutdown()
+                    .record_run(round == Round::Lost && client.is_shutting_down());
+                Some(round)
+            }
+        };
+        self.spawn_schedule(
+            run_rounds(self.clone(), rounds, schedule, round, Some(leader)).boxed(),
+        )?;
+        Ok(scheduled)
+    }
+
+    fn spawn_schedule(&self, rounds: BoxFuture<'static, ()>) -> Result<(), Error> {
+        self.clock()
+            .runtime()
+            .spawn(rounds)
+            .map_err(|_| Error::InvalidConfig {
+                reason: "a schedule on a runtime that cannot spawn: poll the future of schedule_on_this_task instead".to_owned(),
+            })
+    }
+}
+
+/// The loop of one schedule: waits for each round, runs it with `round` (which answers how it
+/// ended, `None` to stop), skips the rounds that fell meanwhile. Ends when the schedule is
+/// stopped or the client shuts down; a leader's campaign resigns then.
+async fn run_rounds<R, Fut>(
+    client: LeaseClient,
+    rounds: Arc<Rounds>,
+    schedule: Schedule,
+    round: R,
+    leader: Option<Leader>,
+) where
+    R: Fn(Arc<Rounds>) -> Fut,
+    Fut: Future<Output = Option<Round>>,
+{
+    let clock = client.clock().clone();
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut ticks = Ticks::new(&schedule, clock.now(), since_epoch);
+    loop {
+        let at = ticks.next().saturating_add(jitter(schedule.jitter_limit()));
+        if !until_due(&clock, at, &client, &rounds).await {
+            break;
+        }
+        match round(Arc::clone(&rounds)).await {
+            Some(ended) => rounds.count(ended),
+            None => break,
+        }
+        let missed = ticks.advance(clock.now());
+        if missed > 0 {
+            tracing::info!(lease = %rounds.name(), missed, "rounds fell while one ran; skipped");
+            rounds.missed(missed);
+        }
+    }
+    if let Some(leader) = leader {
+        leader.resign().await;
+    }
+    rounds.end();
+}
+
+/// Waits until clock tick `at`: `false` when the schedule was stopped or the client began
+/// shutting down first.
+async fn until_due(clock: &Clock, at: u64, client: &LeaseClient, rounds: &Rounds) -> bool {
+    let stop = future::select(rounds.stopped(), client.shutdown_state().closing());
+    let due = std::pin::pin!(clock.sleep_until(at));
+    matches!(future::select(due, stop).await, Either::Left(_))
+}
+
+/// A random delay below `limit`, in clock ticks.
+fn jitter(limit: Duration) -> u64 {
+    if limit.is_zero() {
+        return 0;
+    }
+    ticks(limit.mul_f64(rand::random::<f64>()))
+}

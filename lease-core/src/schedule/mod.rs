@@ -1,0 +1,106 @@
+//! [`Schedule`]: when a job's rounds fall, and [`Scheduled`], a running schedule.
+
+mod scheduled;
+mod ticks;
+
+use std::time::Duration;
+
+use crate::Error;
+
+pub(crate) use self::scheduled::{Round, Rounds};
+pub use self::scheduled::{ScheduleStats, Scheduled};
+pub(crate) use self::ticks::Ticks;
+
+/// When a job's rounds fall: every period, from the moment the schedule starts or on the
+/// clock's boundaries, each round delayed by a random jitter; and how long a round's lease is
+/// kept at least. Run one with [`LeaseClient::schedule`](crate::LeaseClient::schedule) (whichever
+/// instance wins the round runs it) or
+/// [`LeaseClient::schedule_on_leader`](crate::LeaseClient::schedule_on_leader) (the elected
+/// leader runs every round).
+///
+/// A round still running when the next one falls is not started again: the rounds it overran
+/// are skipped and counted ([`ScheduleStats::missed`]), never replayed.
+///
+/// ```
+/// # fn main() -> Result<(), lease_core::Error> {
+/// use std::time::Duration;
+/// use lease_core::Schedule;
+///
+/// // On the hour, on every instance alike, within a minute of it.
+/// let hourly = Schedule::every(Duration::from_secs(3600))?
+///     .aligned()
+///     .jitter(Duration::from_secs(60));
+/// // Every 15 minutes from start, at most once per 14 minutes across all instances.
+/// let checks = Schedule::every(Duration::from_secs(900))?.min_hold(Duration::from_secs(840));
+/// assert_eq!(checks.period(), Duration::from_secs(900));
+/// # let _ = hourly; Ok(()) }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub struct Schedule {
+    period: Duration,
+    aligned: bool,
+    jitter: Duration,
+    min_hold: Duration,
+}
+
+impl Schedule {
+    /// A round every `period`, the first at once.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for a zero period.
+    pub fn every(period: Duration) -> Result<Self, Error> {
+        if period.is_zero() {
+            return Err(Error::InvalidConfig {
+                reason: "a schedule's period must be above zero".to_owned(),
+            });
+        }
+        Ok(Self {
+            period,
+            aligned: false,
+            jitter: Duration::ZERO,
+            min_hold: Duration::ZERO,
+        })
+    }
+
+    /// Rounds on the wall clock's boundaries of the period (multiples of it since the Unix
+    /// epoch: on the hour for an hour, at :00, :15, :30 and :45 for 15 minutes), the same on
+    /// every instance; the first at the next boundary.
+    pub fn aligned(mut self) -> Self {
+        self.aligned = true;
+        self
+    }
+
+    /// Delays each round by a random time below `jitter`, so instances do not all call the store
+    /// at the same instant. At most half the period.
+    pub fn jitter(mut self, jitter: Duration) -> Self {
+        self.jitter = jitter.min(self.period / 2);
+        self
+    }
+
+    /// Keeps each round's lease taken until `min_hold` after it was taken, even when the work
+    /// ends sooner: at most one run per `min_hold` across all instances. Choose a little under
+    /// the period, so the next round's run is not blocked by this one's hold (see
+    /// [`RunOptions::min_hold`](crate::RunOptions::min_hold)).
+    pub fn min_hold(mut self, min_hold: Duration) -> Self {
+        self.min_hold = min_hold;
+        self
+    }
+
+    /// The time between two rounds.
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+
+    pub(crate) fn is_aligned(&self) -> bool {
+        self.aligned
+    }
+
+    pub(crate) fn jitter_limit(&self) -> Duration {
+        self.jitter
+    }
+
+    pub(crate) fn hold(&self) -> Duration {
+        self.min_hold
+    }
+}

@@ -1,0 +1,100 @@
+//! [`Ticks`]: when the rounds of a schedule fall on the client's clock.
+
+use std::time::Duration;
+
+use crate::clock::ticks;
+
+use super::Schedule;
+
+/// The rounds of one schedule, in clock ticks: the next one due, and how many were missed while
+/// a round ran over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ticks {
+    period: u64,
+    next: u64,
+}
+
+impl Ticks {
+    /// The rounds of `schedule` started at clock tick `now`, which is `since_epoch` on the wall
+    /// clock: the first at once, or at the next boundary of the period when aligned.
+    pub(crate) fn new(schedule: &Schedule, now: u64, since_epoch: Duration) -> Self {
+        let period = ticks(schedule.period()).max(1);
+        let next = if schedule.is_aligned() {
+            let into = (since_epoch.as_nanos() % u128::from(period)) as u64;
+            if into == 0 {
+                now
+            } else {
+                now.saturating_add(period - into)
+            }
+        } else {
+            now
+        };
+        Self { period, next }
+    }
+
+    /// The clock tick the next round is due at.
+    pub(crate) fn next(&self) -> u64 {
+        self.next
+    }
+
+    /// Moves on from the round due at [`next`](Ticks::next), whose run ended at `now`: to the
+    /// first round not yet past. Answers how many rounds fell while it ran, which are skipped
+    /// rather than run late one after another.
+    pub(crate) fn advance(&mut self, now: u64) -> u64 {
+        let after = self.next.saturating_add(self.period);
+        if now <= after {
+            self.next = after;
+            return 0;
+        }
+        let missed = (now - after).div_ceil(self.period);
+        self.next = after.saturating_add(missed.saturating_mul(self.period));
+        missed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: u64 = 1_000_000_000;
+
+    fn every(secs: u64) -> Schedule {
+        Schedule::every(Duration::from_secs(secs)).unwrap()
+    }
+
+    #[test]
+    fn an_interval_starts_at_once_and_keeps_its_period() {
+        let mut ticks = Ticks::new(&every(10), 5 * SECOND, Duration::from_secs(1_000_003));
+        assert_eq!(ticks.next(), 5 * SECOND);
+        assert_eq!(ticks.advance(6 * SECOND), 0);
+        assert_eq!(ticks.next(), 15 * SECOND);
+    }
+
+    #[test]
+    fn an_aligned_schedule_falls_on_the_wall_clocks_boundaries() {
+        // 1,000,003 s since the epoch: 7 s short of a boundary of 10 s.
+        let ticks = Ticks::new(
+            &every(10).aligned(),
+            5 * SECOND,
+            Duration::from_secs(1_000_003),
+        );
+        assert_eq!(ticks.next(), 12 * SECOND);
+        let on_it = Ticks::new(
+            &every(10).aligned(),
+            5 * SECOND,
+            Duration::from_secs(1_000_000),
+        );
+        assert_eq!(on_it.next(), 5 * SECOND, "on the boundary: at once");
+    }
+
+    #[test]
+    fn rounds_that_fall_while_one_runs_are_skipped_and_counted() {
+        let mut ticks = Ticks::new(&every(10), 0, Duration::ZERO);
+        // The round at 0 ran until 35 s: those at 10, 20 and 30 s fell meanwhile.
+        assert_eq!(ticks.advance(35 * SECOND), 3);
+        assert_eq!(ticks.next(), 40 * SECOND);
+        // Ending right on a round's time misses nothing: that round starts now.
+        assert_eq!(ticks.advance(50 * SECOND), 0);
+        assert_eq!(ticks.next(), 50 * SECOND);
+    }
+}

@@ -1,0 +1,223 @@
+//! Schedules on tokio's paused clock: one run per round across instances, aligned rounds and
+//! jitter, minimum holds, rounds missed and not replayed, the leader's rounds, stop and
+//! shutdown. Each "once" is checked beside the control of instances that share no store, which
+//! run every round twice.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use common::{fast_client, tokio_memory};
+use lease_core::{LeaseClient, MemoryStore, Schedule, Scheduled};
+use tokio::time::Instant;
+
+/// When each run started, in ms since the test's start, and on which instance.
+#[derive(Clone, Default)]
+struct Runs(Arc<Mutex<Vec<(u128, &'static str)>>>);
+
+impl Runs {
+    fn record(&self, started: Instant, instance: &'static str) {
+        self.0
+            .lock()
+            .unwrap()
+            .push((started.elapsed().as_millis(), instance));
+    }
+
+    fn times(&self) -> Vec<u128> {
+        self.0.lock().unwrap().iter().map(|(at, _)| *at).collect()
+    }
+
+    fn on(&self, instance: &str) -> usize {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, on)| *on == instance)
+            .count()
+    }
+}
+
+fn every(secs: u64) -> Schedule {
+    Schedule::every(Duration::from_secs(secs)).unwrap()
+}
+
+/// Schedules `work_for` of work on `client` as `instance`, recording each run.
+fn sweep(
+    client: &LeaseClient,
+    schedule: Schedule,
+    runs: &Runs,
+    instance: &'static str,
+    work_for: Duration,
+) -> Scheduled {
+    let (runs, started) = (runs.clone(), Instant::now());
+    client
+        .schedule("sweep", schedule, move |_| {
+            runs.record(started, instance);
+            tokio::time::sleep(work_for)
+        })
+        .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_round_runs_once_across_instances() {
+    let store = tokio_memory();
+    let runs = Runs::default();
+    let (a, b) = (fast_client(store.clone()), fast_client(store.clone()));
+    let on_a = sweep(&a, every(10), &runs, "a", Duration::from_secs(1));
+    let on_b = sweep(&b, every(10), &runs, "b", Duration::from_secs(1));
+    tokio::time::sleep(Duration::from_secs(55)).await;
+    assert_eq!(runs.times(), [0, 10_000, 20_000, 30_000, 40_000, 50_000]);
+    let (sa, sb) = (on_a.stats(), on_b.stats());
+    assert_eq!(sa.ran + sb.ran, 6);
+    assert_eq!(sa.skipped + sb.skipped, 6, "{sa:?} {sb:?}");
+    assert_eq!((sa.missed, sa.failed, sa.lost), (0, 0, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_control_instances_on_separate_stores_run_every_round_twice() {
+    let runs = Runs::default();
+    let (a, b) = (fast_client(tokio_memory()), fast_client(tokio_memory()));
+    let _a = sweep(&a, every(10), &runs, "a", Duration::from_secs(1));
+    let _b = sweep(&b, every(10), &runs, "b", Duration::from_secs(1));
+    tokio::time::sleep(Duration::from_secs(25)).await;
+    assert_eq!(runs.times(), [0, 0, 10_000, 10_000, 20_000, 20_000]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn aligned_rounds_fall_on_the_wall_clocks_boundaries_within_their_jitter() {
+    let runs = Runs::default();
+    let client = fast_client(tokio_memory());
+    let hour = Duration::from_secs(3600);
+    let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let to_boundary = hour.as_millis() - since_epoch.as_millis() % hour.as_millis();
+    let jitter = Duration::from_secs(60);
+    let _sweep = sweep(
+        &client,
+        Schedule::every(hour).unwrap().aligned().jitter(jitter),
+        &runs,
+        "a",
+        Duration::from_secs(1),
+    );
+    tokio::time::sleep(hour * 3).await;
+    let times = runs.times();
+    assert!(times.len() >= 2, "{times:?}");
+    for (k, at) in times.iter().enumerate() {
+        let boundary = to_boundary + hour.as_millis() * k as u128;
+        assert!(
+            *at + 20 >= boundary && *at < boundary + jitter.as_millis(),
+            "run {k} at {at} ms, the boundary at {boundary} ms: {times:?}"
+        );
+    }
+    assert!(
+        times.windows(2).any(|w| w[1] - w[0] != hour.as_millis()),
+        "jitter moved the rounds: {times:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_minimum_hold_runs_the_work_at_most_once_per_hold() {
+    let store = tokio_memory();
+    let runs = Runs::default();
+    let (a, b) = (fast_client(store.clone()), fast_client(store.clone()));
+    let schedule = every(10).min_hold(Duration::from_secs(25));
+    let _a = sweep(&a, schedule, &runs, "a", Duration::from_millis(100));
+    let _b = sweep(&b, schedule, &runs, "b", Duration::from_millis(100));
+    tokio::time::sleep(Duration::from_secs(65)).await;
+    assert_eq!(runs.times(), [0, 30_000, 60_000]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn rounds_that_fall_while_one_runs_are_skipped_and_counted_not_replayed() {
+    let runs = Runs::default();
+    let client = fast_client(tokio_memory());
+    let sweep = sweep(&client, every(10), &runs, "a", Duration::from_secs(25));
+    tokio::time::sleep(Duration::from_secs(65)).await;
+    assert_eq!(runs.times(), [0, 30_000, 60_000]);
+    assert_eq!(sweep.stats().missed, 4, "10, 20, 40 and 50 s");
+    assert_eq!(sweep.stats().ran, 2, "the third is still running");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_leader_runs_every_round_and_another_takes_over_when_it_shuts_down() {
+    let store = tokio_memory();
+    let runs = Runs::default();
+    let started = Instant::now();
+    let (a, b) = (fast_client(store.clone()), fast_client(store.clone()));
+    let on_leader = |client: &LeaseClient, instance: &'static str| {
+        let runs = runs.clone();
+        client
+            .schedule_on_leader("alerts", every(5), move |lease| {
+                assert!(lease.is_held());
+                runs.record(started, instance);
+                async {}
+            })
+            .unwrap()
+    };
+    let alerts_a = on_leader(&a, "a");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let alerts_b = on_leader(&b, "b");
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    assert_eq!(runs.on("b"), 0, "b never led: {:?}", runs.times());
+    let ran_a = runs.on("a");
+    assert!(ran_a >= 2, "{:?}", runs.times());
+    assert!(alerts_b.stats().skipped >= 2);
+
+    let report = a.shutdown(Duration::from_secs(1)).await;
+    assert_eq!(report.resigned, 1, "{report:?}");
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    assert!(alerts_a.is_stopped(), "the shutdown stopped it");
+    assert_eq!(runs.on("a"), ran_a, "nothing ran on a after its shutdown");
+    assert!(runs.on("b") >= 2, "b leads and runs: {:?}", runs.times());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_lets_the_running_round_finish_and_starts_no_other() {
+    let store = tokio_memory();
+    let runs = Runs::default();
+    let client = fast_client(store.clone());
+    let sweep = sweep(&client, every(10), &runs, "a", Duration::from_secs(3));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let report = client.shutdown(Duration::from_secs(5)).await;
+    assert_eq!((report.finished, report.cancelled), (1, 0), "{report:?}");
+    assert_eq!(report.elapsed, Duration::from_secs(2));
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(runs.times(), [0]);
+    assert!(sweep.is_stopped());
+    let other = fast_client(store);
+    assert!(other.try_acquire("sweep").await.unwrap().is_some());
+}
+
+#[tokio::test(start_paused = true)]
+async fn stop_waits_for_the_running_round_and_gives_the_lease_back() {
+    let store = tokio_memory();
+    let runs = Runs::default();
+    let client = fast_client(store.clone());
+    let sweep = sweep(&client, every(10), &runs, "a", Duration::from_secs(3));
+    let view = sweep.clone();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let stopping = Instant::now();
+    sweep.stop().await;
+    assert_eq!(stopping.elapsed(), Duration::from_secs(2));
+    assert!(view.is_stopped());
+    assert_eq!(view.stats().ran, 1);
+    assert!(
+        fast_client(store)
+            .try_acquire("sweep")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(runs.times(), [0]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_the_last_handle_stops_the_schedule() {
+    let runs = Runs::default();
+    let client = fast_client(MemoryStore::new());
+    drop(sweep(&client, every(10), &runs, "a", Duration::ZERO));
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert!(runs.times().len() <= 1, "{:?}", runs.times());
+    assert!(Schedule::every(Duration::ZERO).is_err());
+}
