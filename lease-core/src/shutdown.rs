@@ -19,6 +19,8 @@ pub(crate) enum Kind {
     Run,
     /// A campaign, until its future ends.
     Campaign,
+    /// A schedule's loop, until it ends.
+    Schedule,
 }
 
 /// How many of each kind are running.
@@ -28,6 +30,7 @@ pub(crate) struct Running {
     pub(crate) releasing: usize,
     pub(crate) runs: usize,
     pub(crate) campaigns: usize,
+    pub(crate) schedules: usize,
 }
 
 impl Running {
@@ -37,6 +40,7 @@ impl Running {
             Kind::Releasing => &mut self.releasing,
             Kind::Run => &mut self.runs,
             Kind::Campaign => &mut self.campaigns,
+            Kind::Schedule => &mut self.schedules,
         }
     }
 
@@ -47,7 +51,7 @@ impl Running {
 
     /// Nothing runs but guards that their owners hold: every call and statement has ended.
     pub(crate) fn is_settled(&self) -> bool {
-        self.releasing == 0 && self.runs == 0 && self.campaigns == 0
+        self.releasing == 0 && self.runs == 0 && self.campaigns == 0 && self.schedules == 0
     }
 }
 

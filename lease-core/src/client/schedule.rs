@@ -10,7 +10,7 @@ use futures::future::{self, BoxFuture, Either, FutureExt};
 use crate::clock::{Clock, ticks};
 use crate::guard::LeaseHandle;
 use crate::schedule::{Round, Rounds, Schedule, Scheduled, Ticks};
-use crate::shutdown::Kind;
+use crate::shutdown::{Kind, Token};
 use crate::{Error, IntoLeaseName, Leader, LeaseClient, LossReason, RunOptions, RunOutcome};
 
 impl LeaseClient {
@@ -73,9 +73,7 @@ impl LeaseClient {
         F: Future<Output = ()> + Send + 'static,
     {
         let name = name.into_lease_name()?;
-        if self.is_shutting_down() {
-            return Err(Error::ShuttingDown { name });
-        }
+        let token = self.enter(Kind::Schedule, &name)?;
         let rounds = Arc::new(Rounds::new(name));
         let scheduled = Scheduled::new(Arc::clone(&rounds));
         let client = self.clone();
@@ -99,7 +97,7 @@ impl LeaseClient {
                 }
             }
         };
-        let rounds_loop = run_rounds(self.clone(), rounds, schedule, round, None);
+        let rounds_loop = run_rounds(self.clone(), rounds, schedule, round, None, token);
         Ok((scheduled, rounds_loop.boxed()))
     }
 
@@ -123,6 +121,7 @@ impl LeaseClient {
         F: Future<Output = ()> + Send + 'static,
     {
         let name = name.into_lease_name()?;
+        let token = self.enter(Kind::Schedule, &name)?;
         let leader = self.campaign(name.clone())?;
         let rounds = Arc::new(Rounds::new(name));
         let scheduled = Scheduled::new(Arc::clone(&rounds));
@@ -162,7 +161,7 @@ impl LeaseClient {
             }
         };
         self.spawn_schedule(
-            run_rounds(self.clone(), rounds, schedule, round, Some(leader)).boxed(),
+            run_rounds(self.clone(), rounds, schedule, round, Some(leader), token).boxed(),
         )?;
         Ok(scheduled)
     }
@@ -179,13 +178,15 @@ impl LeaseClient {
 
 /// The loop of one schedule: waits for each round, runs it with `round` (which answers how it
 /// ended, `None` to stop), skips the rounds that fell meanwhile. Ends when the schedule is
-/// stopped or the client shuts down; a leader's campaign resigns then.
+/// stopped or the client shuts down; a leader's campaign resigns then. Counted by `token` for
+/// a shutdown, which waits for it to end.
 async fn run_rounds<R, Fut>(
     client: LeaseClient,
     rounds: Arc<Rounds>,
     schedule: Schedule,
     round: R,
     leader: Option<Leader>,
+    token: Token,
 ) where
     R: Fn(Arc<Rounds>) -> Fut,
     Fut: Future<Output = Option<Round>>,
@@ -214,6 +215,7 @@ async fn run_rounds<R, Fut>(
         leader.resign().await;
     }
     rounds.end();
+    drop(token);
 }
 
 /// Waits until clock tick `at`: `false` when the schedule was stopped or the client began

@@ -138,7 +138,7 @@ impl LeaseClient {
             resigned: tally.resigned,
             forced,
             failed: tally.failed,
-            unfinished: running.releasing + running.runs + running.campaigns,
+            unfinished: running.releasing + running.runs + running.campaigns + running.schedules,
             elapsed: Duration::from_nanos(clock.now().saturating_sub(started)),
         };
         if report.is_clean() {
