@@ -1,6 +1,7 @@
 //! The quickstart demo: three instances share one SQLite file and run the four kinds of
-//! background work of the design story on a compressed clock; one is killed midway and another
-//! takes over its leases once they lapse.
+//! background work of the design story on schedules, on a compressed clock; one is killed midway
+//! and another takes over its leases once they lapse; later another is restarted gracefully, as
+//! a deploy does, and its leases are taken over at once.
 //!
 //! `cargo run --example quickstart` runs [`run`] with the default [`Settings`] and prints to
 //! standard output.
@@ -22,7 +23,7 @@ use lease_sqlx::sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 use lease_sqlx::{SqliteLeaseStore, sqlite_connect_options};
 
 use self::clock::{Hms, SimClock, minutes};
-use self::instance::{Demo, Instance};
+use self::instance::{Connected, Demo, Instance};
 use self::jobs::{JOBS, Style};
 use self::ledger::Ledger;
 use self::tempdir::TempDir;
@@ -33,7 +34,14 @@ pub use self::summary::{LeaseRounds, Summary, Takeover};
 /// runs on node-2. They start a simulated minute apart, as instances of a deployment do.
 const INSTANCES: [(&str, &str); 3] = [("a", "node-1"), ("b", "node-1"), ("c", "node-2")];
 
-/// How fast the demo runs, and when the instance is killed.
+/// The instance that replaces the one restarted gracefully, on the same node.
+const REPLACEMENT: &str = "d";
+
+/// How long a graceful shutdown lets running rounds finish, in simulated time: longer than any
+/// job's work.
+const GRACE: Duration = minutes(5);
+
+/// How fast the demo runs, when the instance is killed, and when another is restarted.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Settings {
@@ -47,6 +55,9 @@ pub struct Settings {
     /// When the instance leading the alert evaluation is killed, in simulated time. Default:
     /// minute 50.
     pub kill_at: Duration,
+    /// When the instance leading the alert evaluation then (the one that took over after the
+    /// kill) is shut down gracefully and replaced, in simulated time. Default: minute 75.
+    pub restart_at: Duration,
 }
 
 impl Default for Settings {
@@ -56,6 +67,7 @@ impl Default for Settings {
             ttl: Ttl::from_secs(2).expect("2 s is a valid TTL"),
             length: minutes(100),
             kill_at: minutes(50),
+            restart_at: minutes(75),
         }
     }
 }
@@ -80,8 +92,8 @@ pub async fn run(
     settings: Settings,
     out: impl Write + Send + 'static,
 ) -> Result<Summary, BoxError> {
-    if settings.kill_at >= settings.length {
-        return Err("the kill must come before the end of the demo".into());
+    if settings.kill_at >= settings.restart_at || settings.restart_at >= settings.length {
+        return Err("the kill must come before the restart, and both before the end".into());
     }
     let dir = TempDir::new("lease-quickstart")?;
     let database = SqliteConnectOptions::new()
@@ -96,7 +108,12 @@ pub async fn run(
     setup.setup().await?;
     setup.pool().close().await;
 
-    let clock = SimClock::start(settings.minute);
+    // The first instance connects before the clock starts, and the clock's 0:00 comes a moment
+    // after it schedules its jobs (less than the shortest period), so their first rounds fall
+    // at 0:00.
+    let first = Connected::connect(INSTANCES[0].0, &database, settings.ttl).await?;
+    let lead = Duration::from_secs(10).mul_f64(settings.minute.as_secs_f64() / 60.0) / 2;
+    let clock = SimClock::start(settings.minute, lead);
     let ledger = Arc::new(Ledger::new(clock, Box::new(out)));
     header(&ledger, &settings, &clock, &dir);
 
@@ -105,10 +122,9 @@ pub async fn run(
         ttl: settings.ttl,
         clock,
         ledger: Arc::clone(&ledger),
-        end: settings.length,
     };
-    let mut instances = Vec::new();
-    for (i, (name, node)) in INSTANCES.into_iter().enumerate() {
+    let mut instances = vec![first.schedule(INSTANCES[0].1, Duration::ZERO, &demo)?];
+    for (i, (name, node)) in INSTANCES.into_iter().enumerate().skip(1) {
         let started = minutes(i as u64);
         clock.sleep_until(started).await;
         instances.push(Instance::start(name, node, started, &demo).await?);
@@ -125,8 +141,25 @@ pub async fn run(
         ledger.killed(victim);
     }
 
+    clock.sleep_until(settings.restart_at).await;
+    // Restart the alert leader gracefully, as a deploy does: its leases are taken over at once.
+    let restarted = ledger
+        .leader_of("alerts")
+        .and_then(|leader| instances.iter().position(|i| i.name == leader))
+        .unwrap_or(0);
+    let instance = instances.swap_remove(restarted);
+    let node = INSTANCES
+        .iter()
+        .find(|(name, _)| *name == instance.name)
+        .map_or("node-1", |(_, node)| node);
+    ledger.shutting_down(instance.name);
+    instance.shut_down(clock.real(GRACE)).await;
+    instances.push(Instance::start(REPLACEMENT, node, settings.restart_at, &demo).await?);
+
+    clock.sleep_until(settings.length).await;
+    ledger.say("\nthe end: every instance shuts down gracefully");
     for instance in instances {
-        instance.finish().await;
+        instance.shut_down(clock.real(GRACE)).await;
     }
     let summary = ledger.summary(settings.ttl.get(), settings.length);
     ledger.say(format!("\n{summary}"));
@@ -179,7 +212,11 @@ fn header(ledger: &Ledger, settings: &Settings, clock: &SimClock, dir: &TempDir)
         ));
     }
     ledger.say(format!(
-        "  at {} the alert leader is killed without releasing anything\n",
+        "  at {} the alert leader is killed without releasing anything",
         Hms(settings.kill_at)
+    ));
+    ledger.say(format!(
+        "  at {} the alert leader then is shut down gracefully and replaced by instance {REPLACEMENT}\n",
+        Hms(settings.restart_at)
     ));
 }

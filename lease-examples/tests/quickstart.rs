@@ -80,4 +80,20 @@ async fn runs_every_job_takes_over_after_the_kill_and_never_runs_a_round_twice()
         printed.contains(&format!("instance {} killed", alerts.from)),
         "{printed}"
     );
+
+    // The alert leader then was restarted gracefully: every lease it held was taken over at
+    // once, well inside the TTL a crash costs.
+    let graceful: Vec<_> = summary.takeovers.iter().filter(|t| t.graceful).collect();
+    assert!(
+        graceful.iter().any(|t| t.lease == "alerts"),
+        "alerts not handed over gracefully:\n{printed}"
+    );
+    for takeover in graceful {
+        assert!(
+            takeover.after < settings.ttl.get() / 2,
+            "{takeover:?} after a graceful shutdown:\n{printed}"
+        );
+    }
+    assert!(printed.contains("shuts down gracefully"), "{printed}");
+    assert!(summary.errors.is_empty(), "{printed}");
 }

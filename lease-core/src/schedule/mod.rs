@@ -40,6 +40,7 @@ pub(crate) use self::ticks::Ticks;
 pub struct Schedule {
     period: Duration,
     aligned: bool,
+    offset: Duration,
     jitter: Duration,
     min_hold: Duration,
 }
@@ -58,6 +59,7 @@ impl Schedule {
         Ok(Self {
             period,
             aligned: false,
+            offset: Duration::ZERO,
             jitter: Duration::ZERO,
             min_hold: Duration::ZERO,
         })
@@ -68,6 +70,15 @@ impl Schedule {
     /// every instance; the first at the next boundary.
     pub fn aligned(mut self) -> Self {
         self.aligned = true;
+        self
+    }
+
+    /// Rounds on the wall clock's boundaries shifted by `offset`: daily at 03:00 UTC is
+    /// `Schedule::every(24 h)?.offset(3 h)`. Implies [`aligned`](Schedule::aligned); an offset
+    /// of a period or more wraps around.
+    pub fn offset(mut self, offset: Duration) -> Self {
+        self.aligned = true;
+        self.offset = Duration::from_nanos((offset.as_nanos() % self.period.as_nanos()) as u64);
         self
     }
 
@@ -94,6 +105,10 @@ impl Schedule {
 
     pub(crate) fn is_aligned(&self) -> bool {
         self.aligned
+    }
+
+    pub(crate) fn boundary_offset(&self) -> Duration {
+        self.offset
     }
 
     pub(crate) fn jitter_limit(&self) -> Duration {

@@ -20,7 +20,9 @@ impl Ticks {
     pub(crate) fn new(schedule: &Schedule, now: u64, since_epoch: Duration) -> Self {
         let period = ticks(schedule.period()).max(1);
         let next = if schedule.is_aligned() {
-            let into = (since_epoch.as_nanos() % u128::from(period)) as u64;
+            let shifted =
+                since_epoch.as_nanos() + u128::from(period) - schedule.boundary_offset().as_nanos();
+            let into = (shifted % u128::from(period)) as u64;
             if into == 0 {
                 now
             } else {
@@ -85,6 +87,10 @@ mod tests {
             Duration::from_secs(1_000_000),
         );
         assert_eq!(on_it.next(), 5 * SECOND, "on the boundary: at once");
+        // Boundaries at 4 s past each 10: the next at 1,000,004 s, 1 s away.
+        let shifted = every(10).offset(Duration::from_secs(14));
+        let ticks = Ticks::new(&shifted, 5 * SECOND, Duration::from_secs(1_000_003));
+        assert_eq!(ticks.next(), 6 * SECOND);
     }
 
     #[test]

@@ -2,20 +2,25 @@
 //! second.
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Simulated time since the demo started, mapped onto the real monotonic clock.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SimClock {
     epoch: Instant,
+    /// The wall clock's reading at `epoch`.
+    wall_epoch: SystemTime,
     /// How long one simulated minute takes in real time.
     minute: Duration,
 }
 
 impl SimClock {
-    pub(crate) fn start(minute: Duration) -> Self {
+    /// A clock whose 0:00 is `lead` from now: time for the first instance to connect and start
+    /// its schedules, so their first rounds fall at 0:00.
+    pub(crate) fn start(minute: Duration, lead: Duration) -> Self {
         Self {
-            epoch: Instant::now(),
+            epoch: Instant::now() + lead,
+            wall_epoch: SystemTime::now() + lead,
             minute,
         }
     }
@@ -30,14 +35,32 @@ impl SimClock {
         Duration::from_secs_f64(real.as_secs_f64() * 60.0 / self.minute.as_secs_f64())
     }
 
-    /// Simulated time now.
-    pub(crate) fn now(&self) -> Duration {
-        self.simulated(self.epoch.elapsed())
+    /// Where the boundaries of a `real` period fall on the wall clock so that simulated 0:00 is
+    /// one of them: the offset for `Schedule::offset`, so the demo's hour starts on its hour.
+    pub(crate) fn boundary_offset(&self, real: Duration) -> Duration {
+        let since = self
+            .wall_epoch
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        Duration::from_nanos((since.as_nanos() % real.as_nanos().max(1)) as u64)
     }
 
-    /// Real time since the demo started.
+    /// The round of a period of `simulated` length that a schedule aligned on the demo's clock
+    /// runs now: the period simulated time falls in, allowing a tenth of a period for a round
+    /// that starts a hair early (the schedule reads the clocks a moment apart from this one).
+    /// A round starts late, never by most of a period, so this never names the next one.
+    pub(crate) fn current_round(&self, simulated: Duration) -> u64 {
+        ((self.now() + simulated / 10).as_nanos() / simulated.as_nanos()) as u64
+    }
+
+    /// Simulated time now.
+    pub(crate) fn now(&self) -> Duration {
+        self.simulated(self.elapsed())
+    }
+
+    /// Real time since the demo started (zero before 0:00).
     pub(crate) fn elapsed(&self) -> Duration {
-        self.epoch.elapsed()
+        Instant::now().saturating_duration_since(self.epoch)
     }
 
     /// Sleeps until the simulated time `at`.
@@ -73,7 +96,7 @@ mod tests {
 
     #[test]
     fn maps_simulated_minutes_to_real_time_and_back() {
-        let clock = SimClock::start(Duration::from_millis(250));
+        let clock = SimClock::start(Duration::from_millis(250), Duration::ZERO);
         assert_eq!(clock.real(minutes(60)), Duration::from_secs(15));
         assert_eq!(
             clock.real(Duration::from_secs(30)),

@@ -1,25 +1,26 @@
-//! [`Instance`]: one simulated instance of the service, running every job on its own client and
-//! its own connection pool.
+//! [`Instance`]: one simulated instance of the service, running every job on a schedule of its
+//! own client, on its own connection pool.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use lease_core::runtime::TokioRuntime;
-use lease_core::{BoxError, Leader, LeaseClient, RunOptions, RunOutcome, Ttl};
+use lease_core::{BoxError, LeaseClient, LeaseHandle, Schedule, Scheduled, Ttl};
 use lease_sqlx::sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 use lease_sqlx::{SqliteLeaseStore, sqlite_connect_options};
-use tokio::task::JoinSet;
 
 use super::clock::SimClock;
 use super::jobs::{JOBS, Job, Style};
 use super::killable::Killable;
 use super::ledger::Ledger;
 
-/// One instance: a pool on the shared SQLite file, a lease client, and a task per job.
+/// One instance: a pool on the shared SQLite file, a lease client, and a schedule per job.
 pub(crate) struct Instance {
     pub(crate) name: &'static str,
     store: Killable<SqliteLeaseStore>,
-    tasks: JoinSet<()>,
+    client: LeaseClient,
+    schedules: Vec<(String, Scheduled)>,
+    ledger: Arc<Ledger>,
 }
 
 /// What every instance shares.
@@ -29,165 +30,192 @@ pub(crate) struct Demo {
     pub(crate) ttl: Ttl,
     pub(crate) clock: SimClock,
     pub(crate) ledger: Arc<Ledger>,
-    /// The end of the demo, in simulated time.
-    pub(crate) end: Duration,
 }
 
-/// What every job loop of one instance shares.
+/// What every round of one job on one instance needs.
 #[derive(Clone)]
-struct Ctx {
+struct Round {
     instance: &'static str,
-    client: LeaseClient,
+    lease: Arc<str>,
+    job: Job,
     clock: SimClock,
     ledger: Arc<Ledger>,
-    /// Simulated time the instance started, and the end of the demo.
-    started: Duration,
-    end: Duration,
+    store: Killable<SqliteLeaseStore>,
+}
+
+impl Round {
+    /// Which round of its schedule the job runs now.
+    fn number(&self) -> u64 {
+        match self.job.style {
+            // An interval timer's round is the period it falls in: what "once per period" counts.
+            Style::PerRound { aligned: false, .. } => {
+                (self.clock.now().as_nanos() / self.job.period.as_nanos()) as u64
+            }
+            _ => self.clock.current_round(self.job.period),
+        }
+    }
+
+    /// A per-round job's work: recorded, then the job's simulated time.
+    fn run(&self, lease: &LeaseHandle, work: Duration) -> impl Future<Output = ()> + use<> {
+        let index = self.ledger.started(
+            &self.lease,
+            self.number(),
+            self.instance,
+            lease.fence().get(),
+        );
+        let this = self.clone();
+        async move {
+            this.clock.sleep(work).await;
+            // A killed instance's work goes on in memory, but nothing it does counts any more.
+            if !this.store.is_killed() {
+                this.ledger.finished(index);
+            }
+        }
+    }
+
+    /// A leader job's round on the instance that leads.
+    fn lead(&self, lease: &LeaseHandle) {
+        if !self.store.is_killed() {
+            self.ledger.led(
+                &self.lease,
+                self.number(),
+                self.instance,
+                lease.fence().get(),
+            );
+        }
+    }
+}
+
+/// An instance connected to the database, its jobs not scheduled yet.
+pub(crate) struct Connected {
+    name: &'static str,
+    store: Killable<SqliteLeaseStore>,
+    client: LeaseClient,
+}
+
+impl Connected {
+    /// Connects instance `name` to the SQLite file.
+    pub(crate) async fn connect(
+        name: &'static str,
+        database: &SqliteConnectOptions,
+        ttl: Ttl,
+    ) -> Result<Self, BoxError> {
+        let store = SqliteLeaseStore::new(
+            SqlitePoolOptions::new()
+                .max_connections(2)
+                .connect_with(sqlite_connect_options(database.clone()))
+                .await?,
+        );
+        let store = Killable::new(store);
+        let client = LeaseClient::builder(store.clone(), TokioRuntime)
+            .ttl(ttl)
+            .build()?;
+        Ok(Self {
+            name,
+            store,
+            client,
+        })
+    }
+
+    /// Schedules every job of the instance on `node`, which counts its own intervals from
+    /// `started` (simulated time).
+    pub(crate) fn schedule(
+        self,
+        node: &'static str,
+        started: Duration,
+        demo: &Demo,
+    ) -> Result<Instance, BoxError> {
+        let Self {
+            name,
+            store,
+            client,
+        } = self;
+        let clock = demo.clock;
+        let mut schedules = Vec::new();
+        for job in JOBS {
+            let lease = job.lease(node);
+            let period = clock.real(job.period);
+            let round = Round {
+                instance: name,
+                lease: lease.as_str().into(),
+                job,
+                clock,
+                ledger: Arc::clone(&demo.ledger),
+                store: store.clone(),
+            };
+            // Rounds on the demo's own clock: its 0:00 is a boundary of every period.
+            let aligned = Schedule::every(period)?.offset(clock.boundary_offset(period));
+            let scheduled = match job.style {
+                Style::PerRound {
+                    work,
+                    aligned: on_the_clock,
+                    min_hold,
+                } => {
+                    let schedule = if on_the_clock {
+                        aligned
+                    } else {
+                        // Every period from the instance's own start, like a plain interval.
+                        Schedule::every(period)?
+                            .offset(clock.boundary_offset(period) + clock.real(started))
+                    };
+                    let schedule = schedule.min_hold(clock.real(min_hold));
+                    client.schedule(lease.as_str(), schedule, move |lease| {
+                        round.run(&lease, work)
+                    })?
+                }
+                Style::Leader => {
+                    client.schedule_on_leader(lease.as_str(), aligned, move |lease| {
+                        round.lead(&lease);
+                        async {}
+                    })?
+                }
+            };
+            schedules.push((lease, scheduled));
+        }
+        Ok(Instance {
+            name,
+            store,
+            client,
+            schedules,
+            ledger: Arc::clone(&demo.ledger),
+        })
+    }
 }
 
 impl Instance {
-    /// Starts the instance: connects, then starts every job. Its schedules count from
-    /// `started`, in simulated time.
+    /// Starts instance `name` on `node` now, at simulated time `started`: connects, then
+    /// schedules every job.
     pub(crate) async fn start(
         name: &'static str,
         node: &'static str,
         started: Duration,
         demo: &Demo,
     ) -> Result<Self, BoxError> {
-        let store = SqliteLeaseStore::new(
-            SqlitePoolOptions::new()
-                .max_connections(2)
-                .connect_with(sqlite_connect_options(demo.database.clone()))
-                .await?,
-        );
-        let store = Killable::new(store);
-        let client = LeaseClient::builder(store.clone(), TokioRuntime)
-            .ttl(demo.ttl)
-            .build()?;
-        let ctx = Ctx {
-            instance: name,
-            client,
-            clock: demo.clock,
-            ledger: Arc::clone(&demo.ledger),
-            started,
-            end: demo.end,
-        };
-        let mut tasks = JoinSet::new();
-        for job in JOBS {
-            let lease = job.lease(node);
-            match job.style {
-                Style::PerRound { .. } => {
-                    tasks.spawn(per_round(ctx.clone(), job, lease));
-                }
-                Style::Leader => {
-                    let leader = ctx.client.campaign(lease.as_str())?;
-                    tasks.spawn(lead(ctx.clone(), job, lease, leader));
-                }
-            }
-        }
-        Ok(Self { name, store, tasks })
+        Connected::connect(name, &demo.database, demo.ttl)
+            .await?
+            .schedule(node, started, demo)
     }
 
     /// Kills the instance the way a crash would: nothing it sends reaches the database any
-    /// more, then its tasks stop mid-step. Nothing is released.
-    pub(crate) async fn kill(mut self) {
+    /// more, and its schedules stop mid-step. Nothing is released.
+    pub(crate) async fn kill(self) {
         self.store.kill();
-        self.tasks.abort_all();
-        while self.tasks.join_next().await.is_some() {}
+        drop(self.schedules);
+        drop(self.client);
         self.store.inner().pool().close().await;
     }
 
-    /// Waits for the instance's jobs to reach the end of the demo; they give their leases
-    /// back on the way out.
-    pub(crate) async fn finish(mut self) {
-        while let Some(joined) = self.tasks.join_next().await {
-            if let Err(error) = joined {
-                eprintln!("a job of instance {} failed: {error}", self.name);
-            }
+    /// Shuts the instance down gracefully, as a deploy does on SIGTERM: its schedules stop,
+    /// running rounds finish within `grace`, and every lease it holds is handed back, so the
+    /// other instances take them at once.
+    pub(crate) async fn shut_down(self, grace: Duration) {
+        let report = self.client.shutdown(grace).await;
+        for (lease, scheduled) in &self.schedules {
+            let stats = scheduled.stats();
+            self.ledger.skipped(lease, self.name, stats.skipped);
+            self.ledger.failed(lease, self.name, stats.failed);
         }
+        self.ledger.shut_down(self.name, &report);
         self.store.inner().pool().close().await;
     }
-}
-
-/// The first round at or after `from`.
-fn first_round(from: Duration, period: Duration) -> u32 {
-    from.as_nanos().div_ceil(period.as_nanos()) as u32
-}
-
-/// A per-round job: every round, try to take the lease; run the work or skip the round.
-async fn per_round(ctx: Ctx, job: Job, lease: String) {
-    let Style::PerRound {
-        work,
-        aligned,
-        min_hold,
-    } = job.style
-    else {
-        return;
-    };
-    let options = RunOptions::default().min_hold(ctx.clock.real(min_hold));
-    let mut k = if aligned {
-        first_round(ctx.started, job.period)
-    } else {
-        0
-    };
-    loop {
-        let at = if aligned {
-            job.period * k
-        } else {
-            ctx.started + job.period * k
-        };
-        if at >= ctx.end {
-            break;
-        }
-        ctx.clock.sleep_until(at).await;
-        // An interval timer's round is the period it falls in: what "once per period" counts.
-        let round = if aligned {
-            u64::from(k)
-        } else {
-            (ctx.clock.now().as_nanos() / job.period.as_nanos()) as u64
-        };
-        let (ledger, lease_name, clock, instance) = (
-            Arc::clone(&ctx.ledger),
-            lease.clone(),
-            ctx.clock,
-            ctx.instance,
-        );
-        let outcome = ctx
-            .client
-            .run_exclusive_with(lease.as_str(), options, move |handle| async move {
-                let index = ledger.started(&lease_name, round, instance, handle.fence().get());
-                clock.sleep(work).await;
-                ledger.finished(index);
-            })
-            .await;
-        match outcome {
-            Ok(None) => ctx.ledger.skipped(&lease, round, ctx.instance),
-            Ok(Some(RunOutcome::Finished(()))) => {}
-            Ok(Some(other)) => ctx
-                .ledger
-                .say(format!("{lease} on {}: {other:?}", ctx.instance)),
-            Err(error) => ctx.ledger.failed(&lease, ctx.instance, &error),
-        }
-        k += 1;
-    }
-}
-
-/// A leader job: every round, the instance that leads runs it; the others skip it.
-async fn lead(ctx: Ctx, job: Job, lease: String, leader: Leader) {
-    let mut k = first_round(ctx.started, job.period);
-    loop {
-        let at = job.period * k;
-        if at >= ctx.end {
-            break;
-        }
-        ctx.clock.sleep_until(at).await;
-        match leader.fence() {
-            Some(fence) => ctx
-                .ledger
-                .led(&lease, u64::from(k), ctx.instance, fence.get()),
-            None => ctx.ledger.followed(&lease),
-        }
-        k += 1;
-    }
-    leader.resign().await;
 }

@@ -44,6 +44,11 @@ impl<S> Killable<S> {
         &self.inner
     }
 
+    /// Whether it was killed.
+    pub(crate) fn is_killed(&self) -> bool {
+        self.dead.load(Ordering::SeqCst)
+    }
+
     /// From now on, every call fails.
     pub(crate) fn kill(&self) {
         self.dead.store(true, Ordering::SeqCst);

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::clock::{Hms, SimClock};
 use super::summary::{Summary, Takeover};
+use lease_core::ShutdownReport;
 
 /// One round that ran.
 #[derive(Debug, Clone)]
@@ -32,13 +33,15 @@ struct Term {
     last: u64,
 }
 
-/// The instance that was killed, and the leases it held then.
+/// An instance that was killed or shut down gracefully, and the leases it held then.
 #[derive(Debug)]
-struct Killed {
+struct Gone {
     instance: &'static str,
-    /// Real time since the start, when it was killed.
+    /// Real time since the start, when it went.
     real: Duration,
     held: Vec<String>,
+    /// Shut down gracefully, handing its leases back, rather than killed.
+    graceful: bool,
 }
 
 #[derive(Debug, Default)]
@@ -46,7 +49,7 @@ struct State {
     runs: Vec<Run>,
     skipped: BTreeMap<String, u64>,
     terms: BTreeMap<String, Term>,
-    killed: Option<Killed>,
+    gone: Vec<Gone>,
     takeovers: Vec<Takeover>,
     errors: Vec<String>,
 }
@@ -123,16 +126,17 @@ impl Ledger {
         self.state().runs[index].end = Some(end);
     }
 
-    /// An instance found the lease of a per-round job held, and skipped the round.
-    pub(crate) fn skipped(&self, lease: &str, round: u64, instance: &'static str) {
-        *self.state().skipped.entry(lease.to_owned()).or_default() += 1;
+    /// `instance` skipped `rounds` rounds of `lease` (another instance held the lease, or led),
+    /// as its schedule counted them.
+    pub(crate) fn skipped(&self, lease: &str, instance: &'static str, rounds: u64) {
+        if rounds == 0 {
+            return;
+        }
+        *self.state().skipped.entry(lease.to_owned()).or_default() += rounds;
         self.event(
             lease,
             instance,
-            format!(
-                "skips round {}: another instance holds the lease",
-                round + 1
-            ),
+            format!("skipped {rounds} rounds: another instance held the lease or led"),
         );
     }
 
@@ -178,10 +182,15 @@ impl Ledger {
                     .filter(|previous| previous.last + 1 < round)
                     .map(|previous| format!(" (rounds {}-{} missed)", previous.last + 2, round));
                 let verb = match took_over {
-                    Some(after) => format!(
-                        "takes over at round {} with fence {fence}, {:.1} s after the kill{}",
+                    Some((after, graceful)) => format!(
+                        "takes over at round {} with fence {fence}, {:.1} s after the {}{}",
                         round + 1,
                         after.as_secs_f64(),
+                        if graceful {
+                            "graceful shutdown"
+                        } else {
+                            "kill"
+                        },
                         gap.unwrap_or_default()
                     ),
                     None => format!("leads from round {} with fence {fence}", round + 1),
@@ -203,29 +212,17 @@ impl Ledger {
         }
     }
 
-    /// A follower did not run a round of a leader job.
-    pub(crate) fn followed(&self, lease: &str) {
-        *self.state().skipped.entry(lease.to_owned()).or_default() += 1;
-    }
-
-    /// A store call failed (other than in the killed instance, whose calls all fail).
-    pub(crate) fn failed(
-        &self,
-        lease: &str,
-        instance: &'static str,
-        error: &dyn std::error::Error,
-    ) {
-        let mut message = error.to_string();
-        let mut source = error.source();
-        while let Some(cause) = source {
-            message.push_str(": ");
-            message.push_str(&cause.to_string());
-            source = cause.source();
+    /// `rounds` rounds of `lease` on `instance` could not take the lease because a store call
+    /// failed (counted for instances that were not killed, whose calls all fail).
+    pub(crate) fn failed(&self, lease: &str, instance: &'static str, rounds: u64) {
+        if rounds == 0 {
+            return;
         }
+        let message = format!("{rounds} rounds failed: a store call failed");
         self.state()
             .errors
             .push(format!("{lease} on {instance}: {message}"));
-        self.event(lease, instance, format!("error: {message}"));
+        self.event(lease, instance, message);
     }
 
     /// The leases `instance` holds now: the leaderships it has and the rounds it is running.
@@ -254,6 +251,37 @@ impl Ledger {
         self.state().terms.get(lease).map(|term| term.instance)
     }
 
+    /// `instance` begins a graceful shutdown: the leases it holds now are watched for their
+    /// next holder.
+    pub(crate) fn shutting_down(&self, instance: &'static str) {
+        let held = self.holdings(instance);
+        self.state().gone.push(Gone {
+            instance,
+            real: self.clock.elapsed(),
+            held: held.clone(),
+            graceful: true,
+        });
+        self.say(format!(
+            "{}  ** instance {instance} shuts down gracefully (a deploy): it hands its leases ({}) back",
+            Hms(self.clock.now()),
+            if held.is_empty() { "none".to_owned() } else { held.join(", ") }
+        ));
+    }
+
+    /// `instance`'s graceful shutdown ended with `report`.
+    pub(crate) fn shut_down(&self, instance: &'static str, report: &ShutdownReport) {
+        self.say(format!(
+            "{}  ** instance {instance} shut down in {} ms: {} leases released, {} rounds let finish, {} stopped, {} leaderships given back{}",
+            Hms(self.clock.now()),
+            report.elapsed.as_millis(),
+            report.released,
+            report.finished,
+            report.cancelled,
+            report.resigned,
+            if report.is_clean() { "" } else { "; some leases lapse after their TTL" }
+        ));
+    }
+
     /// `instance` was killed: its open rounds end here, and the leases it held are watched for
     /// a takeover.
     pub(crate) fn killed(&self, instance: &'static str) {
@@ -268,10 +296,11 @@ impl Ledger {
             {
                 run.end = Some(at);
             }
-            state.killed = Some(Killed {
+            state.gone.push(Gone {
                 instance,
                 real: self.clock.elapsed(),
                 held: held.clone(),
+                graceful: false,
             });
         }
         self.say(format!(
@@ -281,33 +310,37 @@ impl Ledger {
         ));
     }
 
-    /// Records a takeover when `instance` is the first after the kill to hold a lease the killed
-    /// instance held; returns how long after the kill (real time).
+    /// Records a takeover when `instance` is the first to hold a lease that a killed or shut
+    /// down instance held when it went; returns how long after (real time), and whether it went
+    /// gracefully.
     fn note_takeover(
         &self,
         state: &mut State,
         lease: &str,
         instance: &'static str,
         fence: u64,
-    ) -> Option<Duration> {
-        let killed = state.killed.as_ref()?;
-        if killed.instance == instance
-            || !killed.held.iter().any(|held| held == lease)
-            || state.takeovers.iter().any(|t| t.lease == lease)
-        {
-            return None;
-        }
-        let after = self.clock.elapsed().saturating_sub(killed.real);
+    ) -> Option<(Duration, bool)> {
+        let gone = state.gone.iter().rev().find(|gone| {
+            gone.instance != instance
+                && gone.held.iter().any(|held| held == lease)
+                && !state
+                    .takeovers
+                    .iter()
+                    .any(|t| t.lease == lease && t.from == gone.instance)
+        })?;
+        let after = self.clock.elapsed().saturating_sub(gone.real);
+        let graceful = gone.graceful;
         let takeover = Takeover {
             lease: lease.to_owned(),
-            from: killed.instance,
+            from: gone.instance,
             to: instance,
             fence,
             after,
             at: self.clock.now(),
+            graceful,
         };
         state.takeovers.push(takeover);
-        Some(after)
+        Some((after, graceful))
     }
 
     /// Everything recorded, checked.

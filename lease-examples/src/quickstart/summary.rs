@@ -7,21 +7,25 @@ use std::time::Duration;
 use super::clock::Hms;
 use super::ledger::Run;
 
-/// A lease the killed instance held, taken by another instance once it lapsed.
+/// A lease a killed instance held, taken by another instance once it lapsed; or one a gracefully
+/// shut down instance handed back, taken at once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Takeover {
     /// The lease.
     pub lease: String,
-    /// The instance that was killed.
+    /// The instance that was killed or shut down.
     pub from: &'static str,
     /// The instance that took it over.
     pub to: &'static str,
     /// The fence of the new holder.
     pub fence: u64,
-    /// Real time from the kill to the takeover: up to one TTL (and a retry period).
+    /// Real time from the kill or the shutdown to the takeover: after a kill up to one TTL (and
+    /// a retry period); after a graceful shutdown one retry period at most.
     pub after: Duration,
     /// Simulated time of the takeover.
     pub at: Duration,
+    /// The previous holder shut down gracefully rather than being killed.
+    pub graceful: bool,
 }
 
 /// What happened to one lease's rounds.
@@ -49,7 +53,7 @@ impl LeaseRounds {
 pub struct Summary {
     /// Per lease name.
     pub leases: BTreeMap<String, LeaseRounds>,
-    /// Leases the killed instance held that another instance took over.
+    /// Leases a killed or shut down instance held that another instance took over.
     pub takeovers: Vec<Takeover>,
     /// Rounds that ran more than once, as `lease round N: instances`.
     pub double_runs: Vec<String>,
@@ -197,12 +201,17 @@ impl fmt::Display for Summary {
         for t in &self.takeovers {
             writeln!(
                 f,
-                "    {:<15} {} -> {} with fence {}, {:.1} s after the kill (TTL {:.1} s)",
+                "    {:<15} {} -> {} with fence {}, {:.1} s after the {} (TTL {:.1} s)",
                 t.lease,
                 t.from,
                 t.to,
                 t.fence,
                 t.after.as_secs_f64(),
+                if t.graceful {
+                    "graceful shutdown"
+                } else {
+                    "kill"
+                },
                 self.ttl.as_secs_f64()
             )?;
         }
