@@ -116,6 +116,7 @@ pub(crate) fn operation_label(operation: Operation) -> &'static str {
         Operation::Setup => "setup",
         Operation::Subscribe => "subscribe",
         Operation::Fence => "fence",
+        Operation::Prune => "prune",
     }
 }
 
