@@ -6,6 +6,7 @@ pub mod counting;
 pub mod incident;
 pub mod notices;
 pub mod quickstart;
+pub mod service;
 
 /// The workspace README and `docs/choices.md`, included so that every Rust example in them
 /// compiles (and, unless marked `no_run`, runs) as a doctest of this crate. The Rust code of

@@ -1,0 +1,103 @@
+//! A small HTTP service a user could copy: the four jobs of the design story on schedules,
+//! `/health/ready` from the client's health, `/metrics` for Prometheus, and a graceful shutdown
+//! that hands every lease back on SIGTERM.
+//!
+//! `cargo run -p lease-examples --bin lease-service` runs [`run`] with a [`Config`] read from
+//! the environment (see the binary's docs).
+
+mod http;
+mod jobs;
+mod store;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use lease_core::runtime::TokioRuntime;
+use lease_core::{BoxError, LeaseClient, ShutdownReport};
+use metrics_exporter_prometheus::PrometheusBuilder;
+
+pub use self::jobs::{JOBS, Job};
+
+/// What the service runs with.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// The lease table's database: `postgres://...`, `mysql://...` or `sqlite:...`.
+    pub database_url: String,
+    /// The lease table. Default: `leases`.
+    pub table: String,
+    /// Where the HTTP server listens; port 0 picks a free one.
+    pub listen: SocketAddr,
+    /// This node's name, for the jobs that run once per node (`uptime:<node>`).
+    pub node: String,
+    /// How long a shutdown lets running work finish before it stops it.
+    pub grace: Duration,
+}
+
+impl Config {
+    /// A configuration on `database_url` with the other settings at their defaults: the
+    /// `leases` table, port 8080 on loopback, the host's name, a grace period of 10 s.
+    pub fn new(database_url: impl Into<String>) -> Self {
+        Self {
+            database_url: database_url.into(),
+            table: "leases".to_owned(),
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            node: gethostname::gethostname().to_string_lossy().into_owned(),
+            grace: Duration::from_secs(10),
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL may hold a password: only its scheme is shown.
+        let scheme = self.database_url.split(':').next().unwrap_or_default();
+        f.debug_struct("Config")
+            .field("database", &format_args!("{scheme}:..."))
+            .field("table", &self.table)
+            .field("listen", &self.listen)
+            .field("node", &self.node)
+            .field("grace", &self.grace)
+            .finish()
+    }
+}
+
+/// Runs the service until `stop` completes (SIGTERM, in the binary), then shuts down
+/// gracefully: the HTTP server stops taking requests, the schedules stop, running work gets
+/// the grace period to finish, and every lease is handed back. Calls `listening` with the
+/// address the server took. Answers what the shutdown did.
+///
+/// # Errors
+/// When the database cannot be reached or set up, the address cannot be bound, or a metrics
+/// recorder is installed already.
+pub async fn run(
+    config: Config,
+    listening: impl FnOnce(SocketAddr),
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> Result<ShutdownReport, BoxError> {
+    let metrics = PrometheusBuilder::new().install_recorder()?;
+    let store = store::connect(&config.database_url, &config.table).await?;
+    let client = LeaseClient::builder(store, TokioRuntime)
+        .store_label(config.table.as_str())
+        .build()?;
+    let schedules = jobs::start(&client, &config.node)?;
+
+    let listener = tokio::net::TcpListener::bind(config.listen).await?;
+    listening(listener.local_addr()?);
+    let (stopped_tx, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(
+        axum::serve(listener, http::router(client.clone(), metrics))
+            .with_graceful_shutdown(async move {
+                let _ = stopped.await;
+            })
+            .into_future(),
+    );
+    stop.await;
+    // Readiness turns false at once (the client reports it shuts down) while leases go back.
+    let report = client.shutdown(config.grace).await;
+    let _ = stopped_tx.send(());
+    server.await??;
+    drop(schedules);
+    Ok(report)
+}
