@@ -1,11 +1,13 @@
 //! Scenario 4: how long a lease takes to change hands. From a graceful release to a waiting
-//! instance holding it, by polling and (PostgreSQL through sqlx) woken by `LISTEN/NOTIFY`; and
-//! from a holder's crash to the takeover, about one TTL.
+//! instance holding it, by polling and (PostgreSQL through sqlx) woken by `LISTEN/NOTIFY`; from
+//! an instance's graceful shutdown (`LeaseClient::shutdown`) to the next instance holding each of
+//! its leases; and from a holder's crash to the takeover, about one TTL.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lease_core::runtime::TokioRuntime;
+use futures::StreamExt;
 use lease_core::{BoxError, HolderId, LeaseClient, LeaseName, LeaseStore, Ttl};
 
 use crate::backend::{self, Backend, PoolSettings};
@@ -18,6 +20,10 @@ const CRASH_TTL: Duration = Duration::from_secs(1);
 const SMOKE_CRASH_TTL: Duration = Duration::from_millis(300);
 /// How long a waiter waits before it gives up.
 const WAIT_LIMIT: Duration = Duration::from_secs(30);
+/// The leases an instance leads when it shuts down.
+const SHUTDOWN_LEASES: usize = 10;
+/// The grace period of those shutdowns: nothing runs, so it is never used up.
+const GRACE: Duration = Duration::from_secs(5);
 
 /// Measures `backend` and adds its table to `report`.
 ///
@@ -29,7 +35,7 @@ pub async fn run(
     report: &mut Report,
 ) -> Result<(), BoxError> {
     let options = context.options;
-    let (releases, crashes) = if options.smoke { (3, 1) } else { (30, 5) };
+    let (releases, crashes, shutdowns) = if options.smoke { (3, 1, 1) } else { (30, 5, 10) };
     let crash_ttl = if options.smoke {
         SMOKE_CRASH_TTL
     } else {
@@ -64,6 +70,12 @@ pub async fn run(
             "polling (default backoff)"
         };
         table.row(row("graceful release", wake, &mut times));
+        let mut times = shutdown(&target.store, shutdowns).await?;
+        table.row(row(
+            &format!("graceful shutdown ({SHUTDOWN_LEASES} leases)"),
+            wake,
+            &mut times,
+        ));
         if !notifications {
             let mut times = crash(&target.store, crashes, crash_ttl).await?;
             let mut beyond_ttl: Vec<Duration> =
@@ -78,6 +90,9 @@ pub async fn run(
         target.finish().await;
     }
     table.note("Release: a waiter calls `LeaseClient::acquire` on its own client while the holder works; the holder releases 50 to 150 ms later; timed from the release call to `acquire` returning the guard. The first handover of each kind is a warm-up and not counted.");
+    table.note(format!(
+        "Shutdown: an instance leads {SHUTDOWN_LEASES} campaigns; the next instance waits for each lease with `acquire`; 50 to 150 ms later the first calls `LeaseClient::shutdown` (grace {GRACE:?}, never used up: nothing runs); timed from the shutdown call to each `acquire` returning, one sample per lease. The first shutdown is a warm-up and not counted."
+    ));
     table.note(format!(
         "Crash: a holder takes the lease with a TTL of {crash_ttl:?} and is never heard of again; a waiter calls `acquire` at once; timed from the holder's acquisition. Polling waiters back off from 50 ms, doubling to at most 5 s, with jitter (the defaults)."
     ));
@@ -127,6 +142,51 @@ async fn graceful(store: &Arc<dyn LeaseStore>, count: usize) -> Result<Vec<Durat
             times.push(taken - released);
         }
         next.release().await?;
+    }
+    Ok(times)
+}
+
+/// Times `count` graceful shutdowns (plus one warm-up) of an instance leading
+/// [`SHUTDOWN_LEASES`] campaigns: from the shutdown call to the next instance holding each.
+async fn shutdown(store: &Arc<dyn LeaseStore>, count: usize) -> Result<Vec<Duration>, BoxError> {
+    let next = LeaseClient::new(Arc::clone(store), TokioRuntime);
+    let mut times = Vec::with_capacity(count * SHUTDOWN_LEASES);
+    for round in 0..=count {
+        let leaving = LeaseClient::new(Arc::clone(store), TokioRuntime);
+        let mut leaders = Vec::with_capacity(SHUTDOWN_LEASES);
+        for lease in 0..SHUTDOWN_LEASES {
+            let leader = leaving.campaign(format!("shutdown-{round}-{lease}"))?;
+            let mut changes = leader.changes();
+            let led = tokio::time::timeout(WAIT_LIMIT, changes.next()).await?;
+            if led != Some(true) {
+                return Err("a campaign on a free lease did not lead".into());
+            }
+            leaders.push(leader);
+        }
+        let waiting: Vec<_> = leaders
+            .iter()
+            .map(|leader| {
+                let (next, name) = (next.clone(), leader.name().clone());
+                tokio::spawn(async move {
+                    let guard = next.acquire(&name, WAIT_LIMIT).await?;
+                    Ok::<_, BoxError>((guard, Instant::now()))
+                })
+            })
+            .collect();
+        let work = 50 + (round as u64 * 37) % 100;
+        tokio::time::sleep(Duration::from_millis(work)).await;
+        let began = Instant::now();
+        let report = leaving.shutdown(GRACE).await;
+        if !report.is_clean() || report.resigned != SHUTDOWN_LEASES {
+            return Err(format!("the shutdown did not hand every lease back: {report:?}").into());
+        }
+        for waiter in waiting {
+            let (guard, taken) = waiter.await??;
+            if round > 0 {
+                times.push(taken - began);
+            }
+            guard.release().await?;
+        }
     }
     Ok(times)
 }
