@@ -189,3 +189,9 @@ catches!(
     shutdown_hands_every_lease_over,
     "it was not given back"
 );
+catches!(
+    acquire_that_overwrites_the_holder_breaks_scheduled_rounds,
+    AcquireIgnoresHolder,
+    schedule_runs_each_round_on_one_instance,
+    "one round ran twice"
+);

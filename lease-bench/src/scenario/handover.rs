@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lease_core::runtime::TokioRuntime;
 use futures::StreamExt;
+use lease_core::runtime::TokioRuntime;
 use lease_core::{BoxError, HolderId, LeaseClient, LeaseName, LeaseStore, Ttl};
 
 use crate::backend::{self, Backend, PoolSettings};
@@ -35,7 +35,11 @@ pub async fn run(
     report: &mut Report,
 ) -> Result<(), BoxError> {
     let options = context.options;
-    let (releases, crashes, shutdowns) = if options.smoke { (3, 1, 1) } else { (30, 5, 10) };
+    let (releases, crashes, shutdowns) = if options.smoke {
+        (3, 1, 1)
+    } else {
+        (30, 5, 10)
+    };
     let crash_ttl = if options.smoke {
         SMOKE_CRASH_TTL
     } else {
