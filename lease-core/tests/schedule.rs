@@ -221,3 +221,41 @@ async fn dropping_the_last_handle_stops_the_schedule() {
     assert!(runs.times().len() <= 1, "{:?}", runs.times());
     assert!(Schedule::every(Duration::ZERO).is_err());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_stops_a_leaders_running_round_as_it_gives_leadership_back() {
+    let store = tokio_memory();
+    let client = fast_client(store.clone());
+    let (started_tx, started) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let finished = Arc::new(Mutex::new(false));
+    let alerts = client
+        .schedule_on_leader("alerts", every(1), {
+            let finished = Arc::clone(&finished);
+            move |lease| {
+                let (started_tx, finished) = (started_tx.clone(), Arc::clone(&finished));
+                async move {
+                    let _ = started_tx.send(());
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                    *finished.lock().unwrap() = lease.is_held();
+                }
+            }
+        })
+        .unwrap();
+    let mut started = started;
+    started.recv().await.unwrap();
+    let report = client.shutdown(Duration::from_secs(60)).await;
+    assert!(report.elapsed < Duration::from_secs(1), "{report:?}");
+    assert_eq!(report.resigned, 1, "{report:?}");
+    assert!(
+        !*finished.lock().unwrap(),
+        "the work ran on without the lease"
+    );
+    assert_eq!(alerts.stats().lost, 1, "{:?}", alerts.stats());
+    assert!(
+        fast_client(store)
+            .try_acquire("alerts")
+            .await
+            .unwrap()
+            .is_some()
+    );
+}

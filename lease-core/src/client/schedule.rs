@@ -106,7 +106,8 @@ impl LeaseClient {
     /// runs the work under the current term's lease; the others skip the round. For frequent
     /// work: one acquisition, then renewals, instead of one every round. Work whose lease is lost
     /// while it runs is stopped. The campaign ends, giving leadership back, when the schedule
-    /// stops.
+    /// stops; the client's shutdown gives leadership back at once, and so stops a running round
+    /// at once rather than after the grace period.
     ///
     /// # Errors
     /// As [`schedule`](LeaseClient::schedule).
@@ -135,7 +136,9 @@ impl LeaseClient {
                     return Some(Round::Skipped);
                 };
                 let token = client.enter(Kind::Run, rounds.name()).ok()?;
-                let cancelled = client.shutdown_state().cancelling();
+                // A shutdown gives leadership back at once, so it stops the round at once too:
+                // the work never runs on without the lease.
+                let cancelled = client.shutdown_state().closing();
                 let lost = async {
                     match future::select(std::pin::pin!(lease.lost()), cancelled).await {
                         Either::Left((reason, _)) => reason,
