@@ -144,6 +144,11 @@ impl TimedStore {
     }
 }
 
+/// Whether `error` is a call that did not answer within the store timeout.
+pub(crate) fn is_timeout(error: &Error) -> bool {
+    std::error::Error::source(error).is_some_and(|source| source.is::<TimedOut>())
+}
+
 /// A store call that did not answer in time.
 #[derive(Debug, thiserror::Error)]
 #[error("no answer within {0:?}")]

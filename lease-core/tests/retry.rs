@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::{Faulty, Mode, fast_client, tokio_memory};
 use futures::StreamExt;
-use lease_core::{Error, StoreErrorKind};
+use lease_core::{Error, LeaseClient, LeaseStore, StoreErrorKind, Ttl, runtime::TokioRuntime};
 use tokio::time::Instant;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -118,4 +118,49 @@ async fn a_permanent_error_ends_the_campaign_and_says_why() {
     assert!(!leader.is_leader());
     // A stream asked for after the end ends at once.
     assert_eq!(leader.changes().next().await, None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_acquisition_that_timed_out_after_taking_the_lease_gives_it_back_instead_of_blocking_a_ttl()
+ {
+    let store = Faulty::new(tokio_memory());
+    // A TTL of a minute, so a lease left taken would keep the wait below out for that long.
+    let client = LeaseClient::builder(Arc::clone(&store), TokioRuntime)
+        .ttl(Ttl::from_secs(60).unwrap())
+        .renew_every(Duration::from_secs(10))
+        .store_timeout(Duration::from_millis(250))
+        .build()
+        .unwrap();
+    store.delay_acquire_answers(Duration::from_millis(400));
+    assert!(client.try_acquire("sweep").await.is_err(), "timed out");
+    // The control: the statement did take the lease, for a holder nobody knows.
+    let ghost = store.inner.inspect(&common::name("sweep")).await.unwrap();
+    assert!(
+        ghost.is_some_and(|info| !info.is_expired()),
+        "taken behind the timeout"
+    );
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(
+        store.inner.inspect(&common::name("sweep")).await.unwrap(),
+        None,
+        "given back in the background"
+    );
+
+    // Through a wait: the first attempt times out after taking the lease, the next takes it.
+    let answers_in_time = {
+        let store = Arc::clone(&store);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(260)).await;
+            store.delay_acquire_answers(Duration::ZERO);
+        })
+    };
+    let started = Instant::now();
+    let guard = client.acquire("report", WAIT).await.unwrap();
+    answers_in_time.await.unwrap();
+    assert!(guard.is_held());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}, not a TTL",
+        started.elapsed()
+    );
 }

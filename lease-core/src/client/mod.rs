@@ -134,6 +134,28 @@ impl LeaseClient {
         &self.inner.shutdown
     }
 
+    /// An acquisition of `name` for `holder` that did not answer in time may still have taken
+    /// the lease, for a holder nobody renews: left alone, it would keep everybody out (this
+    /// client's own retries included) for a whole TTL. Releases it for that holder in the
+    /// background, at once and again one store timeout later, for a statement that was still
+    /// running the first time; each release is conditioned on the holder, so it frees nothing
+    /// else. Where the runtime cannot spawn, the lease lapses after its TTL.
+    fn give_back_unanswered(&self, name: &LeaseName, holder: &HolderId) {
+        let (store, name, holder) = (self.inner.store.clone(), name.clone(), holder.clone());
+        let task = Box::pin(async move {
+            for attempt in 0..2 {
+                if attempt > 0 {
+                    store.clock().runtime().sleep(store.timeout()).await;
+                }
+                if let Ok(true) = store.release(&name, &holder, Duration::ZERO).await {
+                    tracing::debug!(lease = %name, %holder, "gave back a lease an unanswered acquisition took");
+                    return;
+                }
+            }
+        });
+        let _ = self.clock().runtime().spawn(task);
+    }
+
     /// What this client has done since it was built: leases held, acquisitions won, skipped
     /// and failed, renewals sent, failed and late, releases, losses by reason, and the time of
     /// each kind of store call.
@@ -188,8 +210,10 @@ impl LeaseClient {
     /// [`Error::InvalidName`] before any statement runs; [`Error::ShuttingDown`] once
     /// [`shutdown`](LeaseClient::shutdown) has begun (a lease taken by a statement that was
     /// already in flight then is given straight back); [`Error::Store`] when the store fails
-    /// or does not answer within [`LeaseConfig::store_timeout`] (the lease then lapses on its own
-    /// within one TTL if the statement did take it).
+    /// or does not answer within [`LeaseConfig::store_timeout`] (if the statement did take the
+    /// lease, a release for its holder follows in the background, at once and one store timeout
+    /// later, so it does not keep everybody out for a TTL; where the runtime cannot spawn, or
+    /// both releases come too early, it lapses within one TTL).
     ///
     /// # Cancel safety
     /// Not cancel safe. Cancelled before the store answers, the statement may still have taken
@@ -216,6 +240,9 @@ impl LeaseClient {
             }
             Err(error) => {
                 stats.acquired(&name, Acquired::Failed);
+                if crate::timed_store::is_timeout(&error) {
+                    self.give_back_unanswered(&name, &holder);
+                }
                 return Err(error);
             }
         };

@@ -30,6 +30,8 @@ pub struct Faulty {
     renew_delay: std::sync::atomic::AtomicU64,
     /// Milliseconds every acquisition waits before it reaches the store.
     acquire_delay: std::sync::atomic::AtomicU64,
+    /// Milliseconds every acquisition's answer waits after the store ran it.
+    answer_delay: std::sync::atomic::AtomicU64,
     pub acquires: AtomicUsize,
     pub renews: AtomicUsize,
     pub renew_manys: AtomicUsize,
@@ -44,6 +46,7 @@ impl Faulty {
             mode: AtomicU8::new(Mode::Pass as u8),
             renew_delay: std::sync::atomic::AtomicU64::new(0),
             acquire_delay: std::sync::atomic::AtomicU64::new(0),
+            answer_delay: std::sync::atomic::AtomicU64::new(0),
             acquires: AtomicUsize::new(0),
             renews: AtomicUsize::new(0),
             renew_manys: AtomicUsize::new(0),
@@ -63,6 +66,12 @@ impl Faulty {
 
     pub fn delay_acquires(&self, delay: Duration) {
         self.acquire_delay
+            .store(delay.as_millis() as u64, Ordering::SeqCst);
+    }
+
+    /// Delays every acquisition's answer after the store ran it: a slow network on the way back.
+    pub fn delay_acquire_answers(&self, delay: Duration) {
+        self.answer_delay
             .store(delay.as_millis() as u64, Ordering::SeqCst);
     }
 
@@ -107,7 +116,12 @@ impl LeaseStore for Faulty {
         if delay > 0 {
             tokio::time::sleep(Duration::from_millis(delay)).await;
         }
-        self.inner.try_acquire(name, holder, ttl).await
+        let answer = self.inner.try_acquire(name, holder, ttl).await;
+        let delay = self.answer_delay.load(Ordering::SeqCst);
+        if delay > 0 {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+        }
+        answer
     }
 
     async fn renew(&self, name: &LeaseName, holder: &HolderId, ttl: Ttl) -> Result<bool, Error> {
