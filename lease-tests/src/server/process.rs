@@ -72,6 +72,25 @@ impl SystemUser {
     }
 }
 
+/// Writes `contents` to `path` (replacing it), owned by `owner` when given, so a server running
+/// as that user may read and change it.
+pub(crate) fn write_owned(
+    path: &Path,
+    contents: &str,
+    owner: Option<&SystemUser>,
+) -> io::Result<()> {
+    std::fs::write(path, contents)?;
+    match owner {
+        Some(owner) => chown(path, owner),
+        None => Ok(()),
+    }
+}
+
+/// Gives `path` to `owner`.
+pub(crate) fn chown(path: &Path, owner: &SystemUser) -> io::Result<()> {
+    std::os::unix::fs::chown(path, Some(owner.uid), Some(owner.gid))
+}
+
 /// Whether this process runs as root, and so must run servers as another user.
 pub(crate) fn is_root() -> bool {
     std::fs::metadata("/proc/self").is_ok_and(|meta| meta.uid() == 0)
