@@ -127,7 +127,7 @@ impl<F: FencedWrites> Leg<F> {
         self.granted.push(guard.fence().get());
         let seq = self
             .factory
-            .write(&self.store, &guard, true, &self.protected, "w")
+            .write(&self.store, guard.as_ref(), true, &self.protected, "w")
             .await;
         self.counts.operations += 1;
         match seq {
@@ -231,7 +231,13 @@ impl<F: FencedWrites> Leg<F> {
                 });
                 match self
                     .factory
-                    .write(&self.store, &takeover.guard, true, &self.protected, "w")
+                    .write(
+                        &self.store,
+                        takeover.guard.as_ref(),
+                        true,
+                        &self.protected,
+                        "w",
+                    )
                     .await
                 {
                     Ok(_) => self.written += 1,
@@ -392,7 +398,7 @@ impl<F: FencedWrites> Leg<F> {
             self.counts.operations += 1;
             match self
                 .factory
-                .write(&self.store, guard, true, &self.protected, "w")
+                .write(&self.store, guard.as_ref(), true, &self.protected, "w")
                 .await
             {
                 Ok(_) => return Ok(()),
