@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use lease_tests::env;
 use lease_tests::history::{self, Verdict};
@@ -89,19 +90,28 @@ impl Contenders {
         self.logs.join(format!("{i}.log"))
     }
 
-    /// Waits for every process to end (each ends on its own after the contest's time), records
+    /// Waits for every process to end (each ends on its own after the contest's time; one
+    /// still running `limit` after this call began is killed and counted as failed), records
     /// in `counts` a violation for each one that failed, for each broken rule of the history,
     /// and for sections logged but not reported; answers what they did.
     ///
     /// # Panics
     /// When a log cannot be read.
-    pub fn finish(mut self, counts: &mut Counts) -> Outcome {
+    pub fn finish(mut self, counts: &mut Counts, limit: Duration) -> Outcome {
+        let deadline = Instant::now() + limit;
         let mut outcome = Outcome::default();
         let mut reported = 0;
         let children = std::mem::take(&mut self.children);
         let processes = children.len();
         for (i, mut child) in children.into_iter().enumerate() {
             let output = child.stdout.take();
+            while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            if child.try_wait().ok().flatten().is_none() {
+                counts.violation(format!("contender {i} was still running after {limit:?}"));
+                let _ = child.kill();
+            }
             let status = child.wait().expect("a contender to wait for");
             let mut stats = String::new();
             if let Some(mut stdout) = output {

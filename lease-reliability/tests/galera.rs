@@ -33,6 +33,8 @@ use lease_sqlx::sqlx::{self, Connection, MySql, MySqlConnection, Row};
 use lease_tests::env;
 
 const WORKER: &str = env!("CARGO_BIN_EXE_lease-reliability-worker");
+/// How long past their time the contenders may take to end.
+const FINISH_SLACK: Duration = Duration::from_secs(30);
 
 fn duration() -> Duration {
     let secs = std::env::var("LEASE_RELIABILITY_GALERA_SECS")
@@ -210,7 +212,8 @@ fn galera_contention() {
                 until
             ),
         );
-        let outcome = tokio::task::block_in_place(|| contenders.finish(&mut history));
+        let outcome =
+            tokio::task::block_in_place(|| contenders.finish(&mut history, secs + FINISH_SLACK));
         (outcome, a, b, conflicts(&urls).await)
     });
     drop(cluster);

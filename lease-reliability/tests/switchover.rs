@@ -35,6 +35,8 @@ use lease_tests::env;
 use lease_tests::server::Replication;
 
 const WORKER: &str = env!("CARGO_BIN_EXE_lease-reliability-worker");
+/// How long past their time the contenders may take to end.
+const FINISH_SLACK: Duration = Duration::from_secs(30);
 /// How long clients may reach the demoted server after the switchover.
 const LINGER: Duration = Duration::from_secs(1);
 /// How long after the switchover began the pool must have recovered.
@@ -207,7 +209,8 @@ fn postgres_switchover() {
         a.recovered(recovered_a);
         b.recovered(recovered_b);
         tokio::join!(a.keeper_outcome(before_a), b.keeper_outcome(before_b));
-        let outcome = tokio::task::block_in_place(|| contenders.finish(&mut history));
+        let outcome =
+            tokio::task::block_in_place(|| contenders.finish(&mut history, secs + FINISH_SLACK));
         drop(pair);
         (a, b, outcome)
     });

@@ -90,13 +90,14 @@ impl PostgresServer {
     pub fn standby_of(upstream_port: u16, settings: &[(&str, &str)]) -> io::Result<Self> {
         let mut server = Self::unstarted(settings)?;
         let data = server.data();
-        process::run(
+        process::run_bounded(
             process::command(&server.bindir.join("pg_basebackup"), server.user.as_ref())
                 .args(["-h", "127.0.0.1", "-p", &upstream_port.to_string()])
                 .args(["-U", "postgres", "-w", "-D"])
                 .arg(&data)
                 .args(["-R", "-X", "stream", "-c", "fast", "--no-sync"]),
             "pg_basebackup",
+            START_LIMIT,
         )?;
         process::start_on_free_port(|port| {
             server.port = port;

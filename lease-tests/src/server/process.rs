@@ -165,6 +165,47 @@ pub(crate) fn run(command: &mut Command, what: &str) -> io::Result<Output> {
     }
 }
 
+/// Like [`run`], but kills the command and fails when it has not ended within `limit`.
+pub(crate) fn run_bounded(
+    command: &mut Command,
+    what: &str,
+    limit: Duration,
+) -> io::Result<Output> {
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|error| {
+            io::Error::new(
+                error.kind(),
+                format!("{what}: could not run {command:?}: {error}"),
+            )
+        })?;
+    let started = Instant::now();
+    while child.try_wait()?.is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("{what} did not finish within {limit:?}"),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output()?;
+    if output.status.success() {
+        Ok(output)
+    } else {
+        Err(io::Error::other(format!(
+            "{what} failed ({}): {}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )))
+    }
+}
+
 /// Waits until something accepts connections on `port` and sends at least one byte (a MySQL
 /// server greets first, and only once it is ready), or `limit` passes.
 pub(crate) fn wait_for_greeting(port: u16, limit: Duration) -> io::Result<()> {
