@@ -86,6 +86,14 @@ impl Contenders {
         Ok(contenders)
     }
 
+    /// The process of member `i`, to signal (`SIGSTOP`, `SIGCONT`).
+    ///
+    /// # Panics
+    /// When there is no member `i`.
+    pub fn process(&self, i: usize) -> &Child {
+        &self.children[i]
+    }
+
     fn log(&self, i: usize) -> PathBuf {
         self.logs.join(format!("{i}.log"))
     }
