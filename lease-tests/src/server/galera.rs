@@ -61,6 +61,15 @@ impl GaleraCluster {
                 "no rsync found (Galera's state transfer needs it): install the rsync package",
             )
         })?;
+        // Every port is chosen before the first node starts (each node names all the others),
+        // so one can be taken in between: then the whole cluster is tried once more.
+        match Self::start_on_free_ports(nodes, &provider) {
+            Ok(cluster) => Ok(cluster),
+            Err(_) => Self::start_on_free_ports(nodes, &provider),
+        }
+    }
+
+    fn start_on_free_ports(nodes: usize, provider: &Path) -> io::Result<Self> {
         let ports = (0..nodes)
             .map(|_| {
                 Ok(Ports {
@@ -78,7 +87,7 @@ impl GaleraCluster {
             .join(",");
         let mut cluster = Self { nodes: Vec::new() };
         for (index, own) in ports.iter().enumerate() {
-            let mut options = node_options(&provider, &members, *own);
+            let mut options = node_options(provider, &members, *own);
             let first = index == 0;
             if first {
                 options.push("--wsrep-new-cluster".to_owned());
