@@ -74,4 +74,8 @@ impl<S: LeaseStore> LeaseStore for CounterFences<S> {
     async fn list(&self) -> Result<Vec<LeaseInfo>, Error> {
         self.inner.list().await
     }
+
+    async fn prune(&self, released_for: Duration) -> Result<u64, Error> {
+        self.inner.prune(released_for).await
+    }
 }
