@@ -18,15 +18,22 @@
 //! missed is counted as lost: that is the control of the synchronous run.
 //!
 //! **Synchronous replication** (`synchronous_standby_names = '*'`, `synchronous_commit =
-//! on`): the same steps without the cut, and the primary crashes right after the last
-//! acknowledgement. Zero acknowledged acquisitions are lost: the second holder's row is on the
-//! new primary, its renewals resume there with the same fence and its fenced writes go on. An
-//! acquisition sent while the stream is cut is never acknowledged (the commit waits for the
-//! standby, and the call times out).
+//! on`): the same steps without the cut. The second holder's row is on the new primary, its
+//! renewals resume there with the same fence and its fenced writes go on. An acquisition sent
+//! while the stream is cut is never acknowledged (the commit waits for the standby, and the
+//! call times out); the stream is then healed.
+//!
+//! **The burst**, on both runs: each driver acquires fresh names one after another for half a
+//! second, and the primary crashes right after the last acknowledged one. Under synchronous
+//! replication every acknowledged acquisition is on the new primary (zero lost); under
+//! asynchronous replication with the standby cut off, every one is lost, which is what shows
+//! that the check finds losses where there are some.
 //!
 //! Both drivers run side by side in each topology, each on a name of its own, each with its
 //! RELIABILITY line. Each run takes about 20 s.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use lease_core::{HolderId, LeaseClient, LeaseGuard, LeaseName, LeaseStore, LossReason, Ttl};
@@ -45,6 +52,11 @@ use lease_tests::server::{PostgresReplication, Replication};
 fn timing() -> Timing {
     Timing::for_ttl(Duration::from_secs(12))
 }
+
+/// At most this many acquisitions in a burst.
+const BURST_LIMIT: u64 = 2_000;
+/// How long the burst runs before the crash.
+const BURST_TIME: Duration = Duration::from_millis(500);
 
 /// The control's leases: each expires before the next acquisition.
 const CONTROL_TTL: Duration = Duration::from_secs(1);
@@ -255,6 +267,69 @@ impl<F: FencedWrites> Leg<F> {
         self.counts.faults += 1;
     }
 
+    /// The burst's acknowledged acquisitions on the new primary: every one kept under
+    /// synchronous replication; every one lost under asynchronous replication with the
+    /// standby cut off (the control: the check finds losses where there are some).
+    async fn burst_kept(&mut self, burst: Burst, replication: Replication) {
+        self.counts.operations += burst.acknowledged.len() as u64 + burst.failed;
+        self.counts.expect(burst.refused == 0, || {
+            format!(
+                "{} acquisitions of fresh names answered \"held\"",
+                burst.refused
+            )
+        });
+        self.counts.expect(burst.acknowledged.len() >= 5, || {
+            format!(
+                "only {} acquisitions acknowledged before the crash: the burst shows little",
+                burst.acknowledged.len()
+            )
+        });
+        let mut lost = 0;
+        for guard in &burst.acknowledged {
+            let name = guard.name().clone();
+            let started = Instant::now();
+            let row = loop {
+                match self.store.inspect(&name).await {
+                    Ok(row) => break row,
+                    Err(_) if started.elapsed() < STEP_LIMIT => {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                    Err(error) => {
+                        self.counts
+                            .violation(format!("{name} could not be read: {error}"));
+                        break None;
+                    }
+                }
+            };
+            let kept =
+                row.is_some_and(|row| row.fence == guard.fence() && &row.holder == guard.holder());
+            lost += u64::from(!kept);
+        }
+        let acknowledged = burst.acknowledged.len();
+        eprintln!(
+            "{}: a burst of {acknowledged} acknowledged acquisitions ({} failed in the crash): \
+             {lost} lost",
+            self.counts.backend, burst.failed
+        );
+        match replication {
+            Replication::Synchronous => self.counts.expect(lost == 0, || {
+                format!(
+                    "{lost} of {acknowledged} acknowledged acquisitions lost under synchronous \
+                     replication"
+                )
+            }),
+            _ => self.counts.expect(lost == acknowledged as u64, || {
+                format!(
+                    "only {lost} of {acknowledged} acquisitions made while the standby was cut \
+                     off were lost: the scenario does not show what it claims"
+                )
+            }),
+        }
+        for guard in burst.acknowledged {
+            let _ = guard.release().await;
+        }
+    }
+
     /// Synchronous run: renewals of the kept lease resume on the new primary, with its fence,
     /// and its fenced writes go on.
     async fn resumes(&mut self, latest: &LeaseGuard) {
@@ -410,6 +485,34 @@ impl<F: FencedWrites> Leg<F> {
     }
 }
 
+/// What a burst of acquisitions was acknowledged, and how many of its calls failed.
+struct Burst {
+    acknowledged: Vec<LeaseGuard>,
+    failed: u64,
+    refused: u64,
+}
+
+/// Acquires fresh names `<prefix>-<n>` one after another until `stop`, keeping every guard:
+/// each acknowledged acquisition, up to the crash.
+async fn burst(client: LeaseClient, prefix: String, stop: Arc<AtomicBool>) -> Burst {
+    let mut burst = Burst {
+        acknowledged: Vec::new(),
+        failed: 0,
+        refused: 0,
+    };
+    for n in 0..BURST_LIMIT {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        match client.try_acquire(format!("{prefix}-{n}").as_str()).await {
+            Ok(Some(guard)) => burst.acknowledged.push(guard),
+            Ok(None) => burst.refused += 1,
+            Err(_) => burst.failed += 1,
+        }
+    }
+    burst
+}
+
 /// Waits until the standby has replayed everything the primary has written so far.
 async fn wait_replayed(pair: &PostgresReplication) {
     let mut primary = PgConnection::connect(&pair.primary().url()).await.unwrap();
@@ -458,12 +561,36 @@ fn run(replication: Replication) {
         if replication == Replication::Synchronous {
             pair.stream().cut();
             tokio::join!(a.blocked(), b.blocked());
+            pair.stream().pass();
+            wait_replayed(&pair).await;
         }
+        // A burst of acquisitions per driver, the crash right after the last acknowledged one.
+        let stop = Arc::new(AtomicBool::new(false));
+        let bursts = [
+            tokio::spawn(burst(
+                a.client.clone(),
+                format!("{}-burst", a.name),
+                Arc::clone(&stop),
+            )),
+            tokio::spawn(burst(
+                b.client.clone(),
+                format!("{}-burst", b.name),
+                Arc::clone(&stop),
+            )),
+        ];
+        tokio::time::sleep(BURST_TIME).await;
+        stop.store(true, Ordering::SeqCst);
         let crashed = Instant::now();
         tokio::task::block_in_place(|| pair.crash_failover()).expect("the failover");
         eprintln!(
             "{scenario}: the primary crashed and the standby was promoted in {:?}",
             crashed.elapsed()
+        );
+        let [burst_a, burst_b] = bursts;
+        let (burst_a, burst_b) = (burst_a.await.unwrap(), burst_b.await.unwrap());
+        tokio::join!(
+            a.burst_kept(burst_a, replication),
+            b.burst_kept(burst_b, replication)
         );
         tokio::join!(a.after(replication), b.after(replication));
         // The cut, then the crash.

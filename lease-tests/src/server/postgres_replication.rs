@@ -71,8 +71,10 @@ impl PostgresReplication {
         };
         let primary = PostgresServer::start_with(primary_settings)?;
         let stream = FaultProxy::start(primary.port())?;
-        // A promoted standby has no standby of its own to wait for: it commits on its own.
-        let standby = PostgresServer::standby_of(stream.port(), &[])?;
+        // A promoted standby has no standby of its own to wait for: it commits on its own. A
+        // standby whose stream was cut tries again every half second (the default is five).
+        let standby =
+            PostgresServer::standby_of(stream.port(), &[("wal_retrieve_retry_interval", "500")])?;
         let service = FaultProxy::start(primary.port())?;
         let pair = Self {
             service,
