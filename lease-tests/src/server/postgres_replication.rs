@@ -122,7 +122,9 @@ impl PostgresReplication {
     /// A planned switchover: the primary is shut down cleanly (so its standby has every
     /// commit), the standby is promoted, the old primary comes back as a standby of the new
     /// one, and `linger` later the service address moves to the new primary. Clients that
-    /// connect in the meantime reach the demoted server, which refuses writes.
+    /// connect in the meantime reach the demoted server, which refuses writes. Each server
+    /// keeps its own settings: the new primary does not wait for a standby, also in a pair
+    /// that started [`Synchronous`](Replication::Synchronous).
     ///
     /// # Errors
     /// When a step fails; the topology is then left as that step left it.
