@@ -71,6 +71,10 @@ impl std::fmt::Debug for Config {
 /// # Errors
 /// When the database cannot be reached or set up, the address cannot be bound, or a metrics
 /// recorder is installed already.
+///
+/// # Cancel safety
+/// Not cancel safe: cancelled, the service stops without its graceful shutdown, as a crash
+/// would, and its leases lapse after their TTL. Complete `stop` instead.
 pub async fn run(
     config: Config,
     listening: impl FnOnce(SocketAddr),
