@@ -55,6 +55,7 @@ macro_rules! conformance_suite {
                 shutdown_hands_every_lease_over,
                 schedule_runs_each_round_on_one_instance,
                 acquire_rides_out_a_store_outage,
+                stats_and_health_follow_the_store,
                 lost_signal_after_takeover,
                 guard_loses_lease_when_store_refuses,
                 guard_loses_lease_when_store_hangs,

@@ -17,6 +17,7 @@ mod fenced;
 mod guard;
 mod input;
 mod listing;
+mod observed;
 mod outage;
 mod pool;
 mod prune;
@@ -56,6 +57,7 @@ pub use guard::{
 };
 pub use input::names_round_trip_verbatim;
 pub use listing::inspect_and_list_agree;
+pub use observed::stats_and_health_follow_the_store;
 pub use outage::unreachable_store_returns_errors;
 pub use pool::no_connection_held;
 pub use prune::prune_deletes_only_rows_free_longer_than_the_bound;
