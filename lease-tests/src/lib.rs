@@ -3,6 +3,7 @@
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod adoption;
 pub mod cases;
 mod context;
 pub mod env;
