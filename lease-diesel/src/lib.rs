@@ -47,7 +47,7 @@ pub use diesel;
 /// The diesel-async this crate is built on, for its connection and pool types.
 pub use diesel_async;
 pub use lease_sql::{
-    Connect, Execute, ExecuteOn, Layout, Migration, MigrationFile, PoolState, SchemaCheck,
+    Connect, Dialect, Execute, ExecuteOn, Layout, Migration, MigrationFile, PoolState, SchemaCheck,
     SqlStore, TableName,
 };
 

@@ -49,7 +49,7 @@ pub use sqlite::{SqliteLeaseStore, sqlite_connect_options};
 #[cfg(feature = "sqlite")]
 pub use lease_sql::SQLITE_BUSY_TIMEOUT;
 pub use lease_sql::{
-    Connect, Execute, ExecuteOn, Layout, Migration, MigrationFile, PoolState, SchemaCheck,
+    Connect, Dialect, Execute, ExecuteOn, Layout, Migration, MigrationFile, PoolState, SchemaCheck,
     SqlStore, TableName,
 };
 
