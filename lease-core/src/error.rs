@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::{Fence, LeaseName};
+use crate::{Fence, LeaseName, StoreErrorKind};
 
 /// The error type of a store's own failure (driver error, I/O, pool timeout, ...).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -13,7 +13,9 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// Input errors ([`InvalidName`](Error::InvalidName), [`InvalidTtl`](Error::InvalidTtl),
 /// [`InvalidIdentifier`](Error::InvalidIdentifier), [`InvalidConfig`](Error::InvalidConfig))
 /// are returned before any statement reaches a store. A store's own failure is
-/// [`Store`](Error::Store), with the driver's error as its [`source`](std::error::Error::source).
+/// [`Store`](Error::Store), with the driver's error as its [`source`](std::error::Error::source)
+/// and a [`StoreErrorKind`] that tells whether trying again may help
+/// ([`is_transient`](Error::is_transient)).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -107,6 +109,8 @@ pub enum Error {
         operation: Operation,
         /// The lease it concerned, if it concerned one.
         name: Option<LeaseName>,
+        /// What the failure means to whoever would try again.
+        kind: StoreErrorKind,
         /// The store's own error.
         #[source]
         source: BoxError,
@@ -114,17 +118,49 @@ pub enum Error {
 }
 
 impl Error {
-    /// A store error for `operation` on `name`, wrapping the driver's error.
+    /// A store error for `operation` on `name`, wrapping the driver's error, of kind
+    /// [`StoreErrorKind::Transient`]: what a store that does not classify its errors reports, so
+    /// that waits and campaigns ride it out. A store that knows better says so with
+    /// [`store_of_kind`](Self::store_of_kind).
     pub fn store(
         operation: Operation,
         name: Option<&LeaseName>,
         source: impl Into<BoxError>,
     ) -> Self {
+        Self::store_of_kind(operation, name, StoreErrorKind::Transient, source)
+    }
+
+    /// A store error for `operation` on `name` of a known `kind`, wrapping the driver's error.
+    pub fn store_of_kind(
+        operation: Operation,
+        name: Option<&LeaseName>,
+        kind: StoreErrorKind,
+        source: impl Into<BoxError>,
+    ) -> Self {
         Self::Store {
             operation,
             name: name.cloned(),
+            kind,
             source: source.into(),
         }
+    }
+
+    /// The kind of a store's failure; `None` for every other error.
+    pub fn store_error_kind(&self) -> Option<StoreErrorKind> {
+        match self {
+            Self::Store { kind, .. } => Some(*kind),
+            _ => None,
+        }
+    }
+
+    /// Whether the same call may succeed if made again: a store failure of any kind but
+    /// [`StoreErrorKind::Permanent`] (a timeout, a broken connection, a read-only server after
+    /// a failover, a conflict with a concurrent transaction). Input errors, lost leases and
+    /// permanent store failures are not transient; neither is [`Timeout`](Self::Timeout), which
+    /// is a wait that already gave up.
+    pub fn is_transient(&self) -> bool {
+        self.store_error_kind()
+            .is_some_and(StoreErrorKind::is_transient)
     }
 
     /// Whether this is the caller's input or configuration, which retrying cannot fix.
@@ -292,6 +328,43 @@ mod tests {
             err.to_string()
                 .ends_with("it is not a lease table: give the store another table name")
         );
+    }
+
+    #[test]
+    fn store_errors_are_transient_unless_classified_permanent() {
+        let name = LeaseName::new("sweep").unwrap();
+        let unclassified = Error::store(Operation::Renew, Some(&name), "refused");
+        assert_eq!(
+            unclassified.store_error_kind(),
+            Some(StoreErrorKind::Transient)
+        );
+        assert!(unclassified.is_transient());
+        for (kind, transient) in [
+            (StoreErrorKind::ReadOnly, true),
+            (StoreErrorKind::Conflict, true),
+            (StoreErrorKind::Transient, true),
+            (StoreErrorKind::Permanent, false),
+        ] {
+            let err = Error::store_of_kind(Operation::Acquire, Some(&name), kind, "cause");
+            assert_eq!(err.store_error_kind(), Some(kind));
+            assert_eq!(err.is_transient(), transient, "{kind:?}");
+            // The kind stays out of Display, as the cause does: both are for code to read.
+            assert_eq!(
+                err.to_string(),
+                "lease store failed to acquire lease \"sweep\""
+            );
+        }
+        let timeout = Error::Timeout {
+            name: name.clone(),
+            waited: Duration::from_secs(1),
+        };
+        assert!(!timeout.is_transient());
+        assert_eq!(timeout.store_error_kind(), None);
+        let lost = Error::Lost {
+            name,
+            reason: LossReason::Rejected,
+        };
+        assert!(!lost.is_transient());
     }
 
     #[test]

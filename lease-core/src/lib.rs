@@ -21,6 +21,7 @@ mod name;
 mod renewer;
 pub mod runtime;
 mod store;
+mod store_error_kind;
 mod timed_store;
 mod ttl;
 
@@ -37,6 +38,7 @@ pub use memory::MemoryStore;
 pub use name::LeaseName;
 pub use runtime::Runtime;
 pub use store::{DynLeaseStore, LeaseStore, ReleaseEvents};
+pub use store_error_kind::StoreErrorKind;
 pub use ttl::Ttl;
 
 pub use async_trait::async_trait;

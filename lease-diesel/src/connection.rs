@@ -62,6 +62,11 @@ pub trait DieselConnection: sealed::Sealed + Send + 'static {
         &'c mut self,
         query: &'c OwnedQuery,
     ) -> impl Future<Output = QueryResult<()>> + Send + 'c;
+
+    /// Marks the connection broken, so that its pool (deadpool or bb8, which both ask
+    /// diesel-async whether a connection is broken before they reuse it) closes it instead.
+    #[doc(hidden)]
+    fn discard(&mut self);
 }
 
 /// An inspect or list row as diesel reads it.
@@ -83,6 +88,14 @@ macro_rules! diesel_connection {
         impl $crate::DieselConnection for $conn {
             const DIALECT: lease_sql::Dialect = $dialect;
             const NAME: &'static str = $name;
+
+            fn discard(&mut self) {
+                type Manager = <$conn as diesel_async::AsyncConnection>::TransactionManager;
+                <Manager as diesel_async::TransactionManager<$conn>>::transaction_manager_status_mut(
+                    self,
+                )
+                .set_in_error();
+            }
 
             fn int_pairs<'c>(
                 &'c mut self,

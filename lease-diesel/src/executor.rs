@@ -6,10 +6,11 @@ use std::future::Future;
 
 use diesel::QueryResult;
 use futures::future::BoxFuture;
-use lease_core::{BoxError, async_trait};
+use lease_core::{BoxError, StoreErrorKind, async_trait};
 use lease_sql::{Dialect, Execute, ExecuteOn, LeaseRow, PoolState, Query};
 
 use crate::connection::LeaseTuple;
+use crate::error_kind::error_kind;
 use crate::finish::{Abandoned, Finish};
 use crate::statement::OwnedQuery;
 use crate::{DieselConnection, DieselPool};
@@ -41,10 +42,21 @@ impl<P: DieselPool> DieselExecutor<P> {
             if caller.get() {
                 return Err("the caller stopped waiting before the statement was sent".into());
             }
-            let answer = R::run(&mut *connection, &query).await;
+            let answer = R::run(&mut *connection, &query)
+                .await
+                .map_err(BoxError::from);
+            if let Err(error) = &answer
+                && error_kind(&**error) == StoreErrorKind::ReadOnly
+            {
+                // Its server accepts no writes (a standby, or a primary a switchover demoted):
+                // the pool discards it, and its next connection goes to whatever server the
+                // URL names now.
+                tracing::warn!(%error, "the server is read-only: closing its connection");
+                connection.discard();
+            }
             // The connection goes back to the pool here, before the answer is looked at.
             drop(connection);
-            answer.map_err(BoxError::from)
+            answer
         })
         .await
     }
@@ -81,6 +93,10 @@ impl<P: DieselPool> Execute for DieselExecutor<P> {
 
     fn pool_state(&self) -> PoolState {
         self.pool.state()
+    }
+
+    fn classify(&self, error: &(dyn std::error::Error + Send + Sync + 'static)) -> StoreErrorKind {
+        error_kind(error)
     }
 
     async fn int_pairs(&self, query: Query<'_>) -> Result<Vec<(i64, i64)>, BoxError> {

@@ -10,6 +10,7 @@
 )]
 
 mod connection;
+mod error_kind;
 mod executor;
 mod finish;
 mod pool;

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use async_trait::async_trait;
-use lease_core::{BoxError, ReleaseEvents};
+use lease_core::{BoxError, ReleaseEvents, StoreErrorKind};
 
 use crate::{Dialect, LeaseRow, PoolState, Query};
 
@@ -31,6 +31,18 @@ pub trait Execute: std::fmt::Debug + Send + Sync + 'static {
 
     /// How many connections the pool has open, and how many of them are idle.
     fn pool_state(&self) -> PoolState;
+
+    /// What an error this executor answered means to whoever would try again, from the
+    /// driver's error code ([`postgres_error_kind`](crate::postgres_error_kind),
+    /// [`mysql_error_kind`](crate::mysql_error_kind),
+    /// [`sqlite_error_kind`](crate::sqlite_error_kind)) or its own failures (a pool timeout is
+    /// [`Transient`](StoreErrorKind::Transient)). An error of another origin is
+    /// [`Permanent`](StoreErrorKind::Permanent).
+    ///
+    /// An executor must also close, not give back to its pool, a connection that answered a
+    /// [`ReadOnly`](StoreErrorKind::ReadOnly) error: after a failover it is connected to a
+    /// standby, and the next connection the pool opens finds the new primary.
+    fn classify(&self, error: &(dyn std::error::Error + Send + Sync + 'static)) -> StoreErrorKind;
 
     /// Rows of two integers: try-acquire's `(fence, won)`.
     async fn int_pairs(&self, query: Query<'_>) -> Result<Vec<(i64, i64)>, BoxError>;

@@ -3,6 +3,7 @@
 #![deny(missing_docs)]
 
 mod dialect;
+mod error_kind;
 mod execute;
 mod inline;
 mod json;
@@ -21,6 +22,7 @@ mod table;
 mod template;
 
 pub use dialect::Dialect;
+pub use error_kind::{mysql_error_kind, postgres_error_kind, sqlite_error_kind};
 pub use execute::{Connect, Execute, ExecuteOn};
 pub use inline::{InlineError, postgres_literal};
 pub use migration::{Layout, Migration, MigrationFile};

@@ -1,13 +1,14 @@
 //! [`SqlStore`]: the lease operations on a table, written once over [`Execute`].
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use lease_core::{
     BoxError, Error, Fence, HolderId, LeaseHandle, LeaseInfo, LeaseName, LeaseStore, Operation,
-    ReleaseEvents, Ttl,
+    ReleaseEvents, StoreErrorKind, Ttl,
 };
 
 use crate::{
@@ -70,6 +71,7 @@ impl<X: Execute> SqlStore<X> {
     where
         X: Connect,
     {
+        // No executor yet to classify the error: it is the default, transient.
         let executor = X::connect(url)
             .await
             .map_err(|e| Error::store(Operation::Setup, None, e))?;
@@ -210,7 +212,7 @@ impl<X: Execute> SqlStore<X> {
         self.executor
             .batch(self.statements.setup())
             .await
-            .map_err(|e| Error::store(Operation::Setup, None, e))?;
+            .map_err(self.failure(Operation::Setup, None))?;
         self.verify().await
     }
 
@@ -233,7 +235,7 @@ impl<X: Execute> SqlStore<X> {
             .executor
             .text_pairs(check.columns())
             .await
-            .map_err(|e| Error::store(Operation::Setup, None, e))?;
+            .map_err(self.failure(Operation::Setup, None))?;
         check.verdict(&rows)
     }
 
@@ -269,7 +271,7 @@ impl<X: Execute> SqlStore<X> {
         self.executor
             .batch(&sql)
             .await
-            .map_err(|e| Error::store(Operation::Setup, None, e))?;
+            .map_err(self.failure(Operation::Setup, None))?;
         self.verify().await?;
         Ok(true)
     }
@@ -317,7 +319,7 @@ impl<X: Execute> SqlStore<X> {
                     .fence(lease.name(), lease.holder(), lease.fence()),
             )
             .await
-            .map_err(failure(Operation::Fence, Some(lease.name())))?;
+            .map_err(self.failure(Operation::Fence, Some(lease.name())))?;
         if matched == 0 {
             tracing::warn!(lease = %lease.name(), fence = %lease.fence(), "fenced check found the lease gone");
             return Err(lease.mark_not_held());
@@ -325,13 +327,52 @@ impl<X: Execute> SqlStore<X> {
         Ok(lease.fence())
     }
 
+    /// Wraps a driver's error as the store error of `operation` on `name`, of the kind the
+    /// executor reads in it.
+    fn failure<'a>(
+        &'a self,
+        operation: Operation,
+        name: Option<&'a LeaseName>,
+    ) -> impl Fn(BoxError) -> Error + Copy + 'a {
+        move |source| {
+            let kind = self.executor.classify(&*source);
+            Error::store_of_kind(operation, name, kind, source)
+        }
+    }
+
+    /// Whether the database rolled a statement back for a conflict with a concurrent
+    /// transaction (a deadlock, a serialization failure, a write that lost a Galera
+    /// certification).
+    fn is_conflict(&self, error: &BoxError) -> bool {
+        self.executor.classify(&**error) == StoreErrorKind::Conflict
+    }
+
+    /// Runs `statement` and, when the database rolled it back for a conflict, once more: the
+    /// other transaction has committed by then, so the second run sees its row. Only for the
+    /// operations whose statement means the same when sent twice.
+    async fn again_on_conflict<T, F>(&self, statement: impl Fn() -> F) -> Result<T, BoxError>
+    where
+        F: Future<Output = Result<T, BoxError>>,
+    {
+        match statement().await {
+            Err(error) if self.is_conflict(&error) => {
+                tracing::debug!(%error, "statement rolled back for a conflict, sent once more");
+                statement().await
+            }
+            answer => answer,
+        }
+    }
+
     /// The positions in `batch` (distinct pairs) of the leases one renew-many statement renewed.
     async fn renew_batch(&self, batch: &[(&str, &str)], ttl: Ttl) -> Result<Vec<usize>, Error> {
-        let failed = failure(Operation::RenewMany, None);
-        let query = self.statements.renew_many(batch, ttl);
+        let failed = self.failure(Operation::RenewMany, None);
+        let query = || self.statements.renew_many(batch, ttl);
         match self.statements.renew_many_result() {
             RenewManyResult::Positions => {
-                let rows = self.executor.ints(query).await.map_err(failed)?;
+                let rows = self
+                    .again_on_conflict(|| self.executor.ints(query()))
+                    .await
+                    .map_err(failed)?;
                 rows.into_iter()
                     .map(|position| {
                         usize::try_from(position)
@@ -344,11 +385,17 @@ impl<X: Execute> SqlStore<X> {
                     .collect()
             }
             RenewManyResult::Pairs => {
-                let rows = self.executor.text_pairs(query).await.map_err(failed)?;
+                let rows = self
+                    .again_on_conflict(|| self.executor.text_pairs(query()))
+                    .await
+                    .map_err(failed)?;
                 Ok(crate::positions_in_batch(batch, &rows))
             }
             RenewManyResult::Count => {
-                let matched = self.executor.affected(query).await.map_err(failed)?;
+                let matched = self
+                    .again_on_conflict(|| self.executor.affected(query()))
+                    .await
+                    .map_err(failed)?;
                 if matched == batch.len() as u64 {
                     return Ok((0..batch.len()).collect());
                 }
@@ -376,21 +423,34 @@ impl<X: Execute> LeaseStore for SqlStore<X> {
         holder: &HolderId,
         ttl: Ttl,
     ) -> Result<Option<Fence>, Error> {
-        let failed = failure(Operation::Acquire, Some(name));
-        let rows = self
-            .executor
-            .int_pairs(self.statements.try_acquire(name, holder, ttl))
-            .await
-            .map_err(failed)?;
+        let failed = self.failure(Operation::Acquire, Some(name));
+        let attempt = self
+            .again_on_conflict(|| {
+                self.executor
+                    .int_pairs(self.statements.try_acquire(name, holder, ttl))
+            })
+            .await;
+        let rows = match attempt {
+            // Rolled back twice for a concurrent write of the same row (on Galera: a takeover
+            // certified on another node first): this holder wrote nothing, and somebody else's
+            // write of the lease committed. Not acquired.
+            Err(error) if self.is_conflict(&error) => {
+                tracing::debug!(lease = %name, %error, "acquire lost to a concurrent write");
+                return Ok(None);
+            }
+            attempt => attempt.map_err(failed)?,
+        };
         crate::acquired(rows.into_iter().next()).map_err(failed)
     }
 
     async fn renew(&self, name: &LeaseName, holder: &HolderId, ttl: Ttl) -> Result<bool, Error> {
         let matched = self
-            .executor
-            .affected(self.statements.renew(name, holder, ttl))
+            .again_on_conflict(|| {
+                self.executor
+                    .affected(self.statements.renew(name, holder, ttl))
+            })
             .await
-            .map_err(failure(Operation::Renew, Some(name)))?;
+            .map_err(self.failure(Operation::Renew, Some(name)))?;
         Ok(matched > 0)
     }
 
@@ -419,15 +479,17 @@ impl<X: Execute> LeaseStore for SqlStore<X> {
         min_hold: Duration,
     ) -> Result<bool, Error> {
         let matched = self
-            .executor
-            .affected(self.statements.release(name, holder, min_hold))
+            .again_on_conflict(|| {
+                self.executor
+                    .affected(self.statements.release(name, holder, min_hold))
+            })
             .await
-            .map_err(failure(Operation::Release, Some(name)))?;
+            .map_err(self.failure(Operation::Release, Some(name)))?;
         Ok(matched > 0)
     }
 
     async fn inspect(&self, name: &LeaseName) -> Result<Option<LeaseInfo>, Error> {
-        let failed = failure(Operation::Inspect, Some(name));
+        let failed = self.failure(Operation::Inspect, Some(name));
         let rows = self
             .executor
             .lease_rows(self.statements.inspect(name))
@@ -440,7 +502,7 @@ impl<X: Execute> LeaseStore for SqlStore<X> {
     }
 
     async fn list(&self) -> Result<Vec<LeaseInfo>, Error> {
-        let failed = failure(Operation::List, None);
+        let failed = self.failure(Operation::List, None);
         let rows = self
             .executor
             .lease_rows(self.statements.list())
@@ -462,13 +524,8 @@ impl<X: Execute> LeaseStore for SqlStore<X> {
         self.executor
             .release_events(channel)
             .await
-            .map_err(failure(Operation::Subscribe, None))
+            .map_err(self.failure(Operation::Subscribe, None))
     }
-}
-
-/// Wraps a driver's error as the store error of `operation` on `name`.
-fn failure(operation: Operation, name: Option<&LeaseName>) -> impl Fn(BoxError) -> Error + Copy {
-    move |source| Error::store(operation, name, source)
 }
 
 impl<X: Clone> Clone for SqlStore<X> {

@@ -1,8 +1,9 @@
 //! [`SqlxDatabase`]: the sqlx databases a lease store works with, and what differs between them.
 
 use futures::future::BoxFuture;
-use lease_core::{BoxError, ReleaseEvents};
+use lease_core::{BoxError, ReleaseEvents, StoreErrorKind};
 use lease_sql::{Dialect, Param};
+use sqlx::error::DatabaseError;
 use sqlx::query::Query;
 use sqlx::{Database, Pool};
 
@@ -29,6 +30,11 @@ pub trait SqlxDatabase: Database + sealed::Sealed {
     /// The affected-rows count of a statement's result.
     #[doc(hidden)]
     fn rows_affected(result: &Self::QueryResult) -> u64;
+
+    /// What an error the database answered means, by its code: lease-sql's table for the
+    /// database's SQLSTATEs, error numbers or result codes.
+    #[doc(hidden)]
+    fn database_error_kind(error: &dyn DatabaseError) -> StoreErrorKind;
 
     /// Opens a pool at `url` with the settings a lease store needs.
     #[doc(hidden)]

@@ -5,11 +5,13 @@ use std::fmt;
 
 use futures::future::BoxFuture;
 
-use lease_core::{BoxError, ReleaseEvents, async_trait};
+use lease_core::{BoxError, ReleaseEvents, StoreErrorKind, async_trait};
 use lease_sql::{Connect, Dialect, Execute, ExecuteOn, LeaseRow, PoolState, Query};
+use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Database, Executor, FromRow, IntoArguments, Pool};
 
 use crate::SqlxDatabase;
+use crate::error_kind::error_kind;
 
 /// A sqlx pool as a lease store's [`Execute`]: it prepares each statement once per connection
 /// (sqlx's statement cache), or, on PostgreSQL behind PgBouncer, sends it with its parameters
@@ -93,19 +95,36 @@ where
     where
         O: for<'r> FromRow<'r, DB::Row> + Send + Unpin,
     {
+        let mut connection = self.pool.acquire().await?;
         let rows = match self.mode {
-            Mode::Prepared => prepared(query).fetch_all(&self.pool).await?,
+            Mode::Prepared => prepared(query).fetch_all(&mut *connection).await,
             Mode::Inline => {
                 let sql = query.inline_postgres()?;
                 sqlx::raw_sql(AssertSqlSafe(sql))
-                    .fetch_all(&self.pool)
-                    .await?
+                    .fetch_all(&mut *connection)
+                    .await
             }
         };
+        let rows = rows.map_err(|error| close_if_read_only::<DB>(&mut connection, error))?;
         rows.iter()
             .map(|row| O::from_row(row).map_err(BoxError::from))
             .collect()
     }
+}
+
+/// Marks `connection` to be closed instead of given back to the pool when `error` says its
+/// server accepts no writes (a standby, or a primary a switchover demoted): the pool's next
+/// connection then goes to whatever server the URL names now. Answers the error, boxed.
+fn close_if_read_only<DB: SqlxDatabase>(
+    connection: &mut PoolConnection<DB>,
+    error: sqlx::Error,
+) -> BoxError {
+    let error = BoxError::from(error);
+    if error_kind::<DB>(&*error) == StoreErrorKind::ReadOnly {
+        tracing::warn!(%error, "the server is read-only: closing its connection");
+        connection.close_on_drop();
+    }
+    error
 }
 
 fn prepared<'q, DB: SqlxDatabase>(
@@ -138,6 +157,10 @@ where
         &self.pool
     }
 
+    fn classify(&self, error: &(dyn std::error::Error + Send + Sync + 'static)) -> StoreErrorKind {
+        error_kind::<DB>(error)
+    }
+
     fn pool_state(&self) -> PoolState {
         PoolState {
             size: self.pool.size(),
@@ -164,22 +187,26 @@ where
     }
 
     async fn affected(&self, query: Query<'_>) -> Result<u64, BoxError> {
+        let mut connection = self.pool.acquire().await?;
         let result = match self.mode {
-            Mode::Prepared => prepared(query).execute(&self.pool).await?,
+            Mode::Prepared => prepared(query).execute(&mut *connection).await,
             Mode::Inline => {
                 let sql = query.inline_postgres()?;
                 sqlx::raw_sql(AssertSqlSafe(sql))
-                    .execute(&self.pool)
-                    .await?
+                    .execute(&mut *connection)
+                    .await
             }
         };
+        let result = result.map_err(|error| close_if_read_only::<DB>(&mut connection, error))?;
         Ok(DB::rows_affected(&result))
     }
 
     async fn batch(&self, sql: &str) -> Result<(), BoxError> {
+        let mut connection = self.pool.acquire().await?;
         sqlx::raw_sql(AssertSqlSafe(sql.to_owned()))
-            .execute(&self.pool)
-            .await?;
+            .execute(&mut *connection)
+            .await
+            .map_err(|error| close_if_read_only::<DB>(&mut connection, error))?;
         Ok(())
     }
 

@@ -19,6 +19,7 @@
 )]
 
 mod database;
+mod error_kind;
 mod executor;
 mod fenced;
 

@@ -1,9 +1,10 @@
 //! MariaDB: [`MySqlLeaseStore`].
 
 use futures::future::BoxFuture;
-use lease_core::{BoxError, ReleaseEvents};
+use lease_core::{BoxError, ReleaseEvents, StoreErrorKind};
 use lease_sql::{Dialect, Param, SqlStore};
-use sqlx::mysql::{MySqlArguments, MySqlQueryResult};
+use sqlx::error::DatabaseError;
+use sqlx::mysql::{MySqlArguments, MySqlDatabaseError, MySqlQueryResult};
 use sqlx::query::Query;
 use sqlx::{MySql, MySqlPool};
 
@@ -29,6 +30,14 @@ impl SqlxDatabase for MySql {
 
     fn rows_affected(result: &MySqlQueryResult) -> u64 {
         result.rows_affected()
+    }
+
+    fn database_error_kind(error: &dyn DatabaseError) -> StoreErrorKind {
+        error
+            .try_downcast_ref::<MySqlDatabaseError>()
+            .map_or(StoreErrorKind::Permanent, |error| {
+                lease_sql::mysql_error_kind(error.number())
+            })
     }
 
     fn connect_pool(url: &str) -> BoxFuture<'_, Result<MySqlPool, BoxError>> {

@@ -2,8 +2,9 @@
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use lease_core::{BoxError, LeaseName, ReleaseEvents};
+use lease_core::{BoxError, LeaseName, ReleaseEvents, StoreErrorKind};
 use lease_sql::{Dialect, Param, SqlStore};
+use sqlx::error::DatabaseError;
 use sqlx::postgres::{PgArguments, PgListener, PgPoolOptions, PgQueryResult};
 use sqlx::query::Query;
 use sqlx::{PgPool, Postgres};
@@ -30,6 +31,12 @@ impl SqlxDatabase for Postgres {
 
     fn rows_affected(result: &PgQueryResult) -> u64 {
         result.rows_affected()
+    }
+
+    fn database_error_kind(error: &dyn DatabaseError) -> StoreErrorKind {
+        error.code().map_or(StoreErrorKind::Permanent, |code| {
+            lease_sql::postgres_error_kind(&code)
+        })
     }
 
     fn connect_pool(url: &str) -> BoxFuture<'_, Result<PgPool, BoxError>> {

@@ -3,8 +3,9 @@
 use std::str::FromStr;
 
 use futures::future::BoxFuture;
-use lease_core::{BoxError, ReleaseEvents};
+use lease_core::{BoxError, ReleaseEvents, StoreErrorKind};
 use lease_sql::{Dialect, Param, SQLITE_BUSY_TIMEOUT, SqlStore};
+use sqlx::error::DatabaseError;
 use sqlx::query::Query;
 use sqlx::sqlite::{
     SqliteArguments, SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteQueryResult,
@@ -36,6 +37,14 @@ impl SqlxDatabase for Sqlite {
     }
 
     /// With [`sqlite_connect_options`] and a pool of sqlx's default size.
+    /// sqlx reports SQLite's extended result code, as text.
+    fn database_error_kind(error: &dyn DatabaseError) -> StoreErrorKind {
+        error
+            .code()
+            .and_then(|code| code.parse().ok())
+            .map_or(StoreErrorKind::Permanent, lease_sql::sqlite_error_kind)
+    }
+
     fn connect_pool(url: &str) -> BoxFuture<'_, Result<SqlitePool, BoxError>> {
         Box::pin(async move {
             let options = SqliteConnectOptions::from_str(url)?;

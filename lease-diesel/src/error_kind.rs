@@ -1,0 +1,136 @@
+//! The [`StoreErrorKind`] of an error a diesel-async pool or connection answered.
+//!
+//! diesel keeps a database error's kind only for the few codes it names
+//! (`ReadOnlyTransaction`, `SerializationFailure`, ...) and drops the code of every other one,
+//! keeping its message; so what diesel does not name is read from the message, by the phrases
+//! PostgreSQL, MariaDB and SQLite use for the conditions that matter to a retry.
+
+use diesel::result::{DatabaseErrorKind, Error as DieselError};
+use lease_core::StoreErrorKind;
+
+/// What `error` means to whoever would try again. An error that is not diesel's comes from the
+/// pool (no connection in time, a connection that could not be opened): transient.
+pub(crate) fn error_kind(
+    error: &(dyn std::error::Error + Send + Sync + 'static),
+) -> StoreErrorKind {
+    match error.downcast_ref::<DieselError>() {
+        Some(DieselError::DatabaseError(kind, information)) => match kind {
+            DatabaseErrorKind::ReadOnlyTransaction => StoreErrorKind::ReadOnly,
+            DatabaseErrorKind::SerializationFailure => StoreErrorKind::Conflict,
+            DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand => {
+                StoreErrorKind::Transient
+            }
+            _ => message_kind(information.message()),
+        },
+        Some(DieselError::BrokenTransactionManager) => StoreErrorKind::Transient,
+        Some(_) => StoreErrorKind::Permanent,
+        None => StoreErrorKind::Transient,
+    }
+}
+
+/// Phrases of the servers' messages, lower case, and what they mean.
+const PHRASES: &[(&str, StoreErrorKind)] = &[
+    // PostgreSQL 40P01; MariaDB 1213, also Galera's lost certification.
+    ("deadlock", StoreErrorKind::Conflict),
+    // MariaDB 1290 (`--read-only`) and 1836; PostgreSQL 25006 as a standby words it.
+    ("read-only", StoreErrorKind::ReadOnly),
+    ("read only", StoreErrorKind::ReadOnly),
+    ("during recovery", StoreErrorKind::ReadOnly),
+    // MariaDB 1047: a Galera node that is not (yet) part of the primary component.
+    ("wsrep", StoreErrorKind::Transient),
+    ("lock wait timeout", StoreErrorKind::Transient),
+    ("too many connections", StoreErrorKind::Transient),
+    ("gone away", StoreErrorKind::Transient),
+    ("lost connection", StoreErrorKind::Transient),
+    ("connection reset", StoreErrorKind::Transient),
+    ("broken pipe", StoreErrorKind::Transient),
+    ("shutting down", StoreErrorKind::Transient),
+    ("shutdown in progress", StoreErrorKind::Transient),
+    ("starting up", StoreErrorKind::Transient),
+    ("terminating connection", StoreErrorKind::Transient),
+    ("statement timeout", StoreErrorKind::Transient),
+    ("max_statement_time", StoreErrorKind::Transient),
+    // SQLite's SQLITE_BUSY and SQLITE_LOCKED.
+    ("database is locked", StoreErrorKind::Transient),
+    ("database table is locked", StoreErrorKind::Transient),
+];
+
+fn message_kind(message: &str) -> StoreErrorKind {
+    let message = message.to_ascii_lowercase();
+    PHRASES
+        .iter()
+        .find(|(phrase, _)| message.contains(phrase))
+        .map_or(StoreErrorKind::Permanent, |&(_, kind)| kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn database(
+        kind: DatabaseErrorKind,
+        message: &str,
+    ) -> Box<dyn std::error::Error + Send + Sync> {
+        Box::new(DieselError::DatabaseError(
+            kind,
+            Box::new(message.to_owned()),
+        ))
+    }
+
+    #[test]
+    fn kinds_diesel_names() {
+        let read_only = database(
+            DatabaseErrorKind::ReadOnlyTransaction,
+            "cannot execute UPDATE in a read-only transaction",
+        );
+        assert_eq!(error_kind(&*read_only), StoreErrorKind::ReadOnly);
+        let serialization = database(
+            DatabaseErrorKind::SerializationFailure,
+            "could not serialize",
+        );
+        assert_eq!(error_kind(&*serialization), StoreErrorKind::Conflict);
+        let closed = database(DatabaseErrorKind::ClosedConnection, "closed");
+        assert_eq!(error_kind(&*closed), StoreErrorKind::Transient);
+    }
+
+    #[test]
+    fn kinds_read_from_messages() {
+        for (message, kind) in [
+            ("deadlock detected", StoreErrorKind::Conflict),
+            (
+                "Deadlock found when trying to get lock; try restarting transaction",
+                StoreErrorKind::Conflict,
+            ),
+            (
+                "The MariaDB server is running with the --read-only option so it cannot execute this statement",
+                StoreErrorKind::ReadOnly,
+            ),
+            (
+                "WSREP has not yet prepared node for application use",
+                StoreErrorKind::Transient,
+            ),
+            ("database is locked", StoreErrorKind::Transient),
+            (
+                "terminating connection due to administrator command",
+                StoreErrorKind::Transient,
+            ),
+            (
+                "permission denied for table leases",
+                StoreErrorKind::Permanent,
+            ),
+            ("column \"fence\" does not exist", StoreErrorKind::Permanent),
+        ] {
+            let error = database(DatabaseErrorKind::Unknown, message);
+            assert_eq!(error_kind(&*error), kind, "{message}");
+        }
+    }
+
+    #[test]
+    fn pool_failures_are_transient_and_other_diesel_errors_permanent() {
+        let pool: Box<dyn std::error::Error + Send + Sync> =
+            "timed out waiting for a connection".into();
+        assert_eq!(error_kind(&*pool), StoreErrorKind::Transient);
+        let not_found: Box<dyn std::error::Error + Send + Sync> = Box::new(DieselError::NotFound);
+        assert_eq!(error_kind(&*not_found), StoreErrorKind::Permanent);
+    }
+}

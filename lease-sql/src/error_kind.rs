@@ -1,0 +1,113 @@
+//! What a database's error codes mean to whoever would try again: the [`StoreErrorKind`] of a
+//! PostgreSQL SQLSTATE, a MariaDB/MySQL error number or a SQLite result code, written once for
+//! every driver that reports them.
+
+use lease_core::StoreErrorKind;
+
+/// The kind of a PostgreSQL error, by its SQLSTATE (five characters, such as `"25006"`).
+///
+/// - `25006` (read-only SQL transaction, also what a standby or a server in recovery answers to
+///   a write) is [`ReadOnly`](StoreErrorKind::ReadOnly);
+/// - `40001` (serialization failure) and `40P01` (deadlock) are
+///   [`Conflict`](StoreErrorKind::Conflict);
+/// - class `08` (connection exception), class `53` (insufficient resources, such as too many
+///   connections), class `58` (system error), the rest of class `40`, `55P03` (lock not
+///   available), `57014` (statement timeout or cancel) and `57P01`..`57P05` (shutdown, cannot
+///   connect now, idle session timeout) are [`Transient`](StoreErrorKind::Transient);
+/// - everything else (permission denied, undefined table or column, syntax, ...) is
+///   [`Permanent`](StoreErrorKind::Permanent).
+pub fn postgres_error_kind(sqlstate: &str) -> StoreErrorKind {
+    match sqlstate {
+        "25006" => StoreErrorKind::ReadOnly,
+        "40001" | "40P01" => StoreErrorKind::Conflict,
+        "55P03" | "57014" | "57P01" | "57P02" | "57P03" | "57P04" | "57P05" => {
+            StoreErrorKind::Transient
+        }
+        _ => match sqlstate.get(..2) {
+            Some("08" | "40" | "53" | "58") => StoreErrorKind::Transient,
+            _ => StoreErrorKind::Permanent,
+        },
+    }
+}
+
+/// The kind of a MariaDB or MySQL error, by its number.
+///
+/// - 1290 (the server runs with `--read-only`), 1836 (read-only mode) and 1792 (a read-only
+///   transaction) are [`ReadOnly`](StoreErrorKind::ReadOnly);
+/// - 1213 (deadlock, also how Galera reports a write that lost certification) is
+///   [`Conflict`](StoreErrorKind::Conflict);
+/// - 1040 (too many connections), 1047 (a Galera node not ready for statements), 1053 (server
+///   shutdown), 1205 (lock wait timeout), 1927 (connection killed), 1969 and 3024 (statement
+///   timeouts), 4031 (disconnected for inactivity) and the client's 2002, 2003, 2006 and 2013
+///   (cannot connect, server gone, connection lost) are [`Transient`](StoreErrorKind::Transient);
+/// - everything else is [`Permanent`](StoreErrorKind::Permanent).
+pub fn mysql_error_kind(number: u16) -> StoreErrorKind {
+    match number {
+        1290 | 1792 | 1836 => StoreErrorKind::ReadOnly,
+        1213 => StoreErrorKind::Conflict,
+        1040 | 1047 | 1053 | 1205 | 1927 | 1969 | 2002 | 2003 | 2006 | 2013 | 3024 | 4031 => {
+            StoreErrorKind::Transient
+        }
+        _ => StoreErrorKind::Permanent,
+    }
+}
+
+/// The kind of a SQLite error, by its result code (primary or extended).
+///
+/// `SQLITE_BUSY` (5), `SQLITE_LOCKED` (6), `SQLITE_IOERR` (10), `SQLITE_FULL` (13) and
+/// `SQLITE_PROTOCOL` (15) are [`Transient`](StoreErrorKind::Transient); everything else, a
+/// read-only database file included (there is no other server to find), is
+/// [`Permanent`](StoreErrorKind::Permanent).
+pub fn sqlite_error_kind(code: i32) -> StoreErrorKind {
+    match code & 0xff {
+        5 | 6 | 10 | 13 | 15 => StoreErrorKind::Transient,
+        _ => StoreErrorKind::Permanent,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn postgres_codes() {
+        assert_eq!(postgres_error_kind("25006"), StoreErrorKind::ReadOnly);
+        assert_eq!(postgres_error_kind("40001"), StoreErrorKind::Conflict);
+        assert_eq!(postgres_error_kind("40P01"), StoreErrorKind::Conflict);
+        for transient in [
+            "08006", "08001", "53300", "57P01", "57P03", "57014", "40003",
+        ] {
+            assert_eq!(
+                postgres_error_kind(transient),
+                StoreErrorKind::Transient,
+                "{transient}"
+            );
+        }
+        for permanent in ["42501", "42P01", "42703", "23505", "XX000", "", "4"] {
+            assert_eq!(
+                postgres_error_kind(permanent),
+                StoreErrorKind::Permanent,
+                "{permanent}"
+            );
+        }
+    }
+
+    #[test]
+    fn mysql_numbers() {
+        assert_eq!(mysql_error_kind(1290), StoreErrorKind::ReadOnly);
+        assert_eq!(mysql_error_kind(1213), StoreErrorKind::Conflict);
+        assert_eq!(mysql_error_kind(1047), StoreErrorKind::Transient);
+        assert_eq!(mysql_error_kind(2013), StoreErrorKind::Transient);
+        assert_eq!(mysql_error_kind(1054), StoreErrorKind::Permanent);
+        assert_eq!(mysql_error_kind(1142), StoreErrorKind::Permanent);
+    }
+
+    #[test]
+    fn sqlite_codes() {
+        assert_eq!(sqlite_error_kind(5), StoreErrorKind::Transient);
+        // SQLITE_BUSY_SNAPSHOT, an extended code of SQLITE_BUSY.
+        assert_eq!(sqlite_error_kind(517), StoreErrorKind::Transient);
+        assert_eq!(sqlite_error_kind(1), StoreErrorKind::Permanent);
+        assert_eq!(sqlite_error_kind(8), StoreErrorKind::Permanent);
+    }
+}

@@ -1,0 +1,27 @@
+//! The [`StoreErrorKind`] of a sqlx error: its database's code read by lease-sql's tables, or
+//! sqlx's own failures (pool, I/O, protocol).
+
+use lease_core::StoreErrorKind;
+
+use crate::SqlxDatabase;
+
+/// What `error`, answered by a statement on `DB`, means to whoever would try again.
+pub(crate) fn error_kind<DB: SqlxDatabase>(
+    error: &(dyn std::error::Error + Send + Sync + 'static),
+) -> StoreErrorKind {
+    let Some(error) = error.downcast_ref::<sqlx::Error>() else {
+        // lease-sql's own answers (a parameter it cannot inline, a row it cannot read).
+        return StoreErrorKind::Permanent;
+    };
+    match error {
+        sqlx::Error::Database(database) => DB::database_error_kind(database.as_ref()),
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed
+        | sqlx::Error::BeginFailed => StoreErrorKind::Transient,
+        _ => StoreErrorKind::Permanent,
+    }
+}
