@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod database_error;
 mod dialect;
 mod error_kind;
 mod execute;
@@ -21,6 +22,7 @@ mod store;
 mod table;
 mod template;
 
+pub use database_error::DatabaseError;
 pub use dialect::Dialect;
 pub use error_kind::{mysql_error_kind, postgres_error_kind, sqlite_error_kind};
 pub use execute::{Connect, Execute, ExecuteOn};

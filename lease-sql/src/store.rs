@@ -12,7 +12,8 @@ use lease_core::{
 };
 
 use crate::{
-    Connect, Execute, ExecuteOn, PoolState, RenewManyResult, SchemaCheck, Statements, TableName,
+    Connect, DatabaseError, Execute, ExecuteOn, PoolState, RenewManyResult, SchemaCheck,
+    Statements, TableName,
 };
 
 /// Leases in a SQL table, reached through a driver's pool: the [`LeaseStore`] of every SQL
@@ -336,6 +337,10 @@ impl<X: Execute> SqlStore<X> {
     ) -> impl Fn(BoxError) -> Error + Copy + 'a {
         move |source| {
             let kind = self.executor.classify(&*source);
+            let source = match self.executor.describe(&*source) {
+                Some(message) => Box::new(DatabaseError::new(message, source)),
+                None => source,
+            };
             Error::store_of_kind(operation, name, kind, source)
         }
     }

@@ -19,6 +19,7 @@
 )]
 
 mod database;
+mod describe;
 mod error_kind;
 mod executor;
 mod fenced;

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use lease_core::{BoxError, Error, HolderId, LeaseName, LeaseStore, Ttl};
+use lease_core::{BoxError, Error, ErrorChain, HolderId, LeaseName, LeaseStore, Ttl};
 use lease_sql::{Dialect, Execute, SqlStore};
 
 /// The holder of the story's service's live lease.
@@ -96,12 +96,23 @@ pub async fn story_table_is_refused_then_upgraded<X: Execute>(
     }
     let ttl = Ttl::from_secs(30)?;
 
-    // The control: the store's statements do not work on this table.
+    // The control: the store's statements do not work on this table. The error reads cleanly:
+    // its Display names the operation and the lease, its cause says the database's message
+    // once, without the driver's decorations.
     match store
         .try_acquire(&name("digest"), &HolderId::generate(), ttl)
         .await
     {
-        Err(Error::Store { .. }) => {}
+        Err(error @ Error::Store { .. }) => {
+            let line = ErrorChain(&error).to_string();
+            let clean = error.to_string() == "lease store failed to acquire lease \"digest\""
+                && line.matches("fence").count() == 1
+                && !line.contains(" at line ")
+                && !line.contains("error returned from database");
+            if !clean {
+                return Err(format!("the store's error reads {line:?}").into());
+            }
+        }
         other => return Err(format!("acquiring on the story's table answered {other:?}").into()),
     }
 
