@@ -22,8 +22,17 @@ struct Outcome {
 }
 
 fn leasectl(args: &[&str]) -> Outcome {
+    leasectl_with_env(args, &[])
+}
+
+/// Runs the tool with `args` and only the variables `vars` of its own (the caller's
+/// `DATABASE_URL` and `LEASE_TABLE` are not passed on).
+fn leasectl_with_env(args: &[&str], vars: &[(&str, &str)]) -> Outcome {
     let output = Command::new(env!("CARGO_BIN_EXE_leasectl"))
         .args(args)
+        .env_remove("DATABASE_URL")
+        .env_remove("LEASE_TABLE")
+        .envs(vars.iter().copied())
         .output()
         .expect("leasectl runs");
     Outcome {
@@ -33,9 +42,9 @@ fn leasectl(args: &[&str]) -> Outcome {
     }
 }
 
-/// `url`, then `--table table` when given, then the command.
+/// `--database-url url`, then `--table table` when given, then the command.
 fn run(url: &str, table: Option<&str>, command: &[&str]) -> Outcome {
-    let mut args = vec![url];
+    let mut args = vec!["--database-url", url];
     if let Some(table) = table {
         args.extend(["--table", table]);
     }
@@ -289,7 +298,7 @@ async fn mariadb_by_either_scheme() {
 
 #[test]
 fn bad_urls_fail_with_a_clear_message_and_never_show_a_password() {
-    let unsupported = leasectl(&["redis://localhost/0", "list"]);
+    let unsupported = leasectl(&["--database-url", "redis://localhost/0", "list"]);
     assert_eq!(unsupported.code, 2, "{unsupported:?}");
     assert!(
         unsupported
@@ -298,7 +307,10 @@ fn bad_urls_fail_with_a_clear_message_and_never_show_a_password() {
         "{unsupported:?}"
     );
 
-    let unreachable = leasectl(&["postgres://app:s3cret@127.0.0.1:1/app", "list"]);
+    let unreachable = leasectl_with_env(
+        &["list"],
+        &[("DATABASE_URL", "postgres://app:s3cret@127.0.0.1:1/app")],
+    );
     assert_eq!(unreachable.code, 1, "{unreachable:?}");
     assert!(
         unreachable
@@ -310,12 +322,12 @@ fn bad_urls_fail_with_a_clear_message_and_never_show_a_password() {
 
     let dir = TempDir::new();
     let missing = dir.0.join("missing.db");
-    let no_file = leasectl(&[&format!("sqlite:{}", missing.display()), "list"]);
+    let no_file = run(&format!("sqlite:{}", missing.display()), None, &["list"]);
     assert_eq!(no_file.code, 1, "{no_file:?}");
     assert!(no_file.stderr.contains("cannot connect"), "{no_file:?}");
     assert!(!missing.exists(), "the tool created {}", missing.display());
 
-    let table = leasectl(&["--table", "leases; DROP TABLE x", "sqlite::memory:", "list"]);
+    let table = run("sqlite::memory:", Some("leases; DROP TABLE x"), &["list"]);
     assert_eq!(table.code, 2, "{table:?}");
     assert!(table.stderr.contains("invalid SQL identifier"), "{table:?}");
 }
@@ -347,22 +359,46 @@ async fn a_missing_table_is_an_error_and_an_empty_one_says_so() {
 
 #[test]
 fn usage_errors_exit_2_and_help_exits_0() {
-    let help = leasectl(&["--help"]);
-    assert_eq!(help.code, 0, "{help:?}");
-    assert!(help.stdout.starts_with("usage: leasectl"), "{help:?}");
+    for args in [
+        &["--help"][..],
+        &["list", "--help"],
+        &["watch", "-h"],
+        &["help", "release"],
+    ] {
+        let help = leasectl(args);
+        assert_eq!(help.code, 0, "{args:?}: {help:?}");
+        assert!(
+            help.stdout.starts_with("Usage: leasectl") || help.stdout.contains("\nUsage: leasectl"),
+            "{args:?}: {help:?}"
+        );
+    }
+    // Each command's help has its examples, the main help the environment.
+    let watch = leasectl(&["watch", "--help"]);
+    assert!(watch.stdout.contains("Examples:"), "{watch:?}");
+    assert!(watch.stdout.contains("--count"), "{watch:?}");
+    let main = leasectl(&["--help"]);
+    assert!(main.stdout.contains("[env: DATABASE_URL"), "{main:?}");
+    assert!(main.stdout.contains("[env: LEASE_TABLE"), "{main:?}");
+    assert!(main.stdout.contains("Exit codes"), "{main:?}");
 
     for args in [
         &[][..],
-        &["sqlite:a.db"],
-        &["sqlite:a.db", "drop", "sweep"],
-        &["sqlite:a.db", "show"],
+        &["drop", "sweep"],
+        &["show"],
+        &["list", "--output", "yaml"],
+        &["watch", "--interval", "1ms"],
+        &["migrations", "--dialect", "oracle"],
     ] {
         let out = leasectl(args);
         assert_eq!(out.code, 2, "{args:?}: {out:?}");
-        assert!(out.stderr.contains("usage: leasectl"), "{args:?}: {out:?}");
+        assert!(out.stderr.contains("--help"), "{args:?}: {out:?}");
     }
 
-    let name = leasectl(&["sqlite::memory:", "show", ""]);
+    let no_url = leasectl(&["list"]);
+    assert_eq!(no_url.code, 2, "{no_url:?}");
+    assert!(no_url.stderr.contains("set DATABASE_URL"), "{no_url:?}");
+
+    let name = run("sqlite::memory:", None, &["show", ""]);
     assert_eq!(name.code, 2, "{name:?}");
     assert!(name.stderr.contains("invalid lease name"), "{name:?}");
 }
