@@ -183,6 +183,10 @@ impl LeaseStore for CountingStore {
         self.inner.list().await
     }
 
+    async fn prune(&self, released_for: Duration) -> Result<u64, Error> {
+        self.inner.prune(released_for).await
+    }
+
     async fn release_events(&self) -> Result<Option<ReleaseEvents>, Error> {
         self.inner.release_events().await
     }

@@ -265,6 +265,8 @@ pub enum Operation {
     Subscribe,
     /// A fenced check inside the caller's transaction (the SQL stores' `fence`).
     Fence,
+    /// [`LeaseStore::prune`](crate::LeaseStore::prune).
+    Prune,
 }
 
 impl fmt::Display for Operation {
@@ -279,6 +281,7 @@ impl fmt::Display for Operation {
             Self::Setup => "set up",
             Self::Subscribe => "subscribe to releases",
             Self::Fence => "check the fence of",
+            Self::Prune => "prune released leases",
         })
     }
 }

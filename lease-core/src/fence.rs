@@ -5,6 +5,10 @@ use std::fmt;
 /// A fencing token: a number that strictly increases with every acquisition of a lease name,
 /// across takeovers and releases, and stays the same while the holder renews.
 ///
+/// Treat it as opaque: compare fences, never compute with them. (The SQL stores' fences follow
+/// the database's clock in microseconds, so that they keep increasing when a pruned row is
+/// created again or a failover loses the latest acquisitions; the memory store counts.)
+///
 /// Pass it along with every write the work makes downstream, and have the downstream system
 /// reject a write whose fence is lower than the highest it has seen for that name: a holder that
 /// lost its lease (a long pause, a network partition) then cannot overwrite the work of the

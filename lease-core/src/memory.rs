@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -41,6 +42,9 @@ pub struct MemoryStore {
 
 struct Inner {
     rows: Mutex<BTreeMap<LeaseName, Row>>,
+    /// The greatest fence of a row [`LeaseStore::prune`] deleted, changed only under the `rows`
+    /// lock: a name whose row was deleted starts above it, so fences never go back.
+    pruned_fence: AtomicU64,
     /// Subscribers to [`LeaseStore::release_events`].
     released: Mutex<Vec<mpsc::UnboundedSender<LeaseName>>>,
     clock: Box<dyn Fn() -> Instant + Send + Sync>,
@@ -76,6 +80,7 @@ impl MemoryStore {
         Self {
             inner: Arc::new(Inner {
                 rows: Mutex::new(BTreeMap::new()),
+                pruned_fence: AtomicU64::new(0),
                 released: Mutex::new(Vec::new()),
                 clock: Box::new(clock),
                 epoch: SystemTime::now(),
@@ -143,7 +148,7 @@ impl LeaseStore for MemoryStore {
         let fence = match rows.get(name) {
             Some(row) if row.holder.is_some() && row.expires_at > now => return Ok(None),
             Some(row) => row.fence + 1,
-            None => 1,
+            None => self.inner.pruned_fence.load(Ordering::Relaxed) + 1,
         };
         rows.insert(
             name.clone(),
@@ -211,6 +216,25 @@ impl LeaseStore for MemoryStore {
             .iter()
             .filter_map(|(name, row)| self.info(name, row, now))
             .collect())
+    }
+
+    async fn prune(&self, released_for: Duration) -> Result<u64, Error> {
+        let now = self.now();
+        let mut rows = self.rows();
+        let before = rows.len();
+        let mut pruned_fence = self.inner.pruned_fence.load(Ordering::Relaxed);
+        // A row is free from its expiry on (a release sets it to the release's time).
+        rows.retain(|_, row| {
+            let keep = now.saturating_duration_since(row.expires_at) <= released_for;
+            if !keep {
+                pruned_fence = pruned_fence.max(row.fence);
+            }
+            keep
+        });
+        self.inner
+            .pruned_fence
+            .store(pruned_fence, Ordering::Relaxed);
+        Ok((before - rows.len()) as u64)
     }
 
     /// Every release that frees a lease at once (not one held on by a minimum hold).

@@ -154,6 +154,24 @@ pub trait LeaseStore: Send + Sync + Debug + 'static {
     async fn release_events(&self) -> Result<Option<ReleaseEvents>, Error> {
         Ok(None)
     }
+
+    /// Deletes the rows of leases that have been free (released, or expired) for longer than
+    /// `released_for` by the store's clock, and answers how many it deleted. Held leases, and
+    /// leases freed more recently, are kept.
+    ///
+    /// A store keeps a row per name ever acquired, with no holder once released; a table of
+    /// per-entity leases grows without bound unless pruned. Fences must keep strictly
+    /// increasing across a prune: a name acquired again after its row was deleted gets a fence
+    /// greater than any it had (the SQL stores' fences follow the database's clock; the memory
+    /// store remembers the greatest fence it pruned).
+    ///
+    /// # Errors
+    /// [`Error::Store`] with [`Operation::Prune`](crate::Operation::Prune) when the store
+    /// fails.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the deletion is one statement, done entirely or not at all; call it again.
+    async fn prune(&self, released_for: Duration) -> Result<u64, Error>;
 }
 
 /// The stream of [`LeaseStore::release_events`]: names of released leases.
@@ -202,6 +220,10 @@ impl<S: LeaseStore + ?Sized> LeaseStore for Arc<S> {
 
     async fn release_events(&self) -> Result<Option<ReleaseEvents>, Error> {
         (**self).release_events().await
+    }
+
+    async fn prune(&self, released_for: Duration) -> Result<u64, Error> {
+        (**self).prune(released_for).await
     }
 }
 

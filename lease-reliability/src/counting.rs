@@ -84,4 +84,9 @@ impl<S: LeaseStore> LeaseStore for CountingStore<S> {
         self.count();
         self.inner.list().await
     }
+
+    async fn prune(&self, released_for: Duration) -> Result<u64, Error> {
+        self.count();
+        self.inner.prune(released_for).await
+    }
 }

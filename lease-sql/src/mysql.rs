@@ -52,13 +52,14 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         try_acquire: Template::new(
             format!(
                 "INSERT INTO {t} (name, holder, fence, taken_at, expires_at)\n\
-                 VALUES (?, ?, 1, {NOW}, {NOW} + INTERVAL ? MICROSECOND)\n\
+                 VALUES (?, ?, {clock}, {NOW}, {NOW} + INTERVAL ? MICROSECOND)\n\
                  ON DUPLICATE KEY UPDATE\n    \
-                     fence = IF({FREE}, fence + 1, fence),\n    \
+                     fence = IF({FREE}, GREATEST(fence + 1, VALUES(fence)), fence),\n    \
                      taken_at = IF({FREE}, VALUES(taken_at), taken_at),\n    \
                      holder = IF({FREE}, VALUES(holder), holder),\n    \
                      expires_at = IF(holder = VALUES(holder) AND taken_at = VALUES(taken_at), VALUES(expires_at), expires_at)\n\
-                 RETURNING fence, CAST(holder = ? AND taken_at = {NOW} AS SIGNED) AS won"
+                 RETURNING fence, CAST(holder = ? AND taken_at = {NOW} AS SIGNED) AS won",
+                clock = micros(NOW),
             ),
             &[Arg::Name, Arg::Holder, Arg::Micros, Arg::Holder],
         ),
@@ -91,6 +92,10 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         fence: format!(
             "UPDATE {t} SET expires_at = expires_at + INTERVAL 1 MICROSECOND\n\
              WHERE name = ? AND holder = ? AND fence = ? AND expires_at > {NOW}"
+        ),
+        prune: Template::new(
+            format!("DELETE FROM {t} WHERE expires_at < {NOW} - INTERVAL ? MICROSECOND"),
+            &[Arg::Micros],
         ),
     }
 }

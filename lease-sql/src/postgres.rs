@@ -49,16 +49,17 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         try_acquire: Template::new(
             format!(
                 "INSERT INTO {t} AS l (name, holder, fence, taken_at, expires_at)\n\
-                 SELECT $1::text, $2::text, 1, {NOW}, {NOW} + {ttl}\n\
+                 SELECT $1::text, $2::text, {clock}, {NOW}, {NOW} + {ttl}\n\
                  WHERE NOT EXISTS (\n    \
                      SELECT 1 FROM {t} AS held\n    \
                      WHERE held.name = $1::text AND held.holder IS NOT NULL AND held.expires_at > {NOW}\n\
                  )\n\
                  ON CONFLICT (name) DO UPDATE\n\
-                 SET holder = excluded.holder, fence = l.fence + 1, taken_at = excluded.taken_at, expires_at = excluded.expires_at\n\
+                 SET holder = excluded.holder, fence = GREATEST(l.fence + 1, excluded.fence), taken_at = excluded.taken_at, expires_at = excluded.expires_at\n\
                  WHERE l.holder IS NULL OR l.expires_at <= excluded.taken_at\n\
                  RETURNING l.fence, 1::int8 AS won",
-                ttl = interval(3)
+                ttl = interval(3),
+                clock = micros(NOW),
             ),
             &[Arg::Name, Arg::Holder, Arg::Micros],
         ),
@@ -91,6 +92,10 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         fence: format!(
             "UPDATE {t} SET expires_at = expires_at + interval '1 microsecond'\n\
              WHERE name = $1::text AND holder = $2::text AND fence = $3::int8 AND expires_at > {NOW}"
+        ),
+        prune: Template::new(
+            format!("DELETE FROM {t} WHERE expires_at < {NOW} - {}", interval(1)),
+            &[Arg::Micros],
         ),
     }
 }

@@ -46,9 +46,9 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         try_acquire: Template::new(
             format!(
                 "INSERT INTO {t} (name, holder, fence, taken_at, expires_at)\n\
-                 VALUES (?1, ?2, 1, {NOW}, {NOW} + ?3 / 1000)\n\
+                 VALUES (?1, ?2, {NOW} * 1000, {NOW}, {NOW} + ?3 / 1000)\n\
                  ON CONFLICT (name) DO UPDATE\n\
-                 SET holder = excluded.holder, fence = fence + 1, taken_at = excluded.taken_at, expires_at = excluded.expires_at\n\
+                 SET holder = excluded.holder, fence = max(fence + 1, excluded.fence), taken_at = excluded.taken_at, expires_at = excluded.expires_at\n\
                  WHERE holder IS NULL OR expires_at <= excluded.taken_at\n\
                  RETURNING fence, 1 AS won"
             ),
@@ -81,6 +81,10 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         fence: format!(
             "UPDATE {t} SET expires_at = expires_at + 1\n\
              WHERE name = ?1 AND holder = ?2 AND fence = ?3 AND expires_at > {NOW}"
+        ),
+        prune: Template::new(
+            format!("DELETE FROM {t} WHERE expires_at < {NOW} - ?1 / 1000"),
+            &[Arg::Micros],
         ),
     }
 }

@@ -134,6 +134,16 @@ impl Statements {
 
     /// Try-acquire. Parameters: name, holder, TTL in microseconds (MariaDB: and the holder again,
     /// to tell the winner in `RETURNING`).
+    ///
+    /// The fence it hands out is a hybrid logical clock: the greater of the previous fence + 1
+    /// and the database's clock in microseconds since the Unix epoch (SQLite: its milliseconds,
+    /// times 1,000). So fences strictly increase per name as before, and also do not depend on
+    /// the row surviving: a name whose row was [pruned](Statements::prune), or whose latest
+    /// acquisitions a failover lost (an asynchronous standby that never received them), gets a
+    /// fence above every fence handed out before, as long as the clock of the server that hands
+    /// it out is ahead of the clock that stamped the lost one. A failover takes seconds and the
+    /// servers' clocks are kept within milliseconds by NTP, so it is. A table whose fences were
+    /// counters (before this scheme) needs no migration: its next fence jumps to the clock.
     pub fn try_acquire<'a>(
         &'a self,
         name: &'a LeaseName,
@@ -199,6 +209,21 @@ impl Statements {
                 Param::text(holder.as_str()),
                 Param::Int(i64::try_from(fence.get()).unwrap_or(i64::MAX)),
             ],
+        }
+    }
+
+    /// Delete the rows free (released or expired) for longer than `released_for` by the
+    /// database's clock: a row is free from its `expires_at` on, which a release sets to its own
+    /// time (or to the end of a minimum hold). Parameter: `released_for` in microseconds,
+    /// capped as a minimum hold is (about 1,000 years). Answers with its affected rows.
+    ///
+    /// It reads the whole table (no index on `expires_at`): an operator's occasional statement,
+    /// not one of the lease operations.
+    pub fn prune(&self, released_for: Duration) -> Query<'_> {
+        let template = &self.sql.prune;
+        Query {
+            sql: Cow::Borrowed(&template.sql),
+            params: template.params("", "", min_hold_micros(released_for)),
         }
     }
 

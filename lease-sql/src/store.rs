@@ -493,6 +493,15 @@ impl<X: Execute> LeaseStore for SqlStore<X> {
         Ok(matched > 0)
     }
 
+    /// One `DELETE`; fences stay increasing across it because a new row's fence is the
+    /// database's clock in microseconds (see [`Statements::try_acquire`]).
+    async fn prune(&self, released_for: Duration) -> Result<u64, Error> {
+        self.executor
+            .affected(self.statements.prune(released_for))
+            .await
+            .map_err(self.failure(Operation::Prune, None))
+    }
+
     async fn inspect(&self, name: &LeaseName) -> Result<Option<LeaseInfo>, Error> {
         let failed = self.failure(Operation::Inspect, Some(name));
         let rows = self

@@ -10,7 +10,7 @@ pub(crate) enum Arg {
     Name,
     /// The holder id.
     Holder,
-    /// The TTL or the minimum hold, in microseconds.
+    /// The TTL, the minimum hold or the prune's bound, in microseconds.
     Micros,
 }
 
@@ -49,4 +49,6 @@ pub(crate) struct DialectSql {
     pub(crate) list: String,
     /// The fenced check; parameters name, holder, fence on every dialect.
     pub(crate) fence: String,
+    /// Deleting the rows free for longer than a bound; parameter: the bound in microseconds.
+    pub(crate) prune: Template,
 }

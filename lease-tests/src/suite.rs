@@ -43,6 +43,7 @@ macro_rules! conformance_suite {
                 stale_holder_touches_nothing,
                 fences_strictly_increase,
                 fences_keep_counting_across_releases,
+                prune_deletes_only_rows_free_longer_than_the_bound,
                 renew_many_reports_exactly_the_lost,
                 renew_many_across_batches_duplicates_and_losses,
                 inspect_and_list_agree,

@@ -76,6 +76,24 @@ catches!(
     "the stale holder renewed"
 );
 catches!(
+    prune_that_ignores_its_bound_breaks_pruning,
+    PruneIgnoresBound,
+    prune_deletes_only_rows_free_longer_than_the_bound,
+    "rows pruned with a bound"
+);
+catches!(
+    prune_that_resets_fences_breaks_pruning,
+    PruneResetsFence,
+    prune_deletes_only_rows_free_longer_than_the_bound,
+    "fences must keep increasing across a prune"
+);
+catches!(
+    prune_that_deletes_nothing_breaks_pruning,
+    PruneDoesNothing,
+    prune_deletes_only_rows_free_longer_than_the_bound,
+    "rows pruned with a bound"
+);
+catches!(
     release_that_deletes_the_row_breaks_fences,
     ReleaseResetsFence,
     fences_strictly_increase,

@@ -136,6 +136,11 @@ impl LeaseStore for Faulty {
         self.gate(Operation::List).await?;
         self.inner.list().await
     }
+
+    async fn prune(&self, released_for: Duration) -> Result<u64, Error> {
+        self.gate(Operation::Prune).await?;
+        self.inner.prune(released_for).await
+    }
 }
 
 /// A memory store on tokio's clock, so a paused test clock expires its leases too.

@@ -100,6 +100,11 @@ impl<S: LeaseStore> LeaseStore for Severable<S> {
         self.inner.list().await
     }
 
+    async fn prune(&self, released_for: Duration) -> Result<u64, Error> {
+        self.pass(Operation::Prune, None).await?;
+        self.inner.prune(released_for).await
+    }
+
     async fn release_events(&self) -> Result<Option<ReleaseEvents>, Error> {
         self.pass(Operation::Subscribe, None).await?;
         self.inner.release_events().await

@@ -49,6 +49,12 @@ pub enum Flaw {
     ReleaseEventsNotForwarded,
     /// Acquire answers a fence one above the one the row holds.
     AcquireMisreportsFence,
+    /// Prune deletes every free row, however recently it was freed.
+    PruneIgnoresBound,
+    /// Prune deletes the rows it should, and a name whose row went starts its fences over.
+    PruneResetsFence,
+    /// Prune deletes nothing (the default a wrapper store might answer).
+    PruneDoesNothing,
 }
 
 /// Gives way to the other futures on the task once, so callers that read together write
@@ -101,7 +107,8 @@ impl TestBackend for BrokenBackend {
 pub struct BrokenStore {
     flaw: Flaw,
     inner: MemoryStore,
-    /// One store per name, for [`Flaw::ReleaseResetsFence`]: a release replaces it.
+    /// One store per name, for [`Flaw::ReleaseResetsFence`] (a release replaces it) and
+    /// [`Flaw::PruneResetsFence`] (a prune that deletes its row does).
     per_name: Mutex<HashMap<LeaseName, MemoryStore>>,
 }
 
@@ -132,12 +139,16 @@ impl BrokenStore {
 
     /// The store that holds `name`.
     fn store(&self, name: &LeaseName) -> MemoryStore {
-        if self.flaw == Flaw::ReleaseResetsFence {
+        if self.per_name_stores() {
             let mut stores = self.per_name.lock().unwrap();
             stores.entry(name.clone()).or_default().clone()
         } else {
             self.inner.clone()
         }
+    }
+
+    fn per_name_stores(&self) -> bool {
+        matches!(self.flaw, Flaw::ReleaseResetsFence | Flaw::PruneResetsFence)
     }
 
     fn wrong_error(&self) -> Result<(), Error> {
@@ -246,7 +257,7 @@ impl LeaseStore for BrokenStore {
 
     async fn list(&self) -> Result<Vec<LeaseInfo>, Error> {
         self.wrong_error()?;
-        let mut listed = if self.flaw == Flaw::ReleaseResetsFence {
+        let mut listed = if self.per_name_stores() {
             let stores: Vec<MemoryStore> =
                 self.per_name.lock().unwrap().values().cloned().collect();
             let mut listed = Vec::new();
@@ -265,6 +276,33 @@ impl LeaseStore for BrokenStore {
             listed.sort_by_key(|info| info.name.as_str().to_lowercase());
         }
         Ok(listed)
+    }
+
+    async fn prune(&self, released_for: Duration) -> Result<u64, Error> {
+        self.wrong_error()?;
+        match self.flaw {
+            Flaw::PruneIgnoresBound => self.inner.prune(Duration::ZERO).await,
+            Flaw::PruneDoesNothing => Ok(0),
+            _ if self.per_name_stores() => {
+                let stores: Vec<(LeaseName, MemoryStore)> = self
+                    .per_name
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .map(|(name, store)| (name.clone(), store.clone()))
+                    .collect();
+                let mut pruned = 0;
+                for (name, store) in stores {
+                    let deleted = store.prune(released_for).await?;
+                    if deleted > 0 && self.flaw == Flaw::PruneResetsFence {
+                        self.per_name.lock().unwrap().remove(&name);
+                    }
+                    pruned += deleted;
+                }
+                Ok(pruned)
+            }
+            _ => self.inner.prune(released_for).await,
+        }
     }
 
     async fn release_events(&self) -> Result<Option<ReleaseEvents>, Error> {

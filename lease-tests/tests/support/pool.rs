@@ -152,4 +152,9 @@ impl LeaseStore for PooledMemory {
         let _connection = self.connection(Operation::List, None).await?;
         self.inner.list().await
     }
+
+    async fn prune(&self, released_for: Duration) -> Result<u64, Error> {
+        let _connection = self.connection(Operation::Prune, None).await?;
+        self.inner.prune(released_for).await
+    }
 }

@@ -1,0 +1,120 @@
+//! Pruning deletes the rows of leases free for longer than its bound, and only those; fences
+//! keep increasing for a name whose row it deleted.
+
+use std::time::Duration;
+
+use lease_core::{Fence, HolderId, LeaseName, LeaseStore, Runtime};
+
+use super::{long_ttl, name};
+use crate::failure::{ensure, ensure_eq};
+use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
+
+/// The prune's bound: rows free for longer go, rows freed since stay.
+const BOUND: Duration = Duration::from_millis(400);
+/// How long the case waits, by the store's clock, for the old row to be free for twice the
+/// bound before it gives up.
+const WAIT_LIMIT: Duration = Duration::from_secs(10);
+
+/// A lease released more than the bound ago is deleted; one released just now, and one held,
+/// are not (the prune answers exactly one row, then none); the held lease is still held by its
+/// holder; and the pruned name, acquired again, gets a fence above every fence it had.
+pub async fn prune_deletes_only_rows_free_longer_than_the_bound<B: TestBackend>(
+    ctx: &Context<B>,
+) -> CaseResult {
+    let store = ctx.store().await?;
+    let (old, recent, held) = (name("old-report"), name("recent-report"), name("sweeper"));
+
+    let first = HolderId::generate();
+    let old_fence = acquire(&*store, &old, &first).await?;
+    release(&*store, &old, &first).await?;
+    let holder = HolderId::generate();
+    acquire(&*store, &held, &holder).await?;
+    let released_at = observed_at(&*store, &held).await?;
+
+    // Wait on the store's own clock (read from the held lease) until the old row has been free
+    // for twice the bound.
+    let started = ctx.runtime().now();
+    loop {
+        let now = observed_at(&*store, &held).await?;
+        if now.duration_since(released_at).unwrap_or_default() > BOUND * 2 {
+            break;
+        }
+        ensure!(
+            ctx.runtime().now().duration_since(started) < WAIT_LIMIT,
+            "the store's clock did not move {:?} in {WAIT_LIMIT:?}",
+            BOUND * 2
+        );
+        ctx.sleep(BOUND / 4).await;
+    }
+
+    let second = HolderId::generate();
+    let recent_fence = acquire(&*store, &recent, &second).await?;
+    release(&*store, &recent, &second).await?;
+
+    let pruned = store.prune(BOUND).await?;
+    ensure_eq!(
+        pruned,
+        1,
+        "rows pruned with a bound of {BOUND:?}: only {old}, free for more than {:?}, may go \
+         ({recent} was freed just now and {held} is held)",
+        BOUND * 2
+    );
+    ensure_eq!(
+        store.prune(BOUND).await?,
+        0,
+        "rows pruned by a second prune with the same bound"
+    );
+    let info = store.inspect(&held).await?;
+    ensure!(
+        info.as_ref().is_some_and(|info| info.holder == holder),
+        "the held {held} after the prune: {info:?}"
+    );
+
+    let again = acquire(&*store, &old, &HolderId::generate()).await?;
+    ensure!(
+        again > old_fence,
+        "{old} acquired again after its row was pruned got fence {again}, not above its earlier \
+         {old_fence}: fences must keep increasing across a prune"
+    );
+    let recent_again = acquire(&*store, &recent, &HolderId::generate()).await?;
+    ensure!(
+        recent_again > recent_fence,
+        "{recent} acquired again got fence {recent_again}, not above its earlier {recent_fence}"
+    );
+    Ok(Verdict::Passed)
+}
+
+async fn acquire<S: LeaseStore + ?Sized>(
+    store: &S,
+    name: &LeaseName,
+    holder: &HolderId,
+) -> Result<Fence, CaseFailure> {
+    store
+        .try_acquire(name, holder, long_ttl())
+        .await?
+        .ok_or_else(|| CaseFailure::new(format!("{name} was refused although nobody held it")))
+}
+
+async fn release<S: LeaseStore + ?Sized>(
+    store: &S,
+    name: &LeaseName,
+    holder: &HolderId,
+) -> Result<(), CaseFailure> {
+    ensure!(
+        store.release(name, holder, Duration::ZERO).await?,
+        "releasing {name} matched nothing"
+    );
+    Ok(())
+}
+
+/// The store's clock, as it reports it with the held lease `name`.
+async fn observed_at<S: LeaseStore + ?Sized>(
+    store: &S,
+    name: &LeaseName,
+) -> Result<std::time::SystemTime, CaseFailure> {
+    store
+        .inspect(name)
+        .await?
+        .map(|info| info.observed_at)
+        .ok_or_else(|| CaseFailure::new(format!("the held {name} was not reported by inspect")))
+}
