@@ -113,6 +113,18 @@ pub(crate) enum Command {
         output: OutputArg,
     },
 
+    /// Delete the rows of leases that have been free (released or expired) for longer than
+    /// `--released-for`, by the database's clock; held leases are never touched. Needs the
+    /// `DELETE` privilege on the table. Fences keep increasing for a name taken again.
+    #[command(
+        after_help = "Examples:\n  leasectl prune --released-for 7d\n  leasectl prune --released-for 12h"
+    )]
+    Prune {
+        /// How long a lease must have been free: `30m`, `12h`, `7d`.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        released_for: Duration,
+    },
+
     /// Check that the table has the columns, types and key the store needs; when it does not,
     /// say what differs and print the SQL that fixes it (an earlier lease table is upgraded in
     /// place, keeping its leases).
@@ -181,8 +193,8 @@ pub(crate) enum LayoutArg {
 pub(crate) const INTERVALS: (Duration, Duration) =
     (Duration::from_millis(100), Duration::from_secs(3600));
 
-/// `500ms`, `2s`, `1m` or `1h`, within [`INTERVALS`].
-fn parse_interval(text: &str) -> Result<Duration, String> {
+/// `500ms`, `2s`, `1m`, `1h` or `7d` (a number alone is seconds).
+fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
@@ -190,14 +202,21 @@ fn parse_interval(text: &str) -> Result<Duration, String> {
     let (number, unit) = text.split_at(split);
     let number: u64 = number
         .parse()
-        .map_err(|_| format!("{text:?} is not a duration such as 500ms, 2s or 1m"))?;
-    let interval = match unit {
+        .map_err(|_| format!("{text:?} is not a duration such as 500ms, 2s, 1m, 1h or 7d"))?;
+    let secs = |factor: u64| Duration::from_secs(number.saturating_mul(factor));
+    Ok(match unit {
         "ms" => Duration::from_millis(number),
-        "s" | "" => Duration::from_secs(number),
-        "m" => Duration::from_secs(number.saturating_mul(60)),
-        "h" => Duration::from_secs(number.saturating_mul(3600)),
-        _ => return Err(format!("unknown unit {unit:?}: use ms, s, m or h")),
-    };
+        "s" | "" => secs(1),
+        "m" => secs(60),
+        "h" => secs(3600),
+        "d" => secs(86_400),
+        _ => return Err(format!("unknown unit {unit:?}: use ms, s, m, h or d")),
+    })
+}
+
+/// A duration within [`INTERVALS`].
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    let interval = parse_duration(text)?;
     let (shortest, longest) = INTERVALS;
     if interval < shortest || interval > longest {
         return Err(format!(
@@ -252,6 +271,7 @@ mod tests {
         }
         for bad in [
             "watch --interval 10ms",
+            "watch --interval 2w",
             "watch --interval 2d",
             "watch --interval 2h",
             "watch --count 0",
@@ -260,6 +280,9 @@ mod tests {
         }
         assert_eq!(parse_interval("1m"), Ok(Duration::from_secs(60)));
         assert_eq!(parse_interval("3"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86_400)));
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse("prune").is_err());
     }
 
     #[test]

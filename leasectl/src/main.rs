@@ -122,6 +122,21 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             count,
             output,
         } => watch::run(store, &table, interval, count, output.output).await?,
+        Command::Prune { released_for } => {
+            let deleted = store
+                .prune(released_for)
+                .await
+                .map_err(failed(format!("cannot prune the leases in table {table}")))?;
+            println!(
+                "deleted {deleted} lease row{} free for longer than {}",
+                if deleted == 1 { "" } else { "s" },
+                if released_for < Duration::from_secs(1) {
+                    format!("{released_for:?}")
+                } else {
+                    time::span(released_for)
+                }
+            );
+        }
         Command::Check => match opened.verify().await {
             Ok(()) => println!("table {table} fits the store"),
             Err(error @ Error::SchemaMismatch { .. }) => {
