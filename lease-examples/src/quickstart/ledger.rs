@@ -215,13 +215,7 @@ impl Ledger {
         instance: &'static str,
         error: &dyn std::error::Error,
     ) {
-        let mut message = error.to_string();
-        let mut source = error.source();
-        while let Some(cause) = source {
-            message.push_str(": ");
-            message.push_str(&cause.to_string());
-            source = cause.source();
-        }
+        let message = lease_core::ErrorChain(error).to_string();
         self.state()
             .errors
             .push(format!("{lease} on {instance}: {message}"));
