@@ -9,7 +9,9 @@ use std::io;
 use std::path::PathBuf;
 
 use lease_tests::env;
-use lease_tests::server::{MariaDbServer, PostgresServer};
+use lease_tests::server::{
+    GaleraCluster, MariaDbServer, PostgresReplication, PostgresServer, Replication,
+};
 
 /// A database the stores run on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -200,4 +202,26 @@ impl Drop for Target {
     fn drop(&mut self) {
         remove_sqlite(&self.url);
     }
+}
+
+/// A private PostgreSQL primary with a streaming standby, or the skip reported (a failure
+/// under `LEASE_TEST_REQUIRE_ALL=1`) and `None`. Blocks while the servers start.
+///
+/// # Panics
+/// As [`skip_or_fail`](lease_tests::env::skip_or_fail).
+pub fn replication_or_skip(replication: Replication) -> Option<PostgresReplication> {
+    PostgresReplication::start(replication)
+        .map_err(|error| env::skip_or_fail("private postgres replication", &error.to_string()))
+        .ok()
+}
+
+/// A private Galera cluster of `nodes` MariaDB nodes, or the skip reported (a failure under
+/// `LEASE_TEST_REQUIRE_ALL=1`) and `None`. Blocks while the nodes start.
+///
+/// # Panics
+/// As [`skip_or_fail`](lease_tests::env::skip_or_fail).
+pub fn galera_or_skip(nodes: usize) -> Option<GaleraCluster> {
+    GaleraCluster::start(nodes)
+        .map_err(|error| env::skip_or_fail("private galera", &error.to_string()))
+        .ok()
 }

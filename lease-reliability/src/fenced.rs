@@ -11,7 +11,7 @@
 //! fence's first one.
 
 use async_trait::async_trait;
-use lease_core::{BoxError, Error, LeaseGuard};
+use lease_core::{BoxError, Error, LeaseHandle};
 use lease_diesel::diesel;
 use lease_diesel::diesel_async::pooled_connection::deadpool;
 use lease_diesel::diesel_async::{
@@ -111,7 +111,9 @@ pub struct Write {
 /// Writes to a [`Protected`] table through a factory's stores.
 #[async_trait]
 pub trait FencedWrites: StoreFactory {
-    /// One write under `lease` by `worker`, in a transaction of its own: when `checked`, it
+    /// One write under `lease` (a guard's [`handle`](lease_core::LeaseGuard::handle), or
+    /// `guard.as_ref()`; a handle outlives its guard's release) by `worker`, in a transaction
+    /// of its own: when `checked`, it
     /// begins with `SqlStore::fence`; the counter is bumped, the row inserted, and the
     /// transaction committed. Answers the write's `seq`.
     ///
@@ -121,7 +123,7 @@ pub trait FencedWrites: StoreFactory {
     async fn write(
         &self,
         store: &Self::Store,
-        lease: &LeaseGuard,
+        lease: &LeaseHandle,
         checked: bool,
         protected: &Protected,
         worker: &str,
@@ -147,7 +149,7 @@ macro_rules! sqlx_writes {
             async fn write(
                 &self,
                 store: &SqlxStore<$db>,
-                lease: &LeaseGuard,
+                lease: &LeaseHandle,
                 checked: bool,
                 protected: &Protected,
                 worker: &str,
@@ -213,7 +215,7 @@ macro_rules! diesel_writes {
             async fn write(
                 &self,
                 store: &DieselStore<deadpool::Pool<$conn>>,
-                lease: &LeaseGuard,
+                lease: &LeaseHandle,
                 checked: bool,
                 protected: &Protected,
                 worker: &str,

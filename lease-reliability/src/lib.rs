@@ -6,16 +6,19 @@
 //! checked with [`lease_tests::history`], inputs fuzzed and privileges cut to the least. This
 //! library holds what they share: the databases and their private servers ([`db`]), a store
 //! factory per driver so a scenario is written once ([`factory`]), the conformance harness over
-//! a factory ([`backend`]), a store that counts the calls reaching it ([`counting`]), fenced and unfenced writes to a
+//! a factory ([`backend`]), a store that counts the calls reaching it ([`counting`]), a store that answers counter
+//! fences, the failover scenarios' negative control ([`counter_fences`]), fenced and unfenced writes to a
 //! protected table and their checker ([`fenced`]), the
 //! counts every scenario prints ([`report`]), and the worker that the multi-process scenarios
-//! start ([`worker`]). RELIABILITY.md at the root of the workspace lists every scenario, what it
+//! start ([`worker`]), with the contending processes of the topology scenarios ([`contenders`]). RELIABILITY.md at the root of the workspace lists every scenario, what it
 //! proves, and its latest counts.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod admin;
 pub mod backend;
+pub mod contenders;
+pub mod counter_fences;
 pub mod counting;
 pub mod db;
 pub mod diesel;

@@ -270,7 +270,7 @@ pub async fn fenced<F: StoreFactory + FencedWrites>(
         println!("acquired {}", guard.fence());
         while tokio::time::Instant::now() < until {
             stop_if_asked(&stop)?;
-            let write = factory.write(&store, &guard, checked, &protected, worker);
+            let write = factory.write(&store, guard.as_ref(), checked, &protected, worker);
             match tokio::time::timeout(WRITE_LIMIT, write).await {
                 Err(_) => return Err(format!("a write took longer than {WRITE_LIMIT:?}").into()),
                 Ok(Ok(seq)) => {

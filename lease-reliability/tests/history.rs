@@ -12,17 +12,17 @@
 //! minute over the three). PostgreSQL and MariaDB run on private servers; SQLite, which has no
 //! connection to cut, gets pauses only.
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+use lease_reliability::contenders::{Contenders, Contest};
 use lease_reliability::db::{Db, Target};
 use lease_reliability::factory::StoreFactory;
 use lease_reliability::report::Counts;
 use lease_reliability::scenario::runtime;
 use lease_reliability::{Driver, with_sqlx};
 use lease_tests::env;
-use lease_tests::history;
 use lease_tests::proxy::FaultProxy;
 use rand::RngExt;
 
@@ -60,15 +60,6 @@ fn signal(child: &Child, signal: &str) {
     assert!(status.success(), "kill {signal} {} failed", child.id());
 }
 
-/// A scratch directory for the workers' logs, removed when dropped.
-struct Logs(PathBuf);
-
-impl Drop for Logs {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn run(db: Db) {
     let Some(target) = Target::private(db) else {
         return;
@@ -83,8 +74,6 @@ fn run(db: Db) {
     });
     let label = format!("{db}/sqlx+diesel");
     let mut counts = Counts::new("history", label);
-    let logs = Logs(std::env::temp_dir().join(env::unique_table("lease_history")));
-    std::fs::create_dir(&logs.0).unwrap();
 
     let proxies: Vec<FaultProxy> = match &target.server {
         Some(server) => (0..PROXIED)
@@ -93,30 +82,24 @@ fn run(db: Db) {
         None => Vec::new(),
     };
     let secs = duration();
-    let mut workers: Vec<Child> = (0..PROCESSES)
+    let contest = Contest {
+        db,
+        table: table.clone(),
+        names: NAMES.to_owned(),
+        tasks: TASKS,
+        ttl_ms: TTL_MS,
+        secs: secs.as_secs(),
+    };
+    let members: Vec<(Driver, String)> = (0..PROCESSES)
         .map(|i| {
             let url = proxies
                 .get(i)
                 .map_or_else(|| target.url.clone(), |p| p.rewrite_url(&target.url));
-            Command::new(WORKER)
-                .args([
-                    "mode=history".to_owned(),
-                    format!("db={db}"),
-                    format!("driver={}", driver(i).as_str()),
-                    format!("url={url}"),
-                    format!("table={table}"),
-                    format!("names={NAMES}"),
-                    format!("tasks={TASKS}"),
-                    format!("secs={}", secs.as_secs()),
-                    format!("ttl_ms={TTL_MS}"),
-                    format!("out={}", logs.0.join(format!("{i}.log")).display()),
-                    format!("worker=p{i}"),
-                ])
-                .stdout(Stdio::piped())
-                .spawn()
-                .expect("a worker starts")
+            (driver(i), url)
         })
         .collect();
+    let workers =
+        Contenders::start(Path::new(WORKER), &contest, &members).expect("the workers start");
 
     // Faults until the workers stop, one every third of a second to a second, each healed before
     // the next.
@@ -143,7 +126,7 @@ fn run(db: Db) {
                 proxy.pass();
             }
             _ => {
-                let worker = &workers[rng.random_range(0..PROCESSES)];
+                let worker = workers.process(rng.random_range(0..PROCESSES));
                 signal(worker, "-STOP");
                 std::thread::sleep(Duration::from_millis(1_500));
                 signal(worker, "-CONT");
@@ -161,49 +144,15 @@ fn run(db: Db) {
         });
     }
 
-    let mut sections_reported = 0;
-    for (i, worker) in workers.iter_mut().enumerate() {
-        let output = std::mem::take(&mut worker.stdout);
-        let status = worker.wait().unwrap();
-        let mut stats = String::new();
-        if let Some(mut stdout) = output {
-            std::io::Read::read_to_string(&mut stdout, &mut stats).unwrap();
-        }
-        counts.expect(status.success(), || {
-            format!("worker {i} exited with {status}")
-        });
-        // `stats attempts=<n> sections=<n> errors=<n>`
-        for field in stats.split_whitespace() {
-            match field.split_once('=') {
-                Some(("attempts", n)) => counts.operations += n.parse::<u64>().unwrap(),
-                Some(("sections", n)) => sections_reported += n.parse::<u64>().unwrap(),
-                _ => {}
-            }
-        }
-    }
-    let mut sections = Vec::new();
-    for i in 0..PROCESSES {
-        let path = logs.0.join(format!("{i}.log"));
-        if path.exists() {
-            sections.extend(history::read(&path).unwrap());
-        }
-    }
-    let verdict = history::check(&sections);
-    counts.expect(sections.len() as u64 == sections_reported, || {
-        format!(
-            "the workers reported {sections_reported} sections, their logs hold {}",
-            sections.len()
-        )
-    });
+    let outcome = workers.finish(&mut counts, secs + Duration::from_secs(30));
+    counts.operations += outcome.attempts;
+    let verdict = outcome.verdict;
     counts.expect(verdict.sections >= 10, || {
         format!(
             "only {} critical sections: the history shows little",
             verdict.sections
         )
     });
-    for violation in &verdict.violations {
-        counts.violation(violation.to_string());
-    }
     eprintln!(
         "{}: {} critical sections ({} ended by loss) per name {:?}, {} acquisition attempts",
         counts.backend, verdict.sections, verdict.lost, verdict.per_name, counts.operations

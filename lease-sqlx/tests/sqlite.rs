@@ -83,7 +83,18 @@ async fn connect_uses_wal_and_the_bundled_sqlite() {
         .try_acquire(&name, &HolderId::generate(), Ttl::from_secs(5).unwrap())
         .await
         .unwrap();
-    assert_eq!(fence.map(|f| f.get()), Some(1));
+    // The first fence of a name is the database's clock in microseconds (SQLite: its
+    // milliseconds × 1,000): within a minute of this machine's, on the same machine.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64;
+    let fence = fence.expect("a free lease").get();
+    assert_eq!(fence % 1000, 0, "fence {fence} is not whole milliseconds");
+    assert!(
+        fence.abs_diff(now) < 60_000_000,
+        "fence {fence} is not the clock ({now} µs)"
+    );
     store.pool().close().await;
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));

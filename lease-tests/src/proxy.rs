@@ -73,7 +73,8 @@ pub struct FaultProxy {
 
 #[derive(Debug)]
 struct Shared {
-    upstream: SocketAddr,
+    /// Where new connections go; [`FaultProxy::redirect`] moves it.
+    upstream: Mutex<SocketAddr>,
     state: Mutex<State>,
     changed: Condvar,
     stopping: AtomicBool,
@@ -103,7 +104,7 @@ impl FaultProxy {
         let listener = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))?;
         let port = listener.local_addr()?.port();
         let shared = Arc::new(Shared {
-            upstream: SocketAddrV4::new(Ipv4Addr::LOCALHOST, upstream_port).into(),
+            upstream: Mutex::new(SocketAddrV4::new(Ipv4Addr::LOCALHOST, upstream_port).into()),
             state: Mutex::new(State {
                 mode: Mode::Pass,
                 next_id: 0,
@@ -149,6 +150,27 @@ impl FaultProxy {
             None => (String::new(), authority),
         };
         format!("{scheme}://{user}127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Sends new connections to `upstream_port` on 127.0.0.1 from now on, as a moved virtual
+    /// address or DNS name would: connections already open stay with the old server until it
+    /// or the client closes them. Not a fault (not counted in [`ProxyStats::faults`]).
+    pub fn redirect(&self, upstream_port: u16) {
+        *self
+            .shared
+            .upstream
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) =
+            SocketAddrV4::new(Ipv4Addr::LOCALHOST, upstream_port).into();
+    }
+
+    /// The port on 127.0.0.1 new connections go to.
+    pub fn upstream_port(&self) -> u16 {
+        self.shared
+            .upstream
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .port()
     }
 
     /// What it does now.
@@ -286,7 +308,11 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
 }
 
 fn connect(client: TcpStream, shared: &Arc<Shared>) {
-    let Ok(server) = TcpStream::connect_timeout(&shared.upstream, Duration::from_secs(5)) else {
+    let upstream = *shared
+        .upstream
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let Ok(server) = TcpStream::connect_timeout(&upstream, Duration::from_secs(5)) else {
         let _ = client.shutdown(Shutdown::Both);
         return;
     };

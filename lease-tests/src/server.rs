@@ -3,6 +3,10 @@
 //! on a free port in a temporary directory, stopped and removed when dropped (also when the
 //! test panics). Starting one takes about a second.
 //!
+//! Replicated topologies are made of them: a PostgreSQL primary with a streaming standby and
+//! the role changes of a failover ([`PostgresReplication`]), and a MariaDB Galera cluster
+//! ([`GaleraCluster`]).
+//!
 //! Never point such a test at a shared server: use these.
 //!
 //! The helpers block while the server starts or stops; call them before the test's runtime
@@ -11,9 +15,13 @@
 //! When the test runs as root, the server runs as the installation's own user (`postgres`,
 //! `mysql`), because neither server agrees to run as root.
 
+mod galera;
 mod mariadb;
 mod postgres;
+mod postgres_replication;
 mod process;
 
+pub use galera::GaleraCluster;
 pub use mariadb::MariaDbServer;
 pub use postgres::PostgresServer;
+pub use postgres_replication::{PostgresReplication, Replication};

@@ -31,6 +31,8 @@ pub struct MariaDbServer {
     mariadbd: PathBuf,
     user: Option<SystemUser>,
     port: u16,
+    /// Server options given after the helper's own.
+    options: Vec<String>,
     child: Option<Child>,
     // Dropped last: the server must be stopped before its directory goes.
     dir: ScratchDir,
@@ -43,13 +45,23 @@ impl MariaDbServer {
     /// When the binaries are missing, or the install or the server fail; the message says which
     /// and includes their output.
     pub fn start() -> io::Result<Self> {
+        let mut server = Self::unstarted(true, Vec::new())?;
+        process::start_on_free_port(|port| server.start_on(port))?;
+        Ok(server)
+    }
+
+    /// The helper with its directory ready but no server running: the system tables
+    /// installed when `install`, else an empty data directory (for a Galera node that will
+    /// receive its data from the cluster). `options` are given to `mariadbd` after the
+    /// helper's own, at every start.
+    pub(crate) fn unstarted(install: bool, options: Vec<String>) -> io::Result<Self> {
         let missing = |what: &str| {
             io::Error::new(
                 io::ErrorKind::NotFound,
                 format!("no {what} found: install the mariadb-server package"),
             )
         };
-        let install = process::find_binary(&["mariadb-install-db", "mysql_install_db"], &[])
+        let install_db = process::find_binary(&["mariadb-install-db", "mysql_install_db"], &[])
             .ok_or_else(|| missing("mariadb-install-db"))?;
         let mariadbd = process::find_binary(&["mariadbd", "mysqld"], &[])
             .ok_or_else(|| missing("mariadbd"))?;
@@ -64,13 +76,35 @@ impl MariaDbServer {
             None
         };
         let dir = ScratchDir::new("mariadb", user.as_ref())?;
-        let mut install = Command::new(install);
+        let data = dir.path().join("data");
+        if install {
+            Self::install(&install_db, &data, user.as_ref())?;
+        } else {
+            std::fs::create_dir(&data)?;
+            if let Some(user) = &user {
+                process::chown(&data, user)?;
+            }
+        }
+        let init = dir.path().join("init.sql");
+        std::fs::write(&init, "CREATE DATABASE IF NOT EXISTS test;\n")?;
+        Ok(Self {
+            mariadbd,
+            user,
+            port: 0,
+            options,
+            child: None,
+            dir,
+        })
+    }
+
+    fn install(install_db: &Path, data: &Path, user: Option<&SystemUser>) -> io::Result<()> {
+        let mut install = Command::new(install_db);
         install
             .arg("--no-defaults")
             .arg("--auth-root-authentication-method=normal")
-            .arg(format!("--datadir={}", dir.path().join("data").display()))
+            .arg(format!("--datadir={}", data.display()))
             .args(["--skip-test-db", "--skip-name-resolve"]);
-        if let Some(user) = &user {
+        if let Some(user) = user {
             install.arg(format!("--user={}", user.name));
         }
         // On a busy machine the install now and then fails to write its system tables; a
@@ -80,26 +114,17 @@ impl MariaDbServer {
             if installed.is_ok() {
                 break;
             }
-            let _ = std::fs::remove_dir_all(dir.path().join("data"));
+            let _ = std::fs::remove_dir_all(data);
             std::thread::sleep(Duration::from_millis(500));
             installed = process::run(&mut install, "mariadb-install-db").map(drop);
         }
-        installed?;
-        let init = dir.path().join("init.sql");
-        std::fs::write(&init, "CREATE DATABASE IF NOT EXISTS test;\n")?;
+        installed
+    }
 
-        let mut server = Self {
-            mariadbd,
-            user,
-            port: 0,
-            child: None,
-            dir,
-        };
-        process::start_on_free_port(|port| {
-            server.port = port;
-            server.restart()
-        })?;
-        Ok(server)
+    /// Starts the server on `port` of 127.0.0.1; returns once it greets clients.
+    pub(crate) fn start_on(&mut self, port: u16) -> io::Result<()> {
+        self.port = port;
+        self.restart()
     }
 
     /// The temporary directory that holds its data, socket and log; gone once it is dropped.
@@ -174,6 +199,7 @@ impl MariaDbServer {
                 "--innodb-buffer-pool-size=32M",
                 "--innodb-flush-log-at-trx-commit=0",
             ])
+            .args(&self.options)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());

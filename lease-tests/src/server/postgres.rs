@@ -26,12 +26,20 @@ const START_LIMIT: Duration = Duration::from_secs(60);
 /// server.restart()?;      // same port, same data
 /// # Ok::<(), std::io::Error>(())
 /// ```
+///
+/// The same helper makes the servers of a replicated topology (see
+/// [`PostgresReplication`](super::PostgresReplication)): a primary with settings of its own
+/// ([`start_with`](Self::start_with)), a streaming standby copied from it
+/// ([`standby_of`](Self::standby_of)), and the role changes ([`promote`](Self::promote),
+/// [`follow`](Self::follow), [`crash`](Self::crash)).
 #[derive(Debug)]
 pub struct PostgresServer {
-    pg_ctl: PathBuf,
+    bindir: PathBuf,
     user: Option<SystemUser>,
     port: u16,
     running: bool,
+    /// `-c name=value` settings given after the defaults, so they win.
+    settings: Vec<String>,
     // Dropped last: the server must be stopped before its directory goes.
     dir: ScratchDir,
 }
@@ -43,6 +51,63 @@ impl PostgresServer {
     /// When the binaries are missing, or `initdb` or the server fail; the message says which
     /// and includes their output.
     pub fn start() -> io::Result<Self> {
+        Self::start_with(&[])
+    }
+
+    /// Like [`start`](Self::start), with server `settings` (`("synchronous_commit", "on")`)
+    /// on top of the helper's own, kept over restarts. The cluster's default
+    /// authentication (trust) already lets a standby on 127.0.0.1 replicate from it.
+    ///
+    /// # Errors
+    /// [`io::ErrorKind::InvalidInput`] when a setting's name or value holds anything but
+    /// letters, digits and `_ * , . -`; otherwise as [`start`](Self::start).
+    pub fn start_with(settings: &[(&str, &str)]) -> io::Result<Self> {
+        let mut server = Self::unstarted(settings)?;
+        let data = server.data();
+        process::run(
+            process::command(&server.bindir.join("initdb"), server.user.as_ref())
+                .arg("-D")
+                .arg(&data)
+                .args(["-U", "postgres", "-A", "trust", "-E", "UTF8"])
+                .args(["--locale=C", "--no-sync"]),
+            "initdb",
+        )?;
+        process::start_on_free_port(|port| {
+            server.port = port;
+            server.restart()
+        })?;
+        Ok(server)
+    }
+
+    /// A streaming standby of the primary reachable on `upstream_port` of 127.0.0.1 (the
+    /// primary's own port, or a proxy's in front of it, so the stream can be cut): a copy made
+    /// by `pg_basebackup -R`, which keeps following the primary through that port, started on
+    /// a free port with `settings` as in [`start_with`](Self::start_with). Returns once it
+    /// accepts (read-only) connections.
+    ///
+    /// # Errors
+    /// When the binaries are missing, the copy fails, or the standby does not start.
+    pub fn standby_of(upstream_port: u16, settings: &[(&str, &str)]) -> io::Result<Self> {
+        let mut server = Self::unstarted(settings)?;
+        let data = server.data();
+        process::run_bounded(
+            process::command(&server.bindir.join("pg_basebackup"), server.user.as_ref())
+                .args(["-h", "127.0.0.1", "-p", &upstream_port.to_string()])
+                .args(["-U", "postgres", "-w", "-D"])
+                .arg(&data)
+                .args(["-R", "-X", "stream", "-c", "fast", "--no-sync"]),
+            "pg_basebackup",
+            START_LIMIT,
+        )?;
+        process::start_on_free_port(|port| {
+            server.port = port;
+            server.restart()
+        })?;
+        Ok(server)
+    }
+
+    /// The helper without a cluster yet: binaries, user, directory and settings.
+    fn unstarted(settings: &[(&str, &str)]) -> io::Result<Self> {
         let bindir = bindir().ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::NotFound,
@@ -60,28 +125,38 @@ impl PostgresServer {
         } else {
             None
         };
+        let plain = |text: &str| {
+            !text.is_empty()
+                && text
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_*,.-".contains(c))
+        };
+        let settings = settings
+            .iter()
+            .map(|&(name, value)| {
+                if plain(name) && plain(value) {
+                    Ok(format!("-c {name}={value}"))
+                } else {
+                    Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("unsupported PostgreSQL setting {name:?} = {value:?}"),
+                    ))
+                }
+            })
+            .collect::<io::Result<_>>()?;
         let dir = ScratchDir::new("postgres", user.as_ref())?;
-        let data = dir.path().join("data");
-        process::run(
-            process::command(&bindir.join("initdb"), user.as_ref())
-                .arg("-D")
-                .arg(&data)
-                .args(["-U", "postgres", "-A", "trust", "-E", "UTF8"])
-                .args(["--locale=C", "--no-sync"]),
-            "initdb",
-        )?;
-        let mut server = Self {
-            pg_ctl: bindir.join("pg_ctl"),
+        Ok(Self {
+            bindir,
             user,
             port: 0,
             running: false,
+            settings,
             dir,
-        };
-        process::start_on_free_port(|port| {
-            server.port = port;
-            server.restart()
-        })?;
-        Ok(server)
+        })
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
     }
 
     /// The temporary directory that holds its data, socket and log; gone once it is dropped.
@@ -112,6 +187,62 @@ impl PostgresServer {
         self.pg_ctl_stop("fast")
     }
 
+    /// Kills the server as a power cut would (`pg_ctl stop -m immediate`): no shutdown
+    /// checkpoint, and nothing more is sent to its standbys. The data stays, and a
+    /// [`restart`](Self::restart) recovers it.
+    ///
+    /// # Errors
+    /// When `pg_ctl` fails.
+    pub fn crash(&mut self) -> io::Result<()> {
+        self.pg_ctl_stop("immediate")
+    }
+
+    /// Whether the server is a standby in recovery (`standby.signal` is in its data), as far
+    /// as this helper made it one.
+    pub fn is_standby(&self) -> bool {
+        self.data().join("standby.signal").exists()
+    }
+
+    /// Promotes the running standby to a primary (`pg_ctl promote -w`): it ends recovery with
+    /// what it has replayed so far and accepts writes once this returns.
+    ///
+    /// # Errors
+    /// When it is not running, or `pg_ctl` fails (also when it is not a standby).
+    pub fn promote(&mut self) -> io::Result<()> {
+        if !self.running {
+            return Err(io::Error::other("a stopped server cannot be promoted"));
+        }
+        process::run(
+            process::command(&self.pg_ctl(), self.user.as_ref())
+                .arg("-D")
+                .arg(self.data())
+                .args(["-w", "-t", &START_LIMIT.as_secs().to_string(), "promote"]),
+            "pg_ctl promote",
+        )?;
+        Ok(())
+    }
+
+    /// Makes the server a standby of the primary on `upstream_port` of 127.0.0.1: stops it
+    /// (fast) when it runs, writes `standby.signal` and the connection to the primary, and
+    /// starts it again. Only a server that was shut down cleanly after its last write, as in
+    /// a planned switchover, can follow the primary that replaced it without a rewind.
+    ///
+    /// # Errors
+    /// When it does not stop or start, or the files cannot be written.
+    pub fn follow(&mut self, upstream_port: u16) -> io::Result<()> {
+        self.stop()?;
+        let data = self.data();
+        process::write_owned(&data.join("standby.signal"), "", self.user.as_ref())?;
+        let auto = data.join("postgresql.auto.conf");
+        let mut conf = std::fs::read_to_string(&auto).unwrap_or_default();
+        // The last setting of a name in the file wins.
+        conf.push_str(&format!(
+            "primary_conninfo = 'host=127.0.0.1 port={upstream_port} user=postgres'\n"
+        ));
+        process::write_owned(&auto, &conf, self.user.as_ref())?;
+        self.restart()
+    }
+
     /// Starts the stopped server again, on the same port with the same data; returns once it
     /// accepts connections. Does nothing when it runs.
     ///
@@ -122,17 +253,21 @@ impl PostgresServer {
             return Ok(());
         }
         let dir = self.dir.path();
-        let options = format!(
+        let mut options = format!(
             "-p {port} -k {socket_dir} -c listen_addresses=127.0.0.1 -c fsync=off \
              -c synchronous_commit=off -c full_page_writes=off",
             port = self.port,
             socket_dir = dir.display()
         );
+        for setting in &self.settings {
+            options.push(' ');
+            options.push_str(setting);
+        }
         let log = dir.join("server.log");
         let started = process::run(
-            process::command(&self.pg_ctl, self.user.as_ref())
+            process::command(&self.pg_ctl(), self.user.as_ref())
                 .arg("-D")
-                .arg(dir.join("data"))
+                .arg(self.data())
                 .arg("-l")
                 .arg(&log)
                 .args([
@@ -161,14 +296,18 @@ impl PostgresServer {
         Ok(())
     }
 
+    fn pg_ctl(&self) -> PathBuf {
+        self.bindir.join("pg_ctl")
+    }
+
     fn pg_ctl_stop(&mut self, mode: &str) -> io::Result<()> {
         if !self.running {
             return Ok(());
         }
         process::run(
-            process::command(&self.pg_ctl, self.user.as_ref())
+            process::command(&self.pg_ctl(), self.user.as_ref())
                 .arg("-D")
-                .arg(self.dir.path().join("data"))
+                .arg(self.data())
                 .args(["-m", mode, "-w", "stop"]),
             "pg_ctl stop",
         )?;

@@ -72,6 +72,25 @@ impl SystemUser {
     }
 }
 
+/// Writes `contents` to `path` (replacing it), owned by `owner` when given, so a server running
+/// as that user may read and change it.
+pub(crate) fn write_owned(
+    path: &Path,
+    contents: &str,
+    owner: Option<&SystemUser>,
+) -> io::Result<()> {
+    std::fs::write(path, contents)?;
+    match owner {
+        Some(owner) => chown(path, owner),
+        None => Ok(()),
+    }
+}
+
+/// Gives `path` to `owner`.
+pub(crate) fn chown(path: &Path, owner: &SystemUser) -> io::Result<()> {
+    std::os::unix::fs::chown(path, Some(owner.uid), Some(owner.gid))
+}
+
 /// Whether this process runs as root, and so must run servers as another user.
 pub(crate) fn is_root() -> bool {
     std::fs::metadata("/proc/self").is_ok_and(|meta| meta.uid() == 0)
@@ -134,6 +153,47 @@ pub(crate) fn run(command: &mut Command, what: &str) -> io::Result<Output> {
             format!("{what}: could not run {command:?}: {error}"),
         )
     })?;
+    if output.status.success() {
+        Ok(output)
+    } else {
+        Err(io::Error::other(format!(
+            "{what} failed ({}): {}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )))
+    }
+}
+
+/// Like [`run`], but kills the command and fails when it has not ended within `limit`.
+pub(crate) fn run_bounded(
+    command: &mut Command,
+    what: &str,
+    limit: Duration,
+) -> io::Result<Output> {
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|error| {
+            io::Error::new(
+                error.kind(),
+                format!("{what}: could not run {command:?}: {error}"),
+            )
+        })?;
+    let started = Instant::now();
+    while child.try_wait()?.is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("{what} did not finish within {limit:?}"),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output()?;
     if output.status.success() {
         Ok(output)
     } else {

@@ -1,0 +1,250 @@
+//! MariaDB Galera, three nodes on private servers (`lease_tests::server::GaleraCluster`),
+//! every node written to.
+//!
+//! - Contenders (four worker processes, three tasks each, on nodes 0, 1, 2 and 0, lease-sqlx
+//!   and lease-diesel in turn) contend for the same three names. The history checker finds
+//!   no two believers of a name and strictly increasing fences. A certification conflict
+//!   between two nodes' acquisitions is answered "not acquired": no round fails with an
+//!   error. The cluster's own counters show that conflicts did happen
+//!   (`wsrep_local_cert_failures` and `wsrep_local_bf_aborts`, summed over the nodes), or the
+//!   run would show nothing about them.
+//! - Beside them, per driver, holders on two nodes take turns with one name: each holds for
+//!   two TTLs (so renewals must go through), writing to a protected table in fenced
+//!   transactions, and then releases; a write under the released lease is refused. Fences
+//!   increase from holder to holder and the committed writes hold no stale write.
+//!
+//! Nothing is injected: the RELIABILITY line counts the certification conflicts as faults.
+//! It lasts `LEASE_RELIABILITY_GALERA_SECS` seconds (default 12), after the cluster starts
+//! (about 15 s).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use lease_diesel::diesel_async::AsyncMysqlConnection;
+use lease_reliability::Driver;
+use lease_reliability::contenders::{Contenders, Contest};
+use lease_reliability::db::{self, Db};
+use lease_reliability::diesel::Diesel;
+use lease_reliability::factory::Sqlx;
+use lease_reliability::fenced::{self, FencedWrites, Protected};
+use lease_reliability::report::Counts;
+use lease_reliability::scenario::{Timing, runtime, take_over};
+use lease_sqlx::sqlx::{self, Connection, MySql, MySqlConnection, Row};
+use lease_tests::env;
+
+const WORKER: &str = env!("CARGO_BIN_EXE_lease-reliability-worker");
+/// How long past their time the contenders may take to end.
+const FINISH_SLACK: Duration = Duration::from_secs(30);
+
+fn duration() -> Duration {
+    let secs = std::env::var("LEASE_RELIABILITY_GALERA_SECS")
+        .ok()
+        .and_then(|secs| secs.parse().ok())
+        .unwrap_or(12);
+    Duration::from_secs(secs)
+}
+
+fn timing() -> Timing {
+    Timing::for_ttl(Duration::from_secs(2))
+}
+
+/// Holders of one driver on two nodes take turns with one name until `until`.
+async fn turns<F: FencedWrites>(
+    factory: F,
+    urls: [&str; 2],
+    table: &str,
+    until: Instant,
+) -> Counts {
+    let timing = timing();
+    let label = factory.label().replace("mariadb", "mariadb-galera");
+    let mut counts = Counts::new("galera-fenced", label);
+    let driver = counts.backend.replace(['/', '-'], "_");
+    let protected = Protected::new(format!("{table}_{driver}"));
+    let name = format!("ledger-{driver}");
+    let mut stores = Vec::new();
+    for url in urls {
+        stores.push(factory.connect(url, table, 3).await.expect("a store"));
+    }
+    for statement in protected.create() {
+        factory.execute(&stores[0], &statement).await.unwrap();
+    }
+    let clients: Vec<_> = stores.iter().map(|s| timing.client(s.clone())).collect();
+    let mut fences = Vec::new();
+    let mut turn = 0;
+    while Instant::now() < until {
+        let node = turn % 2;
+        turn += 1;
+        let takeover = match take_over(
+            &clients[node],
+            &name,
+            Duration::from_millis(50),
+            timing.ttl * 2,
+        )
+        .await
+        {
+            Ok(takeover) => takeover,
+            Err(error) => {
+                counts.violation(error);
+                break;
+            }
+        };
+        counts.operations += takeover.attempts;
+        let guard = takeover.guard;
+        fences.push(guard.fence().get());
+        let held = Instant::now();
+        while held.elapsed() < timing.ttl * 2 {
+            counts.operations += 1;
+            match factory
+                .write(&stores[node], guard.as_ref(), true, &protected, &driver)
+                .await
+            {
+                Ok(_) => {}
+                Err(error) if fenced::is_refusal(&error) => {
+                    counts.violation(format!("a fenced write of the holder was refused: {error}"));
+                    break;
+                }
+                // A certification conflict rolls the write back; nothing was committed.
+                Err(_) => {}
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        counts.expect(guard.is_held(), || {
+            format!("holder {turn} on node {node} lost its lease with no fault: renewals failed")
+        });
+        let handle = guard.handle();
+        if let Err(error) = guard.release().await {
+            counts.violation(format!("a release failed: {error}"));
+        }
+        // A write under the released lease, on the other node.
+        let late = factory
+            .write(&stores[1 - node], &handle, true, &protected, &driver)
+            .await;
+        counts.operations += 1;
+        counts.expect(late.as_ref().is_err_and(fenced::is_refusal), || {
+            format!("a fenced write under a released lease answered {late:?}")
+        });
+    }
+    counts.expect(fences.windows(2).all(|w| w[0] < w[1]), || {
+        format!("fences did not increase from holder to holder: {fences:?}")
+    });
+    counts.expect(fences.len() >= 2, || {
+        format!("only {} turns: nothing changed hands", fences.len())
+    });
+    match factory.writes(&stores[0], &protected).await {
+        Ok(writes) => {
+            let verdict = fenced::check(&writes);
+            eprintln!(
+                "{}: {} turns, fences {fences:?}, {} fenced writes committed",
+                counts.backend,
+                fences.len(),
+                verdict.writes
+            );
+            counts.expect(verdict.writes > 0, || "no fenced write committed".into());
+            for stale in &verdict.stale {
+                counts.violation(stale.to_string());
+            }
+        }
+        Err(error) => counts.violation(format!("the writes could not be read: {error}")),
+    }
+    counts
+}
+
+/// Certification failures and brute-force aborts, summed over the nodes.
+async fn conflicts(urls: &[String]) -> u64 {
+    let mut total = 0;
+    for url in urls {
+        let mut connection = MySqlConnection::connect(url).await.expect("a node");
+        let rows = sqlx::query(
+            "SHOW GLOBAL STATUS WHERE Variable_name IN \
+             ('wsrep_local_cert_failures', 'wsrep_local_bf_aborts')",
+        )
+        .fetch_all(&mut connection)
+        .await
+        .expect("the node's counters");
+        for row in rows {
+            let value: String = row.get(1);
+            total += value.parse::<u64>().unwrap_or(0);
+        }
+    }
+    total
+}
+
+#[test]
+fn galera_contention() {
+    let Some(cluster) = db::galera_or_skip(3) else {
+        return;
+    };
+    let urls = cluster.urls();
+    let table = env::unique_table("galera");
+    let secs = duration();
+    let mut history = Counts::new("galera-history", "mariadb-galera/sqlx+diesel");
+    let (outcome, a, b, conflicts) = runtime().block_on(async {
+        let sqlx = Sqlx::<MySql>::new();
+        let admin = lease_reliability::factory::StoreFactory::connect(&sqlx, &urls[0], &table, 1)
+            .await
+            .expect("a store");
+        lease_reliability::factory::StoreFactory::setup(&sqlx, &admin)
+            .await
+            .expect("the lease table");
+        let contest = Contest {
+            db: Db::MariaDb,
+            table: table.clone(),
+            names: "sweep,alerts,mail-checks".to_owned(),
+            tasks: 3,
+            ttl_ms: 2_000,
+            secs: secs.as_secs(),
+        };
+        let members = [
+            (Driver::Sqlx, urls[0].clone()),
+            (Driver::Diesel, urls[1].clone()),
+            (Driver::Sqlx, urls[2].clone()),
+            (Driver::Diesel, urls[0].clone()),
+        ];
+        let contenders =
+            Contenders::start(Path::new(WORKER), &contest, &members).expect("contenders start");
+        let until = Instant::now() + secs;
+        let (a, b) = tokio::join!(
+            turns(sqlx, [&urls[0], &urls[2]], &table, until),
+            turns(
+                Diesel::<AsyncMysqlConnection>::new(),
+                [&urls[1], &urls[2]],
+                &table,
+                until
+            ),
+        );
+        let outcome =
+            tokio::task::block_in_place(|| contenders.finish(&mut history, secs + FINISH_SLACK));
+        (outcome, a, b, conflicts(&urls).await)
+    });
+    drop(cluster);
+    history.operations = outcome.attempts + outcome.verdict.sections as u64;
+    // Nothing is injected: the cluster's certification conflicts are this run's faults.
+    history.faults = conflicts;
+    eprintln!(
+        "galera: {} critical sections ({} ended by loss) per name {:?}, {} attempts, {} failed, \
+         {conflicts} certification conflicts in the cluster",
+        outcome.verdict.sections,
+        outcome.verdict.lost,
+        outcome.verdict.per_name,
+        outcome.attempts,
+        outcome.errors
+    );
+    history.expect(outcome.errors == 0, || {
+        format!(
+            "{} acquisition rounds failed with an error instead of answering",
+            outcome.errors
+        )
+    });
+    history.expect(conflicts > 0, || {
+        "no certification conflict happened: the run shows nothing about them".into()
+    });
+    history.expect(outcome.verdict.sections >= 10, || {
+        format!(
+            "only {} critical sections: the history shows little",
+            outcome.verdict.sections
+        )
+    });
+    a.conclude();
+    b.conclude();
+    history.conclude();
+}
