@@ -63,3 +63,94 @@ macro_rules! adoption_cases {
 }
 
 adoption_cases!(postgres: Postgres, mariadb: MySql, sqlite: Sqlite);
+
+/// `verify` needs no right but the store's own: an account with only `SELECT, INSERT, UPDATE`
+/// on the table checks it, where `setup` is refused for want of the right to create.
+async fn verify_with_the_stores_rights_only<DB: TestDb>(
+    account_url: impl Fn(&str) -> String,
+    create_account: impl Fn(&str, &str) -> Vec<String>,
+    drop_account: impl Fn(&str) -> Vec<String>,
+) where
+    SqlxExecutor<DB>: lease_sqlx::Execute,
+{
+    let (pool, _) = match DB::connect(2).await {
+        Ok(connected) => connected,
+        Err(error) => return env::skip_or_fail(DB::LABEL, &error.to_string()),
+    };
+    let table = env::unique_table("adoption");
+    let account = env::unique_table("lease_app");
+    let owner = SqlxStore::<DB>::with_table(pool.clone(), &table).unwrap();
+    owner.setup().await.unwrap();
+    for sql in create_account(&account, &table) {
+        DB::execute(&pool, sql).await.unwrap();
+    }
+    let outcome = async {
+        let app_pool = lease_sqlx::sqlx::pool::PoolOptions::<DB>::new()
+            .max_connections(1)
+            .connect(&account_url(&account))
+            .await?;
+        let app = SqlxStore::<DB>::with_table(app_pool.clone(), &table)?;
+        let verified = app.verify().await;
+        let set_up = app.setup().await;
+        app_pool.close().await;
+        verified?;
+        match set_up {
+            Err(lease_core::Error::Store { .. }) => Ok::<(), BoxError>(()),
+            other => Err(format!("setup without the right to create answered {other:?}").into()),
+        }
+    }
+    .await;
+    for sql in drop_account(&account) {
+        DB::execute(&pool, sql).await.unwrap();
+    }
+    DB::execute(&pool, format!("DROP TABLE {table}"))
+        .await
+        .unwrap();
+    if let Err(error) = outcome {
+        panic!("{}: {error}", DB::LABEL);
+    }
+}
+
+#[tokio::test]
+async fn postgres_verify_needs_only_the_stores_rights() {
+    let base = env::postgres_url();
+    verify_with_the_stores_rights_only::<Postgres>(
+        |account| base.replacen("postgres@", &format!("{account}@"), 1),
+        |account, table| {
+            vec![
+                format!("CREATE ROLE {account} LOGIN"),
+                format!("GRANT SELECT, INSERT, UPDATE ON {table} TO {account}"),
+            ]
+        },
+        |account| {
+            vec![
+                format!("DROP OWNED BY {account}"),
+                format!("DROP ROLE {account}"),
+            ]
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn mariadb_verify_needs_only_the_stores_rights() {
+    let base = env::mysql_url();
+    verify_with_the_stores_rights_only::<MySql>(
+        |account| base.replacen("root@", &format!("{account}@"), 1),
+        |account, table| {
+            vec![
+                format!("CREATE USER '{account}'@'%'"),
+                format!("CREATE USER '{account}'@'localhost'"),
+                format!("GRANT SELECT, INSERT, UPDATE ON {table} TO '{account}'@'%'"),
+                format!("GRANT SELECT, INSERT, UPDATE ON {table} TO '{account}'@'localhost'"),
+            ]
+        },
+        |account| {
+            vec![
+                format!("DROP USER '{account}'@'%'"),
+                format!("DROP USER '{account}'@'localhost'"),
+            ]
+        },
+    )
+    .await;
+}
