@@ -595,6 +595,20 @@ async fn check_says_whether_the_table_fits_and_prints_the_upgrade() {
             .contains("the SQL that fixes it:\nBEGIN IMMEDIATE;"),
         "{story:?}"
     );
+    // Listing it fails as the database says, once, without the driver's decorations.
+    let listed = run(&url, Some("story"), &["list"]);
+    assert_eq!(listed.code, 1, "{listed:?}");
+    assert_eq!(listed.stderr.matches("fence").count(), 1, "{listed:?}");
+    assert!(
+        listed.stderr.starts_with(
+            "leasectl: cannot list the leases in table story: lease store failed to list: no such column: fence"
+        ),
+        "{listed:?}"
+    );
+    assert!(
+        !listed.stderr.contains("error returned from database"),
+        "{listed:?}"
+    );
     let missing = run(&url, Some("nope"), &["check"]);
     assert_eq!(missing.code, 1, "{missing:?}");
     assert!(
