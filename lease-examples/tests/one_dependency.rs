@@ -1,17 +1,19 @@
-//! A crate outside the workspace, made from lease-sqlx's README alone: its `[dependencies]` as
-//! the README gives them (lease-sqlx by path instead of by version, nothing else) and the
+//! Crates outside the workspace, each made from a backend's README alone: its `[dependencies]`
+//! as the README gives them (the backend by path instead of by version, nothing else) and the
 //! README's first example as its library. `cargo check` proves that one dependency, with the
-//! features the README names, is enough: lease-core's client and its tokio runtime come through
-//! lease-sqlx's re-export and feature forwarding.
+//! features the README names, is enough: lease-core's client and its runtime come through the
+//! backend's re-export and feature forwarding. Each has its control: without one of the
+//! features the README names, the same crate does not build, so the check can fail.
 //!
-//! It builds offline against the workspace's lock, in a target directory of its own under
-//! cargo's temporary directory (the first run checks sqlx and tokio once; later runs reuse it).
+//! They build offline against the workspace's lock, in target directories of their own under
+//! cargo's temporary directory (the first run checks the drivers once; later runs reuse it).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The text of the first fenced block of `kind` in `markdown`, with rustdoc's hidden-line
-/// markers (`# `) taken off, as rustdoc compiles it.
+/// The text of the first fenced block of `kind` in `markdown`, without rustdoc's hidden lines
+/// (`# ...`, which wrap an example for the crate's own doctests: a `cfg` on its features, a
+/// `main`).
 fn first_block(markdown: &str, kind: &str) -> String {
     let start = markdown
         .find(&format!("```{kind}"))
@@ -20,33 +22,28 @@ fn first_block(markdown: &str, kind: &str) -> String {
     let body = &body[body.find('\n').expect("a fence line") + 1..];
     let body = &body[..body.find("\n```").expect("a closing fence")];
     body.lines()
-        .map(|line| match line.strip_prefix("# ") {
-            Some(hidden) => hidden,
-            None if line == "#" => "",
-            None => line,
-        })
+        .filter(|line| !(line.starts_with("# ") || *line == "#"))
         .collect::<Vec<_>>()
         .join("\n")
 }
 
-#[test]
-fn the_readmes_first_example_builds_with_lease_sqlx_alone() {
+/// Builds the crate that `backend`'s README describes, then the control without `feature`.
+fn readme_builds_alone(backend: &str, feature: &str, control_error: &str) {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("the workspace")
         .to_owned();
-    let readme = std::fs::read_to_string(workspace.join("lease-sqlx/README.md")).unwrap();
+    let readme = std::fs::read_to_string(workspace.join(backend).join("README.md")).unwrap();
     let dependencies = first_block(&readme, "toml");
     assert!(
         dependencies.starts_with("[dependencies]\n") && dependencies.lines().count() == 2,
         "the README's dependencies are one line: {dependencies}"
     );
-    let lease_sqlx = workspace.join("lease-sqlx");
     let dependencies = dependencies.replacen(
         "{ version = ",
         &format!(
             "{{ path = {:?}, version = ",
-            lease_sqlx.display().to_string()
+            workspace.join(backend).display().to_string()
         ),
         1,
     );
@@ -61,7 +58,7 @@ fn the_readmes_first_example_builds_with_lease_sqlx_alone() {
         "the first example runs work under a lease"
     );
 
-    let checked = check("one-dependency", &dependencies, &example, &workspace);
+    let checked = check(backend, &dependencies, &example, &workspace);
     assert!(checked.success, "cargo check failed:\n{}", checked.stderr);
     assert!(
         !checked.stderr.contains("src/lib.rs"),
@@ -69,27 +66,30 @@ fn the_readmes_first_example_builds_with_lease_sqlx_alone() {
         checked.stderr
     );
 
-    // The control: without the runtime feature the README names, the same crate does not
-    // build (the client's runtime comes only through lease-sqlx's feature), so the check above
-    // can fail.
-    let without_runtime = dependencies.replacen(", \"runtime-tokio\"", "", 1);
-    assert_ne!(without_runtime, dependencies);
+    let without = dependencies.replacen(&format!(", \"{feature}\""), "", 1);
+    assert_ne!(without, dependencies, "the README names {feature}");
     let control = check(
-        "one-dependency-control",
-        &without_runtime,
+        &format!("{backend}-control"),
+        &without,
         &example,
         &workspace,
     );
     assert!(
         !control.success,
-        "built without the runtime feature:\n{}",
+        "built without {feature}:\n{}",
         control.stderr
     );
-    assert!(
-        control.stderr.contains("TokioRuntime"),
-        "{}",
-        control.stderr
-    );
+    assert!(control.stderr.contains(control_error), "{}", control.stderr);
+}
+
+#[test]
+fn lease_sqlx_alone_builds_its_readmes_first_example() {
+    readme_builds_alone("lease-sqlx", "runtime-tokio", "TokioRuntime");
+}
+
+#[test]
+fn lease_diesel_alone_builds_its_readmes_first_example() {
+    readme_builds_alone("lease-diesel", "deadpool", "pooled_connection");
 }
 
 /// What `cargo check` said of a crate.
@@ -107,7 +107,7 @@ fn check(name: &str, dependencies: &str, example: &str, workspace: &Path) -> Che
     std::fs::write(
         krate.join("Cargo.toml"),
         format!(
-            "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\
+            "[package]\nname = \"one-dependency-{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\
              publish = false\n\n# Not a member of the lease workspace.\n[workspace]\n\n\
              {dependencies}\n"
         ),
