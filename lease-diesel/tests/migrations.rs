@@ -142,8 +142,14 @@ where
         D::NAME
     }
 
+    /// The server, and the right to make a place of its own there.
     async fn available(&self) -> Result<(), BoxError> {
-        D::available().await
+        D::available().await?;
+        let probe = env::unique_table("migrated_probe");
+        D::make(&probe)
+            .await
+            .map_err(|e| format!("cannot make a schema or database of its own: {e}"))?;
+        D::remove(&probe).await
     }
 
     async fn store(&self) -> Result<FreshStore<Self::Store>, BoxError> {
@@ -182,7 +188,15 @@ where
         return env::skip_or_fail(D::NAME, &error.to_string());
     }
     let name = env::unique_table("migrated");
-    let url = D::make(&name).await.unwrap();
+    let url = match D::make(&name).await {
+        Ok(url) => url,
+        Err(error) => {
+            return env::skip_or_fail(
+                D::NAME,
+                &format!("cannot make a schema or database of its own: {error}"),
+            );
+        }
+    };
     let dir = migrations_dir(&name, D::DIALECT).unwrap();
     migrate::<D::Connection>(&url, &dir, false).await.unwrap();
     let pool = P::build(D::manager(url.clone()), 2).unwrap();

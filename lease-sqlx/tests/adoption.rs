@@ -82,7 +82,18 @@ async fn verify_with_the_stores_rights_only<DB: TestDb>(
     let owner = SqlxStore::<DB>::with_table(pool.clone(), &table).unwrap();
     owner.setup().await.unwrap();
     for sql in create_account(&account, &table) {
-        DB::execute(&pool, sql).await.unwrap();
+        if let Err(error) = DB::execute(&pool, sql).await {
+            for sql in drop_account(&account) {
+                let _ = DB::execute(&pool, sql).await;
+            }
+            DB::execute(&pool, format!("DROP TABLE {table}"))
+                .await
+                .unwrap();
+            return env::skip_or_fail(
+                DB::LABEL,
+                &format!("the test account cannot make an account of its own: {error}"),
+            );
+        }
     }
     let outcome = async {
         let app_pool = lease_sqlx::sqlx::pool::PoolOptions::<DB>::new()
@@ -111,14 +122,23 @@ async fn verify_with_the_stores_rights_only<DB: TestDb>(
     }
 }
 
+/// `url` with `account` and its password as the user.
+fn as_account(url: &str, account: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a URL");
+    let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    format!("{scheme}://{account}:{PASSWORD}@{host}")
+}
+
+const PASSWORD: &str = "lease-app-password";
+
 #[tokio::test]
 async fn postgres_verify_needs_only_the_stores_rights() {
     let base = env::postgres_url();
     verify_with_the_stores_rights_only::<Postgres>(
-        |account| base.replacen("postgres@", &format!("{account}@"), 1),
+        |account| as_account(&base, account),
         |account, table| {
             vec![
-                format!("CREATE ROLE {account} LOGIN"),
+                format!("CREATE ROLE {account} LOGIN PASSWORD '{PASSWORD}'"),
                 format!("GRANT SELECT, INSERT, UPDATE ON {table} TO {account}"),
             ]
         },
@@ -136,19 +156,19 @@ async fn postgres_verify_needs_only_the_stores_rights() {
 async fn mariadb_verify_needs_only_the_stores_rights() {
     let base = env::mysql_url();
     verify_with_the_stores_rights_only::<MySql>(
-        |account| base.replacen("root@", &format!("{account}@"), 1),
+        |account| as_account(&base, account),
         |account, table| {
             vec![
-                format!("CREATE USER '{account}'@'%'"),
-                format!("CREATE USER '{account}'@'localhost'"),
+                format!("CREATE USER '{account}'@'%' IDENTIFIED BY '{PASSWORD}'"),
+                format!("CREATE USER '{account}'@'localhost' IDENTIFIED BY '{PASSWORD}'"),
                 format!("GRANT SELECT, INSERT, UPDATE ON {table} TO '{account}'@'%'"),
                 format!("GRANT SELECT, INSERT, UPDATE ON {table} TO '{account}'@'localhost'"),
             ]
         },
         |account| {
             vec![
-                format!("DROP USER '{account}'@'%'"),
-                format!("DROP USER '{account}'@'localhost'"),
+                format!("DROP USER IF EXISTS '{account}'@'%'"),
+                format!("DROP USER IF EXISTS '{account}'@'localhost'"),
             ]
         },
     )
