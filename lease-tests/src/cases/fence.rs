@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use lease_core::{Fence, HolderId, LeaseName, LeaseStore};
+use lease_core::{Fence, HolderId, LeaseStore};
 
-use super::{long_ttl, name, short_ttl, wait_until_expired};
+use super::{acquire, long_ttl, name, short_ttl, wait_until_expired};
 use crate::failure::{ensure, ensure_eq};
 use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
 
@@ -85,15 +85,4 @@ pub async fn fences_strictly_increase<B: TestBackend>(ctx: &Context<B>) -> CaseR
         );
     }
     Ok(Verdict::Passed)
-}
-
-async fn acquire<S: LeaseStore + ?Sized>(
-    store: &S,
-    name: &LeaseName,
-    holder: &HolderId,
-) -> Result<Fence, CaseFailure> {
-    store
-        .try_acquire(name, holder, long_ttl())
-        .await?
-        .ok_or_else(|| CaseFailure::new(format!("{name} was refused although nobody held it")))
 }

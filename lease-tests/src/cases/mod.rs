@@ -31,7 +31,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use futures::channel::oneshot;
-use lease_core::{LeaseInfo, LeaseName, LeaseStore, Runtime, Ttl};
+use lease_core::{Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, Runtime, Ttl};
 
 pub use batch::renew_many_reports_exactly_the_lost;
 pub use batch_seams::renew_many_across_batches_duplicates_and_losses;
@@ -79,6 +79,18 @@ fn short_ttl() -> Ttl {
 
 fn long_ttl() -> Ttl {
     Ttl::new(LONG_TTL).expect("a valid TTL")
+}
+
+/// Takes the free lease `name` for `holder` with a long TTL, and answers its fence.
+async fn acquire<S: LeaseStore + ?Sized>(
+    store: &S,
+    name: &LeaseName,
+    holder: &HolderId,
+) -> Result<Fence, CaseFailure> {
+    store
+        .try_acquire(name, holder, long_ttl())
+        .await?
+        .ok_or_else(|| CaseFailure::new(format!("{name} was refused although nobody held it")))
 }
 
 fn name(text: &str) -> LeaseName {

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use lease_core::{Fence, HolderId, LeaseName, LeaseStore, Runtime};
+use lease_core::{HolderId, LeaseName, LeaseStore, Runtime};
 
-use super::{long_ttl, name};
+use super::{acquire, name};
 use crate::failure::{ensure, ensure_eq};
 use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
 
@@ -82,17 +82,6 @@ pub async fn prune_deletes_only_rows_free_longer_than_the_bound<B: TestBackend>(
         "{recent} acquired again got fence {recent_again}, not above its earlier {recent_fence}"
     );
     Ok(Verdict::Passed)
-}
-
-async fn acquire<S: LeaseStore + ?Sized>(
-    store: &S,
-    name: &LeaseName,
-    holder: &HolderId,
-) -> Result<Fence, CaseFailure> {
-    store
-        .try_acquire(name, holder, long_ttl())
-        .await?
-        .ok_or_else(|| CaseFailure::new(format!("{name} was refused although nobody held it")))
 }
 
 async fn release<S: LeaseStore + ?Sized>(
