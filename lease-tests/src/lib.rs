@@ -19,6 +19,7 @@ pub mod proxy;
 pub mod run;
 pub mod server;
 mod suite;
+pub mod table_names;
 
 pub use context::{Context, SharedRuntime};
 pub use erased::DynBackend;
