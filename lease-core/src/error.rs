@@ -92,6 +92,24 @@ pub enum Error {
         name: LeaseName,
     },
 
+    /// The lease table exists but has not the columns, types or key the store needs: found by a
+    /// SQL store's `setup` or `verify` before any lease statement runs. Nothing was changed.
+    ///
+    /// When the table is an earlier shape of a lease table (such as one without a `fence`
+    /// column), `upgrade` is the SQL that brings it to the store's shape while keeping its
+    /// rows (a lease held now stays held until it expires); when the table does not exist (a
+    /// check without setup), the SQL that creates it; when it is a table of another kind,
+    /// `None`: give the store another table name.
+    #[error("lease table {table} does not fit the store: {mismatch}{}", DisplayUpgrade(.upgrade))]
+    SchemaMismatch {
+        /// The table, as configured (`name` or `schema.name`).
+        table: String,
+        /// What does not fit, for a person to read: each column or key that differs, and how.
+        mismatch: String,
+        /// The SQL that upgrades the table in place, when it can be upgraded.
+        upgrade: Option<String>,
+    },
+
     /// The store failed: connection refused, pool timed out, statement rejected, ...
     #[error("lease store failed to {operation}{}", DisplayLease(.name))]
     Store {
@@ -176,6 +194,17 @@ impl fmt::Display for DisplayLease<'_> {
     }
 }
 
+struct DisplayUpgrade<'a>(&'a Option<String>);
+
+impl fmt::Display for DisplayUpgrade<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(sql) => write!(f, "; the SQL that fixes it:\n{sql}"),
+            None => f.write_str("; it is not a lease table: give the store another table name"),
+        }
+    }
+}
+
 /// Why a lease name was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -242,7 +271,7 @@ pub enum Operation {
     Inspect,
     /// [`LeaseStore::list`](crate::LeaseStore::list).
     List,
-    /// Creating the lease table.
+    /// Creating the lease table, or checking the one that exists.
     Setup,
     /// [`LeaseStore::release_events`](crate::LeaseStore::release_events): subscribing to
     /// releases.
@@ -289,6 +318,32 @@ mod tests {
 
         let err = Error::store(Operation::List, None, "down");
         assert_eq!(err.to_string(), "lease store failed to list");
+    }
+
+    #[test]
+    fn schema_mismatch_names_the_table_and_prints_the_upgrade() {
+        let err = Error::SchemaMismatch {
+            table: "leases".to_owned(),
+            mismatch: "column fence is missing".to_owned(),
+            upgrade: Some(
+                "ALTER TABLE leases ADD COLUMN fence bigint NOT NULL DEFAULT 0;".to_owned(),
+            ),
+        };
+        assert_eq!(
+            err.to_string(),
+            "lease table leases does not fit the store: column fence is missing; the SQL that \
+             fixes it:\nALTER TABLE leases ADD COLUMN fence bigint NOT NULL DEFAULT 0;"
+        );
+        assert!(err.source().is_none());
+        let err = Error::SchemaMismatch {
+            table: "users".to_owned(),
+            mismatch: "column holder is missing".to_owned(),
+            upgrade: None,
+        };
+        assert!(
+            err.to_string()
+                .ends_with("it is not a lease table: give the store another table name")
+        );
     }
 
     #[test]

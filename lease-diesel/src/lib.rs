@@ -47,4 +47,15 @@ pub type AsyncSqliteConnection =
 pub use diesel;
 /// The diesel-async this crate is built on, for its connection and pool types.
 pub use diesel_async;
-pub use lease_sql::{Connect, Execute, ExecuteOn, PoolState, SqlStore, TableName};
+pub use lease_sql::{
+    Connect, Dialect, Execute, ExecuteOn, Layout, Migration, MigrationFile, PoolState, SchemaCheck,
+    SqlStore, TableName,
+};
+
+/// lease-core, which this crate's stores plug into: the client, the guards, leader election and
+/// the runtimes, so that an application depends on this crate alone.
+pub use lease_core;
+pub use lease_core::{
+    Error, Fence, HolderId, LeaseClient, LeaseConfig, LeaseGuard, LeaseHandle, LeaseInfo,
+    LeaseName, LeaseStore, OnLoss, RunOptions, RunOutcome, Ttl, runtime,
+};

@@ -34,7 +34,10 @@ async fn main() -> ExitCode {
             }
         }
         Err(error) => {
-            eprintln!("incident example failed: {error}");
+            eprintln!(
+                "incident example failed: {}",
+                lease_core::ErrorChain(&*error)
+            );
             ExitCode::FAILURE
         }
     }

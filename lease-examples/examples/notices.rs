@@ -16,7 +16,7 @@ async fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(error) => {
-            eprintln!("the demo failed: {error}");
+            eprintln!("the demo failed: {}", lease_core::ErrorChain(&*error));
             ExitCode::FAILURE
         }
     }

@@ -15,7 +15,7 @@ async fn main() -> ExitCode {
         Ok(summary) if summary.is_clean() => ExitCode::SUCCESS,
         Ok(_) => ExitCode::FAILURE,
         Err(error) => {
-            eprintln!("quickstart failed: {error}");
+            eprintln!("quickstart failed: {}", lease_core::ErrorChain(&*error));
             ExitCode::FAILURE
         }
     }

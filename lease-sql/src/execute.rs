@@ -44,6 +44,15 @@ pub trait Execute: std::fmt::Debug + Send + Sync + 'static {
     /// standby, and the next connection the pool opens finds the new primary.
     fn classify(&self, error: &(dyn std::error::Error + Send + Sync + 'static)) -> StoreErrorKind;
 
+    /// What the database answered in `error`, as a person reads it (its message and code), when
+    /// the driver's own text adds to it; the store then reports a
+    /// [`DatabaseError`](crate::DatabaseError) with this text, keeping the driver's error inside.
+    /// `None`, the default, keeps the driver's error as it is.
+    fn describe(&self, error: &(dyn std::error::Error + Send + Sync + 'static)) -> Option<String> {
+        let _ = error;
+        None
+    }
+
     /// Rows of two integers: try-acquire's `(fence, won)`.
     async fn int_pairs(&self, query: Query<'_>) -> Result<Vec<(i64, i64)>, BoxError>;
 

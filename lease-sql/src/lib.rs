@@ -2,27 +2,32 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod database_error;
 mod dialect;
 mod error_kind;
 mod execute;
 mod inline;
 mod json;
+mod migration;
 mod mysql;
 mod pieces;
 mod pool_state;
 mod postgres;
 mod query;
 mod rows;
+mod schema;
 mod sqlite;
 mod statements;
 mod store;
 mod table;
 mod template;
 
+pub use database_error::DatabaseError;
 pub use dialect::Dialect;
 pub use error_kind::{mysql_error_kind, postgres_error_kind, sqlite_error_kind};
 pub use execute::{Connect, Execute, ExecuteOn};
 pub use inline::{InlineError, postgres_literal};
+pub use migration::{Layout, Migration, MigrationFile};
 pub use pieces::Piece;
 pub use pool_state::PoolState;
 pub use query::{Param, Query, RenewManyResult};
@@ -30,6 +35,7 @@ pub use rows::{
     DistinctPairs, LeaseRow, MAX_MIN_HOLD, acquired, distinct_pairs, min_hold_micros,
     positions_in_batch, time_from_micros, ttl_micros,
 };
+pub use schema::SchemaCheck;
 pub use sqlite::{SQLITE_BUSY_TIMEOUT, sqlite_pragmas};
 pub use statements::Statements;
 pub use store::SqlStore;

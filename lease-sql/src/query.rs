@@ -35,6 +35,16 @@ pub struct Query<'a> {
 }
 
 impl<'a> Query<'a> {
+    /// A statement of your own: its text, with the dialect's placeholders, and its parameters
+    /// in binding order. For running SQL other than the lease statements through an
+    /// [`Execute`](crate::Execute), such as a test's or a tool's.
+    pub fn new(sql: impl Into<Cow<'a, str>>, params: Vec<Param<'a>>) -> Self {
+        Self {
+            sql: sql.into(),
+            params,
+        }
+    }
+
     /// The statement's text, with placeholders.
     pub fn sql(&self) -> &str {
         &self.sql

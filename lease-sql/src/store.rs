@@ -11,7 +11,10 @@ use lease_core::{
     ReleaseEvents, StoreErrorKind, Ttl,
 };
 
-use crate::{Connect, Execute, ExecuteOn, PoolState, RenewManyResult, Statements, TableName};
+use crate::{
+    Connect, DatabaseError, Execute, ExecuteOn, PoolState, RenewManyResult, SchemaCheck,
+    Statements, TableName,
+};
 
 /// Leases in a SQL table, reached through a driver's pool: the [`LeaseStore`] of every SQL
 /// backend. The backend crates give it their [`Execute`] (`lease-sqlx`'s `SqlxExecutor`,
@@ -23,8 +26,9 @@ use crate::{Connect, Execute, ExecuteOn, PoolState, RenewManyResult, Statements,
 /// batches, and which error names which operation and lease: all here, once.
 ///
 /// Make one per pool and table with [`new`](SqlStore::new) or
-/// [`with_table`](SqlStore::with_table), create the table with [`setup`](SqlStore::setup) (or
-/// the shipped SQL files), and share it: it is cheap to clone.
+/// [`with_table`](SqlStore::with_table), create and check the table with
+/// [`setup`](SqlStore::setup) (or create it in your migrations from [`Migration`](crate::Migration)
+/// and check it with [`verify`](SqlStore::verify)), and share it: it is cheap to clone.
 pub struct SqlStore<X> {
     executor: X,
     statements: Arc<Statements>,
@@ -73,6 +77,27 @@ impl<X: Execute> SqlStore<X> {
             .await
             .map_err(|e| Error::store(Operation::Setup, None, e))?;
         Ok(Self::new(executor))
+    }
+
+    /// A store on a pool of its own, opened at `url` as [`connect`](SqlStore::connect) opens
+    /// it, using `table` (`name` or `schema.name`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidIdentifier`] when `table` is not a plain identifier, before connecting;
+    /// [`Error::Store`] with [`Operation::Setup`] when the URL is invalid or the database cannot
+    /// be reached.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: nothing is left behind.
+    pub async fn connect_with_table(url: &str, table: &str) -> Result<Self, Error>
+    where
+        X: Connect,
+    {
+        let table = TableName::new(table)?;
+        let executor = X::connect(url)
+            .await
+            .map_err(|e| Error::store(Operation::Setup, None, e))?;
+        Ok(Self::on_table(executor, &table))
     }
 
     /// The same store on `table` (`name` or `schema.name`) of the same pool.
@@ -160,25 +185,96 @@ impl<X: Execute> SqlStore<X> {
         &self.statements
     }
 
-    /// Creates the lease table if it does not exist: safe to call from every instance at start,
-    /// also at the same moment (PostgreSQL takes a transaction-level advisory lock around it).
-    /// Sent as one simple-protocol message, so it works behind PgBouncer too.
+    /// Creates the lease table if it does not exist, then checks the table it finds (see
+    /// [`verify`](SqlStore::verify)): safe to call from every instance at start, also at the
+    /// same moment (PostgreSQL takes a transaction-level advisory lock around the DDL). Sent as
+    /// one simple-protocol message, so it works behind PgBouncer too.
+    ///
+    /// A table that exists already is never changed: one that does not fit the store (an
+    /// earlier shape of a lease table, such as one without a `fence` column, or a table of
+    /// another kind under the same name) is refused with [`Error::SchemaMismatch`], which names
+    /// what differs and, for an earlier lease table, carries the SQL that upgrades it in place
+    /// (run it in your migrations, or call [`upgrade`](SqlStore::upgrade)).
     ///
     /// It needs the `CREATE` privilege on the schema (PostgreSQL) or database (MariaDB); the
     /// store itself needs only `SELECT, INSERT, UPDATE` on the table. Those who run their own
-    /// migrations can skip it and use the DDL shipped in `lease-sql/sql/`. The schema of a
-    /// `schema.table` name must exist already.
+    /// migrations can skip it, create the table with [`Migration`](crate::Migration) and call
+    /// [`verify`](SqlStore::verify) instead. The schema of a `schema.table` name must exist
+    /// already.
     ///
     /// # Errors
-    /// [`Error::Store`] with [`Operation::Setup`].
+    /// [`Error::Store`] with [`Operation::Setup`] when a statement fails;
+    /// [`Error::SchemaMismatch`] when the table does not fit.
     ///
     /// # Cancel safety
-    /// Cancel-safe: the DDL is one implicit transaction, which either ran or did not.
+    /// Cancel-safe: the DDL is one implicit transaction, which either ran or did not, and the
+    /// check only reads.
     pub async fn setup(&self) -> Result<(), Error> {
         self.executor
             .batch(self.statements.setup())
             .await
-            .map_err(self.failure(Operation::Setup, None))
+            .map_err(self.failure(Operation::Setup, None))?;
+        self.verify().await
+    }
+
+    /// Checks that the lease table exists and has the columns, types and key the store needs,
+    /// without changing anything: for applications that create the table in their own
+    /// migrations, and for a store without DDL rights. It reads only the database's catalog
+    /// (one statement, [`SchemaCheck::columns`]), so a table that does not fit is refused before
+    /// any lease statement runs on it.
+    ///
+    /// # Errors
+    /// [`Error::SchemaMismatch`] when the table is missing (with the SQL that creates it), is an
+    /// earlier shape of a lease table (with the SQL that upgrades it) or a table of another kind
+    /// (without SQL); [`Error::Store`] with [`Operation::Setup`] when the catalog cannot be read.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: it only reads.
+    pub async fn verify(&self) -> Result<(), Error> {
+        let check = SchemaCheck::new(self.statements.dialect(), self.statements.table());
+        let rows = self
+            .executor
+            .text_pairs(check.columns())
+            .await
+            .map_err(self.failure(Operation::Setup, None))?;
+        check.verdict(&rows)
+    }
+
+    /// Upgrades an earlier shape of a lease table in place, with the SQL that
+    /// [`verify`](SqlStore::verify)'s [`Error::SchemaMismatch`] carries, then checks it again;
+    /// answers whether it changed the table. Rows are kept: a lease that an earlier service
+    /// holds stays held (by that holder) until it expires, and a missing fence starts at 0, so
+    /// every fence the store hands out is above zero. A missing table is not created (that is
+    /// [`setup`](SqlStore::setup)'s), and a table of another kind is refused as by `verify`.
+    ///
+    /// It changes a table that another service may still use, with an `ALTER TABLE` that
+    /// locks it briefly (SQLite, for anything but a missing fence: rebuilds it in one
+    /// transaction). Prefer running the same SQL in your migrations; this is for a start-up
+    /// that owns its table.
+    ///
+    /// # Errors
+    /// As [`verify`](SqlStore::verify), and [`Error::Store`] with [`Operation::Setup`] when the
+    /// upgrade fails (the database then keeps the table as it was, where its DDL is
+    /// transactional: PostgreSQL, SQLite).
+    ///
+    /// # Cancel safety
+    /// Dropped half-way, the upgrade either ran or did not on PostgreSQL and SQLite; on MariaDB,
+    /// whose `ALTER TABLE` is one statement, likewise.
+    pub async fn upgrade(&self) -> Result<bool, Error> {
+        let sql = match self.verify().await {
+            Ok(()) => return Ok(false),
+            Err(Error::SchemaMismatch {
+                upgrade: Some(sql), ..
+            }) if !sql.starts_with("CREATE TABLE") => sql,
+            Err(error) => return Err(error),
+        };
+        tracing::warn!(table = %self.table(), sql = %sql, "upgrading the lease table in place");
+        self.executor
+            .batch(&sql)
+            .await
+            .map_err(self.failure(Operation::Setup, None))?;
+        self.verify().await?;
+        Ok(true)
     }
 
     /// The fenced check, inside the caller's transaction on `connection`: the job's writes in
@@ -241,6 +337,10 @@ impl<X: Execute> SqlStore<X> {
     ) -> impl Fn(BoxError) -> Error + Copy + 'a {
         move |source| {
             let kind = self.executor.classify(&*source);
+            let source = match self.executor.describe(&*source) {
+                Some(message) => Box::new(DatabaseError::new(message, source)),
+                None => source,
+            };
             Error::store_of_kind(operation, name, kind, source)
         }
     }

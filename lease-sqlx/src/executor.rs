@@ -161,6 +161,10 @@ where
         error_kind::<DB>(error)
     }
 
+    fn describe(&self, error: &(dyn std::error::Error + Send + Sync + 'static)) -> Option<String> {
+        crate::describe::describe(error)
+    }
+
     fn pool_state(&self) -> PoolState {
         PoolState {
             size: self.pool.size(),

@@ -2,7 +2,7 @@
 
 use futures::future::BoxFuture;
 use lease_core::{Error, LeaseHandle, Operation};
-use lease_sql::ExecuteOn;
+use lease_sql::{Execute, ExecuteOn};
 
 use crate::{SqlxDatabase, SqlxExecutor, SqlxStore};
 
@@ -49,7 +49,13 @@ where
     E: From<Error>,
 {
     let handle = lease.as_ref();
-    let failed = |e| Error::store(Operation::Fence, Some(handle.name()), e);
+    // Classified as the store classifies its own errors: a commit that lost a Galera
+    // certification is a conflict, a demoted server's refusal is read-only.
+    let failed = |e: sqlx::Error| {
+        let e = lease_core::BoxError::from(e);
+        let kind = store.executor().classify(&*e);
+        Error::store_of_kind(Operation::Fence, Some(handle.name()), kind, e)
+    };
     let mut transaction = store.executor().pool().begin().await.map_err(failed)?;
     // A refused check or failed work rolls back at once rather than when the transaction is
     // dropped: on SQLite the check has taken the database's write lock.

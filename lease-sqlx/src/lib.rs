@@ -19,6 +19,7 @@
 )]
 
 mod database;
+mod describe;
 mod error_kind;
 mod executor;
 mod fenced;
@@ -49,6 +50,17 @@ pub use sqlite::{SqliteLeaseStore, sqlite_connect_options};
 
 #[cfg(feature = "sqlite")]
 pub use lease_sql::SQLITE_BUSY_TIMEOUT;
-pub use lease_sql::{Connect, Execute, ExecuteOn, PoolState, SqlStore, TableName};
+pub use lease_sql::{
+    Connect, Dialect, Execute, ExecuteOn, Layout, Migration, MigrationFile, PoolState, SchemaCheck,
+    SqlStore, TableName,
+};
+
+/// lease-core, which this crate's stores plug into: the client, the guards, leader election and
+/// the runtimes, so that an application depends on this crate alone.
+pub use lease_core;
+pub use lease_core::{
+    Error, Fence, HolderId, LeaseClient, LeaseConfig, LeaseGuard, LeaseHandle, LeaseInfo,
+    LeaseName, LeaseStore, OnLoss, RunOptions, RunOutcome, Ttl, runtime,
+};
 /// The sqlx this crate is built on, for its pool and option types.
 pub use sqlx;

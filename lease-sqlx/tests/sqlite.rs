@@ -100,3 +100,40 @@ async fn connect_uses_wal_and_the_bundled_sqlite() {
         let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
     }
 }
+
+/// `connect_with_table` opens a pool of its own as `connect` does, on any table; a bad table
+/// name is refused before anything is opened.
+#[tokio::test]
+async fn connect_with_table_opens_the_store_on_that_table() {
+    let file = std::env::temp_dir().join(format!(
+        "{}.db",
+        lease_tests::env::unique_table("lease_sqlx")
+    ));
+    let url = format!("sqlite://{}?mode=rwc", file.display());
+    let store = SqliteLeaseStore::connect_with_table(&url, "jobs_leases")
+        .await
+        .unwrap();
+    assert_eq!(store.table().to_string(), "jobs_leases");
+    store.setup().await.unwrap();
+    let name = LeaseName::new("sweep").unwrap();
+    let ttl = Ttl::from_secs(5).unwrap();
+    assert!(
+        store
+            .try_acquire(&name, &HolderId::generate(), ttl)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // The default table was never made: the lease is in jobs_leases.
+    let default = SqliteLeaseStore::connect(&url).await.unwrap();
+    assert!(default.verify().await.is_err());
+    assert!(matches!(
+        SqliteLeaseStore::connect_with_table("sqlite:///no/such/dir/x.db", "a b").await,
+        Err(lease_core::Error::InvalidIdentifier { .. })
+    ));
+    store.pool().close().await;
+    default.pool().close().await;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+    }
+}

@@ -3,6 +3,7 @@
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod adoption;
 pub mod cases;
 mod context;
 pub mod env;
@@ -18,6 +19,7 @@ pub mod proxy;
 pub mod run;
 pub mod server;
 mod suite;
+pub mod table_names;
 
 pub use context::{Context, SharedRuntime};
 pub use erased::DynBackend;

@@ -1,164 +1,305 @@
-//! The command line: `leasectl [--table NAME] <URL> <list | show NAME | release NAME --yes>`.
+//! The command line, as clap reads it: the database, the table and one command.
 
-/// What to do.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Command {
-    /// Every lease in the table.
-    List,
-    /// One lease.
-    Show(String),
-    /// Give one lease back on its holder's behalf; `yes` confirms it.
-    Release { name: String, yes: bool },
-}
+use std::time::Duration;
 
-/// A parsed command line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Args {
-    pub(crate) url: String,
-    pub(crate) table: Option<String>,
-    pub(crate) command: Command,
-}
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// What the command line asked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Parsed {
-    Run(Args),
-    Help,
-}
-
-pub(crate) const USAGE: &str = "\
-usage: leasectl [--table NAME] <URL> <COMMAND>
-
-Inspect the lease table of a service, in the database's own time.
-
-commands:
-  list                  every lease: holder, fence, taken and expiry times, expires in
-  show <NAME>           one lease
-  release <NAME> --yes  give a lease back on its holder's behalf (only if that holder
-                        still holds it), so the next instance can take it at once
-
-URL:
+/// The whole command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "leasectl",
+    version,
+    about = "Inspect and free the leases in a service's lease table, in the database's own time",
+    long_about = "Inspect and free the leases in a service's lease table (PostgreSQL, MariaDB or \
+                  SQLite, as lease-sqlx and lease-diesel make it), in the database's own time; \
+                  check a table, and print its migrations.",
+    after_help = "\
+Database URLs:
   postgres://user:password@host:5432/database   (or postgresql://)
   mysql://user:password@host:3306/database      (or mariadb://)
   sqlite:path/to/file.db                        (or sqlite://path/to/file.db)
 
-options:
-  --table NAME          the lease table, as `name` or `schema.name` (default: leases)
-  --yes                 confirm a release
-  -h, --help            this text
+Exit codes: 0 done, 1 failed (unreachable database, unknown lease, nothing released, a table
+that does not fit), 2 usage (bad arguments or URL, release without --yes).
 
-exit codes: 0 done, 1 failed (unreachable database, unknown lease, nothing released),
-2 usage (bad arguments or URL, release without --yes)";
+Examples:
+  DATABASE_URL=postgres://app@db/app leasectl list
+  leasectl --database-url sqlite:leases.db --table jobs_leases show sweep
+  leasectl list --output json | jq '.leases[].holder'
+  leasectl migrations --dialect postgres --layout sqlx --dir migrations"
+)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) target: Target,
 
-/// Parses the arguments after the program name.
-pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Parsed, String> {
-    let mut table = None;
-    let mut yes = false;
-    let mut positional = Vec::new();
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "-h" | "--help" => return Ok(Parsed::Help),
-            "help" if positional.is_empty() => return Ok(Parsed::Help),
-            "--yes" | "-y" => yes = true,
-            "--table" => {
-                let value = args.next().ok_or("--table needs a table name")?;
-                table = Some(value);
-            }
-            _ if arg.starts_with("--table=") => {
-                table = Some(arg["--table=".len()..].to_owned());
-            }
-            _ if arg.starts_with('-') && arg.len() > 1 => {
-                return Err(format!("unknown option {arg}"));
-            }
-            _ => positional.push(arg),
-        }
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// Where the leases are.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct Target {
+    /// The database, as sqlx-cli and diesel-cli read it.
+    #[arg(
+        long,
+        short = 'd',
+        global = true,
+        env = "DATABASE_URL",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    pub(crate) database_url: Option<String>,
+
+    /// The lease table, as `name` or `schema.name`.
+    #[arg(
+        long,
+        short = 't',
+        global = true,
+        env = "LEASE_TABLE",
+        default_value = "leases",
+        value_name = "NAME"
+    )]
+    pub(crate) table: String,
+}
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Every lease: holder, fence, taken and expiry times, and when it expires.
+    #[command(after_help = "Examples:\n  leasectl list\n  leasectl list --output json")]
+    List {
+        #[command(flatten)]
+        output: OutputArg,
+    },
+
+    /// One lease.
+    #[command(
+        after_help = "Examples:\n  leasectl show sweep\n  leasectl show uptime:node-a --output json"
+    )]
+    Show {
+        /// The lease's name.
+        name: String,
+
+        #[command(flatten)]
+        output: OutputArg,
+    },
+
+    /// Give a lease back on its holder's behalf (only if that holder still holds it), so the
+    /// next instance can take it at once. Its holder finds out at its next renewal and stops.
+    #[command(after_help = "Example:\n  leasectl release sweep --yes")]
+    Release {
+        /// The lease's name.
+        name: String,
+
+        /// Confirm the release; without it nothing is released and the lease is shown.
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+
+    /// The list again and again, until interrupted (Ctrl-C) or after `--count` lists.
+    #[command(
+        after_help = "Examples:\n  leasectl watch --interval 5s\n  leasectl watch --count 3 --output json   (one JSON document a line)"
+    )]
+    Watch {
+        /// How long between two lists: `500ms`, `2s`, `1m` (from 100ms to 1h).
+        #[arg(long, short = 'i', default_value = "2s", value_parser = parse_interval)]
+        interval: Duration,
+
+        /// Stop after this many lists (default: until interrupted).
+        #[arg(long, short = 'n', value_parser = clap::value_parser!(u64).range(1..))]
+        count: Option<u64>,
+
+        #[command(flatten)]
+        output: OutputArg,
+    },
+
+    /// Delete the rows of leases that have been free (released or expired) for longer than
+    /// `--released-for`, by the database's clock; held leases are never touched. Needs the
+    /// `DELETE` privilege on the table. Fences keep increasing for a name taken again.
+    #[command(
+        after_help = "Examples:\n  leasectl prune --released-for 7d\n  leasectl prune --released-for 12h"
+    )]
+    Prune {
+        /// How long a lease must have been free: `30m`, `12h`, `7d`.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        released_for: Duration,
+    },
+
+    /// Check that the table has the columns, types and key the store needs; when it does not,
+    /// say what differs and print the SQL that fixes it (an earlier lease table is upgraded in
+    /// place, keeping its leases).
+    #[command(after_help = "Example:\n  leasectl --table leases check")]
+    Check,
+
+    /// Print the lease table's migration (up and down) for a migration tool, or write its
+    /// files into a migrations directory. Needs no database.
+    #[command(
+        after_help = "Examples:\n  leasectl migrations --dialect postgres --layout sqlx\n  leasectl --table jobs_leases migrations --dialect mariadb --layout diesel --dir migrations"
+    )]
+    Migrations {
+        /// The database the SQL is for.
+        #[arg(long, value_enum)]
+        dialect: DialectArg,
+
+        /// The migration tool's layout.
+        #[arg(long, value_enum, default_value = "sqlx")]
+        layout: LayoutArg,
+
+        /// Write the files into this migrations directory instead of printing them.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
+    },
+}
+
+/// `--output`.
+#[derive(Debug, Clone, Copy, Args)]
+pub(crate) struct OutputArg {
+    /// Text for people, or JSON for scripts (see the README for its shape).
+    #[arg(long, short = 'o', value_enum, default_value = "text")]
+    pub(crate) output: Output,
+}
+
+/// How answers are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Output {
+    /// Aligned columns and fields, for people.
+    Text,
+    /// One JSON document, of a stable shape.
+    Json,
+}
+
+/// `--dialect`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum DialectArg {
+    /// PostgreSQL 14 or later.
+    Postgres,
+    /// MariaDB 10.5 or later.
+    #[value(alias = "mysql")]
+    Mariadb,
+    /// SQLite 3.42 or later.
+    Sqlite,
+}
+
+/// `--layout`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LayoutArg {
+    /// `sqlx migrate`: `<version>_<name>.up.sql` and `.down.sql`.
+    Sqlx,
+    /// diesel's migrations: `<version>_<name>/up.sql` and `down.sql`.
+    Diesel,
+}
+
+/// The shortest and the longest interval of `watch`.
+pub(crate) const INTERVALS: (Duration, Duration) =
+    (Duration::from_millis(100), Duration::from_secs(3600));
+
+/// `500ms`, `2s`, `1m`, `1h` or `7d` (a number alone is seconds).
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration such as 500ms, 2s, 1m, 1h or 7d"))?;
+    let secs = |factor: u64| Duration::from_secs(number.saturating_mul(factor));
+    Ok(match unit {
+        "ms" => Duration::from_millis(number),
+        "s" | "" => secs(1),
+        "m" => secs(60),
+        "h" => secs(3600),
+        "d" => secs(86_400),
+        _ => return Err(format!("unknown unit {unit:?}: use ms, s, m, h or d")),
+    })
+}
+
+/// A duration within [`INTERVALS`].
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    let interval = parse_duration(text)?;
+    let (shortest, longest) = INTERVALS;
+    if interval < shortest || interval > longest {
+        return Err(format!(
+            "the interval must be from {shortest:?} to {longest:?}, not {interval:?}"
+        ));
     }
-    let mut positional = positional.into_iter();
-    let url = positional.next().ok_or("missing the database URL")?;
-    let command = match positional.next().as_deref() {
-        None => return Err("missing the command: list, show or release".to_owned()),
-        Some("list") => Command::List,
-        Some("show") => Command::Show(positional.next().ok_or("show needs a lease name")?),
-        Some("release") => Command::Release {
-            name: positional.next().ok_or("release needs a lease name")?,
-            yes,
-        },
-        Some(other) => {
-            return Err(format!(
-                "unknown command {other:?}: expected list, show or release"
-            ));
-        }
-    };
-    if let Some(extra) = positional.next() {
-        return Err(format!("unexpected argument {extra:?}"));
-    }
-    if yes && !matches!(command, Command::Release { .. }) {
-        return Err("--yes only confirms a release".to_owned());
-    }
-    Ok(Parsed::Run(Args {
-        url,
-        table,
-        command,
-    }))
+    Ok(interval)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
-    fn parse_str(line: &str) -> Result<Parsed, String> {
-        parse(line.split_whitespace().map(str::to_owned))
+    fn parse(line: &str) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("leasectl").chain(line.split_whitespace()))
     }
 
     #[test]
-    fn parses_every_command_with_options_anywhere() {
-        assert_eq!(
-            parse_str("sqlite:a.db list"),
-            Ok(Parsed::Run(Args {
-                url: "sqlite:a.db".to_owned(),
-                table: None,
-                command: Command::List,
-            }))
-        );
-        assert_eq!(
-            parse_str("--table jobs.leases postgres://h/db show sweep"),
-            Ok(Parsed::Run(Args {
-                url: "postgres://h/db".to_owned(),
-                table: Some("jobs.leases".to_owned()),
-                command: Command::Show("sweep".to_owned()),
-            }))
-        );
-        assert_eq!(
-            parse_str("mysql://h/db release uptime:node-a --yes --table=t"),
-            Ok(Parsed::Run(Args {
-                url: "mysql://h/db".to_owned(),
-                table: Some("t".to_owned()),
-                command: Command::Release {
-                    name: "uptime:node-a".to_owned(),
-                    yes: true,
-                },
-            }))
-        );
-        assert_eq!(parse_str("--help"), Ok(Parsed::Help));
-        assert_eq!(parse_str("sqlite:a.db list -h"), Ok(Parsed::Help));
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn options_go_before_or_after_the_command() {
+        let cli = parse("--table jobs.leases -d sqlite:a.db show sweep -o json").unwrap();
+        assert_eq!(cli.target.table, "jobs.leases");
+        assert_eq!(cli.target.database_url.as_deref(), Some("sqlite:a.db"));
+        match cli.command {
+            Command::Show { name, output } => {
+                assert_eq!(name, "sweep");
+                assert_eq!(output.output, Output::Json);
+            }
+            other => panic!("{other:?}"),
+        }
+        let cli = parse("release sweep --yes --database-url sqlite:b.db").unwrap();
+        assert!(matches!(cli.command, Command::Release { yes: true, .. }));
+        assert_eq!(cli.target.database_url.as_deref(), Some("sqlite:b.db"));
+    }
+
+    #[test]
+    fn watch_bounds_its_interval_and_count() {
+        let cli = parse("watch --interval 500ms --count 2").unwrap();
+        match cli.command {
+            Command::Watch {
+                interval, count, ..
+            } => {
+                assert_eq!(interval, Duration::from_millis(500));
+                assert_eq!(count, Some(2));
+            }
+            other => panic!("{other:?}"),
+        }
+        for bad in [
+            "watch --interval 10ms",
+            "watch --interval 2w",
+            "watch --interval 2d",
+            "watch --interval 2h",
+            "watch --count 0",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_interval("1m"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_interval("3"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86_400)));
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse("prune").is_err());
     }
 
     #[test]
     fn rejects_what_it_cannot_run() {
-        for (line, expected) in [
-            ("", "missing the database URL"),
-            ("sqlite:a.db", "missing the command"),
-            ("sqlite:a.db drop", "unknown command"),
-            ("sqlite:a.db show", "show needs a lease name"),
-            ("sqlite:a.db release", "release needs a lease name"),
-            ("sqlite:a.db list extra", "unexpected argument"),
-            ("sqlite:a.db list --force", "unknown option --force"),
-            ("sqlite:a.db list --yes", "--yes only confirms a release"),
-            ("sqlite:a.db list --table", "--table needs a table name"),
+        for line in [
+            "",
+            "drop",
+            "show",
+            "release",
+            "list extra",
+            "list --force",
+            "list --yes",
+            "list --output yaml",
+            "migrations --dialect oracle",
+            "migrations",
         ] {
-            let error = parse_str(line).unwrap_err();
-            assert!(error.contains(expected), "{line:?}: {error}");
+            assert!(parse(line).is_err(), "{line:?}");
         }
     }
 }

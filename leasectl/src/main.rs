@@ -1,43 +1,39 @@
-//! `leasectl`: list, show and force-release the leases in a service's lease table, on
-//! PostgreSQL, MariaDB or SQLite. What an operator needs instead of querying `pg_locks` for
-//! advisory locks. See the README.
+//! `leasectl`: list, show, watch and force-release the leases in a service's lease table, on
+//! PostgreSQL, MariaDB or SQLite; check a table and print its migrations. What an operator
+//! needs instead of querying `pg_locks` for advisory locks. See the README.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 mod args;
+mod json;
+mod migrations;
 mod render;
 mod store;
 mod time;
+mod watch;
 
 use std::process::ExitCode;
 use std::time::Duration;
 
-use lease_core::{DynLeaseStore, LeaseName};
+use clap::Parser;
+use lease_core::{DynLeaseStore, Error, ErrorChain, LeaseName};
+use lease_sqlx::TableName;
 
-use crate::args::{Args, Command, Parsed, USAGE};
-use crate::store::Chain;
+use crate::args::{Cli, Command, Output};
 
 /// Why the tool stopped without doing what it was asked.
 #[derive(Debug)]
 pub(crate) enum Failure {
     /// The command line, the URL or a name was wrong: exit code 2.
     Usage(String),
-    /// The database failed, the lease is unknown, or nothing was released: exit code 1.
+    /// The database failed, the lease is unknown, nothing was released, or the table does not
+    /// fit: exit code 1.
     Failed(String),
 }
 
 fn main() -> ExitCode {
-    let args = match args::parse(std::env::args().skip(1)) {
-        Ok(Parsed::Run(args)) => args,
-        Ok(Parsed::Help) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(error) => {
-            eprintln!("leasectl: {error}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    // Help and version exit 0 on standard output, usage errors 2 on standard error.
+    let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -48,11 +44,8 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(args)) {
-        Ok(out) => {
-            print!("{out}");
-            ExitCode::SUCCESS
-        }
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Usage(message)) => {
             eprintln!("leasectl: {message}");
             ExitCode::from(2)
@@ -64,31 +57,97 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(args: Args) -> Result<String, Failure> {
-    let store = store::open(&args.url, args.table.as_deref()).await?;
-    let table = args.table.as_deref().unwrap_or("leases");
+async fn run(cli: Cli) -> Result<(), Failure> {
+    let table = TableName::new(&cli.target.table).map_err(|e| Failure::Usage(e.to_string()))?;
+    if let Command::Migrations {
+        dialect,
+        layout,
+        dir,
+    } = &cli.command
+    {
+        print!(
+            "{}",
+            migrations::run(&table, *dialect, *layout, dir.as_deref())?
+        );
+        return Ok(());
+    }
+    let url = cli.target.database_url.as_deref().ok_or_else(|| {
+        Failure::Usage(
+            "no database: pass --database-url URL or set DATABASE_URL (see --help)".to_owned(),
+        )
+    })?;
+    let opened = store::open(url, &table).await?;
+    let store = opened.leases();
+    let table = table.to_string();
     let failed = |what: String| {
-        move |error: lease_core::Error| Failure::Failed(format!("{what}: {}", Chain(&error)))
+        move |error: Error| Failure::Failed(format!("{what}: {}", ErrorChain(&error)))
     };
-    match args.command {
-        Command::List => {
+    match cli.command {
+        Command::List { output } => {
             let leases = store
                 .list()
                 .await
                 .map_err(failed(format!("cannot list the leases in table {table}")))?;
-            Ok(render::list(&leases, table))
+            print!(
+                "{}",
+                match output.output {
+                    Output::Text => render::list(&leases, &table),
+                    Output::Json => json::list(&leases, &table),
+                }
+            );
         }
-        Command::Show(name) => {
+        Command::Show { name, output } => {
             let name = lease_name(&name)?;
             let info = store
                 .inspect(&name)
                 .await
                 .map_err(failed(format!("cannot read lease {name:?}")))?
-                .ok_or_else(|| unknown(&name, table))?;
-            Ok(render::show(&info))
+                .ok_or_else(|| unknown(&name, &table))?;
+            print!(
+                "{}",
+                match output.output {
+                    Output::Text => render::show(&info),
+                    Output::Json => json::show(&info, &table),
+                }
+            );
         }
-        Command::Release { name, yes } => release(&*store, &lease_name(&name)?, table, yes).await,
+        Command::Release { name, yes } => {
+            print!(
+                "{}",
+                release(store, &lease_name(&name)?, &table, yes).await?
+            );
+        }
+        Command::Watch {
+            interval,
+            count,
+            output,
+        } => watch::run(store, &table, interval, count, output.output).await?,
+        Command::Prune { released_for } => {
+            let deleted = store
+                .prune(released_for)
+                .await
+                .map_err(failed(format!("cannot prune the leases in table {table}")))?;
+            println!(
+                "deleted {deleted} lease row{} free for longer than {}",
+                if deleted == 1 { "" } else { "s" },
+                if released_for < Duration::from_secs(1) {
+                    format!("{released_for:?}")
+                } else {
+                    time::span(released_for)
+                }
+            );
+        }
+        Command::Check => match opened.verify().await {
+            Ok(()) => println!("table {table} fits the store"),
+            Err(error @ Error::SchemaMismatch { .. }) => {
+                return Err(Failure::Failed(error.to_string()));
+            }
+            Err(error) => return Err(failed(format!("cannot check table {table}"))(error)),
+        },
+        // Answered above, before connecting.
+        Command::Migrations { .. } => {}
     }
+    Ok(())
 }
 
 fn lease_name(name: &str) -> Result<LeaseName, Failure> {
@@ -109,8 +168,11 @@ async fn release(
     table: &str,
     yes: bool,
 ) -> Result<String, Failure> {
-    let read = |error: lease_core::Error| {
-        Failure::Failed(format!("cannot read lease {name:?}: {}", Chain(&error)))
+    let read = |error: Error| {
+        Failure::Failed(format!(
+            "cannot read lease {name:?}: {}",
+            ErrorChain(&error)
+        ))
     };
     let info = store
         .inspect(name)
@@ -133,7 +195,10 @@ async fn release(
         .release(name, &info.holder, Duration::ZERO)
         .await
         .map_err(|error| {
-            Failure::Failed(format!("cannot release lease {name:?}: {}", Chain(&error)))
+            Failure::Failed(format!(
+                "cannot release lease {name:?}: {}",
+                ErrorChain(&error)
+            ))
         })?;
     if released {
         return Ok(format!(

@@ -1,10 +1,9 @@
 //! Opening the lease table a URL names: PostgreSQL, MariaDB or SQLite.
 
 use std::str::FromStr;
-use std::sync::Arc;
 use std::time::Duration;
 
-use lease_core::{DynLeaseStore, Error};
+use lease_core::{DynLeaseStore, Error, ErrorChain};
 use lease_sqlx::sqlx::mysql::MySqlPoolOptions;
 use lease_sqlx::sqlx::postgres::PgPoolOptions;
 use lease_sqlx::sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
@@ -50,12 +49,35 @@ pub(crate) fn redact(url: &str) -> String {
     }
 }
 
-/// Connects to the database `url` names, and the lease table in it: `table`, or `leases`.
-pub(crate) async fn open(url: &str, table: Option<&str>) -> Result<Arc<DynLeaseStore>, Failure> {
-    let table = match table {
-        Some(table) => TableName::new(table).map_err(|e| Failure::Usage(e.to_string()))?,
-        None => TableName::default(),
-    };
+/// A lease table opened through the driver its URL names.
+pub(crate) enum Store {
+    Postgres(PgLeaseStore),
+    MySql(MySqlLeaseStore),
+    Sqlite(SqliteLeaseStore),
+}
+
+impl Store {
+    /// The store, as every command but `check` uses it.
+    pub(crate) fn leases(&self) -> &DynLeaseStore {
+        match self {
+            Self::Postgres(store) => store,
+            Self::MySql(store) => store,
+            Self::Sqlite(store) => store,
+        }
+    }
+
+    /// The store's check of the table (`SqlStore::verify`).
+    pub(crate) async fn verify(&self) -> Result<(), Error> {
+        match self {
+            Self::Postgres(store) => store.verify().await,
+            Self::MySql(store) => store.verify().await,
+            Self::Sqlite(store) => store.verify().await,
+        }
+    }
+}
+
+/// Connects to the database `url` names, and the lease table `table` in it.
+pub(crate) async fn open(url: &str, table: &TableName) -> Result<Store, Failure> {
     let kind = kind(url).ok_or_else(|| {
         Failure::Usage(format!(
             "unsupported database URL {}: expected postgres://, mysql://, mariadb:// or sqlite:",
@@ -63,10 +85,13 @@ pub(crate) async fn open(url: &str, table: Option<&str>) -> Result<Arc<DynLeaseS
         ))
     })?;
     let cannot = |error: &dyn std::error::Error| {
-        Failure::Failed(format!("cannot connect to {}: {error}", redact(url)))
+        Failure::Failed(format!(
+            "cannot connect to {}: {}",
+            redact(url),
+            ErrorChain(error)
+        ))
     };
-    let table = table.to_string();
-    let store: Arc<DynLeaseStore> = match kind {
+    Ok(match kind {
         Kind::Postgres => {
             let pool = PgPoolOptions::new()
                 .max_connections(1)
@@ -74,7 +99,7 @@ pub(crate) async fn open(url: &str, table: Option<&str>) -> Result<Arc<DynLeaseS
                 .connect(url)
                 .await
                 .map_err(|e| cannot(&e))?;
-            Arc::new(PgLeaseStore::with_table(pool, &table).map_err(usage)?)
+            Store::Postgres(PgLeaseStore::on_table(pool, table))
         }
         Kind::MySql => {
             // sqlx knows MariaDB by the MySQL scheme.
@@ -90,7 +115,7 @@ pub(crate) async fn open(url: &str, table: Option<&str>) -> Result<Arc<DynLeaseS
                 .connect(&url)
                 .await
                 .map_err(|e| cannot(&e))?;
-            Arc::new(MySqlLeaseStore::with_table(pool, &table).map_err(usage)?)
+            Store::MySql(MySqlLeaseStore::on_table(pool, table))
         }
         Kind::Sqlite => {
             // Never creates the file: a wrong path is an error, not an empty database.
@@ -105,38 +130,10 @@ pub(crate) async fn open(url: &str, table: Option<&str>) -> Result<Arc<DynLeaseS
                 .connect_with(options.busy_timeout(SQLITE_BUSY_TIMEOUT))
                 .await
                 .map_err(|e| cannot(&e))?;
-            Arc::new(SqliteLeaseStore::with_table(pool, &table).map_err(usage)?)
+            Store::Sqlite(SqliteLeaseStore::on_table(pool, table))
         }
-    };
-    Ok(store)
+    })
 }
-
-fn usage(error: Error) -> Failure {
-    Failure::Usage(error.to_string())
-}
-
-/// An error with its sources, on one line.
-pub(crate) struct Chain<'a>(pub(crate) &'a dyn std::error::Error);
-
-impl std::fmt::Display for Chain<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(cause) = source {
-            write!(f, ": {cause}")?;
-            source = cause.source();
-        }
-        Ok(())
-    }
-}
-
-impl std::fmt::Debug for Chain<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Display::fmt(self, f)
-    }
-}
-
-impl std::error::Error for Chain<'_> {}
 
 #[cfg(test)]
 mod tests {

@@ -10,7 +10,7 @@ use lease_core::{DynLeaseStore, HolderId, LeaseName, LeaseStore, Ttl};
 use lease_sqlx::sqlx::mysql::MySqlPoolOptions;
 use lease_sqlx::sqlx::postgres::PgPoolOptions;
 use lease_sqlx::sqlx::{self, Executor};
-use lease_sqlx::{MySqlLeaseStore, PgLeaseStore, SqliteLeaseStore};
+use lease_sqlx::{Execute, MySqlLeaseStore, PgLeaseStore, SqliteLeaseStore};
 use lease_tests::env;
 
 /// What one run of the tool did.
@@ -22,8 +22,17 @@ struct Outcome {
 }
 
 fn leasectl(args: &[&str]) -> Outcome {
+    leasectl_with_env(args, &[])
+}
+
+/// Runs the tool with `args` and only the variables `vars` of its own (the caller's
+/// `DATABASE_URL` and `LEASE_TABLE` are not passed on).
+fn leasectl_with_env(args: &[&str], vars: &[(&str, &str)]) -> Outcome {
     let output = Command::new(env!("CARGO_BIN_EXE_leasectl"))
         .args(args)
+        .env_remove("DATABASE_URL")
+        .env_remove("LEASE_TABLE")
+        .envs(vars.iter().copied())
         .output()
         .expect("leasectl runs");
     Outcome {
@@ -33,9 +42,9 @@ fn leasectl(args: &[&str]) -> Outcome {
     }
 }
 
-/// `url`, then `--table table` when given, then the command.
+/// `--database-url url`, then `--table table` when given, then the command.
 fn run(url: &str, table: Option<&str>, command: &[&str]) -> Outcome {
-    let mut args = vec![url];
+    let mut args = vec!["--database-url", url];
     if let Some(table) = table {
         args.extend(["--table", table]);
     }
@@ -153,6 +162,38 @@ async fn exercise(store: Arc<DynLeaseStore>, url: &str, table: Option<&str>) {
         Some(format!("3 leases in table {table_name}").as_str()),
         "{list:?}"
     );
+
+    // The same list as JSON, of the documented shape, and as the store reads it.
+    let json = run(url, table, &["list", "--output", "json"]);
+    assert_eq!(json.code, 0, "{json:?}");
+    let document: serde_json::Value =
+        serde_json::from_str(&json.stdout).expect("one JSON document");
+    assert_eq!(document["table"], table_name, "{json:?}");
+    assert!(
+        document["read_at"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z')),
+        "{json:?}"
+    );
+    let leases = document["leases"].as_array().expect("a list");
+    let listed = store.list().await.unwrap();
+    assert_eq!(leases.len(), listed.len(), "{json:?}");
+    for (lease, info) in leases.iter().zip(&listed) {
+        assert_eq!(lease["name"], info.name.as_str(), "{json:?}");
+        assert_eq!(lease["holder"], info.holder.as_str(), "{json:?}");
+        assert_eq!(lease["fence"], info.fence.get(), "{json:?}");
+        assert_eq!(lease["expired"], info.is_expired(), "{json:?}");
+        let expires_in = lease["expires_in_ms"].as_i64().expect("a number");
+        assert_eq!(expires_in < 0, info.is_expired(), "{json:?}");
+        for field in ["taken_at", "expires_at"] {
+            parse_rfc3339(lease[field].as_str().expect("a time"));
+        }
+    }
+    let shown = run(url, table, &["show", "sweep", "-o", "json"]);
+    assert_eq!(shown.code, 0, "{shown:?}");
+    let shown: serde_json::Value = serde_json::from_str(&shown.stdout).expect("one JSON document");
+    assert_eq!(shown["lease"]["holder"], sweeper.as_str());
+    assert_eq!(shown["lease"]["fence"], sweep.get());
 
     let show = run(url, table, &["show", "sweep"]);
     assert_eq!(show.code, 0, "{show:?}");
@@ -289,7 +330,7 @@ async fn mariadb_by_either_scheme() {
 
 #[test]
 fn bad_urls_fail_with_a_clear_message_and_never_show_a_password() {
-    let unsupported = leasectl(&["redis://localhost/0", "list"]);
+    let unsupported = leasectl(&["--database-url", "redis://localhost/0", "list"]);
     assert_eq!(unsupported.code, 2, "{unsupported:?}");
     assert!(
         unsupported
@@ -298,7 +339,10 @@ fn bad_urls_fail_with_a_clear_message_and_never_show_a_password() {
         "{unsupported:?}"
     );
 
-    let unreachable = leasectl(&["postgres://app:s3cret@127.0.0.1:1/app", "list"]);
+    let unreachable = leasectl_with_env(
+        &["list"],
+        &[("DATABASE_URL", "postgres://app:s3cret@127.0.0.1:1/app")],
+    );
     assert_eq!(unreachable.code, 1, "{unreachable:?}");
     assert!(
         unreachable
@@ -310,12 +354,12 @@ fn bad_urls_fail_with_a_clear_message_and_never_show_a_password() {
 
     let dir = TempDir::new();
     let missing = dir.0.join("missing.db");
-    let no_file = leasectl(&[&format!("sqlite:{}", missing.display()), "list"]);
+    let no_file = run(&format!("sqlite:{}", missing.display()), None, &["list"]);
     assert_eq!(no_file.code, 1, "{no_file:?}");
     assert!(no_file.stderr.contains("cannot connect"), "{no_file:?}");
     assert!(!missing.exists(), "the tool created {}", missing.display());
 
-    let table = leasectl(&["--table", "leases; DROP TABLE x", "sqlite::memory:", "list"]);
+    let table = run("sqlite::memory:", Some("leases; DROP TABLE x"), &["list"]);
     assert_eq!(table.code, 2, "{table:?}");
     assert!(table.stderr.contains("invalid SQL identifier"), "{table:?}");
 }
@@ -347,22 +391,339 @@ async fn a_missing_table_is_an_error_and_an_empty_one_says_so() {
 
 #[test]
 fn usage_errors_exit_2_and_help_exits_0() {
-    let help = leasectl(&["--help"]);
-    assert_eq!(help.code, 0, "{help:?}");
-    assert!(help.stdout.starts_with("usage: leasectl"), "{help:?}");
+    for args in [
+        &["--help"][..],
+        &["list", "--help"],
+        &["watch", "-h"],
+        &["help", "release"],
+    ] {
+        let help = leasectl(args);
+        assert_eq!(help.code, 0, "{args:?}: {help:?}");
+        assert!(
+            help.stdout.starts_with("Usage: leasectl") || help.stdout.contains("\nUsage: leasectl"),
+            "{args:?}: {help:?}"
+        );
+    }
+    // Each command's help has its examples, the main help the environment.
+    let watch = leasectl(&["watch", "--help"]);
+    assert!(watch.stdout.contains("Examples:"), "{watch:?}");
+    assert!(watch.stdout.contains("--count"), "{watch:?}");
+    let main = leasectl(&["--help"]);
+    assert!(main.stdout.contains("[env: DATABASE_URL"), "{main:?}");
+    assert!(main.stdout.contains("[env: LEASE_TABLE"), "{main:?}");
+    assert!(main.stdout.contains("Exit codes"), "{main:?}");
 
     for args in [
         &[][..],
-        &["sqlite:a.db"],
-        &["sqlite:a.db", "drop", "sweep"],
-        &["sqlite:a.db", "show"],
+        &["drop", "sweep"],
+        &["show"],
+        &["list", "--output", "yaml"],
+        &["watch", "--interval", "1ms"],
+        &["migrations", "--dialect", "oracle"],
     ] {
         let out = leasectl(args);
         assert_eq!(out.code, 2, "{args:?}: {out:?}");
-        assert!(out.stderr.contains("usage: leasectl"), "{args:?}: {out:?}");
+        assert!(out.stderr.contains("--help"), "{args:?}: {out:?}");
     }
 
-    let name = leasectl(&["sqlite::memory:", "show", ""]);
+    let no_url = leasectl(&["list"]);
+    assert_eq!(no_url.code, 2, "{no_url:?}");
+    assert!(no_url.stderr.contains("set DATABASE_URL"), "{no_url:?}");
+
+    let name = run("sqlite::memory:", None, &["show", ""]);
     assert_eq!(name.code, 2, "{name:?}");
     assert!(name.stderr.contains("invalid lease name"), "{name:?}");
+}
+
+/// A SQLite file with the store's table, and its URL for the tool.
+async fn sqlite_table(dir: &TempDir) -> (SqliteLeaseStore, String) {
+    let path = dir.0.join("leases.db");
+    let store = SqliteLeaseStore::connect(&format!("sqlite://{}?mode=rwc", path.display()))
+        .await
+        .unwrap();
+    store.setup().await.unwrap();
+    (store, format!("sqlite:{}", path.display()))
+}
+
+#[tokio::test]
+async fn the_database_and_table_come_from_the_environment() {
+    let dir = TempDir::new();
+    let (store, url) = sqlite_table(&dir).await;
+    let jobs = store.clone().on("jobs_leases").unwrap();
+    jobs.setup().await.unwrap();
+    jobs.try_acquire(
+        &name("sweep"),
+        &HolderId::generate(),
+        Ttl::from_secs(60).unwrap(),
+    )
+    .await
+    .unwrap()
+    .expect("free");
+    let listed = leasectl_with_env(
+        &["list"],
+        &[("DATABASE_URL", &url), ("LEASE_TABLE", "jobs_leases")],
+    );
+    assert_eq!(listed.code, 0, "{listed:?}");
+    assert!(
+        listed.stdout.contains("1 lease in table jobs_leases"),
+        "{listed:?}"
+    );
+    // The command line wins over the environment.
+    let default = leasectl_with_env(
+        &["list", "--table", "leases"],
+        &[("DATABASE_URL", &url), ("LEASE_TABLE", "jobs_leases")],
+    );
+    assert_eq!(default.stdout, "no leases in table leases\n", "{default:?}");
+    let bad = leasectl_with_env(
+        &["list"],
+        &[("DATABASE_URL", &url), ("LEASE_TABLE", "no such")],
+    );
+    assert_eq!(bad.code, 2, "{bad:?}");
+}
+
+#[tokio::test]
+async fn watch_lists_again_at_each_interval_and_stops_after_its_count() {
+    let dir = TempDir::new();
+    let (store, url) = sqlite_table(&dir).await;
+    store
+        .try_acquire(
+            &name("sweep"),
+            &HolderId::generate(),
+            Ttl::from_secs(60).unwrap(),
+        )
+        .await
+        .unwrap()
+        .expect("free");
+    let started = std::time::Instant::now();
+    let text = run(
+        &url,
+        None,
+        &["watch", "--interval", "200ms", "--count", "3"],
+    );
+    assert_eq!(text.code, 0, "{text:?}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(400),
+        "{:?}",
+        started.elapsed()
+    );
+    // Not a terminal: the lists one after another, a blank line between them.
+    assert_eq!(
+        text.stdout.matches("1 lease in table leases").count(),
+        3,
+        "{text:?}"
+    );
+    assert_eq!(text.stdout.matches("\n\nNAME").count(), 2, "{text:?}");
+    let json = run(
+        &url,
+        None,
+        &["watch", "-i", "100ms", "-n", "2", "-o", "json"],
+    );
+    assert_eq!(json.code, 0, "{json:?}");
+    let documents: Vec<serde_json::Value> = json
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON document a line"))
+        .collect();
+    assert_eq!(documents.len(), 2, "{json:?}");
+    assert!(documents.iter().all(|d| d["leases"][0]["name"] == "sweep"));
+    // A table that cannot be read: each round says why, and the watch fails.
+    let missing = run(&url, Some("nope"), &["watch", "-i", "100ms", "-n", "2"]);
+    assert_eq!(missing.code, 1, "{missing:?}");
+    assert_eq!(
+        missing
+            .stderr
+            .matches("cannot list the leases in table nope")
+            .count(),
+        3,
+        "{missing:?}"
+    );
+}
+
+#[tokio::test]
+async fn watch_stops_cleanly_when_interrupted() {
+    let dir = TempDir::new();
+    let (_store, url) = sqlite_table(&dir).await;
+    let child = Command::new(env!("CARGO_BIN_EXE_leasectl"))
+        .args(["--database-url", &url, "watch", "--interval", "100ms"])
+        .env_remove("DATABASE_URL")
+        .env_remove("LEASE_TABLE")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // SIGINT, as Ctrl-C sends it.
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("no leases in table leases"));
+}
+
+#[tokio::test]
+async fn check_says_whether_the_table_fits_and_prints_the_upgrade() {
+    let dir = TempDir::new();
+    let (store, url) = sqlite_table(&dir).await;
+    let fits = run(&url, None, &["check"]);
+    assert_eq!(fits.code, 0, "{fits:?}");
+    assert_eq!(fits.stdout, "table leases fits the store\n");
+    // The story's table: refused, with the SQL that upgrades it.
+    store
+        .executor()
+        .batch(&lease_tests::adoption::story_table(
+            lease_sqlx::Dialect::Sqlite,
+            "story",
+        ))
+        .await
+        .unwrap();
+    let story = run(&url, Some("story"), &["check"]);
+    assert_eq!(story.code, 1, "{story:?}");
+    assert!(
+        story
+            .stderr
+            .contains("lease table story does not fit the store: column fence is missing"),
+        "{story:?}"
+    );
+    assert!(
+        story
+            .stderr
+            .contains("the SQL that fixes it:\nBEGIN IMMEDIATE;"),
+        "{story:?}"
+    );
+    // Listing it fails as the database says, once, without the driver's decorations.
+    let listed = run(&url, Some("story"), &["list"]);
+    assert_eq!(listed.code, 1, "{listed:?}");
+    assert_eq!(listed.stderr.matches("fence").count(), 1, "{listed:?}");
+    assert!(
+        listed.stderr.starts_with(
+            "leasectl: cannot list the leases in table story: lease store failed to list: no such column: fence"
+        ),
+        "{listed:?}"
+    );
+    assert!(
+        !listed.stderr.contains("error returned from database"),
+        "{listed:?}"
+    );
+    let missing = run(&url, Some("nope"), &["check"]);
+    assert_eq!(missing.code, 1, "{missing:?}");
+    assert!(
+        missing.stderr.contains("the table does not exist"),
+        "{missing:?}"
+    );
+    assert!(
+        missing
+            .stderr
+            .contains("CREATE TABLE IF NOT EXISTS \"nope\""),
+        "{missing:?}"
+    );
+}
+
+#[test]
+fn migrations_are_printed_or_written_for_each_tool() {
+    let printed = leasectl(&[
+        "--table",
+        "jobs.leases",
+        "migrations",
+        "--dialect",
+        "postgres",
+        "--layout",
+        "sqlx",
+    ]);
+    assert_eq!(printed.code, 0, "{printed:?}");
+    let migration = lease_sqlx::Migration::new(
+        lease_sqlx::Dialect::Postgres,
+        &lease_sqlx::TableName::new("jobs.leases").unwrap(),
+    );
+    let expected: String = migration
+        .files(lease_sqlx::Layout::Sqlx)
+        .iter()
+        .map(|file| format!("-- {}\n{}\n", file.path, file.contents))
+        .collect();
+    assert_eq!(printed.stdout, expected);
+
+    let dir = TempDir::new();
+    let migrations = dir.0.join("migrations");
+    let args = [
+        "migrations",
+        "--dialect",
+        "mariadb",
+        "--layout",
+        "diesel",
+        "--dir",
+        migrations.to_str().unwrap(),
+    ];
+    let written = leasectl(&args);
+    assert_eq!(written.code, 0, "{written:?}");
+    let up = migrations.join("2026-12-01-000000_create_leases/up.sql");
+    assert!(
+        written.stdout.contains(&format!("wrote {}", up.display())),
+        "{written:?}"
+    );
+    assert!(
+        std::fs::read_to_string(&up)
+            .unwrap()
+            .contains("CREATE TABLE `leases`")
+    );
+    // Never over a file that is there.
+    let again = leasectl(&args);
+    assert_eq!(again.code, 1, "{again:?}");
+    assert!(again.stderr.contains("cannot write"), "{again:?}");
+}
+
+#[tokio::test]
+async fn prune_deletes_only_the_rows_of_leases_free_for_long_enough() {
+    let dir = TempDir::new();
+    let (store, url) = sqlite_table(&dir).await;
+    let minute = Ttl::from_secs(60).unwrap();
+    let held = HolderId::generate();
+    store
+        .try_acquire(&name("held"), &held, minute)
+        .await
+        .unwrap()
+        .expect("free");
+    let gone = HolderId::generate();
+    store
+        .try_acquire(&name("released"), &gone, minute)
+        .await
+        .unwrap()
+        .expect("free");
+    assert!(
+        store
+            .release(&name("released"), &gone, Duration::ZERO)
+            .await
+            .unwrap()
+    );
+    store
+        .try_acquire(
+            &name("expired"),
+            &HolderId::generate(),
+            Ttl::from_millis(1).unwrap(),
+        )
+        .await
+        .unwrap()
+        .expect("free");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+
+    let kept = run(&url, None, &["prune", "--released-for", "1h"]);
+    assert_eq!(kept.code, 0, "{kept:?}");
+    assert_eq!(
+        kept.stdout,
+        "deleted 0 lease rows free for longer than 1h 00m 00s\n"
+    );
+    let pruned = run(&url, None, &["prune", "--released-for", "10ms"]);
+    assert_eq!(pruned.code, 0, "{pruned:?}");
+    assert_eq!(
+        pruned.stdout,
+        "deleted 2 lease rows free for longer than 10ms\n"
+    );
+    let left = store.list().await.unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].holder, held);
+    let bad = run(&url, None, &["prune", "--released-for", "soon"]);
+    assert_eq!(bad.code, 2, "{bad:?}");
 }

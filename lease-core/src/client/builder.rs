@@ -29,7 +29,8 @@ pub(crate) const DEFAULT_STORE_LABEL: &str = "default";
 pub struct LeaseClientBuilder {
     store: Arc<dyn LeaseStore>,
     runtime: Arc<dyn Runtime>,
-    ttl: Ttl,
+    base: Option<LeaseConfig>,
+    ttl: Option<Ttl>,
     renew_every: Option<Duration>,
     safety_margin: Option<Duration>,
     store_timeout: Option<Duration>,
@@ -45,7 +46,8 @@ impl LeaseClientBuilder {
         Self {
             store,
             runtime,
-            ttl: Ttl::DEFAULT,
+            base: None,
+            ttl: None,
             renew_every: None,
             safety_margin: None,
             store_timeout: None,
@@ -59,7 +61,33 @@ impl LeaseClientBuilder {
     /// How long a lease lasts without renewal. The period, margin and timeout that are not set
     /// follow it.
     pub fn ttl(mut self, ttl: Ttl) -> Self {
-        self.ttl = ttl;
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// Starts from `config` instead of the defaults, such as one read from the application's
+    /// settings: every setting is `config`'s, except those set on this builder, which win
+    /// whatever the order of the calls (a TTL set here replaces `config.ttl` alone; the
+    /// period, margin and timeout stay `config`'s unless set too).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), lease_core::Error> {
+    /// use std::time::Duration;
+    /// use lease_core::{LeaseClient, LeaseConfig, MemoryStore, Ttl, runtime::TokioRuntime};
+    ///
+    /// let mut config = LeaseConfig::for_ttl(Ttl::from_secs(30)?);
+    /// config.renew_batch = 100;
+    /// let client = LeaseClient::builder(MemoryStore::new(), TokioRuntime)
+    ///     .config(config)
+    ///     .store_timeout(Duration::from_secs(2))
+    ///     .build()?;
+    /// assert_eq!(client.config().ttl, Ttl::from_secs(30)?);
+    /// assert_eq!(client.config().renew_batch, 100);
+    /// assert_eq!(client.config().store_timeout, Duration::from_secs(2));
+    /// # Ok(()) }
+    /// ```
+    pub fn config(mut self, config: LeaseConfig) -> Self {
+        self.base = Some(config);
         self
     }
 
@@ -112,10 +140,19 @@ impl LeaseClientBuilder {
     /// [`Error::InvalidConfig`] when the settings cannot work together (see
     /// [`LeaseConfig::validate`]).
     pub fn build(self) -> Result<LeaseClient, Error> {
-        let mut config = LeaseConfig::for_ttl(self.ttl);
+        let from_base = self.base.is_some();
+        let mut config = match self.base {
+            Some(mut base) => {
+                if let Some(ttl) = self.ttl {
+                    base.ttl = ttl;
+                }
+                base
+            }
+            None => LeaseConfig::for_ttl(self.ttl.unwrap_or(Ttl::DEFAULT)),
+        };
         if let Some(period) = self.renew_every {
             config.renew_every = period;
-            if self.store_timeout.is_none() {
+            if self.store_timeout.is_none() && !from_base {
                 config.store_timeout = period;
             }
         }

@@ -76,6 +76,27 @@ impl LeaseClient {
         )
     }
 
+    /// A client with `config`, checked: the settings an application read from its own
+    /// configuration. [`builder`](LeaseClient::builder) with
+    /// [`config`](LeaseClientBuilder::config) does the same and can change some of them.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] when the settings cannot work together (see
+    /// [`LeaseConfig::validate`]).
+    pub fn with_config(
+        store: impl LeaseStore,
+        runtime: impl Runtime,
+        config: LeaseConfig,
+    ) -> Result<Self, Error> {
+        config.validate()?;
+        Ok(Self::from_parts(
+            Arc::new(store),
+            Arc::new(runtime),
+            config,
+            builder::DEFAULT_STORE_LABEL,
+        ))
+    }
+
     /// A builder to set the TTL, renewal period and the rest of [`LeaseConfig`].
     pub fn builder(store: impl LeaseStore, runtime: impl Runtime) -> LeaseClientBuilder {
         LeaseClientBuilder::new(Arc::new(store), Arc::new(runtime))

@@ -1,0 +1,63 @@
+//! Adopting an existing table through diesel-async (deadpool), on SQLite (always), the local
+//! PostgreSQL and MariaDB: the same cases as lease-sqlx's (`lease_tests::adoption`).
+
+mod support;
+
+use diesel_async::pooled_connection::deadpool;
+use diesel_async::{AsyncMysqlConnection, AsyncPgConnection};
+use lease_core::BoxError;
+use lease_diesel::{AsyncSqliteConnection, DieselStore};
+use lease_tests::{adoption, env};
+use support::{Backend, Database, MariaDb, Postgres, Sqlite, TestPool};
+
+/// Runs `case` on a store of a fresh table of `D` that nothing has set up, then drops it.
+async fn on_fresh_table<D, P, F>(case: F)
+where
+    D: Database,
+    P: TestPool<Connection = D::Connection>,
+    F: AsyncFnOnce(&DieselStore<P>, &str) -> Result<(), BoxError>,
+{
+    if let Err(error) = D::available().await {
+        return env::skip_or_fail(D::NAME, &error.to_string());
+    }
+    let table = env::unique_table("adoption");
+    let pool = P::build(D::manager(D::url(&table)), 2).unwrap();
+    let store = DieselStore::with_table(pool.clone(), &table).unwrap();
+    let outcome = case(&store, &table).await;
+    Backend::<D, P>::drop_table(&pool, &table).await.unwrap();
+    if let Err(error) = outcome {
+        panic!("{}: {error}", D::NAME);
+    }
+}
+
+macro_rules! adoption_cases {
+    ($($db:ident: $ty:ty, $conn:ty);*) => {$(
+        mod $db {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread")]
+            async fn story_table_is_refused_then_upgraded() {
+                on_fresh_table::<$ty, deadpool::Pool<$conn>, _>(adoption::story_table_is_refused_then_upgraded).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread")]
+            async fn unrelated_table_is_refused() {
+                on_fresh_table::<$ty, deadpool::Pool<$conn>, _>(adoption::unrelated_table_is_refused).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread")]
+            async fn missing_table_is_refused_by_verify() {
+                on_fresh_table::<$ty, deadpool::Pool<$conn>, _>(async |store, _| {
+                    adoption::missing_table_is_refused_by_verify(store).await
+                })
+                .await;
+            }
+        }
+    )*};
+}
+
+adoption_cases!(
+    postgres: Postgres, AsyncPgConnection;
+    mariadb: MariaDb, AsyncMysqlConnection;
+    sqlite: Sqlite, AsyncSqliteConnection
+);

@@ -1,0 +1,178 @@
+//! [`Migration`]: the lease table as a migration, up and down, in the layouts of `sqlx migrate`
+//! and diesel's migrations.
+
+use std::fmt;
+
+use crate::{Dialect, Statements, TableName};
+
+/// Where a migration tool looks for a migration's files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Layout {
+    /// `sqlx migrate` (and `sqlx::migrate!`, `sqlx::migrate::Migrator`): a reversible migration
+    /// as `<version>_<description>.up.sql` and `.down.sql` in the migrations directory.
+    Sqlx,
+    /// diesel's migrations (`diesel migration run`, `diesel_migrations`): a directory
+    /// `<version>_<name>/` holding `up.sql` and `down.sql`.
+    Diesel,
+}
+
+impl Layout {
+    /// Every layout.
+    pub const ALL: [Layout; 2] = [Layout::Sqlx, Layout::Diesel];
+}
+
+impl fmt::Display for Layout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Sqlx => "sqlx",
+            Self::Diesel => "diesel",
+        })
+    }
+}
+
+/// One file of a migration: its path inside the migrations directory, and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationFile {
+    /// The path relative to the migrations directory, with `/` between its parts.
+    pub path: String,
+    /// The SQL.
+    pub contents: String,
+}
+
+/// The lease table of one dialect and validated name, as a migration: `up` creates it exactly
+/// as [`SqlStore::setup`](crate::SqlStore::setup) would, `down` drops it.
+///
+/// For applications whose schema changes go through `sqlx migrate` or diesel's migrations
+/// rather than start-up: write [`files`](Migration::files) into the migrations directory (or
+/// print them with `leasectl migrations`), run the tool, and call
+/// [`SqlStore::verify`](crate::SqlStore::verify) at start instead of `setup`.
+///
+/// ```
+/// use lease_sql::{Dialect, Layout, Migration, TableName};
+///
+/// let migration = Migration::new(Dialect::Postgres, &TableName::new("jobs.leases")?);
+/// assert!(migration.up().starts_with("-- "));
+/// assert!(migration.up().contains("CREATE TABLE \"jobs\".\"leases\""));
+/// assert_eq!(migration.down(), "DROP TABLE \"jobs\".\"leases\";\n");
+/// let files = migration.files(Layout::Diesel);
+/// assert_eq!(files[0].path, "2026-12-01-000000_create_jobs_leases/up.sql");
+/// assert_eq!(files[1].path, "2026-12-01-000000_create_jobs_leases/down.sql");
+/// let files = migration.files(Layout::Sqlx);
+/// assert_eq!(files[0].path, "20261201000000_create_jobs_leases.up.sql");
+/// # Ok::<(), lease_core::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Migration {
+    name: String,
+    up: String,
+    down: String,
+}
+
+impl Migration {
+    /// The migration's version in sqlx's layout: fixed, so that the files are the same at every
+    /// run and a tool that applied them once never applies them again.
+    pub const SQLX_VERSION: &'static str = "20261201000000";
+
+    /// The same version in diesel's layout.
+    pub const DIESEL_VERSION: &'static str = "2026-12-01-000000";
+
+    /// The migration of `table` on `dialect`.
+    pub fn new(dialect: Dialect, table: &TableName) -> Self {
+        let statements = Statements::new(dialect, table);
+        // A migration runs once, so it creates the table outright: on a table that exists
+        // already, it fails instead of leaving a table of another shape in place.
+        let create =
+            statements
+                .create_table()
+                .replacen("CREATE TABLE IF NOT EXISTS", "CREATE TABLE", 1);
+        let database = match dialect {
+            Dialect::Postgres => "PostgreSQL",
+            Dialect::MySql => "MariaDB",
+            Dialect::Sqlite => "SQLite",
+        };
+        let up = format!(
+            "-- The lease table {table} ({database}), as lease-sql's SqlStore::setup creates it.\n\
+             -- Give the store the same table name, and call SqlStore::verify at start.\n\
+             {create};\n"
+        );
+        let down = format!("DROP TABLE {};\n", table.quoted(dialect.quote()));
+        Self {
+            name: format!("create_{}", table.to_string().replace('.', "_")),
+            up,
+            down,
+        }
+    }
+
+    /// The SQL that creates the table.
+    pub fn up(&self) -> &str {
+        &self.up
+    }
+
+    /// The SQL that drops it.
+    pub fn down(&self) -> &str {
+        &self.down
+    }
+
+    /// The migration's name without its version: `create_<table>`, with `_` for a schema's
+    /// `.`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The files of the migration in `layout`: up first, then down.
+    pub fn files(&self, layout: Layout) -> Vec<MigrationFile> {
+        let (up, down) = match layout {
+            Layout::Sqlx => {
+                let stem = format!("{}_{}", Self::SQLX_VERSION, self.name);
+                (format!("{stem}.up.sql"), format!("{stem}.down.sql"))
+            }
+            Layout::Diesel => {
+                let dir = format!("{}_{}", Self::DIESEL_VERSION, self.name);
+                (format!("{dir}/up.sql"), format!("{dir}/down.sql"))
+            }
+        };
+        vec![
+            MigrationFile {
+                path: up,
+                contents: self.up.clone(),
+            },
+            MigrationFile {
+                path: down,
+                contents: self.down.clone(),
+            },
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn up_is_the_stores_ddl_without_if_not_exists_on_every_dialect() {
+        for dialect in [Dialect::Postgres, Dialect::MySql, Dialect::Sqlite] {
+            let table = TableName::new("Order").unwrap();
+            let migration = Migration::new(dialect, &table);
+            let ddl =
+                Statements::new(dialect, &table)
+                    .create_table()
+                    .replacen(" IF NOT EXISTS", "", 1);
+            assert!(
+                migration.up().ends_with(&format!("{ddl};\n")),
+                "{dialect:?}"
+            );
+            assert!(!migration.up().contains("IF NOT EXISTS"), "{dialect:?}");
+            assert!(migration.down().starts_with("DROP TABLE "), "{dialect:?}");
+            for layout in Layout::ALL {
+                let files = migration.files(layout);
+                assert_eq!(files.len(), 2);
+                assert!(files[0].path.contains("create_Order"), "{layout}");
+                assert_eq!(files[0].contents, migration.up());
+                assert_eq!(files[1].contents, migration.down());
+            }
+        }
+        let my = Migration::new(Dialect::MySql, &TableName::new("jobs.leases").unwrap());
+        assert_eq!(my.down(), "DROP TABLE `jobs`.`leases`;\n");
+    }
+}

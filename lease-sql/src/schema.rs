@@ -1,0 +1,476 @@
+//! [`SchemaCheck`]: whether an existing table has the columns, types and key a lease store
+//! needs, and the SQL that upgrades an earlier shape of a lease table.
+//!
+//! The catalog query of each dialect (in `schema/<dialect>.rs`) answers one row per column:
+//! its name and its facts as `type;nullable;default;key` (`nullable` is `YES` or `NO`,
+//! `default` and `key` are `1` or `0`: the column has a default, or it alone is a unique key).
+//! This file reads those rows and decides, the same way for every dialect: each of the store's
+//! five columns fits, can be upgraded in place (a [`Fix`]), or cannot (the table is not a lease
+//! table); an extra column the store's inserts would leave empty must accept that.
+
+use std::borrow::Cow;
+
+use lease_core::Error;
+
+use crate::{Dialect, Param, Query, TableName};
+
+mod mysql;
+mod postgres;
+mod sqlite;
+
+/// A change that brings an earlier lease table to the store's shape, keeping its rows; the SQL
+/// makes them in this order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Fix {
+    /// Add `fence`, `0` for every row: the next acquisition of a lease counts from there.
+    AddFence,
+    /// Widen `fence` to a 64-bit integer.
+    WidenFence,
+    /// Make `fence` `NOT NULL`, setting `NULL`s to `0`.
+    FenceNotNull,
+    /// Let `holder` be `NULL`: a released lease has none.
+    HolderNullable,
+    /// Make `name` compare byte for byte (MariaDB: `VARBINARY`).
+    BinaryName,
+    /// Make `holder` compare byte for byte (MariaDB: `VARBINARY`).
+    BinaryHolder,
+    /// Store `taken_at` to the microsecond (MariaDB: `DATETIME(6)`).
+    PreciseTakenAt,
+    /// Store `expires_at` to the microsecond (MariaDB: `DATETIME(6)`).
+    PreciseExpiresAt,
+}
+
+/// One of the store's columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Column {
+    Name,
+    Holder,
+    Fence,
+    TakenAt,
+    ExpiresAt,
+}
+
+impl Column {
+    const ALL: [Column; 5] = [
+        Column::Name,
+        Column::Holder,
+        Column::Fence,
+        Column::TakenAt,
+        Column::ExpiresAt,
+    ];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Column::Name => "name",
+            Column::Holder => "holder",
+            Column::Fence => "fence",
+            Column::TakenAt => "taken_at",
+            Column::ExpiresAt => "expires_at",
+        }
+    }
+}
+
+/// What a dialect says of a column's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fit {
+    /// The store works with it.
+    Fits,
+    /// It is an earlier lease table's: this fix upgrades it.
+    Upgrade(Fix),
+    /// It is another kind of column; the store needs this type.
+    Wrong(&'static str),
+}
+
+/// What the catalog says of one column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Facts {
+    /// The type as the catalog names it, lower case (`bigint`, `datetime(6)`, `text`).
+    pub(crate) data_type: String,
+    pub(crate) nullable: bool,
+    pub(crate) has_default: bool,
+    /// The column alone is the primary key or a unique key.
+    pub(crate) key: bool,
+}
+
+impl Facts {
+    fn parse(facts: &str) -> Option<Self> {
+        let mut parts = facts.split(';');
+        let data_type = parts.next()?.trim().to_ascii_lowercase();
+        let flag = |part: Option<&str>, yes: &str| part.map(|p| p.trim() == yes);
+        let nullable = flag(parts.next(), "YES")?;
+        let has_default = flag(parts.next(), "1")?;
+        let key = flag(parts.next(), "1")?;
+        Some(Self {
+            data_type,
+            nullable,
+            has_default,
+            key,
+        })
+    }
+}
+
+/// The schema check of one dialect and table: the catalog query, and the verdict on its rows.
+///
+/// [`SqlStore::verify`](crate::SqlStore::verify) and [`SqlStore::setup`](crate::SqlStore::setup)
+/// run it; it is public for those who check a table their own way.
+///
+/// ```
+/// use lease_sql::{Dialect, SchemaCheck, TableName};
+///
+/// let check = SchemaCheck::new(Dialect::Postgres, &TableName::new("leases")?);
+/// // The story's table: no fence, a holder that cannot be NULL.
+/// let rows = [
+///     ("name", "text;NO;0;1"),
+///     ("holder", "text;NO;0;0"),
+///     ("taken_at", "timestamp with time zone;NO;1;0"),
+///     ("expires_at", "timestamp with time zone;NO;0;0"),
+/// ]
+/// .map(|(column, facts)| (column.to_owned(), facts.to_owned()));
+/// match check.verdict(&rows) {
+///     Err(lease_core::Error::SchemaMismatch { upgrade: Some(sql), .. }) => {
+///         assert!(sql.contains("ADD COLUMN fence bigint NOT NULL DEFAULT 0"));
+///         assert!(sql.contains("ALTER COLUMN holder DROP NOT NULL"));
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok::<(), lease_core::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct SchemaCheck {
+    dialect: Dialect,
+    table: TableName,
+    quoted: String,
+    columns_sql: String,
+}
+
+impl SchemaCheck {
+    /// The check of `table` on `dialect`.
+    pub fn new(dialect: Dialect, table: &TableName) -> Self {
+        let quoted = table.quoted(dialect.quote());
+        let columns_sql = match dialect {
+            Dialect::Postgres => postgres::COLUMNS.to_owned(),
+            Dialect::MySql => mysql::columns(table.schema().is_some()),
+            Dialect::Sqlite => sqlite::columns(table.schema().is_some()),
+        };
+        Self {
+            dialect,
+            table: table.clone(),
+            quoted,
+            columns_sql,
+        }
+    }
+
+    /// The catalog query: one row `(column, facts)` per column of the table, none when it does
+    /// not exist. It reads only the catalog, so it needs no right on the table itself.
+    /// Parameters: PostgreSQL the quoted table name (resolved like the store's statements, by
+    /// the search path); MariaDB and SQLite the table, then the schema when one is given.
+    pub fn columns(&self) -> Query<'_> {
+        let params = match self.dialect {
+            Dialect::Postgres => vec![Param::text(self.quoted.as_str())],
+            Dialect::MySql | Dialect::Sqlite => std::iter::once(Param::text(self.table.table()))
+                .chain(self.table.schema().map(Param::text))
+                .collect(),
+        };
+        Query {
+            sql: Cow::Borrowed(&self.columns_sql),
+            params,
+        }
+    }
+
+    /// The verdict on the rows of [`columns`](SchemaCheck::columns).
+    ///
+    /// # Errors
+    /// [`Error::SchemaMismatch`] when the table does not exist (with the SQL that creates it),
+    /// is an earlier shape of a lease table (with the SQL that upgrades it, keeping its rows),
+    /// or is a table of another kind (without SQL).
+    pub fn verdict(&self, rows: &[(String, String)]) -> Result<(), Error> {
+        if rows.is_empty() {
+            return Err(self.mismatch(
+                "the table does not exist".to_owned(),
+                Some(format!("{};", self.create_table())),
+            ));
+        }
+        let mut problems = Vec::new();
+        let mut fixes = Vec::new();
+        let mut found = Vec::new();
+        for (column, facts) in rows {
+            let Some(facts) = Facts::parse(facts) else {
+                problems.push(format!(
+                    "the catalog described column {column} as {facts:?}"
+                ));
+                continue;
+            };
+            found.push((column.as_str(), facts));
+        }
+        for column in Column::ALL {
+            let Some((_, facts)) = found.iter().find(|(name, _)| *name == column.as_str()) else {
+                if column == Column::Fence {
+                    fixes.push((Fix::AddFence, "column fence is missing".to_owned()));
+                } else {
+                    problems.push(format!("column {} is missing", column.as_str()));
+                }
+                continue;
+            };
+            let name = column.as_str();
+            match self.fit(column, &facts.data_type) {
+                Fit::Fits => {}
+                Fit::Upgrade(fix) => fixes.push((
+                    fix,
+                    format!("column {name} is {}: {}", facts.data_type, describe(fix)),
+                )),
+                Fit::Wrong(needed) => problems.push(format!(
+                    "column {name} is {}, the store needs {needed}",
+                    facts.data_type
+                )),
+            }
+            match column {
+                Column::Name if !facts.key => problems
+                    .push("column name is not the primary key (nor alone a unique key)".to_owned()),
+                Column::Holder if !facts.nullable => fixes.push((
+                    Fix::HolderNullable,
+                    "column holder is NOT NULL: a released lease has no holder".to_owned(),
+                )),
+                Column::Fence if facts.nullable => {
+                    fixes.push((Fix::FenceNotNull, "column fence may be NULL".to_owned()))
+                }
+                _ => {}
+            }
+        }
+        for (column, facts) in &found {
+            let ours = Column::ALL.iter().any(|c| c.as_str() == *column);
+            if !ours && !facts.nullable && !facts.has_default {
+                problems.push(format!(
+                    "column {column} is NOT NULL without a default, and the store's inserts do \
+                     not set it"
+                ));
+            }
+        }
+        if !problems.is_empty() {
+            let mut all = problems;
+            all.extend(fixes.into_iter().map(|(_, why)| why));
+            return Err(self.mismatch(all.join("; "), None));
+        }
+        if fixes.is_empty() {
+            return Ok(());
+        }
+        fixes.sort_by_key(|(fix, _)| *fix);
+        let extra = found
+            .iter()
+            .any(|(column, _)| !Column::ALL.iter().any(|c| c.as_str() == *column));
+        let present = |column: Column| found.iter().any(|(name, _)| *name == column.as_str());
+        let (why, fixes): (Vec<String>, Vec<Fix>) =
+            fixes.into_iter().map(|(fix, why)| (why, fix)).unzip();
+        let upgrade = match self.dialect {
+            Dialect::Postgres => Some(postgres::upgrade(&self.quoted, &fixes)),
+            Dialect::MySql => Some(mysql::upgrade(&self.quoted, &fixes)),
+            Dialect::Sqlite => sqlite::upgrade(&self.table, &fixes, present(Column::Fence), extra),
+        };
+        let mut why = why.join("; ");
+        if upgrade.is_none() {
+            why.push_str(
+                "; SQLite cannot change a column in place, and rebuilding the table would drop \
+                 its other columns",
+            );
+        }
+        Err(self.mismatch(why, upgrade))
+    }
+
+    fn fit(&self, column: Column, data_type: &str) -> Fit {
+        match self.dialect {
+            Dialect::Postgres => postgres::fit(column, data_type),
+            Dialect::MySql => mysql::fit(column, data_type),
+            Dialect::Sqlite => sqlite::fit(column, data_type),
+        }
+    }
+
+    fn create_table(&self) -> String {
+        crate::Statements::new(self.dialect, &self.table)
+            .create_table()
+            .to_owned()
+    }
+
+    fn mismatch(&self, mismatch: String, upgrade: Option<String>) -> Error {
+        Error::SchemaMismatch {
+            table: self.table.to_string(),
+            mismatch,
+            upgrade,
+        }
+    }
+}
+
+fn describe(fix: Fix) -> &'static str {
+    match fix {
+        Fix::AddFence => "the store needs a fence",
+        Fix::WidenFence => "fences need 64 bits",
+        Fix::FenceNotNull => "every lease needs a fence",
+        Fix::HolderNullable => "a released lease has no holder",
+        Fix::BinaryName | Fix::BinaryHolder => {
+            "compared by a collation, so names that differ in case or trailing spaces would be \
+             one lease; the store compares bytes"
+        }
+        Fix::PreciseTakenAt | Fix::PreciseExpiresAt => "the store needs microseconds",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(columns: &[(&str, &str)]) -> Vec<(String, String)> {
+        columns
+            .iter()
+            .map(|(c, f)| ((*c).to_owned(), (*f).to_owned()))
+            .collect()
+    }
+
+    fn mismatch(result: Result<(), Error>) -> (String, Option<String>) {
+        match result {
+            Err(Error::SchemaMismatch {
+                mismatch, upgrade, ..
+            }) => (mismatch, upgrade),
+            other => panic!("expected a mismatch, got {other:?}"),
+        }
+    }
+
+    const TZ: &str = "timestamp with time zone";
+
+    #[test]
+    fn the_stores_own_table_fits_and_a_missing_one_gets_its_ddl() {
+        let check = SchemaCheck::new(Dialect::Postgres, &TableName::default());
+        let ours = rows(&[
+            ("name", "text;NO;0;1"),
+            ("holder", "text;YES;0;0"),
+            ("fence", "bigint;NO;0;0"),
+            ("taken_at", &format!("{TZ};NO;0;0")),
+            ("expires_at", &format!("{TZ};NO;0;0")),
+            ("note", "text;YES;0;0"),
+        ]);
+        assert!(check.verdict(&ours).is_ok());
+        let (why, sql) = mismatch(check.verdict(&[]));
+        assert_eq!(why, "the table does not exist");
+        assert!(
+            sql.unwrap()
+                .starts_with("CREATE TABLE IF NOT EXISTS \"leases\"")
+        );
+    }
+
+    #[test]
+    fn an_unrelated_table_is_refused_without_sql() {
+        let check = SchemaCheck::new(Dialect::Postgres, &TableName::default());
+        let users = rows(&[("id", "integer;NO;1;1"), ("email", "text;NO;0;0")]);
+        let (why, sql) = mismatch(check.verdict(&users));
+        assert_eq!(sql, None);
+        assert!(why.contains("column name is missing"), "{why}");
+        assert!(
+            why.contains("column email is NOT NULL without a default"),
+            "{why}"
+        );
+        let times_as_text = rows(&[
+            ("name", "text;NO;0;1"),
+            ("holder", "text;YES;0;0"),
+            ("fence", "bigint;NO;0;0"),
+            ("taken_at", "text;NO;0;0"),
+            ("expires_at", &format!("{TZ};NO;0;0")),
+        ]);
+        let (why, sql) = mismatch(check.verdict(&times_as_text));
+        assert_eq!(sql, None);
+        assert!(
+            why.contains("column taken_at is text, the store needs timestamptz"),
+            "{why}"
+        );
+        let no_key = rows(&[
+            ("name", "text;NO;0;0"),
+            ("holder", "text;YES;0;0"),
+            ("fence", "bigint;NO;0;0"),
+            ("taken_at", &format!("{TZ};NO;0;0")),
+            ("expires_at", &format!("{TZ};NO;0;0")),
+        ]);
+        assert!(
+            mismatch(check.verdict(&no_key))
+                .0
+                .contains("not the primary key")
+        );
+    }
+
+    #[test]
+    fn an_earlier_lease_table_gets_the_sql_of_each_dialect() {
+        let story = |dialect| {
+            let (text, time) = match dialect {
+                Dialect::Postgres => ("text", TZ),
+                Dialect::MySql => ("varchar", "datetime(6)"),
+                Dialect::Sqlite => ("text", "integer"),
+            };
+            rows(&[
+                ("name", &format!("{text};NO;0;1")),
+                ("holder", &format!("{text};NO;0;0")),
+                ("taken_at", &format!("{time};NO;1;0")),
+                ("expires_at", &format!("{time};NO;0;0")),
+            ])
+        };
+        let table = TableName::new("jobs.leases").unwrap();
+        let (why, sql) = mismatch(
+            SchemaCheck::new(Dialect::Postgres, &table).verdict(&story(Dialect::Postgres)),
+        );
+        assert!(why.contains("column fence is missing"), "{why}");
+        assert_eq!(
+            sql.unwrap(),
+            "ALTER TABLE \"jobs\".\"leases\"\n    ADD COLUMN fence bigint NOT NULL DEFAULT 0,\n    \
+             ALTER COLUMN holder DROP NOT NULL;"
+        );
+        let (why, sql) =
+            mismatch(SchemaCheck::new(Dialect::MySql, &table).verdict(&story(Dialect::MySql)));
+        assert!(
+            why.contains("column name is varchar: compared by a collation"),
+            "{why}"
+        );
+        let sql = sql.unwrap();
+        assert!(sql.starts_with("ALTER TABLE `jobs`.`leases`\n"), "{sql}");
+        assert!(
+            sql.contains("ADD COLUMN fence BIGINT NOT NULL DEFAULT 0"),
+            "{sql}"
+        );
+        assert!(sql.contains("MODIFY name VARBINARY(255) NOT NULL"), "{sql}");
+        assert_eq!(
+            sql.matches("MODIFY holder VARBINARY(1024) NULL").count(),
+            1,
+            "{sql}"
+        );
+        let (_, sql) =
+            mismatch(SchemaCheck::new(Dialect::Sqlite, &table).verdict(&story(Dialect::Sqlite)));
+        let sql = sql.unwrap();
+        assert!(
+            sql.contains("INSERT INTO \"jobs\".\"leases_upgrade\""),
+            "{sql}"
+        );
+        assert!(
+            sql.contains("SELECT name, holder, 0, taken_at, expires_at FROM \"jobs\".\"leases\""),
+            "{sql}"
+        );
+        assert!(
+            sql.contains("ALTER TABLE \"jobs\".\"leases_upgrade\" RENAME TO \"leases\""),
+            "{sql}"
+        );
+    }
+
+    #[test]
+    fn sqlite_adds_a_fence_in_place_and_refuses_to_rebuild_over_other_columns() {
+        let check = SchemaCheck::new(Dialect::Sqlite, &TableName::default());
+        let no_fence = rows(&[
+            ("name", "text;YES;0;1"),
+            ("holder", "text;YES;0;0"),
+            ("taken_at", "integer;NO;0;0"),
+            ("expires_at", "integer;NO;0;0"),
+            ("note", "text;YES;0;0"),
+        ]);
+        let (_, sql) = mismatch(check.verdict(&no_fence));
+        assert_eq!(
+            sql.unwrap(),
+            "ALTER TABLE \"leases\" ADD COLUMN fence INTEGER NOT NULL DEFAULT 0;"
+        );
+        let mut holder_not_null = no_fence.clone();
+        holder_not_null[1].1 = "text;NO;0;0".to_owned();
+        let (why, sql) = mismatch(check.verdict(&holder_not_null));
+        assert_eq!(sql, None);
+        assert!(why.contains("would drop its other columns"), "{why}");
+    }
+}

@@ -1,0 +1,59 @@
+//! PostgreSQL's schema check: the catalog query and which types fit.
+
+use super::{Column, Fit, Fix};
+
+/// One row per column of the table `$1` names (quoted, resolved by the search path as the
+/// store's statements are): its name and `type;nullable;default;key`, where `key` says the
+/// column alone is the primary key or a unique index without a predicate (what
+/// `ON CONFLICT (name)` needs). No rows when the table does not exist.
+pub(super) const COLUMNS: &str = "\
+SELECT a.attname::text,
+       concat_ws(';',
+           format_type(a.atttypid, NULL),
+           CASE WHEN a.attnotnull THEN 'NO' ELSE 'YES' END,
+           CASE WHEN a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> '' THEN '1' ELSE '0' END,
+           CASE WHEN EXISTS (
+               SELECT 1 FROM pg_index i
+               WHERE i.indrelid = a.attrelid AND i.indisunique AND i.indnkeyatts = 1
+                   AND i.indkey[0] = a.attnum AND i.indpred IS NULL
+           ) THEN '1' ELSE '0' END
+       )::text
+FROM pg_attribute a
+WHERE a.attrelid = to_regclass($1::text) AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY a.attnum";
+
+pub(super) fn fit(column: Column, data_type: &str) -> Fit {
+    let text = matches!(data_type, "text" | "character varying");
+    match column {
+        Column::Name | Column::Holder if text => Fit::Fits,
+        Column::Name | Column::Holder => Fit::Wrong("text"),
+        Column::Fence => match data_type {
+            "bigint" => Fit::Fits,
+            "integer" | "smallint" => Fit::Upgrade(Fix::WidenFence),
+            _ => Fit::Wrong("bigint"),
+        },
+        Column::TakenAt | Column::ExpiresAt if data_type == "timestamp with time zone" => Fit::Fits,
+        Column::TakenAt | Column::ExpiresAt => Fit::Wrong("timestamptz"),
+    }
+}
+
+/// One `ALTER TABLE` (after the `UPDATE` that a `NOT NULL` fence needs): a single statement,
+/// so the table is locked once. Adding a column with a constant default rewrites nothing.
+pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
+    let mut before = String::new();
+    let mut actions = Vec::new();
+    for fix in fixes {
+        match fix {
+            Fix::AddFence => actions.push("ADD COLUMN fence bigint NOT NULL DEFAULT 0"),
+            Fix::WidenFence => actions.push("ALTER COLUMN fence TYPE bigint"),
+            Fix::FenceNotNull => {
+                before = format!("UPDATE {t} SET fence = 0 WHERE fence IS NULL;\n");
+                actions.push("ALTER COLUMN fence SET NOT NULL");
+            }
+            Fix::HolderNullable => actions.push("ALTER COLUMN holder DROP NOT NULL"),
+            // MariaDB's alone.
+            Fix::BinaryName | Fix::BinaryHolder | Fix::PreciseTakenAt | Fix::PreciseExpiresAt => {}
+        }
+    }
+    format!("{before}ALTER TABLE {t}\n    {};", actions.join(",\n    "))
+}

@@ -1,0 +1,14 @@
+//! What a database answered in a sqlx error, as a person reads it.
+
+/// The database's message and SQLSTATE of a `sqlx::Error::Database`, without sqlx's "error
+/// returned from database:" and the PostgreSQL error's "at line N" (the line of the server's C
+/// source that raised it); `None` for sqlx's own failures, whose text is already plain.
+pub(crate) fn describe(error: &(dyn std::error::Error + Send + Sync + 'static)) -> Option<String> {
+    match error.downcast_ref::<sqlx::Error>()? {
+        sqlx::Error::Database(database) => Some(match database.code() {
+            Some(code) => format!("{} (SQLSTATE {code})", database.message()),
+            None => database.message().to_owned(),
+        }),
+        _ => None,
+    }
+}

@@ -1,0 +1,260 @@
+//! Adopting an existing table: the story's own service already has a `leases` table of its
+//! own shape (no fence, a holder that cannot be `NULL`) holding a live lease, and a table of
+//! another kind may sit under the name a store is given. Each case runs on any SQL store
+//! (lease-sql's [`SqlStore`] over a driver's [`Execute`]) and reaches the database only through
+//! the store's executor, so every driver runs the same cases.
+
+use std::time::Duration;
+
+use lease_core::{BoxError, Error, ErrorChain, HolderId, LeaseName, LeaseStore, Ttl};
+use lease_sql::{Dialect, Execute, SqlStore};
+
+/// The holder of the story's service's live lease.
+pub const SEED_HOLDER: &str = "seed-service";
+
+/// The story's table as its service made it on `dialect`: `name` primary key, `holder` not
+/// null, `taken_at` with a default, `expires_at`, and no fence. (On MariaDB, `text` cannot be a
+/// key, so names are `varchar` with the server's collation; on SQLite, times are Unix
+/// milliseconds, as SQLite has no time type.)
+pub fn story_table(dialect: Dialect, table: &str) -> String {
+    match dialect {
+        Dialect::Postgres => format!(
+            "CREATE TABLE {table} (name text PRIMARY KEY, holder text NOT NULL, \
+             taken_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL)"
+        ),
+        Dialect::MySql => format!(
+            "CREATE TABLE {table} (name varchar(255) PRIMARY KEY, holder varchar(255) NOT NULL, \
+             taken_at datetime(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), expires_at datetime(6) NOT NULL)"
+        ),
+        _ => format!(
+            "CREATE TABLE {table} (name TEXT PRIMARY KEY, holder TEXT NOT NULL, \
+             taken_at INTEGER NOT NULL DEFAULT (CAST(unixepoch('subsec') * 1000 AS INTEGER)), \
+             expires_at INTEGER NOT NULL)"
+        ),
+    }
+}
+
+/// The story's service's rows: `report` held by [`SEED_HOLDER`] for another hour, `digest`
+/// expired a minute ago, one statement each. Times by the database's clock, in UTC.
+pub fn story_rows(dialect: Dialect, table: &str) -> [String; 2] {
+    let (live, expired) = match dialect {
+        Dialect::Postgres => (
+            "now() + interval '1 hour'".to_owned(),
+            "now() - interval '1 minute'".to_owned(),
+        ),
+        Dialect::MySql => (
+            "UTC_TIMESTAMP(6) + INTERVAL 1 HOUR".to_owned(),
+            "UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE".to_owned(),
+        ),
+        _ => {
+            let now = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
+            (format!("{now} + 3600000"), format!("{now} - 60000"))
+        }
+    };
+    [
+        format!(
+            "INSERT INTO {table} (name, holder, expires_at) VALUES ('report', '{SEED_HOLDER}', {live})"
+        ),
+        format!(
+            "INSERT INTO {table} (name, holder, expires_at) VALUES ('digest', 'old-instance', {expired})"
+        ),
+    ]
+}
+
+/// Moves `report`'s expiry to a second ago, as if the story's service had stopped renewing it.
+fn expire_report(dialect: Dialect, table: &str) -> String {
+    let past = match dialect {
+        Dialect::Postgres => "now() - interval '1 second'".to_owned(),
+        Dialect::MySql => "UTC_TIMESTAMP(6) - INTERVAL 1 SECOND".to_owned(),
+        _ => "CAST(unixepoch('subsec') * 1000 AS INTEGER) - 1000".to_owned(),
+    };
+    format!("UPDATE {table} SET expires_at = {past} WHERE name = 'report'")
+}
+
+fn name(name: &str) -> LeaseName {
+    LeaseName::new(name).expect("a valid name")
+}
+
+/// On the story's table with a live row: without the check, the first acquisition fails on the
+/// database (the control: this is what a user met); `setup` and `verify` refuse the table with
+/// [`Error::SchemaMismatch`] carrying the upgrade; `upgrade` applies it, after which the table
+/// verifies, the story's live lease still excludes our holders until it expires, the expired one
+/// is taken at once, and every fence is above zero. `store` is on `table`, which the case
+/// creates and leaves for the caller to drop.
+///
+/// # Errors
+/// A description of the first thing that went otherwise.
+pub async fn story_table_is_refused_then_upgraded<X: Execute>(
+    store: &SqlStore<X>,
+    table: &str,
+) -> Result<(), BoxError> {
+    let dialect = store.statements().dialect();
+    let run = |sql: String| async move { store.executor().batch(&sql).await };
+    run(story_table(dialect, table)).await?;
+    for row in story_rows(dialect, table) {
+        run(row).await?;
+    }
+    let ttl = Ttl::from_secs(30)?;
+
+    // The control: the store's statements do not work on this table. The error reads cleanly:
+    // its Display names the operation and the lease, its cause says the database's message
+    // once, without the driver's decorations.
+    match store
+        .try_acquire(&name("digest"), &HolderId::generate(), ttl)
+        .await
+    {
+        Err(error @ Error::Store { .. }) => {
+            let line = ErrorChain(&error).to_string();
+            let clean = error.to_string() == "lease store failed to acquire lease \"digest\""
+                && line.matches("fence").count() == 1
+                && !line.contains(" at line ")
+                && !line.contains("error returned from database");
+            if !clean {
+                return Err(format!("the store's error reads {line:?}").into());
+            }
+        }
+        other => return Err(format!("acquiring on the story's table answered {other:?}").into()),
+    }
+
+    for (what, result) in [
+        ("setup", store.setup().await),
+        ("verify", store.verify().await),
+    ] {
+        match result {
+            Err(Error::SchemaMismatch {
+                table: named,
+                mismatch,
+                upgrade: Some(sql),
+            }) => {
+                if named != table || !mismatch.contains("column fence is missing") {
+                    return Err(format!("{what} named {named}: {mismatch}").into());
+                }
+                if !mismatch.contains("holder is NOT NULL") {
+                    return Err(format!("{what} missed the holder: {mismatch}").into());
+                }
+                if !sql.contains("fence") {
+                    return Err(format!("{what}'s upgrade adds no fence: {sql}").into());
+                }
+            }
+            other => return Err(format!("{what} on the story's table answered {other:?}").into()),
+        }
+    }
+
+    if !store.upgrade().await? {
+        return Err("upgrade changed nothing".into());
+    }
+    store.verify().await?;
+    store.setup().await?;
+    if store.upgrade().await? {
+        return Err("a second upgrade changed the table again".into());
+    }
+
+    // The story's live lease is still held, by its holder, and excludes ours.
+    let report = store
+        .inspect(&name("report"))
+        .await?
+        .ok_or("the story's live lease is gone")?;
+    if report.holder.as_str() != SEED_HOLDER || report.is_expired() {
+        return Err(format!("the story's live lease reads {report:?}").into());
+    }
+    if let Some(fence) = store
+        .try_acquire(&name("report"), &HolderId::generate(), ttl)
+        .await?
+    {
+        return Err(format!("took the story's live lease with fence {fence}").into());
+    }
+    // The expired one is free, and fences start above zero.
+    let digest = store
+        .try_acquire(&name("digest"), &HolderId::generate(), ttl)
+        .await?
+        .ok_or("the story's expired lease was not free")?;
+    if digest.get() == 0 {
+        return Err("a fence of zero".into());
+    }
+    let fresh = store
+        .try_acquire(&name("fresh"), &HolderId::generate(), ttl)
+        .await?
+        .ok_or("a new lease was not free")?;
+    if fresh.get() == 0 {
+        return Err("a fence of zero for a new lease".into());
+    }
+    // Once the story's service stops renewing, its lease is ours to take.
+    run(expire_report(dialect, table)).await?;
+    let me = HolderId::generate();
+    let taken = store
+        .try_acquire(&name("report"), &me, ttl)
+        .await?
+        .ok_or("the story's lease was not free once expired")?;
+    if taken.get() == 0 {
+        return Err("a fence of zero after the story's lease".into());
+    }
+    if !store.release(&name("report"), &me, Duration::ZERO).await? {
+        return Err("could not release the lease taken over".into());
+    }
+    Ok(())
+}
+
+/// A table of another kind under the store's name is refused by `setup`, `verify` and
+/// `upgrade`, without SQL to fix it and before any lease statement runs: its rows stay as
+/// they were. `store` is on `table`, which the case creates and leaves for the caller to drop.
+///
+/// # Errors
+/// A description of the first thing that went otherwise.
+pub async fn unrelated_table_is_refused<X: Execute>(
+    store: &SqlStore<X>,
+    table: &str,
+) -> Result<(), BoxError> {
+    let run = |sql: String| async move { store.executor().batch(&sql).await };
+    run(format!(
+        "CREATE TABLE {table} (id INTEGER PRIMARY KEY, email VARCHAR(100) NOT NULL)"
+    ))
+    .await?;
+    run(format!(
+        "INSERT INTO {table} (id, email) VALUES (1, 'a@example.com')"
+    ))
+    .await?;
+    for (what, result) in [
+        ("setup", store.setup().await),
+        ("verify", store.verify().await),
+        ("upgrade", store.upgrade().await.map(|_| ())),
+    ] {
+        match result {
+            Err(Error::SchemaMismatch {
+                mismatch,
+                upgrade: None,
+                ..
+            }) if mismatch.contains("column name is missing")
+                && mismatch.contains("column email is NOT NULL without a default") => {}
+            other => return Err(format!("{what} on an unrelated table answered {other:?}").into()),
+        }
+    }
+    // Still one row, still without our columns: nothing was written.
+    match store.verify().await {
+        Err(Error::SchemaMismatch { upgrade: None, .. }) => Ok(()),
+        other => Err(format!("after the refusals, verify answered {other:?}").into()),
+    }
+}
+
+/// Without a table, `verify` refuses with the SQL that creates it, and `upgrade` does not
+/// create it; `setup` does, after which both pass.
+///
+/// # Errors
+/// A description of the first thing that went otherwise.
+pub async fn missing_table_is_refused_by_verify<X: Execute>(
+    store: &SqlStore<X>,
+) -> Result<(), BoxError> {
+    match store.verify().await {
+        Err(Error::SchemaMismatch {
+            mismatch,
+            upgrade: Some(sql),
+            ..
+        }) if mismatch == "the table does not exist" && sql.starts_with("CREATE TABLE") => {}
+        other => return Err(format!("verify without a table answered {other:?}").into()),
+    }
+    if !matches!(store.upgrade().await, Err(Error::SchemaMismatch { .. })) {
+        return Err("upgrade without a table did not refuse".into());
+    }
+    store.setup().await?;
+    store.verify().await?;
+    Ok(())
+}

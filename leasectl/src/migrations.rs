@@ -1,0 +1,52 @@
+//! `leasectl migrations`: the lease table's migration for a migration tool, printed or written.
+
+use std::path::Path;
+
+use lease_sqlx::{Dialect, Layout, Migration, TableName};
+
+use crate::Failure;
+use crate::args::{DialectArg, LayoutArg};
+
+/// The migration's files, each after a comment line naming its path; or, with `dir`, the files
+/// written there (never over an existing file) and their paths.
+pub(crate) fn run(
+    table: &TableName,
+    dialect: DialectArg,
+    layout: LayoutArg,
+    dir: Option<&Path>,
+) -> Result<String, Failure> {
+    let dialect = match dialect {
+        DialectArg::Postgres => Dialect::Postgres,
+        DialectArg::Mariadb => Dialect::MySql,
+        DialectArg::Sqlite => Dialect::Sqlite,
+    };
+    let layout = match layout {
+        LayoutArg::Sqlx => Layout::Sqlx,
+        LayoutArg::Diesel => Layout::Diesel,
+    };
+    let files = Migration::new(dialect, table).files(layout);
+    let Some(dir) = dir else {
+        return Ok(files
+            .iter()
+            .map(|file| format!("-- {}\n{}\n", file.path, file.contents))
+            .collect());
+    };
+    let mut written = String::new();
+    for file in files {
+        let path = dir.join(&file.path);
+        let failed = |error: std::io::Error| {
+            Failure::Failed(format!("cannot write {}: {error}", path.display()))
+        };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(failed)?;
+        }
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .and_then(|mut out| std::io::Write::write_all(&mut out, file.contents.as_bytes()))
+            .map_err(failed)?;
+        written.push_str(&format!("wrote {}\n", path.display()));
+    }
+    Ok(written)
+}

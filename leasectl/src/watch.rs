@@ -1,0 +1,83 @@
+//! `leasectl watch`: the list again at every interval, until interrupted or after a count.
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use lease_core::{DynLeaseStore, ErrorChain};
+
+use crate::Failure;
+use crate::args::Output;
+use crate::{json, render};
+
+/// How long one list may take before the round counts as failed.
+const LIST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Lists every `interval`, `count` times or until Ctrl-C. Each round prints the list (text: the
+/// screen cleared first on a terminal, else a blank line between rounds; JSON: one document a
+/// line), or its error on standard error; the answer is the last round's.
+pub(crate) async fn run(
+    store: &DynLeaseStore,
+    table: &str,
+    interval: Duration,
+    count: Option<u64>,
+    output: Output,
+) -> Result<(), Failure> {
+    let terminal = std::io::stdout().is_terminal();
+    let interrupted = tokio::signal::ctrl_c();
+    tokio::pin!(interrupted);
+    let mut last = Ok(());
+    let mut round = 0u64;
+    loop {
+        round += 1;
+        let listed = tokio::select! {
+            listed = tokio::time::timeout(LIST_TIMEOUT, store.list()) => listed,
+            _ = &mut interrupted => return last,
+        };
+        let text = match listed {
+            Ok(Ok(leases)) => {
+                last = Ok(());
+                Some(match output {
+                    Output::Text => render::list(&leases, table),
+                    Output::Json => json::list(&leases, table),
+                })
+            }
+            Ok(Err(error)) => {
+                let message = format!(
+                    "cannot list the leases in table {table}: {}",
+                    ErrorChain(&error)
+                );
+                eprintln!("leasectl: {message}");
+                last = Err(Failure::Failed(message));
+                None
+            }
+            Err(_) => {
+                let message = format!("listing the leases took longer than {LIST_TIMEOUT:?}");
+                eprintln!("leasectl: {message}");
+                last = Err(Failure::Failed(message));
+                None
+            }
+        };
+        if let Some(text) = text {
+            let mut out = std::io::stdout().lock();
+            let prefix = match output {
+                Output::Text if terminal => "\x1b[2J\x1b[H",
+                Output::Text if round > 1 => "\n",
+                _ => "",
+            };
+            // A closed pipe (`leasectl watch | head`) ends the watch.
+            if write!(out, "{prefix}{text}")
+                .and_then(|()| out.flush())
+                .is_err()
+            {
+                return last;
+            }
+        }
+        if count.is_some_and(|count| round >= count) {
+            return last;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(interval) => {}
+            _ = &mut interrupted => return last,
+        }
+    }
+}
