@@ -193,5 +193,5 @@ catches!(
     acquire_that_overwrites_the_holder_breaks_scheduled_rounds,
     AcquireIgnoresHolder,
     schedule_runs_each_round_on_one_instance,
-    "one round ran twice"
+    "some round ran twice"
 );
