@@ -56,6 +56,7 @@ pub use lease_sql::{
 /// the runtimes, so that an application depends on this crate alone.
 pub use lease_core;
 pub use lease_core::{
-    Error, Fence, HolderId, LeaseClient, LeaseConfig, LeaseGuard, LeaseHandle, LeaseInfo,
-    LeaseName, LeaseStore, OnLoss, RunOptions, RunOutcome, Ttl, runtime,
+    Error, Fence, Health, HolderId, Leader, LeaseClient, LeaseConfig, LeaseGuard, LeaseHandle,
+    LeaseInfo, LeaseName, LeaseStore, OnLoss, RunOptions, RunOutcome, Schedule, Scheduled,
+    ShutdownReport, StoreErrorKind, Ttl, runtime,
 };
