@@ -85,6 +85,13 @@ impl MariaDbServer {
                 process::chown(&data, user)?;
             }
         }
+        // A temporary directory of its own: in the system's, servers that run side by side
+        // remove each other's temporary tables' files.
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir(&tmp)?;
+        if let Some(user) = &user {
+            process::chown(&tmp, user)?;
+        }
         let init = dir.path().join("init.sql");
         std::fs::write(&init, "CREATE DATABASE IF NOT EXISTS test;\n")?;
         Ok(Self {
@@ -190,6 +197,7 @@ impl MariaDbServer {
             .arg(format!("--datadir={}", dir.join("data").display()))
             .arg(format!("--port={}", self.port))
             .arg(format!("--socket={}", dir.join("mysqld.sock").display()))
+            .arg(format!("--tmpdir={}", dir.join("tmp").display()))
             .arg(format!("--pid-file={}", dir.join("mysqld.pid").display()))
             .arg(format!("--log-error={}", log.display()))
             .arg(format!("--init-file={}", dir.join("init.sql").display()))
