@@ -152,29 +152,27 @@ pub async fn takeover_waits_for_fenced_transaction<B: TestBackend>(ctx: &Context
         .try_acquire("sweep")
         .await?
         .ok_or_else(|| CaseFailure::new("a fresh store refused the lease"))?;
-    let committed = AtomicBool::new(false);
-    let write = async {
-        let result = writes
-            .write(
-                &holder.handle(),
-                1,
-                Box::pin(ctx.sleep(ttl + Duration::from_millis(1_000))),
-            )
-            .await;
-        committed.store(true, Ordering::SeqCst);
-        result
+    // Set when the job's work is done and the insert and commit are about to be sent: the
+    // takeover may finish only after that. (Set after the commit's answer instead, it would
+    // race the contender's answer, which the server may send first.)
+    let committing = AtomicBool::new(false);
+    let hold = async {
+        ctx.sleep(ttl + Duration::from_millis(1_000)).await;
+        committing.store(true, Ordering::SeqCst);
     };
+    let handle = holder.handle();
+    let write = writes.write(&handle, 1, Box::pin(hold));
     let take = async {
         // Once the transaction holds the row, and until well past the lease's TTL.
         ctx.sleep(Duration::from_millis(200)).await;
         let guard = contender.acquire("sweep", Duration::from_secs(20)).await;
-        (guard, committed.load(Ordering::SeqCst))
+        (guard, committing.load(Ordering::SeqCst))
     };
-    let (written, (taken, after_commit)) = futures::join!(write, take);
+    let (written, (taken, after_work)) = futures::join!(write, take);
     written?;
     let taken = taken?;
     ensure!(
-        after_commit,
+        after_work,
         "the takeover succeeded while the holder's fenced transaction was open"
     );
     ensure!(
