@@ -1,6 +1,6 @@
-//! [`Protected`]: a small table the lease protects, written in a transaction of one insert, with
-//! or without the store's fenced check (`SqlStore::fence`) as its first statement, as a user
-//! writes it: `pool.begin()` through sqlx, `conn.transaction(...)` through diesel-async.
+//! [`Protected`]: a small table the lease protects, written in a transaction of one insert,
+//! plain or fenced as [`Fencing`] says, as a user writes it: `pool.begin()` through sqlx,
+//! `conn.transaction(...)` through diesel-async, or the drivers' `fenced` functions.
 
 use std::time::Duration;
 
@@ -23,15 +23,32 @@ pub struct Hold {
     pub checked: oneshot::Sender<()>,
 }
 
+/// How a transaction is fenced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fencing {
+    /// Not at all: begin, insert, commit.
+    Plain,
+    /// The store's check first: `store.fence(&mut *tx, &guard)`, then the insert and the commit.
+    AtStart,
+    /// The drivers' `fenced` function: on PostgreSQL and MariaDB the check comes with the
+    /// commit, in one message; on SQLite it comes first.
+    Fenced,
+}
+
 /// A protected table beside one lease table.
 #[async_trait]
 pub trait Protected: Send + Sync {
     /// Makes the table.
     async fn create(&self) -> Result<(), BoxError>;
 
-    /// One transaction: the fenced check of `lease` when given, then (after `hold`, when given)
-    /// one insert of the lease's fence (or 0), then the commit.
-    async fn insert(&self, lease: Option<&LeaseGuard>, hold: Option<Hold>) -> Result<(), BoxError>;
+    /// One transaction fenced by `lease` as `fencing` says, holding (after the check, when it
+    /// comes first) for `hold` when given, then one insert of the lease's fence, then the commit.
+    async fn insert(
+        &self,
+        lease: &LeaseGuard,
+        fencing: Fencing,
+        hold: Option<Hold>,
+    ) -> Result<(), BoxError>;
 
     /// Drops the table.
     async fn drop_table(&self) -> Result<(), BoxError>;
@@ -48,8 +65,8 @@ fn insert_sql(dialect: Dialect, table: &str) -> String {
     }
 }
 
-fn value(lease: Option<&LeaseGuard>) -> i64 {
-    lease.map_or(0, |guard| guard.fence().get() as i64)
+fn value(lease: &LeaseGuard) -> i64 {
+    lease.fence().get() as i64
 }
 
 async fn wait(hold: Option<Hold>) {
@@ -92,12 +109,25 @@ macro_rules! sqlx_protected {
 
             async fn insert(
                 &self,
-                lease: Option<&LeaseGuard>,
+                lease: &LeaseGuard,
+                fencing: Fencing,
                 hold: Option<Hold>,
             ) -> Result<(), BoxError> {
+                if fencing == Fencing::Fenced {
+                    let insert = self.insert.clone();
+                    return lease_sqlx::fenced(&self.store, lease, async |tx| {
+                        wait(hold).await;
+                        sqlx::query::<$db>(AssertSqlSafe(insert))
+                            .bind(value(lease))
+                            .execute(&mut *tx)
+                            .await?;
+                        Ok::<_, BoxError>(())
+                    })
+                    .await;
+                }
                 let mut tx = self.store.pool().begin().await?;
-                if let Some(guard) = lease {
-                    self.store.fence(&mut *tx, guard).await?;
+                if fencing == Fencing::AtStart {
+                    self.store.fence(&mut *tx, lease).await?;
                 }
                 wait(hold).await;
                 sqlx::query::<$db>(AssertSqlSafe(self.insert.clone()))
@@ -139,16 +169,28 @@ macro_rules! diesel_protected {
 
             async fn insert(
                 &self,
-                lease: Option<&LeaseGuard>,
+                lease: &LeaseGuard,
+                fencing: Fencing,
                 hold: Option<Hold>,
             ) -> Result<(), BoxError> {
                 let mut connection = self.store.pool().get().await?;
                 let store = &self.store;
                 let insert = &self.insert;
+                if fencing == Fencing::Fenced {
+                    return lease_diesel::fenced(store, &mut connection, lease, async |conn| {
+                        wait(hold).await;
+                        diesel::sql_query(insert.as_str())
+                            .bind::<BigInt, _>(value(lease))
+                            .execute(conn)
+                            .await?;
+                        Ok::<_, BoxError>(())
+                    })
+                    .await;
+                }
                 connection
                     .transaction(async move |conn| {
-                        if let Some(guard) = lease {
-                            store.fence(&mut *conn, guard).await?;
+                        if fencing == Fencing::AtStart {
+                            store.fence(&mut *conn, lease).await?;
                         }
                         wait(hold).await;
                         diesel::sql_query(insert.as_str())

@@ -11,7 +11,9 @@ use crate::statement::OwnedQuery;
 /// A diesel-async connection with lease statements: `AsyncPgConnection`, `AsyncMysqlConnection`
 /// (MariaDB) or [`AsyncSqliteConnection`](crate::AsyncSqliteConnection), each behind its
 /// feature. Sealed: the SQL for each lives in `lease-sql`, and this crate only runs it.
-pub trait DieselConnection: sealed::Sealed + Send + 'static {
+pub trait DieselConnection:
+    diesel_async::AsyncConnection + sealed::Sealed + Send + 'static
+{
     /// Which statements it runs.
     #[doc(hidden)]
     const DIALECT: Dialect;

@@ -28,6 +28,16 @@ pub(crate) fn error_kind(
     }
 }
 
+/// The database's own message in a diesel database error; `None` for diesel's own failures.
+pub(crate) fn database_message<'e>(
+    error: &'e (dyn std::error::Error + Send + Sync + 'static),
+) -> Option<&'e str> {
+    match error.downcast_ref::<DieselError>()? {
+        DieselError::DatabaseError(_, information) => Some(information.message()),
+        _ => None,
+    }
+}
+
 /// Phrases of the servers' messages, lower case, and what they mean.
 const PHRASES: &[(&str, StoreErrorKind)] = &[
     // PostgreSQL 40P01; MariaDB 1213, also Galera's lost certification.

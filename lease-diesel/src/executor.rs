@@ -99,6 +99,13 @@ impl<P: DieselPool> Execute for DieselExecutor<P> {
         error_kind(error)
     }
 
+    fn database_message<'e>(
+        &self,
+        error: &'e (dyn std::error::Error + Send + Sync + 'static),
+    ) -> Option<&'e str> {
+        crate::error_kind::database_message(error)
+    }
+
     async fn int_pairs(&self, query: Query<'_>) -> Result<Vec<(i64, i64)>, BoxError> {
         self.run(query.into()).await
     }
@@ -145,6 +152,21 @@ impl<'c, P: DieselPool> ExecuteOn<&'c mut P::Connection> for DieselExecutor<P> {
             let count = connection.affected(&query).await?;
             // A count of rows always fits.
             Ok(count as u64)
+        })
+    }
+
+    fn batch_on<'a>(
+        &'a self,
+        connection: &'c mut P::Connection,
+        sql: String,
+    ) -> BoxFuture<'a, Result<(), BoxError>>
+    where
+        'c: 'a,
+    {
+        let query = OwnedQuery::from(Query::new(sql, Vec::new()));
+        Box::pin(async move {
+            connection.batch(&query).await?;
+            Ok(())
         })
     }
 }

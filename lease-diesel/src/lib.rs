@@ -12,6 +12,7 @@
 mod connection;
 mod error_kind;
 mod executor;
+mod fenced;
 mod finish;
 mod pool;
 mod statement;
@@ -25,6 +26,7 @@ mod sqlite;
 
 pub use connection::DieselConnection;
 pub use executor::DieselExecutor;
+pub use fenced::fenced;
 pub use pool::DieselPool;
 
 /// Leases in a table through a diesel-async pool `P` (deadpool or bb8): lease-sql's
@@ -48,8 +50,8 @@ pub use diesel;
 /// The diesel-async this crate is built on, for its connection and pool types.
 pub use diesel_async;
 pub use lease_sql::{
-    Connect, Dialect, Execute, ExecuteOn, Layout, Migration, MigrationFile, PoolState, SchemaCheck,
-    SqlStore, TableName,
+    AfterCommit, Connect, Dialect, Execute, ExecuteOn, Layout, Migration, MigrationFile, PoolState,
+    SchemaCheck, SqlStore, TableName,
 };
 
 /// lease-core, which this crate's stores plug into: the client, the guards, leader election and

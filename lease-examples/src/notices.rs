@@ -71,14 +71,12 @@ async fn send(store: &SqliteLeaseStore, guard: &LeaseGuard, fenced: bool) -> Res
             .map_err(|e| Error::store(lease_core::Operation::Fence, Some(guard.name()), e))?;
         return Ok(());
     }
-    lease_sqlx::fenced(store, guard, |tx| {
-        Box::pin(async move {
-            sqlx::raw_sql(AssertSqlSafe(insert))
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| Error::store(lease_core::Operation::Fence, None, e))?;
-            Ok::<_, Error>(())
-        })
+    lease_sqlx::fenced(store, guard, async |tx| {
+        sqlx::raw_sql(AssertSqlSafe(insert))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| Error::store(lease_core::Operation::Fence, Some(guard.name()), e))?;
+        Ok::<_, Error>(())
     })
     .await
 }

@@ -53,6 +53,18 @@ pub trait Execute: std::fmt::Debug + Send + Sync + 'static {
         None
     }
 
+    /// The database's own message in `error`, when the database answered it (not the driver's
+    /// wording around it); how [`SqlStore::commit_fenced`](crate::SqlStore::commit_fenced)
+    /// recognises its check's [`NOT_HELD_MARKER`](crate::NOT_HELD_MARKER). `None`, the default,
+    /// for an executor that cannot tell: a failed fenced commit then reads as a store error.
+    fn database_message<'e>(
+        &self,
+        error: &'e (dyn std::error::Error + Send + Sync + 'static),
+    ) -> Option<&'e str> {
+        let _ = error;
+        None
+    }
+
     /// Rows of two integers: try-acquire's `(fence, won)`.
     async fn int_pairs(&self, query: Query<'_>) -> Result<Vec<(i64, i64)>, BoxError>;
 
@@ -109,6 +121,17 @@ pub trait ExecuteOn<C>: Execute {
         connection: C,
         query: Query<'a>,
     ) -> Pin<Box<dyn Future<Output = Result<u64, BoxError>> + Send + 'a>>
+    where
+        C: 'a;
+
+    /// Runs `sql`, which may hold several statements and has no parameters, on `connection`
+    /// as one simple-protocol message (PostgreSQL's simple query, MariaDB's text protocol with
+    /// multiple statements, SQLite's statements in turn), stopping at the first error.
+    fn batch_on<'a>(
+        &'a self,
+        connection: C,
+        sql: String,
+    ) -> Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send + 'a>>
     where
         C: 'a;
 }

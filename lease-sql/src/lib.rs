@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod after_commit;
 mod database_error;
 mod dialect;
 mod error_kind;
@@ -10,6 +11,7 @@ mod inline;
 mod json;
 mod migration;
 mod mysql;
+mod not_held;
 mod pieces;
 mod pool_state;
 mod postgres;
@@ -22,12 +24,14 @@ mod store;
 mod table;
 mod template;
 
+pub use after_commit::AfterCommit;
 pub use database_error::DatabaseError;
 pub use dialect::Dialect;
 pub use error_kind::{mysql_error_kind, postgres_error_kind, sqlite_error_kind};
 pub use execute::{Connect, Execute, ExecuteOn};
-pub use inline::{InlineError, postgres_literal};
+pub use inline::{InlineError, mysql_literal, postgres_literal};
 pub use migration::{Layout, Migration, MigrationFile};
+pub use not_held::{NOT_HELD_MARKER, is_not_held};
 pub use pieces::Piece;
 pub use pool_state::PoolState;
 pub use query::{Param, Query, RenewManyResult};

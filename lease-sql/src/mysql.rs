@@ -8,8 +8,8 @@
 //! "inserted" or "taken over" from "somebody else holds it" (the affected-rows count cannot,
 //! with the `CLIENT_FOUND_ROWS` flag that sqlx and diesel set).
 
-use crate::Param;
 use crate::template::{Arg, DialectSql, Template};
+use crate::{NOT_HELD_MARKER, Param};
 
 const NOW: &str = "UTC_TIMESTAMP(6)";
 
@@ -22,6 +22,10 @@ fn micros(expr: &str) -> String {
 const FREE: &str = "holder IS NULL OR expires_at <= UTC_TIMESTAMP(6)";
 
 pub(crate) fn sql(t: &str) -> DialectSql {
+    let fence = format!(
+        "UPDATE {t} SET expires_at = expires_at + INTERVAL 1 MICROSECOND\n\
+         WHERE name = ? AND holder = ? AND fence = ? AND expires_at > {NOW}"
+    );
     let columns = format!(
         "CONVERT(name USING utf8mb4), CONVERT(holder USING utf8mb4), fence, {}, {}, {}",
         micros("taken_at"),
@@ -89,10 +93,17 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         list: format!("SELECT {columns} FROM {t} WHERE holder IS NOT NULL ORDER BY name"),
         // A row set to the values it has is not written at all (no binary-log event, no Galera
         // write set), so the check moves expires_at by a microsecond.
-        fence: format!(
-            "UPDATE {t} SET expires_at = expires_at + INTERVAL 1 MICROSECOND\n\
-             WHERE name = ? AND holder = ? AND fence = ? AND expires_at > {NOW}"
-        ),
+        // A compound statement (MariaDB 10.1 and later, outside stored programs too) signals
+        // the marker when the check matched no row; a multi-statement message stops at an
+        // error, so the `COMMIT` runs only after a check that held.
+        fence_then_commit: Some(format!(
+            "BEGIN NOT ATOMIC\n    \
+                 {fence};\n    \
+                 IF ROW_COUNT() <> 1 THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{NOT_HELD_MARKER}'; END IF;\n\
+             END;\n\
+             COMMIT"
+        )),
+        fence,
         prune: Template::new(
             format!("DELETE FROM {t} WHERE expires_at < {NOW} - INTERVAL ? MICROSECOND"),
             &[Arg::Micros],

@@ -5,8 +5,8 @@
 //! `statement_timestamp()` is the statement's time even inside a transaction, and stays the same
 //! for the whole statement.
 
-use crate::Param;
 use crate::template::{Arg, DialectSql, Template};
+use crate::{NOT_HELD_MARKER, Param};
 
 const NOW: &str = "statement_timestamp()";
 
@@ -23,6 +23,10 @@ fn interval(param: u8) -> String {
 }
 
 pub(crate) fn sql(t: &str) -> DialectSql {
+    let fence = format!(
+        "UPDATE {t} SET expires_at = expires_at + interval '1 microsecond'\n\
+         WHERE name = $1::text AND holder = $2::text AND fence = $3::int8 AND expires_at > {NOW}"
+    );
     let columns = format!(
         "name, holder, fence, {}, {}, {}",
         micros("taken_at"),
@@ -89,10 +93,14 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         list: format!(
             "SELECT {columns} FROM {t} WHERE holder IS NOT NULL ORDER BY name COLLATE \"C\""
         ),
-        fence: format!(
-            "UPDATE {t} SET expires_at = expires_at + interval '1 microsecond'\n\
-             WHERE name = $1::text AND holder = $2::text AND fence = $3::int8 AND expires_at > {NOW}"
-        ),
+        // The cast fails, naming the marker, only when the check matched no row: `count(*)` is
+        // not a constant, so the planner cannot fold the `ELSE` branch into an error of its own.
+        fence_then_commit: Some(format!(
+            "WITH checked AS ({fence} RETURNING 1)\n\
+             SELECT CAST(CASE WHEN count(*) = 1 THEN '1' ELSE '{NOT_HELD_MARKER}' END AS int) FROM checked;\n\
+             COMMIT"
+        )),
+        fence,
         prune: Template::new(
             format!("DELETE FROM {t} WHERE expires_at < {NOW} - {}", interval(1)),
             &[Arg::Micros],

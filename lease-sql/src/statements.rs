@@ -212,6 +212,44 @@ impl Statements {
         }
     }
 
+    /// Whether [`fence_then_commit`](Statements::fence_then_commit) has a message for this
+    /// dialect (PostgreSQL and MariaDB; not SQLite): a fenced transaction then checks at its
+    /// commit, in the same round trip, rather than at its start.
+    pub fn checks_at_commit(&self) -> bool {
+        self.sql.fence_then_commit.is_some()
+    }
+
+    /// The fenced check and `COMMIT`, for the end of the caller's transaction, as one
+    /// self-contained text (parameters inline, as [`Query::inline_postgres`] and
+    /// [`Query::inline_mysql`] write them) to send as one simple-protocol message: one round
+    /// trip for both. The check is [`fence`](Statements::fence)'s statement, made to raise an
+    /// error whose message carries [`NOT_HELD_MARKER`](crate::NOT_HELD_MARKER) when it matches
+    /// no row; the server then skips the `COMMIT` and the transaction is left to roll back.
+    ///
+    /// `None` on SQLite, which runs in process: there [`fence`](Statements::fence) and a
+    /// `COMMIT` cost no round trip.
+    ///
+    /// # Errors
+    /// [`InlineError`](crate::InlineError) when a parameter cannot be written as a literal (a
+    /// NUL character on PostgreSQL; never for a valid lease name and holder id).
+    pub fn fence_then_commit(
+        &self,
+        name: &LeaseName,
+        holder: &HolderId,
+        fence: Fence,
+    ) -> Option<Result<String, crate::InlineError>> {
+        let sql = self.sql.fence_then_commit.as_deref()?;
+        let query = Query {
+            sql: Cow::Borrowed(sql),
+            params: self.fence(name, holder, fence).params,
+        };
+        Some(match self.dialect {
+            Dialect::Postgres => query.inline_postgres(),
+            Dialect::MySql => query.inline_mysql(),
+            Dialect::Sqlite => return None,
+        })
+    }
+
     /// Delete the rows free (released or expired) for longer than `released_for` by the
     /// database's clock: a row is free from its `expires_at` on, which a release sets to its own
     /// time (or to the end of a minimum hold). Parameter: `released_for` in microseconds,

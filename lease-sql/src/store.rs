@@ -12,8 +12,8 @@ use lease_core::{
 };
 
 use crate::{
-    Connect, DatabaseError, Execute, ExecuteOn, PoolState, RenewManyResult, SchemaCheck,
-    Statements, TableName,
+    AfterCommit, Connect, DatabaseError, Execute, ExecuteOn, PoolState, RenewManyResult,
+    SchemaCheck, Statements, TableName, is_not_held,
 };
 
 /// Leases in a SQL table, reached through a driver's pool: the [`LeaseStore`] of every SQL
@@ -326,6 +326,80 @@ impl<X: Execute> SqlStore<X> {
             return Err(lease.mark_not_held());
         }
         Ok(lease.fence())
+    }
+
+    /// The fenced check and the commit of the caller's transaction on `connection`, in one
+    /// round trip: the end of a transaction the database keeps exclusive to the lease's holder,
+    /// as [`fence`](SqlStore::fence) at its start does, but without holding the lease's row
+    /// locked while the job works.
+    ///
+    /// One message ([`Statements::fence_then_commit`]): the check, which succeeds only while the
+    /// row still names this holder and `lease`'s fence and has not expired by the database's
+    /// clock, and which locks and writes the row; then, only if it succeeded, `COMMIT`. A
+    /// takeover cannot come between the two: it waits for the row's lock, which the commit
+    /// releases. So the transaction's writes commit while the lease is held, before any new
+    /// holder's first statement, or not at all. The writes before it are invisible to others
+    /// until then, and a takeover during the job makes this check fail, so nothing of a stale
+    /// holder ever commits. Unlike a check at the start, the holder's renewals and a takeover
+    /// of an expired lease do not wait for the job: the lease's row is locked only for the
+    /// check and the commit. On SQLite, in process, the check and the `COMMIT` are two calls.
+    ///
+    /// After the commit the connection is left as `then` says; a driver's transaction object
+    /// must then be ended without a `COMMIT` of its own (lease-sqlx's and lease-diesel's fenced
+    /// functions do it).
+    ///
+    /// # Errors
+    /// [`Error::NotHeld`] when the check found the lease gone, after marking it lost: nothing
+    /// was committed, and the transaction is aborted (PostgreSQL) or still open (MariaDB,
+    /// SQLite): roll it back or drop it. [`Error::Store`] with [`Operation::Fence`] when the
+    /// message failed (a commit that lost a Galera certification is a
+    /// [`Conflict`](StoreErrorKind::Conflict), and nothing was committed); when the connection
+    /// failed after the message was sent, whether the commit happened is unknown, as with any
+    /// `COMMIT` whose answer is lost.
+    ///
+    /// # Cancel safety
+    /// Like any statement on the caller's connection: dropped half-way, the connection may be
+    /// mid-message and the commit may or may not have happened; drop the transaction with it.
+    pub async fn commit_fenced<Conn>(
+        &self,
+        connection: &mut Conn,
+        lease: &(impl AsRef<LeaseHandle> + Sync),
+        then: AfterCommit,
+    ) -> Result<Fence, Error>
+    where
+        Conn: Send,
+        X: for<'c> ExecuteOn<&'c mut Conn>,
+    {
+        let lease = lease.as_ref();
+        let failed = self.failure(Operation::Fence, Some(lease.name()));
+        let check = self
+            .statements
+            .fence_then_commit(lease.name(), lease.holder(), lease.fence());
+        let Some(message) = check else {
+            // In process: the check as at the start of a transaction, then the commit.
+            self.fence(&mut *connection, lease).await?;
+            let commit = format!("COMMIT{}", then.suffix());
+            self.executor
+                .batch_on(connection, commit)
+                .await
+                .map_err(failed)?;
+            return Ok(lease.fence());
+        };
+        let message = message.map_err(|e| failed(Box::new(e)))?;
+        let message = format!("{message}{}", then.suffix());
+        match self.executor.batch_on(connection, message).await {
+            Ok(()) => Ok(lease.fence()),
+            Err(error)
+                if self
+                    .executor
+                    .database_message(&*error)
+                    .is_some_and(is_not_held) =>
+            {
+                tracing::warn!(lease = %lease.name(), fence = %lease.fence(), "fenced commit found the lease gone");
+                Err(lease.mark_not_held())
+            }
+            Err(error) => Err(failed(error)),
+        }
     }
 
     /// Wraps a driver's error as the store error of `operation` on `name`, of the kind the

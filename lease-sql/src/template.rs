@@ -49,6 +49,10 @@ pub(crate) struct DialectSql {
     pub(crate) list: String,
     /// The fenced check; parameters name, holder, fence on every dialect.
     pub(crate) fence: String,
+    /// The fenced check that raises an error when the lease is gone, then `COMMIT`, for one
+    /// simple-protocol message with its parameters inline (name, holder, fence); `None` where
+    /// the dialect has no such message (SQLite, in process: two calls cost no round trip).
+    pub(crate) fence_then_commit: Option<String>,
     /// Deleting the rows free for longer than a bound; parameter: the bound in microseconds.
     pub(crate) prune: Template,
 }

@@ -12,3 +12,13 @@ pub(crate) fn describe(error: &(dyn std::error::Error + Send + Sync + 'static)) 
         _ => None,
     }
 }
+
+/// The database's own message in a `sqlx::Error::Database`; `None` for sqlx's own failures.
+pub(crate) fn database_message<'e>(
+    error: &'e (dyn std::error::Error + Send + Sync + 'static),
+) -> Option<&'e str> {
+    match error.downcast_ref::<sqlx::Error>()? {
+        sqlx::Error::Database(database) => Some(database.message()),
+        _ => None,
+    }
+}

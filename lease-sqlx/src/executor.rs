@@ -165,6 +165,13 @@ where
         crate::describe::describe(error)
     }
 
+    fn database_message<'e>(
+        &self,
+        error: &'e (dyn std::error::Error + Send + Sync + 'static),
+    ) -> Option<&'e str> {
+        crate::describe::database_message(error)
+    }
+
     fn pool_state(&self) -> PoolState {
         PoolState {
             size: self.pool.size(),
@@ -255,5 +262,20 @@ where
             },
         };
         Box::pin(async move { Ok(DB::rows_affected(&statement.await?)) })
+    }
+
+    fn batch_on<'a>(
+        &'a self,
+        connection: &'c mut DB::Connection,
+        sql: String,
+    ) -> BoxFuture<'a, Result<(), BoxError>>
+    where
+        'c: 'a,
+    {
+        let statements = connection.execute(sqlx::raw_sql(AssertSqlSafe(sql)));
+        Box::pin(async move {
+            statements.await?;
+            Ok(())
+        })
     }
 }

@@ -1,29 +1,89 @@
-//! [`fenced`]: work in a transaction the database keeps exclusive to the lease's holder.
+//! [`fenced`]: work in a transaction the database keeps exclusive to the lease's holder; and
+//! [`commit_fenced`], the check and the commit of a transaction of the caller's in one round trip.
 
-use futures::future::BoxFuture;
-use lease_core::{Error, LeaseHandle, Operation};
-use lease_sql::{Execute, ExecuteOn};
+use lease_core::{Error, Fence, LeaseHandle, Operation};
+use lease_sql::{AfterCommit, Execute, ExecuteOn};
+use sqlx::Transaction;
 
 use crate::{SqlxDatabase, SqlxExecutor, SqlxStore};
 
-/// Runs `work` in a transaction of its own that begins with the fenced check
-/// ([`SqlStore::fence`](lease_sql::SqlStore::fence)): it commits when `work` answers `Ok` and the
-/// lease is still held, and rolls back when `work` answers `Err`, when the check finds the lease
-/// gone, or when the lease was lost while `work` ran. Its writes then never interleave with
-/// another holder's: a takeover waits until the transaction has ended.
+/// Commits `transaction` if the lease is still held, with the fenced check and the `COMMIT` in
+/// one round trip ([`SqlStore::commit_fenced`](lease_sql::SqlStore::commit_fenced)): its writes
+/// commit while the lease is held, before any new holder's first statement, or not at all. It
+/// answers the fence, to pass on to systems outside the database.
+///
+/// The lease's row is locked only for the check and the commit, so the holder's renewals do
+/// not wait for the transaction, however long it runs. On SQLite, check at the start instead
+/// ([`SqlStore::fence`](lease_sql::SqlStore::fence), as [`fenced`] does there): a deferred
+/// transaction that reads first cannot take the write lock at its end once a renewal has
+/// committed in between.
 ///
 /// ```no_run
 /// # async fn example(store: lease_sqlx::PgLeaseStore, guard: lease_core::LeaseGuard) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 /// use lease_sqlx::sqlx;
 ///
-/// let sent: u64 = lease_sqlx::fenced(&store, &guard, |tx| {
-///     Box::pin(async move {
-///         let done = sqlx::query("INSERT INTO notices (customer, sent_at) VALUES ($1, now())")
-///             .bind("c-42")
-///             .execute(&mut *tx)
-///             .await?;
-///         Ok::<_, Box<dyn std::error::Error + Send + Sync>>(done.rows_affected())
-///     })
+/// let mut tx = store.executor().pool().begin().await?;
+/// sqlx::query("INSERT INTO notices (customer, sent_at) VALUES ($1, now())")
+///     .bind("c-42")
+///     .execute(&mut *tx)
+///     .await?;
+/// let fence = lease_sqlx::commit_fenced(&store, tx, &guard).await?;
+/// # let _ = fence; Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`Error::NotHeld`] when the check found the lease gone (after marking it lost, so that its
+/// `lost()` and `run_exclusive` react at once): nothing was committed. [`Error::Store`] with
+/// [`Operation::Fence`] when the check or the commit failed (a commit that lost a Galera
+/// certification is a conflict): nothing was committed, unless the connection failed after
+/// the message went out, when, as with any `COMMIT` whose answer is lost, it is unknown.
+///
+/// # Cancel safety
+/// Dropped before the message is sent, the transaction rolls back; dropped after, the commit
+/// may or may not have happened (the connection is then closed, as sqlx does with a statement
+/// cut half-way).
+pub async fn commit_fenced<DB>(
+    store: &SqlxStore<DB>,
+    mut transaction: Transaction<'_, DB>,
+    lease: &(impl AsRef<LeaseHandle> + Sync),
+) -> Result<Fence, Error>
+where
+    DB: SqlxDatabase,
+    SqlxExecutor<DB>: for<'c> ExecuteOn<&'c mut DB::Connection>,
+{
+    let committed = store
+        .commit_fenced(&mut *transaction, lease, AfterCommit::Begin)
+        .await;
+    // Committed or not, the transaction object ends here. Dropped, it queues a `ROLLBACK`:
+    // of the empty transaction the message began after its commit, or of the transaction
+    // whose check failed. sqlx sends it with the connection's next message.
+    drop(transaction);
+    committed
+}
+
+/// Runs `work` in a fenced transaction of its own: it commits when `work` answers `Ok` and the
+/// lease is still held, and rolls back when `work` answers `Err`, when the check finds the lease
+/// gone, or when the lease was lost while `work` ran. Its writes then never interleave with
+/// another holder's.
+///
+/// On PostgreSQL and MariaDB the check comes with the commit, in one round trip
+/// ([`commit_fenced`]): the transaction costs no more round trips than one without the check,
+/// and the lease's row is locked only at its end, so the holder's renewals never wait for the
+/// work. On SQLite the transaction begins with the check
+/// ([`SqlStore::fence`](lease_sql::SqlStore::fence)), which takes the database's write lock
+/// (in process, an extra statement costs no round trip): renewals wait until it ends.
+///
+/// ```no_run
+/// # async fn example(store: lease_sqlx::PgLeaseStore, guard: lease_core::LeaseGuard) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+/// use lease_sqlx::sqlx;
+///
+/// let customer = "c-42";
+/// let sent: u64 = lease_sqlx::fenced(&store, &guard, async |tx| {
+///     let done = sqlx::query("INSERT INTO notices (customer, sent_at) VALUES ($1, now())")
+///         .bind(customer)
+///         .execute(&mut *tx)
+///         .await?;
+///     Ok::<_, Box<dyn std::error::Error + Send + Sync>>(done.rows_affected())
 /// })
 /// .await?;
 /// # Ok(()) }
@@ -45,7 +105,7 @@ pub async fn fenced<DB, T, E, F>(
 where
     DB: SqlxDatabase,
     SqlxExecutor<DB>: for<'c> ExecuteOn<&'c mut DB::Connection>,
-    F: for<'t> FnOnce(&'t mut DB::Connection) -> BoxFuture<'t, Result<T, E>>,
+    F: AsyncFnOnce(&mut DB::Connection) -> Result<T, E>,
     E: From<Error>,
 {
     let handle = lease.as_ref();
@@ -57,13 +117,14 @@ where
         Error::store_of_kind(Operation::Fence, Some(handle.name()), kind, e)
     };
     let mut transaction = store.executor().pool().begin().await.map_err(failed)?;
+    let at_commit = store.statements().checks_at_commit();
     // A refused check or failed work rolls back at once rather than when the transaction is
     // dropped: on SQLite the check has taken the database's write lock.
-    if let Err(refused) = store.fence(&mut *transaction, lease).await {
+    if !at_commit && let Err(refused) = store.fence(&mut *transaction, lease).await {
         let _ = transaction.rollback().await;
         return Err(refused.into());
     }
-    let output = match work(&mut transaction).await {
+    let output = match work(&mut *transaction).await {
         Ok(output) => output,
         Err(error) => {
             let _ = transaction.rollback().await;
@@ -78,6 +139,10 @@ where
         }
         .into());
     }
-    transaction.commit().await.map_err(failed)?;
+    if at_commit {
+        commit_fenced(store, transaction, lease).await?;
+    } else {
+        transaction.commit().await.map_err(failed)?;
+    }
     Ok(output)
 }

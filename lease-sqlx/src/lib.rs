@@ -33,7 +33,7 @@ mod sqlite;
 
 pub use database::SqlxDatabase;
 pub use executor::SqlxExecutor;
-pub use fenced::fenced;
+pub use fenced::{commit_fenced, fenced};
 
 /// Leases in a table through a sqlx pool of `DB`: lease-sql's [`SqlStore`]
 /// on a [`SqlxExecutor`].
@@ -51,8 +51,8 @@ pub use sqlite::{SqliteLeaseStore, sqlite_connect_options};
 #[cfg(feature = "sqlite")]
 pub use lease_sql::SQLITE_BUSY_TIMEOUT;
 pub use lease_sql::{
-    Connect, Dialect, Execute, ExecuteOn, Layout, Migration, MigrationFile, PoolState, SchemaCheck,
-    SqlStore, TableName,
+    AfterCommit, Connect, Dialect, Execute, ExecuteOn, Layout, Migration, MigrationFile, PoolState,
+    SchemaCheck, SqlStore, TableName,
 };
 
 /// lease-core, which this crate's stores plug into: the client, the guards, leader election and

@@ -1,6 +1,7 @@
 //! The suite's fenced cases catch what they claim to: each broken check fails the case for its
 //! rule, on every database. A check that locks nothing, a check in a separate statement (its
-//! lock ends before the write), a check that ignores expiry.
+//! lock ends before the write), a check that ignores expiry; and, checked at the commit, a
+//! commit before its check, a check that ignores expiry, and a row locked from the start.
 #![cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 
 mod common;
@@ -75,4 +76,24 @@ catches!(
     check_ignoring_expiry_lets_an_expired_holder_write,
     IgnoresExpiry,
     expired_lease_fails_fenced_check
+);
+catches!(
+    commit_before_check_lets_a_stale_write_in,
+    CommitBeforeChecking,
+    stale_fenced_write_commits_nothing
+);
+catches!(
+    commit_before_check_commits_during_a_takeover,
+    CommitBeforeChecking,
+    takeover_during_fenced_work_commits_nothing
+);
+catches!(
+    commit_check_ignoring_expiry_lets_an_expired_holder_write,
+    AtCommitIgnoresExpiry,
+    expired_lease_fails_fenced_check
+);
+catches!(
+    row_locked_from_the_start_holds_renewals_back,
+    AtCommitLockedFromStart,
+    renewal_goes_on_during_fenced_work
 );

@@ -27,6 +27,15 @@ pub trait FencedWrites: Send + Sync {
         hold: BoxFuture<'_, ()>,
     ) -> Result<(), Error>;
 
+    /// Whether the check comes at the transaction's commit (in the same round trip) rather
+    /// than at its start. Checked at its start, the lease's row stays locked while the job
+    /// works, so a takeover (and the holder's renewal) waits for the transaction; checked at
+    /// its commit, neither waits, and a takeover during the job makes the commit fail. The
+    /// cases that tell the two apart run for the one the writes use.
+    fn checks_at_commit(&self) -> bool {
+        false
+    }
+
     /// The values committed to the protected table.
     async fn written(&self) -> Result<Vec<i64>, BoxError>;
 

@@ -65,6 +65,8 @@ macro_rules! conformance_suite {
                 expired_lease_fails_fenced_check,
                 stale_fenced_write_commits_nothing,
                 takeover_waits_for_fenced_transaction,
+                takeover_during_fenced_work_commits_nothing,
+                renewal_goes_on_during_fenced_work,
             );
         }
     };

@@ -1,8 +1,10 @@
 //! Scenario 5: fenced writes. Transactions of one insert into a small protected table per
-//! second, with and without the store's fenced check as their first statement, on the same
-//! pool in the same run, at 1 and 16 tasks, each task holding a lease of its own; and what a
-//! fenced transaction held open costs the holder's renewal of that lease from another
-//! connection (it waits for the row lock, so about as long as the transaction stays open).
+//! second: plain, with the store's fenced check as their first statement, and through the
+//! drivers' `fenced` functions (on PostgreSQL and MariaDB: the check with the commit, in one
+//! message), on the same pool in the same run, at 1 and 16 tasks, each task holding a lease of
+//! its own; and what a fenced transaction held open costs the holder's renewal of that lease
+//! from another connection (checked first, it waits for the row lock, so about as long as the
+//! transaction stays open; checked at the commit, it does not wait).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,7 +14,7 @@ use lease_core::{BoxError, LeaseClient, LeaseGuard, Ttl};
 use tokio::sync::oneshot;
 
 use crate::backend::{self, Backend, PoolSettings};
-use crate::protected::{Hold, Protected};
+use crate::protected::{Fencing, Hold, Protected};
 use crate::report::{Report, Table};
 use crate::scenario::Context;
 use crate::stats;
@@ -25,6 +27,8 @@ const POOL_SIZE: u32 = 16;
 const HOLDS: [Duration; 2] = [Duration::from_millis(50), Duration::from_millis(200)];
 /// Renewals timed per hold and repetition.
 const RENEWALS: usize = 5;
+/// The transactions measured side by side.
+const FENCINGS: [Fencing; 3] = [Fencing::Plain, Fencing::AtStart, Fencing::Fenced];
 
 /// What one measurement saw.
 struct Sample {
@@ -75,55 +79,67 @@ pub async fn run(
         &[
             "tasks",
             "plain tx/s",
-            "fenced tx/s",
-            "fenced / plain",
+            "check first tx/s",
+            "check first / plain",
+            "`fenced()` tx/s",
+            "`fenced()` / plain",
             "plain p50",
-            "plain p99",
-            "fenced p50",
-            "fenced p99",
+            "check first p50",
+            "`fenced()` p50",
+            "`fenced()` p99",
         ],
     );
     let warm_up = options.measure.min(Duration::from_millis(500));
-    for fenced in [false, true] {
-        measure(&protected, &guards, fenced, 16, warm_up).await?;
+    for fencing in FENCINGS {
+        measure(&protected, &guards, fencing, 16, warm_up).await?;
     }
     for tasks in TASKS {
-        let mut plain = Vec::new();
-        let mut fenced = Vec::new();
+        let mut samples: [Vec<Sample>; 3] = Default::default();
         for _ in 0..options.repetitions {
-            // Interleaved, so a burst of load elsewhere hits both sides alike.
-            plain.push(measure(&protected, &guards, false, tasks, options.measure).await?);
-            fenced.push(measure(&protected, &guards, true, tasks, options.measure).await?);
+            // Interleaved, so a burst of load elsewhere hits every side alike.
+            for (fencing, side) in FENCINGS.into_iter().zip(samples.iter_mut()) {
+                side.push(measure(&protected, &guards, fencing, tasks, options.measure).await?);
+            }
         }
-        let ratios: Vec<f64> = fenced
-            .iter()
-            .zip(&plain)
-            .map(|(f, p)| f.rate / p.rate)
-            .collect();
-        let rate = |samples: &[Sample]| {
-            stats::median(&samples.iter().map(|s| s.rate).collect::<Vec<_>>()).unwrap_or(0.0)
+        let [plain, first, fenced] = samples;
+        let ratio = |side: &[Sample]| {
+            let ratios: Vec<f64> = side
+                .iter()
+                .zip(&plain)
+                .map(|(s, p)| s.rate / p.rate)
+                .collect();
+            stats::median(&ratios).map_or("-".to_owned(), stats::ratio)
         };
-        let (plain_rate, fenced_rate) = (rate(&plain), rate(&fenced));
-        let (plain_p50, plain_p99) = percentiles(plain);
+        let (first_ratio, fenced_ratio) = (ratio(&first), ratio(&fenced));
+        let rate = |samples: &[Sample]| {
+            stats::whole(
+                stats::median(&samples.iter().map(|s| s.rate).collect::<Vec<_>>()).unwrap_or(0.0),
+            )
+        };
+        let (plain_rate, first_rate, fenced_rate) = (rate(&plain), rate(&first), rate(&fenced));
+        let (plain_p50, _) = percentiles(plain);
+        let (first_p50, _) = percentiles(first);
         let (fenced_p50, fenced_p99) = percentiles(fenced);
         rates.row(vec![
             tasks.to_string(),
-            stats::whole(plain_rate),
-            stats::whole(fenced_rate),
-            stats::median(&ratios).map_or("-".to_owned(), stats::ratio),
+            plain_rate,
+            first_rate,
+            first_ratio,
+            fenced_rate,
+            fenced_ratio,
             plain_p50,
-            plain_p99,
+            first_p50,
             fenced_p50,
             fenced_p99,
         ]);
     }
     rates.note(format!(
-        "{} repetitions of {:.1} s each, interleaved; rates are medians, `fenced / plain` the median of the per-repetition ratios.",
+        "{} repetitions of {:.1} s each, interleaved; rates are medians, ratios the median of the per-repetition ratios.",
         options.repetitions,
         options.measure.as_secs_f64()
     ));
     rates.note(format!(
-        "A pool of {POOL_SIZE} connections (the drivers' default check at checkout); each task holds a lease of its own. `plain`: begin, one insert of a bound integer into a one-column table, commit; `fenced`: the same with `store.fence(&mut *tx, &guard)` first (`conn.transaction(...)` through diesel-async)."
+        "A pool of {POOL_SIZE} connections (the drivers' default check at checkout); each task holds a lease of its own. `plain`: begin, one insert of a bound integer into a one-column table, commit; `check first`: the same with `store.fence(&mut *tx, &guard)` first (`conn.transaction(...)` through diesel-async); `fenced()`: the same insert through `lease_sqlx::fenced` / `lease_diesel::fenced`, which on PostgreSQL and MariaDB send the check with the commit in one message (`SqlStore::commit_fenced`) and on SQLite check first."
     ));
 
     let mut renewals = Table::new(
@@ -131,32 +147,39 @@ pub async fn run(
             "Renewal while a fenced transaction is open: {}",
             backend.key()
         ),
-        &["open for", "renewal p50", "renewal longest", "samples"],
+        &[
+            "open for",
+            "check first: renewal p50",
+            "longest",
+            "`fenced()`: renewal p50",
+            "longest",
+            "samples",
+        ],
     );
     let renewals_per_hold = if options.smoke { 1 } else { RENEWALS };
     let guard = &guards[0];
     let mut holds = vec![Duration::ZERO];
     holds.extend(HOLDS);
     for open in holds {
-        let mut times = Vec::new();
-        for _ in 0..options.repetitions * renewals_per_hold {
-            times.push(renewal(&target.store, &protected, guard, ttl, open).await?);
+        let mut row = vec![if open.is_zero() {
+            "no transaction open".to_owned()
+        } else {
+            stats::ms(open)
+        }];
+        let mut samples = 0;
+        for fencing in [Fencing::AtStart, Fencing::Fenced] {
+            let mut times = Vec::new();
+            for _ in 0..options.repetitions * renewals_per_hold {
+                times.push(renewal(&target.store, &protected, guard, ttl, fencing, open).await?);
+            }
+            samples = times.len();
+            row.push(stats::percentile(&mut times, 50.0).map_or("-".to_owned(), stats::ms));
+            row.push(stats::percentile(&mut times, 100.0).map_or("-".to_owned(), stats::ms));
         }
-        let samples = times.len();
-        let p50 = stats::percentile(&mut times, 50.0).map_or("-".to_owned(), stats::ms);
-        let longest = stats::percentile(&mut times, 100.0).map_or("-".to_owned(), stats::ms);
-        renewals.row(vec![
-            if open.is_zero() {
-                "no transaction open".to_owned()
-            } else {
-                stats::ms(open)
-            },
-            p50,
-            longest,
-            samples.to_string(),
-        ]);
+        row.push(samples.to_string());
+        renewals.row(row);
     }
-    renewals.note("The holder's renewal statement (`LeaseStore::renew`), from another connection of the same pool, sent once the fenced check has run and timed until it answers; the transaction inserts and commits after `open for`. The renewal waits for the row lock the check took, so it should take about as long as the transaction stays open.");
+    renewals.note("The holder's renewal statement (`LeaseStore::renew`), from another connection of the same pool, sent once the transaction is open (after its check, when it checks first) and timed until it answers; the transaction inserts and commits after `open for`. Checked first, the renewal waits for the row lock the check took, so about as long as the transaction stays open; through `fenced()` on PostgreSQL and MariaDB the row is locked only at the commit, so it does not wait (on SQLite `fenced()` checks first).");
 
     for guard in guards {
         if let Ok(guard) = Arc::try_unwrap(guard) {
@@ -181,7 +204,7 @@ fn percentiles(samples: Vec<Sample>) -> (String, String) {
 async fn measure(
     protected: &Arc<dyn Protected>,
     guards: &[Arc<LeaseGuard>],
-    fenced: bool,
+    fencing: Fencing,
     tasks: usize,
     length: Duration,
 ) -> Result<Sample, BoxError> {
@@ -195,9 +218,7 @@ async fn measure(
             let mut latencies = Vec::new();
             while Instant::now() < deadline {
                 let began = Instant::now();
-                protected
-                    .insert(fenced.then_some(guard.as_ref()), None)
-                    .await?;
+                protected.insert(guard.as_ref(), fencing, None).await?;
                 latencies.push(began.elapsed());
             }
             Ok::<_, BoxError>(latencies)
@@ -213,13 +234,14 @@ async fn measure(
     })
 }
 
-/// One renewal of `guard`'s lease while a fenced transaction on it stays open for `open` (or,
-/// for zero, with no transaction at all): how long the renewal took.
+/// One renewal of `guard`'s lease while a transaction fenced as `fencing` says stays open for
+/// `open` (or, for zero, with no transaction at all): how long the renewal took.
 async fn renewal(
     store: &Arc<dyn lease_core::LeaseStore>,
     protected: &Arc<dyn Protected>,
     guard: &Arc<LeaseGuard>,
     ttl: Ttl,
+    fencing: Fencing,
     open: Duration,
 ) -> Result<Duration, BoxError> {
     if open.is_zero() {
@@ -235,7 +257,7 @@ async fn renewal(
         let guard = Arc::clone(guard);
         tokio::spawn(async move {
             protected
-                .insert(Some(guard.as_ref()), Some(Hold { open, checked }))
+                .insert(guard.as_ref(), fencing, Some(Hold { open, checked }))
                 .await
         })
     };

@@ -6,7 +6,7 @@ use lease_core::{BoxError, Error, LeaseHandle, LeaseName, Operation};
 use lease_sqlx::sqlx::{self, AssertSqlSafe, Executor, IntoArguments};
 use lease_sqlx::{Execute, ExecuteOn, SqlxDatabase, SqlxExecutor, SqlxStore};
 
-/// Which check a fenced transaction runs first.
+/// Which check a fenced transaction runs, and when.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Check {
     /// The store's own: `SqlStore::fence`.
@@ -18,9 +18,57 @@ pub enum Check {
     /// Broken: the store's check, but on a connection of its own, before the transaction's
     /// write: a check in a separate statement, whose lock ends with it.
     Separate,
+    /// The store's check at the commit, in the same round trip: `lease_sqlx::commit_fenced`.
+    AtCommit,
+    /// Broken: the commit first, then the store's check (on a connection of its own): the
+    /// check comes too late to keep a stale holder's write out.
+    CommitBeforeChecking,
+    /// Broken: the check at the commit without its expiry condition.
+    AtCommitIgnoresExpiry,
+    /// Broken for what a check at the commit promises: the store's check at the start as well,
+    /// whose row lock holds the holder's renewals back while the job works.
+    AtCommitLockedFromStart,
 }
 
-/// Writes to `{table}_notices` through transactions that begin with `check`.
+impl Check {
+    /// Whether the transaction is checked at its commit rather than at its start.
+    fn at_commit(self) -> bool {
+        matches!(
+            self,
+            Check::AtCommit
+                | Check::CommitBeforeChecking
+                | Check::AtCommitIgnoresExpiry
+                | Check::AtCommitLockedFromStart
+        )
+    }
+}
+
+/// `sql` without its expiry condition (` AND expires_at > <the clock>`), whatever the dialect.
+fn without_expiry(sql: &str) -> String {
+    let Some(start) = sql.find(" AND expires_at >") else {
+        return sql.to_owned();
+    };
+    let rest = &sql[start + " AND expires_at >".len()..];
+    // The clock is an expression with parentheses: it ends where its first one closes.
+    let mut depth = 0usize;
+    let mut end = rest.len();
+    for (at, c) in rest.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    end = at + 1;
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    format!("{}{}", &sql[..start], &rest[end..])
+}
+
+/// Writes to `{table}_notices` through transactions fenced by `check`.
 pub struct FencedSql<DB: SqlxDatabase> {
     pub store: SqlxStore<DB>,
     pub notices: String,
@@ -65,7 +113,9 @@ where
         let fence = i64::try_from(lease.fence().get()).unwrap_or(i64::MAX);
         let (name, holder) = (lease.name().as_str(), lease.holder().as_str());
         let held = match self.check {
-            Check::Fenced => self.store.fence(&mut *tx, lease).await.map(|_| true)?,
+            Check::Fenced | Check::AtCommitLockedFromStart => {
+                self.store.fence(&mut *tx, lease).await.map(|_| true)?
+            }
             Check::Separate => {
                 let mut own = pool.acquire().await.map_err(failed)?;
                 self.store.fence(&mut *own, lease).await.map(|_| true)?
@@ -95,6 +145,7 @@ where
                     .map_err(failed)?;
                 count > 0
             }
+            Check::AtCommit | Check::CommitBeforeChecking | Check::AtCommitIgnoresExpiry => true,
         };
         if !held {
             return Err(lease.mark_not_held());
@@ -106,8 +157,59 @@ where
             .execute(&mut *tx)
             .await
             .map_err(failed)?;
-        tx.commit().await.map_err(failed)?;
+        match self.check {
+            Check::AtCommit | Check::AtCommitLockedFromStart => {
+                lease_sqlx::commit_fenced(&self.store, tx, lease).await?;
+            }
+            Check::CommitBeforeChecking => {
+                tx.commit().await.map_err(failed)?;
+                let mut own = pool.acquire().await.map_err(failed)?;
+                self.store.fence(&mut *own, lease).await?;
+            }
+            Check::AtCommitIgnoresExpiry => {
+                let statements = self.store.statements();
+                let message =
+                    match statements.fence_then_commit(lease.name(), lease.holder(), lease.fence())
+                    {
+                        Some(message) => {
+                            without_expiry(&message.map_err(|e| {
+                                Error::store(Operation::Fence, Some(lease.name()), e)
+                            })?)
+                        }
+                        None => {
+                            let check = without_expiry(&self.fence_sql(lease));
+                            let done = sqlx::query(AssertSqlSafe(check))
+                                .bind(name)
+                                .bind(holder)
+                                .bind(fence)
+                                .execute(&mut *tx)
+                                .await
+                                .map_err(failed)?;
+                            if DB::rows_affected(&done) == 0 {
+                                return Err(lease.mark_not_held());
+                            }
+                            "COMMIT".to_owned()
+                        }
+                    };
+                let sent = sqlx::raw_sql(AssertSqlSafe(format!("{message};\nBEGIN")))
+                    .execute(&mut *tx)
+                    .await;
+                match sent {
+                    Err(sqlx::Error::Database(database))
+                        if lease_sql::is_not_held(database.message()) =>
+                    {
+                        return Err(lease.mark_not_held());
+                    }
+                    other => other.map_err(failed)?,
+                };
+            }
+            _ => tx.commit().await.map_err(failed)?,
+        }
         Ok(())
+    }
+
+    fn checks_at_commit(&self) -> bool {
+        self.check.at_commit()
     }
 
     async fn written(&self) -> Result<Vec<i64>, BoxError> {

@@ -145,6 +145,13 @@ pub async fn takeover_waits_for_fenced_transaction<B: TestBackend>(ctx: &Context
     let Some((store, writes)) = ctx.fenced().await? else {
         return not_applicable(ctx);
     };
+    if writes.checks_at_commit() {
+        return Ok(Verdict::NotApplicable(format!(
+            "{}'s fenced writes check at the commit, where a takeover does not wait for them \
+             (takeover_during_fenced_work_commits_nothing covers them)",
+            ctx.backend().name()
+        )));
+    }
     let ttl = Duration::from_millis(1_200);
     let holder_client = client(ctx, &store, ttl)?;
     let contender = client(ctx, &store, Duration::from_secs(60))?;
@@ -187,5 +194,126 @@ pub async fn takeover_waits_for_fenced_transaction<B: TestBackend>(ctx: &Context
         "the holder's fenced write did not commit: {written:?}"
     );
     taken.release().await?;
+    Ok(Verdict::Passed)
+}
+
+/// Checked at the commit, a fenced transaction does not hold the takeover back: a new holder
+/// takes the lease over while the job works, and then the old holder's commit fails and
+/// commits nothing, and its guard learns of the loss at once.
+pub async fn takeover_during_fenced_work_commits_nothing<B: TestBackend>(
+    ctx: &Context<B>,
+) -> CaseResult {
+    let Some((store, writes)) = ctx.fenced().await? else {
+        return not_applicable(ctx);
+    };
+    if !writes.checks_at_commit() {
+        return Ok(Verdict::NotApplicable(format!(
+            "{}'s fenced writes check at the start, where a takeover waits for them \
+             (takeover_waits_for_fenced_transaction covers them)",
+            ctx.backend().name()
+        )));
+    }
+    let holder_client = client(ctx, &store, Duration::from_secs(60))?;
+    let contender = client(ctx, &store, Duration::from_secs(60))?;
+    let holder = holder_client
+        .try_acquire("sweep")
+        .await?
+        .ok_or_else(|| CaseFailure::new("a fresh store refused the lease"))?;
+    let taken = std::sync::Mutex::new(None);
+    let hold = async {
+        // While the job works: the lease expires by the database's clock and is taken over,
+        // without waiting for the open transaction.
+        let taking = async {
+            writes.expire(holder.name()).await?;
+            Ok::<_, CaseFailure>(contender.try_acquire("sweep").await?)
+        };
+        let answer = ctx.within(Duration::from_secs(5), taking).await;
+        *taken.lock().unwrap_or_else(|e| e.into_inner()) = Some(answer);
+    };
+    let handle = holder.handle();
+    let written = writes.write(&handle, 1, Box::pin(hold)).await;
+    let taken = taken.into_inner().unwrap_or_else(|e| e.into_inner());
+    let new = match taken {
+        Some(Some(Ok(Some(guard)))) => guard,
+        Some(Some(Ok(None))) => {
+            return Err(CaseFailure::new(
+                "the expired lease was not taken over during the fenced work",
+            ));
+        }
+        Some(Some(Err(failure))) => return Err(failure),
+        Some(None) => {
+            return Err(CaseFailure::new(
+                "the takeover waited for the fenced transaction, which checks at its commit",
+            ));
+        }
+        None => return Err(CaseFailure::new("the work never ran")),
+    };
+    match written {
+        Err(Error::NotHeld { fence, .. }) if fence == holder.fence() => {}
+        Err(other) => {
+            return Err(CaseFailure::new(format!(
+                "the stale commit failed with {other}, not NotHeld"
+            )));
+        }
+        Ok(()) => {
+            return Err(CaseFailure::new(
+                "the stale holder's fenced transaction committed after a takeover",
+            ));
+        }
+    }
+    let written = writes.written().await?;
+    ensure!(
+        written.is_empty(),
+        "the stale holder's transaction committed {written:?}"
+    );
+    ensure!(
+        new.fence() > holder.fence(),
+        "the takeover got fence {} after {}",
+        new.fence(),
+        holder.fence()
+    );
+    let lost = ctx.within(Duration::from_secs(1), holder.lost()).await;
+    ensure!(
+        lost == Some(LossReason::NotHeld),
+        "the stale guard reported {lost:?}, not its loss by the check"
+    );
+    new.release().await?;
+    Ok(Verdict::Passed)
+}
+
+/// Checked at the commit, a fenced transaction longer than the lease's TTL costs nothing: the
+/// holder's renewals go on while it is open (the row is locked only for the check and the
+/// commit), and its write commits.
+pub async fn renewal_goes_on_during_fenced_work<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
+    let Some((store, writes)) = ctx.fenced().await? else {
+        return not_applicable(ctx);
+    };
+    if !writes.checks_at_commit() {
+        return Ok(Verdict::NotApplicable(format!(
+            "{}'s fenced writes check at the start, which holds the lease's row locked, and \
+             the holder's renewals with it, until the transaction ends",
+            ctx.backend().name()
+        )));
+    }
+    let ttl = Duration::from_millis(1_200);
+    let holder_client = client(ctx, &store, ttl)?;
+    let holder = holder_client
+        .try_acquire("sweep")
+        .await?
+        .ok_or_else(|| CaseFailure::new("a fresh store refused the lease"))?;
+    let handle = holder.handle();
+    writes
+        .write(&handle, 1, Box::pin(ctx.sleep(2 * ttl)))
+        .await?;
+    ensure!(
+        holder.is_held(),
+        "the holder lost its lease while its fenced transaction was open"
+    );
+    let written = writes.written().await?;
+    ensure!(
+        written == [1],
+        "the holder's fenced write did not commit: {written:?}"
+    );
+    holder.release().await?;
     Ok(Verdict::Passed)
 }

@@ -1,0 +1,117 @@
+//! [`fenced`]: work in a transaction the database keeps exclusive to the lease's holder.
+
+use diesel::connection::{TransactionDepthChange, TransactionManagerStatus};
+use diesel_async::{AsyncConnection, TransactionManager};
+use lease_core::{Error, LeaseHandle};
+use lease_sql::AfterCommit;
+
+use crate::{DieselPool, DieselStore};
+
+/// The transaction manager of the connections of `P`.
+type Manager<P> = <<P as DieselPool>::Connection as AsyncConnection>::TransactionManager;
+
+/// Runs `work` on `connection` in a fenced transaction of its own, as diesel-async's
+/// `transaction` runs it in a plain one: it commits when `work` answers `Ok` and the lease is
+/// still held, and rolls back when `work` answers `Err`, when the check finds the lease gone,
+/// or when the lease was lost while `work` ran. Its writes then never interleave with another
+/// holder's.
+///
+/// On PostgreSQL and MariaDB the check comes with the commit, in one round trip
+/// ([`SqlStore::commit_fenced`](lease_sql::SqlStore::commit_fenced)): the transaction costs no
+/// more round trips than one without the check, and the lease's row is locked only at its end,
+/// so the holder's renewals never wait for the work. On SQLite the transaction begins with the
+/// check ([`SqlStore::fence`](lease_sql::SqlStore::fence)), which takes the database's write
+/// lock (in process, an extra statement costs no round trip): renewals wait until it ends.
+///
+/// ```no_run
+/// # async fn example(
+/// #     store: lease_diesel::DieselStore<diesel_async::pooled_connection::deadpool::Pool<diesel_async::AsyncPgConnection>>,
+/// #     guard: lease_core::LeaseGuard,
+/// # ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+/// use diesel::sql_types::Text;
+/// use diesel_async::RunQueryDsl;
+///
+/// let mut conn = store.pool().get().await?;
+/// let sent = lease_diesel::fenced(&store, &mut conn, &guard, async |conn| {
+///     diesel::sql_query("INSERT INTO notices (customer, sent_at) VALUES ($1, now())")
+///         .bind::<Text, _>("c-42")
+///         .execute(conn)
+///         .await
+///         .map_err(Box::<dyn std::error::Error + Send + Sync>::from)
+/// })
+/// .await?;
+/// # let _ = sent; Ok(()) }
+/// ```
+///
+/// # Errors
+/// `work`'s own error; [`Error::NotHeld`] when the check found the lease gone or it was lost
+/// before the commit (nothing was committed); [`Error::Store`] with
+/// [`Operation::Fence`](lease_core::Operation::Fence) when the check or the commit failed;
+/// diesel's error when the transaction could not begin or, checked at its start, commit.
+///
+/// # Cancel safety
+/// Dropped before the commit, the transaction is left open on `connection`, which diesel-async
+/// then reports broken, so that deadpool and bb8 close it instead of reusing it: nothing is
+/// written. Dropped while the commit is on its way, the commit may or may not have happened.
+pub async fn fenced<P, T, E, F>(
+    store: &DieselStore<P>,
+    connection: &mut P::Connection,
+    lease: &(impl AsRef<LeaseHandle> + Sync),
+    work: F,
+) -> Result<T, E>
+where
+    P: DieselPool,
+    F: AsyncFnOnce(&mut P::Connection) -> Result<T, E>,
+    E: From<Error> + From<diesel::result::Error>,
+{
+    let handle = lease.as_ref();
+    Manager::<P>::begin_transaction(connection).await?;
+    let at_commit = store.statements().checks_at_commit();
+    if !at_commit && let Err(refused) = store.fence(&mut *connection, lease).await {
+        let _ = Manager::<P>::rollback_transaction(connection).await;
+        return Err(refused.into());
+    }
+    let output = match work(&mut *connection).await {
+        Ok(output) => output,
+        Err(error) => {
+            let _ = Manager::<P>::rollback_transaction(connection).await;
+            return Err(error);
+        }
+    };
+    if !handle.is_held() {
+        Manager::<P>::rollback_transaction(connection).await?;
+        return Err(Error::NotHeld {
+            name: handle.name().clone(),
+            fence: handle.fence(),
+        }
+        .into());
+    }
+    if !at_commit {
+        Manager::<P>::commit_transaction(connection).await?;
+        return Ok(output);
+    }
+    match store
+        .commit_fenced(&mut *connection, lease, AfterCommit::Idle)
+        .await
+    {
+        Ok(_) => {
+            committed::<P>(connection)?;
+            Ok(output)
+        }
+        Err(refused) => {
+            let _ = Manager::<P>::rollback_transaction(connection).await;
+            Err(refused.into())
+        }
+    }
+}
+
+/// Tells diesel-async's transaction manager that the transaction it began has ended: the
+/// fenced commit committed it, in the message of its check.
+fn committed<P: DieselPool>(connection: &mut P::Connection) -> diesel::QueryResult<()> {
+    match Manager::<P>::transaction_manager_status_mut(connection) {
+        TransactionManagerStatus::Valid(status) => {
+            status.change_transaction_depth(TransactionDepthChange::DecreaseDepth)
+        }
+        TransactionManagerStatus::InError => Err(diesel::result::Error::BrokenTransactionManager),
+    }
+}
