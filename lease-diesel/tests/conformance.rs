@@ -1,5 +1,7 @@
 //! The whole conformance suite against PostgreSQL, MariaDB and SQLite, each on a deadpool and a
-//! bb8 pool, on tokio (diesel-async is tokio-based).
+//! bb8 pool, on tokio (diesel-async is tokio-based). On deadpool the fenced cases check at the
+//! start of the transaction (`SqlStore::fence`); on bb8 they go through `lease_diesel::fenced`,
+//! which checks at the commit on PostgreSQL and MariaDB.
 
 mod support;
 
@@ -17,7 +19,7 @@ lease_tests::conformance_suite!(
 lease_tests::conformance_suite!(
     mod postgres_bb8,
     runtime = tokio,
-    backend = Backend::<Postgres, bb8::Pool<AsyncPgConnection>>::new(),
+    backend = Backend::<Postgres, bb8::Pool<AsyncPgConnection>>::new().through_fenced(),
 );
 
 lease_tests::conformance_suite!(
@@ -29,7 +31,7 @@ lease_tests::conformance_suite!(
 lease_tests::conformance_suite!(
     mod mariadb_bb8,
     runtime = tokio,
-    backend = Backend::<MariaDb, bb8::Pool<AsyncMysqlConnection>>::new(),
+    backend = Backend::<MariaDb, bb8::Pool<AsyncMysqlConnection>>::new().through_fenced(),
 );
 
 lease_tests::conformance_suite!(
@@ -41,7 +43,7 @@ lease_tests::conformance_suite!(
 lease_tests::conformance_suite!(
     mod sqlite_bb8,
     runtime = tokio,
-    backend = Backend::<Sqlite, bb8::Pool<AsyncSqliteConnection>>::new(),
+    backend = Backend::<Sqlite, bb8::Pool<AsyncSqliteConnection>>::new().through_fenced(),
 );
 
 // Through `Arc<dyn LeaseStore>`, the way an application that picks its store at run time holds

@@ -238,6 +238,9 @@ test_pools!(AsyncSqliteConnection);
 /// One database on one pool kind.
 pub struct Backend<D, P> {
     name: String,
+    /// Whether the fenced cases write through `lease_diesel::fenced` (on PostgreSQL and
+    /// MariaDB: the check at the commit) rather than the store's check at the start.
+    through_fenced: bool,
     kinds: PhantomData<fn() -> (D, P)>,
 }
 
@@ -245,8 +248,15 @@ impl<D: Database, P: TestPool<Connection = D::Connection>> Backend<D, P> {
     pub fn new() -> Self {
         Self {
             name: format!("diesel-{}-{}", D::NAME, P::POOL),
+            through_fenced: false,
             kinds: PhantomData,
         }
+    }
+
+    /// The same backend, whose fenced cases write through `lease_diesel::fenced`.
+    pub fn through_fenced(mut self) -> Self {
+        self.through_fenced = true;
+        self
     }
 
     /// A store on a fresh table over a pool of `size`, with the pool and the table's name.
@@ -332,17 +342,20 @@ where
             store: store.clone(),
             table: table.clone(),
             notices,
+            through_fenced: self.through_fenced,
         });
         Ok(Some(FencedStore::new(Self::fresh(store, table), writes)))
     }
 }
 
 /// Fenced transactions on a connection of the store's pool: `BEGIN`, the store's fenced check,
-/// the job's work, the insert, `COMMIT`.
+/// the job's work, the insert, `COMMIT`; or, `through_fenced`, the job's work and the insert
+/// through `lease_diesel::fenced`.
 pub struct FencedDiesel<P> {
     store: DieselStore<P>,
     table: String,
     notices: String,
+    through_fenced: bool,
 }
 
 #[async_trait::async_trait]
@@ -362,6 +375,19 @@ where
         };
         let mut connection = self.store.pool().connection().await.map_err(failed)?;
         let connection: &mut P::Connection = &mut connection;
+        if self.through_fenced {
+            let insert = format!("INSERT INTO {} (value) VALUES ({value})", self.notices);
+            let done = lease_diesel::fenced(&self.store, connection, lease, async |conn| {
+                hold.await;
+                diesel_async::SimpleAsyncConnection::batch_execute(conn, &insert).await?;
+                Ok::<_, BoxError>(())
+            })
+            .await;
+            return done.map_err(|e| match e.downcast::<lease_core::Error>() {
+                Ok(error) => *error,
+                Err(other) => failed(other),
+            });
+        }
         let begin = diesel_async::SimpleAsyncConnection::batch_execute(connection, "BEGIN").await;
         begin.map_err(|e| failed(e.into()))?;
         if let Err(refused) = self.store.fence(&mut *connection, lease).await {
@@ -377,6 +403,10 @@ where
         diesel_async::SimpleAsyncConnection::batch_execute(connection, &insert)
             .await
             .map_err(|e| failed(e.into()))
+    }
+
+    fn checks_at_commit(&self) -> bool {
+        self.through_fenced && self.store.statements().checks_at_commit()
     }
 
     async fn written(&self) -> Result<Vec<i64>, BoxError> {
