@@ -154,11 +154,26 @@ macro_rules! sqlx_writes {
                 protected: &Protected,
                 worker: &str,
             ) -> Result<i64, BoxError> {
+                if checked {
+                    // Through `lease_sqlx::fenced`: on PostgreSQL and MariaDB the check goes
+                    // with the commit (the diesel workers check at the start).
+                    return lease_sqlx::fenced(store, lease, async |tx| {
+                        sqlx::raw_sql(AssertSqlSafe(protected.bump()))
+                            .execute(&mut *tx)
+                            .await?;
+                        let seq: i64 = sqlx::query_scalar(AssertSqlSafe(protected.read_counter()))
+                            .fetch_one(&mut *tx)
+                            .await?;
+                        let insert = protected.insert(seq, lease.fence().get(), worker);
+                        sqlx::raw_sql(AssertSqlSafe(insert))
+                            .execute(&mut *tx)
+                            .await?;
+                        Ok::<_, BoxError>(seq)
+                    })
+                    .await;
+                }
                 // Dropped on an error, the transaction rolls back.
                 let mut tx = store.executor().pool().begin().await?;
-                if checked {
-                    store.fence(&mut *tx, lease).await?;
-                }
                 sqlx::raw_sql(AssertSqlSafe(protected.bump()))
                     .execute(&mut *tx)
                     .await?;
