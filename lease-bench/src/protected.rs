@@ -113,27 +113,23 @@ macro_rules! sqlx_protected {
                 fencing: Fencing,
                 hold: Option<Hold>,
             ) -> Result<(), BoxError> {
+                // The job, after the check when it comes first.
+                let job = async |tx: &mut <$db as sqlx::Database>::Connection| {
+                    wait(hold).await;
+                    sqlx::query::<$db>(AssertSqlSafe(self.insert.clone()))
+                        .bind(value(lease))
+                        .execute(&mut *tx)
+                        .await?;
+                    Ok::<_, BoxError>(())
+                };
                 if fencing == Fencing::Fenced {
-                    let insert = self.insert.clone();
-                    return lease_sqlx::fenced(&self.store, lease, async |tx| {
-                        wait(hold).await;
-                        sqlx::query::<$db>(AssertSqlSafe(insert))
-                            .bind(value(lease))
-                            .execute(&mut *tx)
-                            .await?;
-                        Ok::<_, BoxError>(())
-                    })
-                    .await;
+                    return lease_sqlx::fenced(&self.store, lease, job).await;
                 }
                 let mut tx = self.store.pool().begin().await?;
                 if fencing == Fencing::AtStart {
                     self.store.fence(&mut *tx, lease).await?;
                 }
-                wait(hold).await;
-                sqlx::query::<$db>(AssertSqlSafe(self.insert.clone()))
-                    .bind(value(lease))
-                    .execute(&mut *tx)
-                    .await?;
+                job(&mut *tx).await?;
                 tx.commit().await?;
                 Ok(())
             }
@@ -176,28 +172,24 @@ macro_rules! diesel_protected {
                 let mut connection = self.store.pool().get().await?;
                 let store = &self.store;
                 let insert = &self.insert;
+                // The job, after the check when it comes first.
+                let job = async |conn: &mut $conn| {
+                    wait(hold).await;
+                    diesel::sql_query(insert.as_str())
+                        .bind::<BigInt, _>(value(lease))
+                        .execute(conn)
+                        .await?;
+                    Ok::<_, BoxError>(())
+                };
                 if fencing == Fencing::Fenced {
-                    return lease_diesel::fenced(store, &mut connection, lease, async |conn| {
-                        wait(hold).await;
-                        diesel::sql_query(insert.as_str())
-                            .bind::<BigInt, _>(value(lease))
-                            .execute(conn)
-                            .await?;
-                        Ok::<_, BoxError>(())
-                    })
-                    .await;
+                    return lease_diesel::fenced(store, &mut connection, lease, job).await;
                 }
                 connection
                     .transaction(async move |conn| {
                         if fencing == Fencing::AtStart {
                             store.fence(&mut *conn, lease).await?;
                         }
-                        wait(hold).await;
-                        diesel::sql_query(insert.as_str())
-                            .bind::<BigInt, _>(value(lease))
-                            .execute(conn)
-                            .await?;
-                        Ok::<_, BoxError>(())
+                        job(conn).await
                     })
                     .await
             }

@@ -154,36 +154,28 @@ macro_rules! sqlx_writes {
                 protected: &Protected,
                 worker: &str,
             ) -> Result<i64, BoxError> {
+                // The job: bump the counter, read it, insert the write with its place.
+                let job = async |tx: &mut <$db as sqlx::Database>::Connection| {
+                    sqlx::raw_sql(AssertSqlSafe(protected.bump()))
+                        .execute(&mut *tx)
+                        .await?;
+                    let seq: i64 = sqlx::query_scalar(AssertSqlSafe(protected.read_counter()))
+                        .fetch_one(&mut *tx)
+                        .await?;
+                    let insert = protected.insert(seq, lease.fence().get(), worker);
+                    sqlx::raw_sql(AssertSqlSafe(insert))
+                        .execute(&mut *tx)
+                        .await?;
+                    Ok::<_, BoxError>(seq)
+                };
                 if checked {
                     // Through `lease_sqlx::fenced`: on PostgreSQL and MariaDB the check goes
                     // with the commit (the diesel workers check at the start).
-                    return lease_sqlx::fenced(store, lease, async |tx| {
-                        sqlx::raw_sql(AssertSqlSafe(protected.bump()))
-                            .execute(&mut *tx)
-                            .await?;
-                        let seq: i64 = sqlx::query_scalar(AssertSqlSafe(protected.read_counter()))
-                            .fetch_one(&mut *tx)
-                            .await?;
-                        let insert = protected.insert(seq, lease.fence().get(), worker);
-                        sqlx::raw_sql(AssertSqlSafe(insert))
-                            .execute(&mut *tx)
-                            .await?;
-                        Ok::<_, BoxError>(seq)
-                    })
-                    .await;
+                    return lease_sqlx::fenced(store, lease, job).await;
                 }
                 // Dropped on an error, the transaction rolls back.
                 let mut tx = store.executor().pool().begin().await?;
-                sqlx::raw_sql(AssertSqlSafe(protected.bump()))
-                    .execute(&mut *tx)
-                    .await?;
-                let seq: i64 = sqlx::query_scalar(AssertSqlSafe(protected.read_counter()))
-                    .fetch_one(&mut *tx)
-                    .await?;
-                let insert = protected.insert(seq, lease.fence().get(), worker);
-                sqlx::raw_sql(AssertSqlSafe(insert))
-                    .execute(&mut *tx)
-                    .await?;
+                let seq = job(&mut *tx).await?;
                 tx.commit().await?;
                 Ok(seq)
             }

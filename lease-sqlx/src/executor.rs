@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use futures::TryFutureExt;
 use futures::future::BoxFuture;
 
 use lease_core::{BoxError, ReleaseEvents, StoreErrorKind, async_trait};
@@ -272,10 +273,12 @@ where
     where
         'c: 'a,
     {
-        let statements = connection.execute(sqlx::raw_sql(AssertSqlSafe(sql)));
-        Box::pin(async move {
-            statements.await?;
-            Ok(())
-        })
+        // The driver's own future is `Send`, as for `affected_on`.
+        Box::pin(
+            connection
+                .execute(sqlx::raw_sql(AssertSqlSafe(sql)))
+                .map_ok(drop)
+                .err_into(),
+        )
     }
 }

@@ -5,33 +5,10 @@
 
 mod common;
 
-use std::future::Future;
-use std::sync::Arc;
-
 use common::Backend;
-use common::fenced::Check;
-use lease_core::runtime::TokioRuntime;
+use common::fenced::{Check, Expect, expect};
 use lease_sqlx::sqlx::{MySql, Postgres, Sqlite};
-use lease_tests::run::run_case;
-use lease_tests::{CaseResult, Context, TestBackend, Verdict, cases, env};
-
-/// Runs `case` against `backend` and fails the test unless the case passed.
-async fn passes<B, F, Fut>(backend: B, case: F)
-where
-    B: TestBackend,
-    F: FnOnce(Arc<Context<B>>) -> Fut,
-    Fut: Future<Output = CaseResult>,
-{
-    let name = backend.name().to_owned();
-    if let Err(why) = backend.available().await {
-        return env::skip_or_fail(&name, &why.to_string());
-    }
-    match run_case(backend, TokioRuntime, case).await {
-        Ok(Verdict::Passed) => {}
-        Ok(other) => panic!("{name}: the case gave {other:?}"),
-        Err(failure) => panic!("{name}: {failure}"),
-    }
-}
+use lease_tests::cases;
 
 /// One test per database for `case`, with fenced writes checked at their commit.
 macro_rules! at_commit {
@@ -42,19 +19,28 @@ macro_rules! at_commit {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres() {
                 let backend = Backend::<Postgres>::plain().checking("postgres", Check::AtCommit);
-                passes(backend, |ctx| async move { cases::$case(&*ctx).await }).await;
+                expect(backend, Expect::Pass, |ctx| async move {
+                    cases::$case(&*ctx).await
+                })
+                .await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn mariadb() {
                 let backend = Backend::<MySql>::plain().checking("mariadb", Check::AtCommit);
-                passes(backend, |ctx| async move { cases::$case(&*ctx).await }).await;
+                expect(backend, Expect::Pass, |ctx| async move {
+                    cases::$case(&*ctx).await
+                })
+                .await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn sqlite() {
                 let backend = Backend::<Sqlite>::plain().checking("sqlite", Check::AtCommit);
-                passes(backend, |ctx| async move { cases::$case(&*ctx).await }).await;
+                expect(backend, Expect::Pass, |ctx| async move {
+                    cases::$case(&*ctx).await
+                })
+                .await;
             }
         }
     };

@@ -6,33 +6,10 @@
 
 mod common;
 
-use std::future::Future;
-use std::sync::Arc;
-
 use common::Backend;
-use common::fenced::Check;
-use lease_core::runtime::TokioRuntime;
+use common::fenced::{Check, Expect, expect};
 use lease_sqlx::sqlx::{MySql, Postgres, Sqlite};
-use lease_tests::run::run_case;
-use lease_tests::{CaseResult, Context, TestBackend, Verdict, cases, env};
-
-/// Runs `case` against `backend` and fails the test unless the case failed.
-async fn fails<B, F, Fut>(backend: B, case: F)
-where
-    B: TestBackend,
-    F: FnOnce(Arc<Context<B>>) -> Fut,
-    Fut: Future<Output = CaseResult>,
-{
-    let name = backend.name().to_owned();
-    if let Err(why) = backend.available().await {
-        return env::skip_or_fail(&name, &why.to_string());
-    }
-    match run_case(backend, TokioRuntime, case).await {
-        Err(failure) => eprintln!("{name}: caught: {failure}"),
-        Ok(Verdict::Passed) => panic!("{name}: the case passed against a broken check"),
-        Ok(other) => panic!("{name}: the case gave {other:?} against a broken check"),
-    }
-}
+use lease_tests::cases;
 
 /// One test per database for a broken `check` and the case that must catch it.
 macro_rules! catches {
@@ -44,19 +21,28 @@ macro_rules! catches {
             async fn postgres() {
                 let backend =
                     Backend::<Postgres>::plain().checking("postgres-broken", Check::$check);
-                fails(backend, |ctx| async move { cases::$case(&*ctx).await }).await;
+                expect(backend, Expect::Catch, |ctx| async move {
+                    cases::$case(&*ctx).await
+                })
+                .await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn mariadb() {
                 let backend = Backend::<MySql>::plain().checking("mariadb-broken", Check::$check);
-                fails(backend, |ctx| async move { cases::$case(&*ctx).await }).await;
+                expect(backend, Expect::Catch, |ctx| async move {
+                    cases::$case(&*ctx).await
+                })
+                .await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn sqlite() {
                 let backend = Backend::<Sqlite>::plain().checking("sqlite-broken", Check::$check);
-                fails(backend, |ctx| async move { cases::$case(&*ctx).await }).await;
+                expect(backend, Expect::Catch, |ctx| async move {
+                    cases::$case(&*ctx).await
+                })
+                .await;
             }
         }
     };

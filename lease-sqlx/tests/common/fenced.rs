@@ -1,10 +1,16 @@
 //! Fenced writes through sqlx for the suite's fenced cases, and the broken checks those cases
 //! must catch.
 
+use std::future::Future;
+use std::sync::Arc;
+
 use futures::future::BoxFuture;
+use lease_core::runtime::TokioRuntime;
 use lease_core::{BoxError, Error, LeaseHandle, LeaseName, Operation};
 use lease_sqlx::sqlx::{self, AssertSqlSafe, Executor, IntoArguments};
 use lease_sqlx::{Execute, ExecuteOn, SqlxDatabase, SqlxExecutor, SqlxStore};
+use lease_tests::run::run_case;
+use lease_tests::{CaseResult, Context, TestBackend, Verdict, env};
 
 /// Which check a fenced transaction runs, and when.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,6 +118,18 @@ where
         let mut tx = pool.begin().await.map_err(failed)?;
         let fence = i64::try_from(lease.fence().get()).unwrap_or(i64::MAX);
         let (name, holder) = (lease.name().as_str(), lease.holder().as_str());
+        // Broken: the store's check without its expiry condition; whether it matched.
+        let ignoring_expiry = async |tx: &mut DB::Connection| {
+            let check = without_expiry(&self.fence_sql(lease));
+            let done = sqlx::query(AssertSqlSafe(check))
+                .bind(name)
+                .bind(holder)
+                .bind(fence)
+                .execute(&mut *tx)
+                .await
+                .map_err(failed)?;
+            Ok::<_, Error>(DB::rows_affected(&done) > 0)
+        };
         let held = match self.check {
             Check::Fenced | Check::AtCommitLockedFromStart => {
                 self.store.fence(&mut *tx, lease).await.map(|_| true)?
@@ -120,18 +138,7 @@ where
                 let mut own = pool.acquire().await.map_err(failed)?;
                 self.store.fence(&mut *own, lease).await.map(|_| true)?
             }
-            Check::IgnoresExpiry => {
-                let full = self.fence_sql(lease);
-                let sql = full[..full.find(" AND expires_at >").unwrap_or(full.len())].to_owned();
-                let done = sqlx::query(AssertSqlSafe(sql))
-                    .bind(name)
-                    .bind(holder)
-                    .bind(fence)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(failed)?;
-                DB::rows_affected(&done) > 0
-            }
+            Check::IgnoresExpiry => ignoring_expiry(&mut *tx).await?,
             Check::Unlocked => {
                 let full = self.fence_sql(lease);
                 let condition = &full[full.find("WHERE").unwrap_or(0)..];
@@ -177,15 +184,7 @@ where
                             })?)
                         }
                         None => {
-                            let check = without_expiry(&self.fence_sql(lease));
-                            let done = sqlx::query(AssertSqlSafe(check))
-                                .bind(name)
-                                .bind(holder)
-                                .bind(fence)
-                                .execute(&mut *tx)
-                                .await
-                                .map_err(failed)?;
-                            if DB::rows_affected(&done) == 0 {
+                            if !ignoring_expiry(&mut *tx).await? {
                                 return Err(lease.mark_not_held());
                             }
                             "COMMIT".to_owned()
@@ -231,5 +230,36 @@ where
             .execute(self.store.executor().pool())
             .await?;
         Ok(())
+    }
+}
+
+/// What a fenced case must do against a backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// Pass: the check is one of the store's own.
+    Pass,
+    /// Fail: the check is broken, and the case must catch it.
+    Catch,
+}
+
+/// Runs `case` against `backend` and fails the test unless it did as `expect` says.
+pub async fn expect<B, F, Fut>(backend: B, expect: Expect, case: F)
+where
+    B: TestBackend,
+    F: FnOnce(Arc<Context<B>>) -> Fut,
+    Fut: Future<Output = CaseResult>,
+{
+    let name = backend.name().to_owned();
+    if let Err(why) = backend.available().await {
+        return env::skip_or_fail(&name, &why.to_string());
+    }
+    match (run_case(backend, TokioRuntime, case).await, expect) {
+        (Ok(Verdict::Passed), Expect::Pass) => {}
+        (Err(failure), Expect::Catch) => eprintln!("{name}: caught: {failure}"),
+        (Ok(Verdict::Passed), Expect::Catch) => {
+            panic!("{name}: the case passed against a broken check")
+        }
+        (Err(failure), Expect::Pass) => panic!("{name}: {failure}"),
+        (Ok(other), _) => panic!("{name}: the case gave {other:?}"),
     }
 }
