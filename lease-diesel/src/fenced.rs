@@ -21,7 +21,10 @@ type Manager<P> = <<P as DieselPool>::Connection as AsyncConnection>::Transactio
 /// more round trips than one without the check, and the lease's row is locked only at its end,
 /// so the holder's renewals never wait for the work. On SQLite the transaction begins with the
 /// check ([`SqlStore::fence`](lease_sql::SqlStore::fence)), which takes the database's write
-/// lock (in process, an extra statement costs no round trip): renewals wait until it ends.
+/// lock (in process, an extra statement costs no round trip): renewals wait until it ends. The
+/// transaction runs at the connection's isolation level; on PostgreSQL, checked at the commit,
+/// that must be `READ COMMITTED` (the default): under `REPEATABLE READ` or `SERIALIZABLE` a
+/// renewal that committed meanwhile makes the check fail with a serialization failure.
 ///
 /// ```no_run
 /// # async fn example(

@@ -344,6 +344,10 @@ impl<X: Execute> SqlStore<X> {
     /// of an expired lease do not wait for the job: the lease's row is locked only for the
     /// check and the commit. On SQLite, in process, the check and the `COMMIT` are two calls.
     ///
+    /// On PostgreSQL the transaction must run at `READ COMMITTED` (the default): under
+    /// `REPEATABLE READ` or `SERIALIZABLE`, a renewal that committed while it ran makes the
+    /// check fail with a serialization failure. Check at the start there.
+    ///
     /// After the commit the connection is left as `then` says; a driver's transaction object
     /// must then be ended without a `COMMIT` of its own (lease-sqlx's and lease-diesel's fenced
     /// functions do it).

@@ -16,7 +16,9 @@ use crate::{SqlxDatabase, SqlxExecutor, SqlxStore};
 /// not wait for the transaction, however long it runs. On SQLite, check at the start instead
 /// ([`SqlStore::fence`](lease_sql::SqlStore::fence), as [`fenced`] does there): a deferred
 /// transaction that reads first cannot take the write lock at its end once a renewal has
-/// committed in between.
+/// committed in between. On PostgreSQL, keep such a transaction at `READ COMMITTED` (the
+/// default): under `REPEATABLE READ` or `SERIALIZABLE` a renewal that committed meanwhile makes
+/// the check fail with a serialization failure.
 ///
 /// ```no_run
 /// # async fn example(store: lease_sqlx::PgLeaseStore, guard: lease_core::LeaseGuard) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
