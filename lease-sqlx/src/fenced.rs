@@ -33,6 +33,12 @@ use crate::{SqlxDatabase, SqlxExecutor, SqlxStore};
 /// # let _ = fence; Ok(()) }
 /// ```
 ///
+/// After the commit the connection holds a new, empty transaction, which the dropped
+/// `transaction` rolls back with the connection's next message: at once for a pooled connection
+/// (the pool checks it when it takes it back), at your next statement for a connection of your
+/// own, which until then counts as idle in a transaction (mind PostgreSQL's
+/// `idle_in_transaction_session_timeout` there).
+///
 /// # Errors
 /// [`Error::NotHeld`] when the check found the lease gone (after marking it lost, so that its
 /// `lost()` and `run_exclusive` react at once): nothing was committed. [`Error::Store`] with
