@@ -26,6 +26,9 @@ OPTIONS:
     --leases LIST        lease counts of the many-leases scenario (default 1000,10000,100000)
     --markdown FILE      also write every table, the machine and the command as Markdown
     --chart FILE         write the cycles-per-second chart as SVG
+    --delay-ms MS        delay every chunk to and from the PostgreSQL and MariaDB servers
+                         by MS milliseconds through a proxy, as across a network (a round
+                         trip takes 2 x MS longer)
     --smoke              a seconds-long run of every scenario, to check the program works;
                          its figures mean nothing
     -h, --help           print this text
@@ -54,6 +57,10 @@ pub struct Options {
     pub chart: Option<String>,
     /// The seconds-long mode for CI.
     pub smoke: bool,
+    /// A delay added to every chunk between the program and its PostgreSQL and MariaDB
+    /// servers, in each direction (a proxy's): a round trip takes twice as long more, as across
+    /// a network.
+    pub delay: Option<Duration>,
 }
 
 impl Default for Options {
@@ -69,6 +76,7 @@ impl Default for Options {
             markdown: None,
             chart: None,
             smoke: false,
+            delay: None,
         }
     }
 }
@@ -108,6 +116,15 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> 
                     .filter(|s: &f64| s.is_finite() && *s > 0.0)
                     .ok_or_else(|| format!("--seconds takes a positive number, not {text:?}"))?;
                 options.measure = Duration::from_secs_f64(seconds);
+            }
+            "--delay-ms" => {
+                let text = value(&arg)?;
+                let ms: f64 = text
+                    .parse()
+                    .ok()
+                    .filter(|ms: &f64| ms.is_finite() && *ms > 0.0)
+                    .ok_or_else(|| format!("--delay-ms takes a positive number, not {text:?}"))?;
+                options.delay = Some(Duration::from_secs_f64(ms / 1_000.0));
             }
             "--leases" => {
                 options.leases = list(&value(&arg)?, |text| number("--leases", text))?;
@@ -178,6 +195,14 @@ mod tests {
         assert_eq!(options.scenarios, [Scenario::Many]);
         assert_eq!(options.leases, [1000, 20]);
         assert_eq!(options.repetitions, 5);
+    }
+
+    #[test]
+    fn delay_is_read_in_milliseconds() {
+        let options = run(&["--delay-ms", "0.25"]).unwrap();
+        assert_eq!(options.delay, Some(Duration::from_micros(250)));
+        assert!(run(&["--delay-ms", "-1"]).is_err());
+        assert!(run(&["--delay-ms", "x"]).is_err());
     }
 
     #[test]

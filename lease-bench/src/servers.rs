@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use lease_core::BoxError;
+use lease_tests::proxy::FaultProxy;
 use lease_tests::server::{MariaDbServer, PostgresServer};
 use sqlx::mysql::MySqlPoolOptions;
 
@@ -20,9 +21,12 @@ pub struct Servers {
     /// Whether the PostgreSQL server is private to this run.
     pub postgres_private: bool,
     sqlite_dir: PathBuf,
+    /// The delay every chunk to and from the servers takes, through `_proxies`.
+    delay: Option<std::time::Duration>,
     // Stopped and removed when dropped.
     _postgres: Option<PostgresServer>,
     _mariadb: Option<MariaDbServer>,
+    _proxies: Vec<FaultProxy>,
 }
 
 impl Servers {
@@ -67,13 +71,23 @@ impl Servers {
         };
         let sqlite_dir = std::env::temp_dir().join(format!("lease-bench-{}", std::process::id()));
         std::fs::create_dir_all(&sqlite_dir)?;
+        let mut proxies = Vec::new();
+        let (postgres, mysql) = match options.delay {
+            None => (postgres, mysql),
+            Some(delay) => (
+                delayed(postgres, delay, &mut proxies)?,
+                delayed(mysql, delay, &mut proxies)?,
+            ),
+        };
         Ok(Self {
             postgres,
             mysql,
             postgres_private: private_postgres.is_some(),
             sqlite_dir,
+            delay: options.delay,
             _postgres: private_postgres,
             _mariadb: private_mariadb,
+            _proxies: proxies,
         })
     }
 
@@ -122,8 +136,20 @@ impl Servers {
         self.sqlite_dir.join(format!("{table}.sqlite3"))
     }
 
-    /// What a backend runs on, for the report: `private`, `given` or `memory`.
-    pub fn describe(&self, backend: Backend) -> &'static str {
+    /// What a backend runs on, for the report.
+    pub fn describe(&self, backend: Backend) -> String {
+        let server = self.server(backend);
+        match (self.delay, backend.dialect()) {
+            (Some(delay), Some(Dialect::Postgres | Dialect::MySql)) => format!(
+                "{server}; reached through a proxy that delays every chunk by {} µs each way",
+                delay.as_micros()
+            ),
+            _ => server.to_owned(),
+        }
+    }
+
+    /// The server a backend runs on: `private`, `given` or `memory`.
+    fn server(&self, backend: Backend) -> &'static str {
         match backend.dialect() {
             None => "in process",
             Some(Dialect::Sqlite) => "file in the temporary directory",
@@ -141,5 +167,43 @@ impl Servers {
 impl Drop for Servers {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.sqlite_dir);
+    }
+}
+
+/// `url` reached through a new proxy (kept in `proxies`) that delays every chunk by `delay`.
+fn delayed(
+    url: Result<String, String>,
+    delay: std::time::Duration,
+    proxies: &mut Vec<FaultProxy>,
+) -> Result<Result<String, String>, BoxError> {
+    let Ok(url) = url else {
+        return Ok(url);
+    };
+    let port = url_port(&url).ok_or_else(|| format!("no port in the server's URL {url:?}"))?;
+    let proxy = FaultProxy::start(port)?;
+    proxy.delay(delay);
+    let proxied = proxy.rewrite_url(&url);
+    proxies.push(proxy);
+    Ok(Ok(proxied))
+}
+
+/// The port of `scheme://user@host:port/path`.
+fn url_port(url: &str) -> Option<u16> {
+    let rest = url.split_once("://")?.1;
+    let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
+    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    host.rsplit_once(':')?.1.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::url_port;
+
+    #[test]
+    fn the_port_is_read_from_the_url() {
+        assert_eq!(url_port("postgres://postgres@127.0.0.1:5432/test"), Some(5432));
+        assert_eq!(url_port("mysql://root@127.0.0.1:3306/test"), Some(3306));
+        assert_eq!(url_port("mysql://127.0.0.1:3307"), Some(3307));
+        assert_eq!(url_port("postgres://127.0.0.1/test"), None);
     }
 }
