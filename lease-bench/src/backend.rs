@@ -263,8 +263,15 @@ pub async fn open(
             diesel_target!(manager, size, &table, None::<std::path::PathBuf>)
         }
         Backend::DieselMariaDb => {
+            let mut url = servers.mysql_url()?;
+            if servers.delays() {
+                // mysql_async moves a connection to 127.0.0.1 onto the server's Unix socket
+                // (`prefer_socket`), past the delaying proxy.
+                url.push_str(if url.contains('?') { "&" } else { "?" });
+                url.push_str("prefer_socket=false");
+            }
             let manager = AsyncDieselConnectionManager::<AsyncMysqlConnection>::new_with_config(
-                servers.mysql_url()?,
+                url,
                 manager_config(settings.ping),
             );
             diesel_target!(manager, size, &table, None::<std::path::PathBuf>)

@@ -131,6 +131,11 @@ impl Servers {
         self.mysql.clone().map_err(Into::into)
     }
 
+    /// Whether the servers are reached through a delaying proxy.
+    pub fn delays(&self) -> bool {
+        self.delay.is_some()
+    }
+
     /// The SQLite file for `table`.
     pub fn sqlite_file(&self, table: &str) -> PathBuf {
         self.sqlite_dir.join(format!("{table}.sqlite3"))
