@@ -196,7 +196,9 @@ fn delayed(
 fn url_port(url: &str) -> Option<u16> {
     let rest = url.split_once("://")?.1;
     let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
-    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
     host.rsplit_once(':')?.1.parse().ok()
 }
 
@@ -206,7 +208,10 @@ mod tests {
 
     #[test]
     fn the_port_is_read_from_the_url() {
-        assert_eq!(url_port("postgres://postgres@127.0.0.1:5432/test"), Some(5432));
+        assert_eq!(
+            url_port("postgres://postgres@127.0.0.1:5432/test"),
+            Some(5432)
+        );
         assert_eq!(url_port("mysql://root@127.0.0.1:3306/test"), Some(3306));
         assert_eq!(url_port("mysql://127.0.0.1:3307"), Some(3307));
         assert_eq!(url_port("postgres://127.0.0.1/test"), None);
