@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use lease_core::{Leader, LeaseClient, LeaseName, LeaseStore, Ttl};
+use lease_core::{Leader, LeaseClient, LeaseName, LeaseStore};
 
-use super::name;
+use super::{client_of, name};
 use crate::failure::{ensure, ensure_eq};
 use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
 
@@ -22,11 +22,7 @@ fn client<S: LeaseStore, B: TestBackend>(
     store: S,
     ctx: &Context<B>,
 ) -> Result<LeaseClient, CaseFailure> {
-    Ok(LeaseClient::builder(store, ctx.runtime().clone())
-        .ttl(Ttl::from_secs(10)?)
-        .renew_every(RETRY)
-        .store_timeout(STORE_TIMEOUT)
-        .build()?)
+    client_of(ctx, store, Duration::from_secs(10), RETRY, STORE_TIMEOUT)
 }
 
 /// Waits until `leader` leads, for at most `limit`: whether it does.

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use lease_core::{Error, LeaseClient, LossReason, Ttl};
+use lease_core::{Error, LeaseClient, LossReason};
 
+use super::client_of;
 use crate::failure::ensure;
 use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
 
@@ -23,13 +24,7 @@ fn client<B: TestBackend>(
     store: &Arc<B::Store>,
     ttl: Duration,
 ) -> Result<LeaseClient, CaseFailure> {
-    Ok(
-        LeaseClient::builder(Arc::clone(store), ctx.runtime().clone())
-            .ttl(Ttl::new(ttl)?)
-            .renew_every(ttl / 4)
-            .store_timeout(ttl / 5)
-            .build()?,
-    )
+    client_of(ctx, Arc::clone(store), ttl, ttl / 4, ttl / 5)
 }
 
 /// The holder's fenced write commits, and the check answers without costing the lease.

@@ -35,7 +35,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use futures::channel::oneshot;
-use lease_core::{Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, Runtime, Ttl};
+use lease_core::{Fence, HolderId, LeaseClient, LeaseInfo, LeaseName, LeaseStore, Runtime, Ttl};
 
 pub use batch::renew_many_reports_exactly_the_lost;
 pub use batch_seams::renew_many_across_batches_duplicates_and_losses;
@@ -100,6 +100,22 @@ async fn acquire<S: LeaseStore + ?Sized>(
         .try_acquire(name, holder, long_ttl())
         .await?
         .ok_or_else(|| CaseFailure::new(format!("{name} was refused although nobody held it")))
+}
+
+/// A client of `store` on the case's runtime: leases of `ttl`, renewed every `renew_every`, each
+/// store call bounded by `store_timeout`.
+fn client_of<S: LeaseStore, B: TestBackend>(
+    ctx: &Context<B>,
+    store: S,
+    ttl: Duration,
+    renew_every: Duration,
+    store_timeout: Duration,
+) -> Result<LeaseClient, CaseFailure> {
+    Ok(LeaseClient::builder(store, ctx.runtime().clone())
+        .ttl(Ttl::new(ttl)?)
+        .renew_every(renew_every)
+        .store_timeout(store_timeout)
+        .build()?)
 }
 
 fn name(text: &str) -> LeaseName {

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lease_core::{LeaseClient, LeaseStore, Ttl};
+use lease_core::{LeaseClient, LeaseStore};
 
-use super::name;
 use super::severable::{Link, Severable};
+use super::{client_of, name};
 use crate::failure::{ensure, ensure_eq};
 use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
 
@@ -22,11 +22,7 @@ fn client<S: LeaseStore, B: TestBackend>(
     store: S,
     ctx: &Context<B>,
 ) -> Result<LeaseClient, CaseFailure> {
-    Ok(LeaseClient::builder(store, ctx.runtime().clone())
-        .ttl(Ttl::from_secs(10)?)
-        .renew_every(PERIOD)
-        .store_timeout(STORE_TIMEOUT)
-        .build()?)
+    client_of(ctx, store, Duration::from_secs(10), PERIOD, STORE_TIMEOUT)
 }
 
 /// A client takes `sweep` and another skips it: `stats()` counts one win and one skip, and

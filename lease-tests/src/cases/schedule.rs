@@ -4,9 +4,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lease_core::{LeaseClient, LeaseInfo, LeaseStore, Runtime, Schedule, Ttl};
+use lease_core::{LeaseClient, LeaseInfo, LeaseStore, Runtime, Schedule};
 
-use super::name;
+use super::{client_of, name};
 use crate::failure::ensure;
 use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
 
@@ -22,11 +22,8 @@ fn client<S: LeaseStore, B: TestBackend>(
     store: S,
     ctx: &Context<B>,
 ) -> Result<LeaseClient, CaseFailure> {
-    Ok(LeaseClient::builder(store, ctx.runtime().clone())
-        .ttl(Ttl::from_secs(10)?)
-        .renew_every(Duration::from_secs(2))
-        .store_timeout(Duration::from_secs(3))
-        .build()?)
+    let secs = Duration::from_secs;
+    client_of(ctx, store, secs(10), secs(2), secs(3))
 }
 
 /// Two clients on one store schedule `sweep` on the same aligned schedule (every 400 ms, a

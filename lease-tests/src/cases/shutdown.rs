@@ -9,7 +9,7 @@ use futures::StreamExt;
 use futures::channel::oneshot;
 use lease_core::{HolderId, LeaseClient, LeaseStore, LossReason, RunOptions, RunOutcome, Ttl};
 
-use super::{long_ttl, name};
+use super::{LONG_TTL, client_of, name};
 use crate::failure::{ensure, ensure_eq};
 use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
 
@@ -30,11 +30,7 @@ fn client<S: LeaseStore, B: TestBackend>(
     store: S,
     ctx: &Context<B>,
 ) -> Result<LeaseClient, CaseFailure> {
-    Ok(LeaseClient::builder(store, ctx.runtime().clone())
-        .ttl(long_ttl())
-        .renew_every(Duration::from_secs(5))
-        .store_timeout(STORE_TIMEOUT)
-        .build()?)
+    client_of(ctx, store, LONG_TTL, Duration::from_secs(5), STORE_TIMEOUT)
 }
 
 /// Whether a fresh holder takes `lease` at once; it gives it back if it did.

@@ -153,6 +153,12 @@ pub(crate) fn run(command: &mut Command, what: &str) -> io::Result<Output> {
             format!("{what}: could not run {command:?}: {error}"),
         )
     })?;
+    succeeded(output, what)
+}
+
+/// `output` when its command succeeded; otherwise an error naming `what` with everything the
+/// command printed.
+fn succeeded(output: Output, what: &str) -> io::Result<Output> {
     if output.status.success() {
         Ok(output)
     } else {
@@ -194,16 +200,7 @@ pub(crate) fn run_bounded(
         std::thread::sleep(Duration::from_millis(50));
     }
     let output = child.wait_with_output()?;
-    if output.status.success() {
-        Ok(output)
-    } else {
-        Err(io::Error::other(format!(
-            "{what} failed ({}): {}{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )))
-    }
+    succeeded(output, what)
 }
 
 /// Waits until something accepts connections on `port` and sends at least one byte (a MySQL
