@@ -90,6 +90,14 @@ pub enum Command {
     Help,
 }
 
+/// `text`, the value of `flag`, as a positive, finite number.
+fn positive(flag: &str, text: &str) -> Result<f64, String> {
+    text.parse()
+        .ok()
+        .filter(|number: &f64| number.is_finite() && *number > 0.0)
+        .ok_or_else(|| format!("{flag} takes a positive number, not {text:?}"))
+}
+
 /// Reads the arguments (without the program's name).
 ///
 /// # Errors
@@ -109,21 +117,11 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> 
             "--mysql-url" => options.mysql_url = Some(value(&arg)?),
             "--repetitions" => options.repetitions = number(&arg, &value(&arg)?)?.max(1),
             "--seconds" => {
-                let text = value(&arg)?;
-                let seconds: f64 = text
-                    .parse()
-                    .ok()
-                    .filter(|s: &f64| s.is_finite() && *s > 0.0)
-                    .ok_or_else(|| format!("--seconds takes a positive number, not {text:?}"))?;
+                let seconds = positive(&arg, &value(&arg)?)?;
                 options.measure = Duration::from_secs_f64(seconds);
             }
             "--delay-ms" => {
-                let text = value(&arg)?;
-                let ms: f64 = text
-                    .parse()
-                    .ok()
-                    .filter(|ms: &f64| ms.is_finite() && *ms > 0.0)
-                    .ok_or_else(|| format!("--delay-ms takes a positive number, not {text:?}"))?;
+                let ms = positive(&arg, &value(&arg)?)?;
                 options.delay = Some(Duration::from_secs_f64(ms / 1_000.0));
             }
             "--leases" => {
