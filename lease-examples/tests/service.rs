@@ -1,6 +1,7 @@
-//! The example service as a process, against SQLite and PostgreSQL: it serves `/health/ready`
-//! and `/metrics` while its jobs hold their leases, and on SIGTERM it exits within its grace
-//! period having handed every lease back (the mail checks' kept for their minimum hold).
+//! The example service as a process, against SQLite, PostgreSQL and MariaDB: it serves
+//! `/health/ready` and `/metrics` while its jobs hold their leases, and on SIGTERM it exits
+//! within its grace period having handed every lease back (the mail checks' kept for their
+//! minimum hold). A service that cannot open its store says why.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -9,7 +10,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use lease_core::{LeaseName, LeaseStore};
-use lease_sqlx::{PgLeaseStore, SqliteLeaseStore};
+use lease_sqlx::{MySqlLeaseStore, PgLeaseStore, SqliteLeaseStore};
 use lease_tests::env;
 
 /// The service's grace period in these tests.
@@ -239,6 +240,71 @@ async fn on_postgres() {
         .execute(store.pool())
         .await
         .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_mariadb() {
+    let url = env::mysql_url();
+    let store = match MySqlLeaseStore::connect(&url).await {
+        Ok(store) => store,
+        Err(error) => {
+            env::skip_or_fail("mariadb", &error.to_string());
+            return;
+        }
+    };
+    let table = env::unique_table("service");
+    let store = store.on(&table).unwrap();
+    store.setup().await.unwrap();
+    serves_and_hands_every_lease_back_on_sigterm(&url, &table, &store).await;
+    let drop = format!("DROP TABLE IF EXISTS {table}");
+    lease_sqlx::sqlx::raw_sql(lease_sqlx::sqlx::AssertSqlSafe(drop))
+        .execute(store.pool())
+        .await
+        .unwrap();
+}
+
+/// A store that cannot be opened (a SQLite file in a directory that does not exist): the
+/// service exits 1 and prints the store's error with the database's answer as its cause, once,
+/// not "lease store failed to set up" alone.
+#[test]
+fn a_store_that_cannot_be_opened_is_reported_with_its_cause() {
+    let missing =
+        std::env::temp_dir().join(format!("lease-service-missing-{}", std::process::id()));
+    let url = format!("sqlite:{}", missing.join("leases.db").display());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lease-service"))
+        .env("DATABASE_URL", &url)
+        .env("LISTEN", "127.0.0.1:0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the service starts");
+    let limit = Duration::from_secs(30);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running {limit:?} after it was started on {url}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    let cause = "unable to open database file";
+    assert!(
+        stderr.contains("lease store failed to set up: "),
+        "no store error in {stderr:?}"
+    );
+    assert_eq!(stderr.matches(cause).count(), 1, "{stderr:?}");
 }
 
 /// The control: a service killed outright (SIGKILL, a crash) leaves its leases taken, so the

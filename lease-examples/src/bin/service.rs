@@ -1,10 +1,11 @@
 //! `lease-service`: the example service of [`lease_examples::service`].
 //!
-//! Environment: `DATABASE_URL` (required: `postgres://...` or `sqlite:...`), `LEASE_TABLE`
-//! (default `leases`), `LISTEN` (default `127.0.0.1:8080`; port 0 picks one), `NODE` (default
-//! the host name), `GRACE_SECS` (default 10). Prints `listening on <address>` once it serves,
-//! and on SIGTERM or Ctrl-C shuts down gracefully, prints what the shutdown did, and exits 0
-//! (1 when some lease could not be handed back).
+//! Environment: `DATABASE_URL` (required: `postgres://...`, `mysql://...` or `sqlite:...`),
+//! `LEASE_TABLE` (default `leases`), `LISTEN` (default `127.0.0.1:8080`; port 0 picks one),
+//! `NODE` (default the host name), `GRACE_SECS` (default 10). Prints `listening on <address>`
+//! once it serves, and on SIGTERM or Ctrl-C shuts down gracefully, prints what the shutdown did,
+//! and exits 0 (1 when some lease could not be handed back). When it cannot start, it prints the
+//! error with its causes and exits 1.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -14,7 +15,7 @@ use lease_examples::service::{self, Config};
 #[tokio::main]
 async fn main() -> ExitCode {
     let Ok(url) = std::env::var("DATABASE_URL") else {
-        eprintln!("set DATABASE_URL to postgres://... or sqlite:...");
+        eprintln!("set DATABASE_URL to postgres://..., mysql://... or sqlite:...");
         return ExitCode::from(2);
     };
     let mut config = Config::new(url);
@@ -59,7 +60,9 @@ async fn main() -> ExitCode {
             }
         }
         Err(error) => {
-            eprintln!("lease-service: {error}");
+            // The error and each of its causes, once: a store's error names the operation, its
+            // cause says what the database answered.
+            eprintln!("lease-service: {}", lease_core::ErrorChain(&*error));
             ExitCode::FAILURE
         }
     }

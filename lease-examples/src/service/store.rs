@@ -3,24 +3,34 @@
 use std::sync::Arc;
 
 use lease_core::{BoxError, DynLeaseStore};
-use lease_sqlx::{PgLeaseStore, SqliteLeaseStore};
+use lease_sqlx::sqlx::{MySql, Postgres, Sqlite};
+use lease_sqlx::{Connect, SqlxExecutor, SqlxStore};
 
-/// A store on the database at `url` (`postgres://` or `sqlite:`), its `table` created if it is
-/// missing.
+/// A store on the database at `url` (`postgres://`, `mysql://` or `sqlite:`), its `table`
+/// created if it is missing.
 pub(super) async fn connect(url: &str, table: &str) -> Result<Arc<DynLeaseStore>, BoxError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let store = PgLeaseStore::connect(url).await?.on(table)?;
-        store.setup().await?;
-        Ok(Arc::new(store))
+        set_up::<Postgres>(url, table).await
+    } else if url.starts_with("mysql://") {
+        set_up::<MySql>(url, table).await
     } else if url.starts_with("sqlite:") {
-        let store = SqliteLeaseStore::connect(url).await?.on(table)?;
-        store.setup().await?;
-        Ok(Arc::new(store))
+        set_up::<Sqlite>(url, table).await
     } else {
         Err(format!(
-            "not a postgres:// or sqlite: URL: {}",
+            "not a postgres://, mysql:// or sqlite: URL: {}",
             url.split(':').next().unwrap_or_default()
         )
         .into())
     }
+}
+
+/// A store of `DB` at `url` on `table`, the table set up.
+async fn set_up<DB>(url: &str, table: &str) -> Result<Arc<DynLeaseStore>, BoxError>
+where
+    DB: lease_sqlx::SqlxDatabase,
+    SqlxExecutor<DB>: Connect,
+{
+    let store = SqlxStore::<DB>::connect_with_table(url, table).await?;
+    store.setup().await?;
+    Ok(Arc::new(store))
 }
