@@ -110,6 +110,21 @@ pub trait Connect: Execute + Sized {
     async fn connect(url: &str) -> Result<Self, BoxError>;
 }
 
+/// An [`Execute`] that can open its own pool from the driver's connect options `O` (sqlx's
+/// `SqliteConnectOptions`, `PgConnectOptions`, ...), adding the settings a lease store needs as
+/// [`Connect`] does, for what a URL cannot say or an application builds in code.
+#[async_trait]
+pub trait ConnectWith<O>: Execute + Sized {
+    /// A pool on the database `options` name.
+    ///
+    /// # Errors
+    /// The driver's error when the database cannot be reached.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a pool that was half made is dropped with its connections.
+    async fn connect_with(options: O) -> Result<Self, BoxError>;
+}
+
 /// An [`Execute`] that can also run a statement on a connection the caller holds, inside the
 /// caller's own transaction: what [`SqlStore::fence`](crate::SqlStore::fence) needs. `C` is the
 /// driver's connection as the caller has it (sqlx: `&mut PgConnection`, which `&mut *tx` gives;

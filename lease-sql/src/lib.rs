@@ -28,7 +28,7 @@ pub use after_commit::AfterCommit;
 pub use database_error::DatabaseError;
 pub use dialect::Dialect;
 pub use error_kind::{mysql_error_kind, postgres_error_kind, sqlite_error_kind};
-pub use execute::{Connect, Execute, ExecuteOn};
+pub use execute::{Connect, ConnectWith, Execute, ExecuteOn};
 pub use inline::{InlineError, mysql_literal, postgres_literal};
 pub use migration::{Layout, Migration, MigrationFile};
 pub use not_held::{NOT_HELD_MARKER, is_not_held};

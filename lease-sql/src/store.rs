@@ -12,8 +12,8 @@ use lease_core::{
 };
 
 use crate::{
-    AfterCommit, Connect, DatabaseError, Execute, ExecuteOn, PoolState, RenewManyResult,
-    SchemaCheck, Statements, TableName, is_not_held,
+    AfterCommit, Connect, ConnectWith, DatabaseError, Execute, ExecuteOn, PoolState,
+    RenewManyResult, SchemaCheck, Statements, TableName, is_not_held,
 };
 
 /// Leases in a SQL table, reached through a driver's pool: the [`LeaseStore`] of every SQL
@@ -95,6 +95,27 @@ impl<X: Execute> SqlStore<X> {
     {
         let table = TableName::new(table)?;
         let executor = X::connect(url)
+            .await
+            .map_err(|e| Error::store(Operation::Setup, None, e))?;
+        Ok(Self::on_table(executor, &table))
+    }
+
+    /// A store on a pool of its own, opened from the driver's connect `options` with the
+    /// settings a lease store needs (see [`ConnectWith`]), using `table` (`name` or
+    /// `schema.name`): `SqliteLeaseStore::connect_with(options, "jobs_leases")` in lease-sqlx.
+    ///
+    /// # Errors
+    /// [`Error::InvalidIdentifier`] when `table` is not a plain identifier, before connecting;
+    /// [`Error::Store`] with [`Operation::Setup`] when the database cannot be reached or opened.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: nothing is left behind.
+    pub async fn connect_with<O>(options: O, table: &str) -> Result<Self, Error>
+    where
+        X: ConnectWith<O>,
+    {
+        let table = TableName::new(table)?;
+        let executor = X::connect_with(options)
             .await
             .map_err(|e| Error::store(Operation::Setup, None, e))?;
         Ok(Self::on_table(executor, &table))

@@ -4,8 +4,13 @@ use futures::future::BoxFuture;
 use lease_core::{BoxError, ReleaseEvents, StoreErrorKind};
 use lease_sql::{Dialect, Param};
 use sqlx::error::DatabaseError;
+use sqlx::pool::PoolOptions;
 use sqlx::query::Query;
-use sqlx::{Database, Pool};
+use sqlx::{Connection, Database, Pool};
+
+/// The connect options of `DB`'s connections (`SqliteConnectOptions`, `PgConnectOptions`,
+/// `MySqlConnectOptions`).
+pub type ConnectOptionsOf<DB> = <<DB as Database>::Connection as Connection>::Options;
 
 /// A sqlx database with lease statements: `Postgres`, `MySql` (MariaDB) or `Sqlite`, each
 /// behind its feature. Sealed: the SQL for each lives in `lease-sql`; each database's impl is in
@@ -36,9 +41,24 @@ pub trait SqlxDatabase: Database + sealed::Sealed {
     #[doc(hidden)]
     fn database_error_kind(error: &dyn DatabaseError) -> StoreErrorKind;
 
-    /// Opens a pool at `url` with the settings a lease store needs.
+    /// Opens a pool at `url` with the settings a lease store needs: the URL's options, through
+    /// [`connect_pool_with`](Self::connect_pool_with).
     #[doc(hidden)]
-    fn connect_pool(url: &str) -> BoxFuture<'_, Result<Pool<Self>, BoxError>>;
+    fn connect_pool(url: &str) -> BoxFuture<'_, Result<Pool<Self>, BoxError>> {
+        Box::pin(async move {
+            let options: ConnectOptionsOf<Self> = url.parse()?;
+            Self::connect_pool_with(options).await
+        })
+    }
+
+    /// Opens a pool of sqlx's default size on `options`, with the settings a lease store needs
+    /// added (none but SQLite's).
+    #[doc(hidden)]
+    fn connect_pool_with(
+        options: ConnectOptionsOf<Self>,
+    ) -> BoxFuture<'static, Result<Pool<Self>, BoxError>> {
+        Box::pin(async move { Ok(PoolOptions::<Self>::new().connect_with(options).await?) })
+    }
 
     /// Names of leases released on `channel`, pushed by the database; `None` where it cannot
     /// push them.

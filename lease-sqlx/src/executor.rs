@@ -7,11 +7,12 @@ use futures::TryFutureExt;
 use futures::future::BoxFuture;
 
 use lease_core::{BoxError, ReleaseEvents, StoreErrorKind, async_trait};
-use lease_sql::{Connect, Dialect, Execute, ExecuteOn, LeaseRow, PoolState, Query};
+use lease_sql::{Connect, ConnectWith, Dialect, Execute, ExecuteOn, LeaseRow, PoolState, Query};
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Database, Executor, FromRow, IntoArguments, Pool};
 
 use crate::SqlxDatabase;
+use crate::database::ConnectOptionsOf;
 use crate::error_kind::error_kind;
 
 /// A sqlx pool as a lease store's [`Execute`]: it prepares each statement once per connection
@@ -235,6 +236,18 @@ where
 {
     async fn connect(url: &str) -> Result<Self, BoxError> {
         Ok(Self::new(DB::connect_pool(url).await?))
+    }
+}
+
+/// A pool from sqlx's connect options of `DB`, with the settings a lease store needs.
+#[async_trait]
+impl<DB> ConnectWith<ConnectOptionsOf<DB>> for SqlxExecutor<DB>
+where
+    Self: Execute,
+    DB: SqlxDatabase,
+{
+    async fn connect_with(options: ConnectOptionsOf<DB>) -> Result<Self, BoxError> {
+        Ok(Self::new(DB::connect_pool_with(options).await?))
     }
 }
 

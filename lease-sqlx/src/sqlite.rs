@@ -1,7 +1,5 @@
 //! SQLite: [`SqliteLeaseStore`] and the connect options it needs.
 
-use std::str::FromStr;
-
 use futures::future::BoxFuture;
 use lease_core::{BoxError, ReleaseEvents, StoreErrorKind};
 use lease_sql::{Dialect, Param, SQLITE_BUSY_TIMEOUT, SqlStore};
@@ -36,7 +34,6 @@ impl SqlxDatabase for Sqlite {
         result.rows_affected()
     }
 
-    /// With [`sqlite_connect_options`] and a pool of sqlx's default size.
     /// sqlx reports SQLite's extended result code, as text.
     fn database_error_kind(error: &dyn DatabaseError) -> StoreErrorKind {
         error
@@ -45,9 +42,13 @@ impl SqlxDatabase for Sqlite {
             .map_or(StoreErrorKind::Permanent, lease_sql::sqlite_error_kind)
     }
 
-    fn connect_pool(url: &str) -> BoxFuture<'_, Result<SqlitePool, BoxError>> {
+    /// With [`sqlite_connect_options`] and a pool of sqlx's default size, whether the options
+    /// come from a URL ([`connect`](SqlStore::connect)) or the application
+    /// ([`connect_with`](SqlStore::connect_with)).
+    fn connect_pool_with(
+        options: SqliteConnectOptions,
+    ) -> BoxFuture<'static, Result<SqlitePool, BoxError>> {
         Box::pin(async move {
-            let options = SqliteConnectOptions::from_str(url)?;
             Ok(SqlitePoolOptions::new()
                 .connect_with(sqlite_connect_options(options))
                 .await?)
@@ -66,8 +67,24 @@ impl SqlxDatabase for Sqlite {
 /// Leases in a SQLite table, through a [`SqlitePool`].
 ///
 /// The bundled SQLite is used (it has `unixepoch('subsec')`, which needs 3.42; Debian 12's
-/// system SQLite is 3.40). [`connect`](SqlStore::connect) opens a pool with
-/// [`sqlite_connect_options`].
+/// system SQLite is 3.40). [`connect`](SqlStore::connect) and
+/// [`connect_with_table`](SqlStore::connect_with_table) open a pool at a URL with
+/// [`sqlite_connect_options`]; [`connect_with`](SqlStore::connect_with) opens one from your
+/// `SqliteConnectOptions` with the same settings, on any table:
+///
+/// ```no_run
+/// # async fn example() -> Result<(), lease_sqlx::lease_core::Error> {
+/// use lease_sqlx::SqliteLeaseStore;
+/// use lease_sqlx::sqlx::sqlite::SqliteConnectOptions;
+///
+/// let options = SqliteConnectOptions::new()
+///     .filename("leases.db")
+///     .create_if_missing(true);
+/// let store = SqliteLeaseStore::connect_with(options, "jobs_leases").await?;
+/// store.setup().await?;
+/// # Ok(())
+/// # }
+/// ```
 pub type SqliteLeaseStore = SqlStore<SqlxExecutor<Sqlite>>;
 
 /// `options` as a lease store needs them (lease-sql's SQLite settings): write-ahead logging, so

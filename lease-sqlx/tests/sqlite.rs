@@ -137,3 +137,104 @@ async fn connect_with_table_opens_the_store_on_that_table() {
         let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
     }
 }
+
+/// `connect_with` opens a store from the application's `SqliteConnectOptions` on any table,
+/// with the settings `connect` applies put over the options' own: write-ahead logging and the
+/// busy timeout, where the options asked for a rollback journal and a timeout of 1 ms. The
+/// control, a pool opened from the same options without them, keeps what the options say, so
+/// the check tells the two apart. A bad table name is refused before anything is opened.
+#[tokio::test]
+async fn connect_with_opens_a_store_from_options_on_any_table() {
+    use lease_sqlx::sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool};
+    use std::time::Duration;
+
+    let options = |file: &std::path::Path| {
+        SqliteConnectOptions::new()
+            .filename(file)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Delete)
+            .busy_timeout(Duration::from_millis(1))
+    };
+    let settings = async |pool: &SqlitePool| -> (String, i64) {
+        let (mode,): (String,) = lease_sqlx::sqlx::query_as("PRAGMA journal_mode")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        let (timeout,): (i64,) = lease_sqlx::sqlx::query_as("PRAGMA busy_timeout")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        (mode, timeout)
+    };
+    let busy_ms = i64::try_from(lease_sqlx::SQLITE_BUSY_TIMEOUT.as_millis()).unwrap();
+    let file = std::env::temp_dir().join(format!(
+        "{}.db",
+        lease_tests::env::unique_table("lease_sqlx")
+    ));
+    let control_file = std::env::temp_dir().join(format!(
+        "{}.db",
+        lease_tests::env::unique_table("lease_sqlx")
+    ));
+
+    let store = SqliteLeaseStore::connect_with(options(&file), "jobs_leases")
+        .await
+        .unwrap();
+    assert_eq!(store.table().to_string(), "jobs_leases");
+    assert_eq!(settings(store.pool()).await, ("wal".to_owned(), busy_ms));
+    store.setup().await.unwrap();
+    let name = LeaseName::new("sweep").unwrap();
+    let ttl = Ttl::from_secs(5).unwrap();
+    let (ours, theirs) = (HolderId::generate(), HolderId::generate());
+    let fence = store.try_acquire(&name, &ours, ttl).await.unwrap();
+    assert!(fence.is_some());
+    assert!(
+        store
+            .try_acquire(&name, &theirs, ttl)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let info = store
+        .inspect(&name)
+        .await
+        .unwrap()
+        .expect("the lease is held");
+    assert_eq!(info.holder, ours);
+    assert!(store.release(&name, &ours, Duration::ZERO).await.unwrap());
+    let next = store.try_acquire(&name, &theirs, ttl).await.unwrap();
+    assert!(next > fence, "{next:?} after {fence:?}");
+    // The lease is in jobs_leases: the default table was never made.
+    let default = SqliteLeaseStore::new(store.pool().clone());
+    assert!(default.verify().await.is_err());
+
+    let control = SqlitePool::connect_with(options(&control_file))
+        .await
+        .unwrap();
+    let (mode, timeout) = settings(&control).await;
+    assert_ne!(mode, "wal");
+    assert_eq!(timeout, 1);
+
+    assert!(matches!(
+        SqliteLeaseStore::connect_with(
+            SqliteConnectOptions::new().filename("/no/such/dir/x.db"),
+            "a b"
+        )
+        .await,
+        Err(lease_core::Error::InvalidIdentifier { .. })
+    ));
+    assert!(matches!(
+        SqliteLeaseStore::connect_with(
+            SqliteConnectOptions::new().filename("/no/such/dir/x.db"),
+            "jobs_leases"
+        )
+        .await,
+        Err(lease_core::Error::Store { .. })
+    ));
+    store.pool().close().await;
+    control.close().await;
+    for file in [&file, &control_file] {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+        }
+    }
+}
