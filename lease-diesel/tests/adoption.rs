@@ -1,5 +1,6 @@
 //! Adopting an existing table through diesel-async (deadpool), on SQLite (always), the local
-//! PostgreSQL and MariaDB: the same cases as lease-sqlx's (`lease_tests::adoption`).
+//! PostgreSQL and MariaDB: the same cases as lease-sqlx's (`lease_tests::adoption`), MariaDB's
+//! port of the story's table among them.
 
 mod support;
 
@@ -61,3 +62,11 @@ adoption_cases!(
     mariadb: MariaDb, AsyncMysqlConnection;
     sqlite: Sqlite, AsyncSqliteConnection
 );
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mariadb_port_is_refused_then_upgraded_in_utc() {
+    on_fresh_table::<MariaDb, deadpool::Pool<AsyncMysqlConnection>, _>(
+        adoption::mariadb_port_is_refused_then_upgraded_in_utc,
+    )
+    .await;
+}

@@ -38,6 +38,10 @@ pub(crate) enum Fix {
     PreciseTakenAt,
     /// Store `expires_at` to the microsecond (MariaDB: `DATETIME(6)`).
     PreciseExpiresAt,
+    /// Store `taken_at` as a UTC `DATETIME(6)` instead of a `TIMESTAMP` (MariaDB).
+    UtcTakenAt,
+    /// Store `expires_at` as a UTC `DATETIME(6)` instead of a `TIMESTAMP` (MariaDB).
+    UtcExpiresAt,
 }
 
 /// One of the store's columns.
@@ -309,6 +313,10 @@ fn describe(fix: Fix) -> &'static str {
              one lease; the store compares bytes"
         }
         Fix::PreciseTakenAt | Fix::PreciseExpiresAt => "the store needs microseconds",
+        Fix::UtcTakenAt | Fix::UtcExpiresAt => {
+            "a TIMESTAMP is read and written in the session's time zone, to the second, and ends \
+             in 2038; the store keeps DATETIME(6) in UTC"
+        }
     }
 }
 
@@ -449,6 +457,53 @@ mod tests {
         assert!(
             sql.contains("ALTER TABLE \"jobs\".\"leases_upgrade\" RENAME TO \"leases\""),
             "{sql}"
+        );
+    }
+
+    #[test]
+    fn a_mariadb_port_with_text_holders_and_timestamps_is_upgraded_in_utc() {
+        let check = SchemaCheck::new(Dialect::MySql, &TableName::default());
+        let port = rows(&[
+            ("name", "varchar;NO;0;1"),
+            ("holder", "text;NO;0;0"),
+            ("taken_at", "timestamp(0);NO;1;0"),
+            ("expires_at", "timestamp(0);NO;0;0"),
+        ]);
+        let (why, sql) = mismatch(check.verdict(&port));
+        assert!(
+            why.contains("column holder is text: compared by a collation"),
+            "{why}"
+        );
+        assert!(
+            why.contains("column expires_at is timestamp(0): a TIMESTAMP is read and written in the session's time zone"),
+            "{why}"
+        );
+        assert_eq!(
+            sql.unwrap(),
+            "SET @lease_time_zone = @@session.time_zone;\n\
+             SET time_zone = '+00:00';\n\
+             ALTER TABLE `leases`\n    \
+             ADD COLUMN fence BIGINT NOT NULL DEFAULT 0,\n    \
+             MODIFY holder VARBINARY(1024) NULL,\n    \
+             MODIFY name VARBINARY(255) NOT NULL,\n    \
+             MODIFY taken_at DATETIME(6) NOT NULL,\n    \
+             MODIFY expires_at DATETIME(6) NOT NULL;\n\
+             SET time_zone = @lease_time_zone;"
+        );
+        // Without a TIMESTAMP, the session's time zone is left alone.
+        let mut datetimes = port.clone();
+        datetimes[2].1 = "datetime(6);NO;1;0".to_owned();
+        datetimes[3].1 = "datetime(6);NO;0;0".to_owned();
+        let (_, sql) = mismatch(check.verdict(&datetimes));
+        assert!(!sql.unwrap().contains("time_zone"));
+        // A time of another kind is still refused, naming the type to change it to by hand.
+        let mut dates = port;
+        dates[3].1 = "date;NO;0;0".to_owned();
+        let (why, sql) = mismatch(check.verdict(&dates));
+        assert_eq!(sql, None);
+        assert!(
+            why.contains("column expires_at is date, the store needs DATETIME(6), in UTC"),
+            "{why}"
         );
     }
 

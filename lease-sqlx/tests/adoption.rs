@@ -1,7 +1,8 @@
 //! Adopting an existing table through sqlx, on SQLite (always), the local PostgreSQL and
 //! MariaDB: the story's table with a live lease is refused by `setup` and `verify` with the SQL
 //! that upgrades it, and `upgrade` keeps its live lease; a table of another kind is refused
-//! without SQL; `verify` without a table names the DDL (`lease_tests::adoption`).
+//! without SQL; `verify` without a table names the DDL; MariaDB's port of the story's table
+//! (`TEXT` holder, `TIMESTAMP` times) is upgraded in UTC (`lease_tests::adoption`).
 #![cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 
 mod common;
@@ -63,6 +64,11 @@ macro_rules! adoption_cases {
 }
 
 adoption_cases!(postgres: Postgres, mariadb: MySql, sqlite: Sqlite);
+
+#[tokio::test]
+async fn mariadb_port_is_refused_then_upgraded_in_utc() {
+    on_fresh_table::<MySql, _>(adoption::mariadb_port_is_refused_then_upgraded_in_utc).await;
+}
 
 /// `verify` needs no right but the store's own: an account with only `SELECT, INSERT, UPDATE`
 /// on the table checks it, where `setup` is refused for want of the right to create.

@@ -194,6 +194,169 @@ pub async fn story_table_is_refused_then_upgraded<X: Execute>(
     Ok(())
 }
 
+/// The story's table as a MariaDB port of it has it: a `VARCHAR` name, a `TEXT` holder, and
+/// `TIMESTAMP` times (which MariaDB reads and writes in the session's time zone), no fence.
+pub fn mariadb_port_table(table: &str) -> String {
+    format!(
+        "CREATE TABLE {table} (name VARCHAR(255) PRIMARY KEY, holder TEXT NOT NULL, \
+         taken_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, expires_at TIMESTAMP NOT NULL)"
+    )
+}
+
+/// The story's rows in the MariaDB port of its table (see [`story_rows`]), written in UTC: a
+/// `TIMESTAMP` takes its value in the session's time zone.
+fn mariadb_port_rows(table: &str) -> String {
+    let [live, expired] = story_rows(Dialect::MySql, table);
+    format!("SET time_zone = '+00:00';\n{live};\n{expired}")
+}
+
+/// The session time zone the upgrade of the MariaDB port runs in: west of UTC, so a conversion
+/// in it would move the live lease's expiry into the past.
+const WEST: &str = "SET time_zone = '-05:00';";
+
+/// On the MariaDB port of the story's table (see [`mariadb_port_table`]) holding a live lease:
+/// `setup` and `verify` refuse it with SQL that makes the holder `VARBINARY(1024)` and the
+/// times UTC `DATETIME(6)`; that SQL, run in a session five hours west of UTC, keeps every
+/// instant, so the live lease still excludes our holders until it expires, and fences start
+/// above zero. The control runs the same SQL without its time zone lines on a second table:
+/// there the live lease comes out expired and is taken, which the checks above would catch.
+/// `store` is on `table`, a plain MariaDB table name (no schema): the case creates the table
+/// and leaves it for the caller to drop (the control's table it drops itself).
+///
+/// # Errors
+/// A description of the first thing that went otherwise, or that the store is not MariaDB's.
+pub async fn mariadb_port_is_refused_then_upgraded_in_utc<X: Execute + Clone>(
+    store: &SqlStore<X>,
+    table: &str,
+) -> Result<(), BoxError> {
+    if store.statements().dialect() != Dialect::MySql {
+        return Err("the MariaDB port of the story's table needs a MariaDB store".into());
+    }
+    let run = |sql: String| async move { store.executor().batch(&sql).await };
+    run(mariadb_port_table(table)).await?;
+    run(mariadb_port_rows(table)).await?;
+    let ttl = Ttl::from_secs(30)?;
+
+    let mut upgrade = None;
+    for (what, result) in [
+        ("setup", store.setup().await),
+        ("verify", store.verify().await),
+    ] {
+        match result {
+            Err(Error::SchemaMismatch {
+                mismatch,
+                upgrade: Some(sql),
+                ..
+            }) => {
+                for (needed, why) in [
+                    ("column fence is missing", "the fence"),
+                    ("column holder is text", "the text holder"),
+                    ("column expires_at is timestamp", "the timestamps"),
+                ] {
+                    if !mismatch.contains(needed) {
+                        return Err(format!("{what} missed {why}: {mismatch}").into());
+                    }
+                }
+                for needed in [
+                    "SET time_zone = '+00:00';",
+                    "MODIFY holder VARBINARY(1024) NULL",
+                    "MODIFY taken_at DATETIME(6) NOT NULL",
+                    "MODIFY expires_at DATETIME(6) NOT NULL",
+                ] {
+                    if !sql.contains(needed) {
+                        return Err(format!("{what}'s upgrade has no {needed}: {sql}").into());
+                    }
+                }
+                upgrade = Some(sql);
+            }
+            other => return Err(format!("{what} on the MariaDB port answered {other:?}").into()),
+        }
+    }
+    let upgrade = upgrade.ok_or("no upgrade SQL")?;
+
+    let control = mariadb_port_converted_in_the_sessions_zone(store, table, &upgrade).await;
+    run(format!("DROP TABLE IF EXISTS {table}_tz")).await?;
+    control?;
+
+    run(format!("{WEST}\n{upgrade}")).await?;
+    store.verify().await?;
+    if store.upgrade().await? {
+        return Err("upgrade found more to change after the printed SQL".into());
+    }
+    let report = store
+        .inspect(&name("report"))
+        .await?
+        .ok_or("the story's live lease is gone")?;
+    if report.holder.as_str() != SEED_HOLDER || report.is_expired() {
+        return Err(format!("the story's live lease reads {report:?}").into());
+    }
+    let left = report.expires_at.duration_since(report.taken_at);
+    if !left.is_ok_and(|left| left > Duration::from_secs(50 * 60)) {
+        return Err(format!("the live lease lost time in the upgrade: {report:?}").into());
+    }
+    if let Some(fence) = store
+        .try_acquire(&name("report"), &HolderId::generate(), ttl)
+        .await?
+    {
+        return Err(format!("took the story's live lease with fence {fence}").into());
+    }
+    let digest = store
+        .try_acquire(&name("digest"), &HolderId::generate(), ttl)
+        .await?
+        .ok_or("the story's expired lease was not free")?;
+    if digest.get() == 0 {
+        return Err("a fence of zero".into());
+    }
+    run(expire_report(Dialect::MySql, table)).await?;
+    let me = HolderId::generate();
+    let taken = store
+        .try_acquire(&name("report"), &me, ttl)
+        .await?
+        .ok_or("the story's lease was not free once expired")?;
+    if taken.get() == 0 {
+        return Err("a fence of zero after the story's lease".into());
+    }
+    if !store.release(&name("report"), &me, Duration::ZERO).await? {
+        return Err("could not release the lease taken over".into());
+    }
+    Ok(())
+}
+
+/// The control of [`mariadb_port_is_refused_then_upgraded_in_utc`]: `upgrade` for `table`
+/// without its time zone lines, run west of UTC on a copy of the port (`{table}_tz`, left for
+/// the caller to drop), converts the times as that session shows them, and the live lease
+/// comes out expired: a holder of ours takes it.
+async fn mariadb_port_converted_in_the_sessions_zone<X: Execute + Clone>(
+    store: &SqlStore<X>,
+    table: &str,
+    upgrade: &str,
+) -> Result<(), BoxError> {
+    let copy = format!("{table}_tz");
+    let control = store.clone().on(&copy)?;
+    let run = |sql: String| async move { store.executor().batch(&sql).await };
+    run(mariadb_port_table(&copy)).await?;
+    run(mariadb_port_rows(&copy)).await?;
+    let in_session_zone = upgrade
+        .lines()
+        .filter(|line| !line.contains("time_zone"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace(&format!("`{table}`"), &format!("`{copy}`"));
+    run(format!("{WEST}\n{in_session_zone}")).await?;
+    control.verify().await?;
+    let taken = control
+        .try_acquire(&name("report"), &HolderId::generate(), Ttl::from_secs(30)?)
+        .await?;
+    if taken.is_none() {
+        return Err(format!(
+            "the control: converted in the session's zone, the live lease still excluded us, \
+             so the case could not tell a conversion in UTC from one without ({in_session_zone})"
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// A table of another kind under the store's name is refused by `setup`, `verify` and
 /// `upgrade`, without SQL to fix it and before any lease statement runs: its rows stay as
 /// they were. `store` is on `table`, which the case creates and leaves for the caller to drop.

@@ -27,10 +27,13 @@ pub(super) fn columns(schema: bool) -> String {
 
 pub(super) fn fit(column: Column, data_type: &str) -> Fit {
     let collated = matches!(data_type, "varchar" | "char");
+    // A holder of text: its bytes fit VARBINARY(1024) (a longer one makes the upgrade fail, in
+    // strict mode, rather than lose bytes). A name of text cannot be a key by itself.
+    let text = matches!(data_type, "tinytext" | "text" | "mediumtext" | "longtext");
     match column {
         Column::Name | Column::Holder if data_type == "varbinary" => Fit::Fits,
         Column::Name if collated => Fit::Upgrade(Fix::BinaryName),
-        Column::Holder if collated => Fit::Upgrade(Fix::BinaryHolder),
+        Column::Holder if collated || text => Fit::Upgrade(Fix::BinaryHolder),
         Column::Name => Fit::Wrong("VARBINARY(255)"),
         Column::Holder => Fit::Wrong("VARBINARY(1024)"),
         Column::Fence => match data_type {
@@ -43,13 +46,34 @@ pub(super) fn fit(column: Column, data_type: &str) -> Fit {
         Column::ExpiresAt if data_type.starts_with("datetime(") => {
             Fit::Upgrade(Fix::PreciseExpiresAt)
         }
+        Column::TakenAt if data_type.starts_with("timestamp(") => Fit::Upgrade(Fix::UtcTakenAt),
+        Column::ExpiresAt if data_type.starts_with("timestamp(") => Fit::Upgrade(Fix::UtcExpiresAt),
         Column::TakenAt | Column::ExpiresAt => Fit::Wrong("DATETIME(6), in UTC"),
     }
 }
 
 /// One `ALTER TABLE` (after the `UPDATE` that a `NOT NULL` fence needs). `MODIFY` keeps the
-/// primary key; converting `VARCHAR` to `VARBINARY` keeps each value's bytes.
+/// primary key; converting `VARCHAR` or `TEXT` to `VARBINARY` keeps each value's bytes.
+///
+/// A `TIMESTAMP` holds an instant (seconds since the epoch, in UTC) and MariaDB converts it to
+/// `DATETIME` as the session's time zone shows it; the store's `DATETIME(6)` holds UTC wall
+/// time, compared with `UTC_TIMESTAMP(6)`. So the conversion runs with the session at `+00:00`
+/// (an offset, which needs no time zone tables and has no daylight saving gaps or repeated
+/// hours): each row gets the UTC wall time of the same instant, and a live lease expires when
+/// it did before, as its holder expects. The session's zone is put back afterwards, for the
+/// pooled connection's next user. The range of `TIMESTAMP` (1970 to 2038) fits `DATETIME`.
 pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
+    let zoned = fixes
+        .iter()
+        .any(|fix| matches!(fix, Fix::UtcTakenAt | Fix::UtcExpiresAt));
+    let (open, close) = if zoned {
+        (
+            "SET @lease_time_zone = @@session.time_zone;\nSET time_zone = '+00:00';\n",
+            "\nSET time_zone = @lease_time_zone;",
+        )
+    } else {
+        ("", "")
+    };
     let mut before = String::new();
     let mut actions: Vec<&str> = Vec::new();
     let mut push = |action| {
@@ -67,9 +91,14 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
             }
             Fix::BinaryName => push("MODIFY name VARBINARY(255) NOT NULL"),
             Fix::HolderNullable | Fix::BinaryHolder => push("MODIFY holder VARBINARY(1024) NULL"),
-            Fix::PreciseTakenAt => push("MODIFY taken_at DATETIME(6) NOT NULL"),
-            Fix::PreciseExpiresAt => push("MODIFY expires_at DATETIME(6) NOT NULL"),
+            Fix::PreciseTakenAt | Fix::UtcTakenAt => push("MODIFY taken_at DATETIME(6) NOT NULL"),
+            Fix::PreciseExpiresAt | Fix::UtcExpiresAt => {
+                push("MODIFY expires_at DATETIME(6) NOT NULL")
+            }
         }
     }
-    format!("{before}ALTER TABLE {t}\n    {};", actions.join(",\n    "))
+    format!(
+        "{open}{before}ALTER TABLE {t}\n    {};{close}",
+        actions.join(",\n    ")
+    )
 }

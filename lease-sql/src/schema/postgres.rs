@@ -52,7 +52,12 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
             }
             Fix::HolderNullable => actions.push("ALTER COLUMN holder DROP NOT NULL"),
             // MariaDB's alone.
-            Fix::BinaryName | Fix::BinaryHolder | Fix::PreciseTakenAt | Fix::PreciseExpiresAt => {}
+            Fix::BinaryName
+            | Fix::BinaryHolder
+            | Fix::PreciseTakenAt
+            | Fix::PreciseExpiresAt
+            | Fix::UtcTakenAt
+            | Fix::UtcExpiresAt => {}
         }
     }
     format!("{before}ALTER TABLE {t}\n    {};", actions.join(",\n    "))
