@@ -1,6 +1,7 @@
 //! `leasectl` run as a user runs it, against SQLite (always), the local PostgreSQL and MariaDB
 //! (`LEASE_TEST_POSTGRES_URL`, `LEASE_TEST_MYSQL_URL`; skipped loudly when not there, failed under
-//! `LEASE_TEST_REQUIRE_ALL=1`): its output and its exit codes.
+//! `LEASE_TEST_REQUIRE_ALL=1`): its output and its exit codes. Listing, showing, releasing,
+//! `check` (on a fitting table and on the story's) and `prune` run on every database.
 
 use std::process::Command;
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use lease_core::{DynLeaseStore, HolderId, LeaseName, LeaseStore, Ttl};
 use lease_sqlx::sqlx::mysql::MySqlPoolOptions;
 use lease_sqlx::sqlx::postgres::PgPoolOptions;
 use lease_sqlx::sqlx::{self, Executor};
-use lease_sqlx::{Execute, MySqlLeaseStore, PgLeaseStore, SqliteLeaseStore};
+use lease_sqlx::{Execute, MySqlLeaseStore, PgLeaseStore, SqlStore, SqliteLeaseStore};
 use lease_tests::env;
 
 /// What one run of the tool did.
@@ -253,6 +254,146 @@ async fn exercise(store: Arc<DynLeaseStore>, url: &str, table: Option<&str>) {
     assert_eq!(alerts.holder, alerter);
 }
 
+/// `check`, the environment and `prune` on `store`'s database, each on a table of its own
+/// beside `store`'s (which is set up, and `check` finds fitting): the story's table is refused
+/// with the upgrade SQL the store gives, and listing it fails with the database's answer said
+/// once, without the driver's decorations; `prune` deletes the free rows, keeps the held one,
+/// and a lease acquired again after its row was pruned gets a greater fence than before.
+/// Drops the tables it made.
+async fn exercise_check_and_prune<X: Execute + Clone>(store: &SqlStore<X>, url: &str) {
+    let dialect = store.statements().dialect();
+    let fitting = store.table().to_string();
+    let story = env::unique_table("leasectl_story");
+    let pruned = env::unique_table("leasectl_prune");
+
+    // The database and the table from the environment; the command line wins.
+    let fits = leasectl_with_env(
+        &["check"],
+        &[("DATABASE_URL", url), ("LEASE_TABLE", fitting.as_str())],
+    );
+    assert_eq!(fits.code, 0, "{fits:?}");
+    assert_eq!(fits.stdout, format!("table {fitting} fits the store\n"));
+
+    store
+        .executor()
+        .batch(&lease_tests::adoption::story_table(dialect, &story))
+        .await
+        .unwrap();
+    let on_story = store.clone().on(&story).unwrap();
+    let refusal = match on_story.verify().await {
+        Err(
+            error @ lease_core::Error::SchemaMismatch {
+                upgrade: Some(_), ..
+            },
+        ) => error.to_string(),
+        other => panic!("verify on the story's table answered {other:?}"),
+    };
+    let refused = leasectl_with_env(
+        &["check", "--table", &story],
+        &[("DATABASE_URL", url), ("LEASE_TABLE", fitting.as_str())],
+    );
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused.stderr.contains(&format!(
+            "lease table {story} does not fit the store: column fence is missing"
+        )),
+        "{refused:?}"
+    );
+    assert!(
+        refused.stderr.contains("the SQL that fixes it:\n"),
+        "{refused:?}"
+    );
+    assert!(refused.stderr.contains(&refusal), "{refused:?}\n{refusal}");
+    let listed = run(url, Some(&story), &["list"]);
+    assert_eq!(listed.code, 1, "{listed:?}");
+    assert!(
+        listed.stderr.starts_with(&format!(
+            "leasectl: cannot list the leases in table {story}: lease store failed to list: "
+        )),
+        "{listed:?}"
+    );
+    assert_eq!(listed.stderr.matches("fence").count(), 1, "{listed:?}");
+    assert!(!listed.stderr.contains(" at line "), "{listed:?}");
+    assert!(
+        !listed.stderr.contains("error returned from database"),
+        "{listed:?}"
+    );
+
+    let leases = store.clone().on(&pruned).unwrap();
+    leases.setup().await.unwrap();
+    let minute = Ttl::from_secs(60).unwrap();
+    let held = HolderId::generate();
+    leases
+        .try_acquire(&name("held"), &held, minute)
+        .await
+        .unwrap()
+        .expect("free");
+    let gone = HolderId::generate();
+    leases
+        .try_acquire(&name("released"), &gone, minute)
+        .await
+        .unwrap()
+        .expect("free");
+    let fence_of = |lease: &str| {
+        let shown = run(url, Some(&pruned), &["show", lease, "--output", "json"]);
+        assert_eq!(shown.code, 0, "{shown:?}");
+        let shown: serde_json::Value =
+            serde_json::from_str(&shown.stdout).expect("one JSON document");
+        shown["lease"]["fence"].as_u64().expect("a fence")
+    };
+    let before = fence_of("released");
+    assert!(
+        leases
+            .release(&name("released"), &gone, Duration::ZERO)
+            .await
+            .unwrap()
+    );
+    leases
+        .try_acquire(
+            &name("expired"),
+            &HolderId::generate(),
+            Ttl::from_millis(1).unwrap(),
+        )
+        .await
+        .unwrap()
+        .expect("free");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let kept = run(url, Some(&pruned), &["prune", "--released-for", "1h"]);
+    assert_eq!(kept.code, 0, "{kept:?}");
+    assert_eq!(
+        kept.stdout,
+        "deleted 0 lease rows free for longer than 1h 00m 00s\n"
+    );
+    let deleted = run(url, Some(&pruned), &["prune", "--released-for", "10ms"]);
+    assert_eq!(deleted.code, 0, "{deleted:?}");
+    assert_eq!(
+        deleted.stdout,
+        "deleted 2 lease rows free for longer than 10ms\n"
+    );
+    let left = leases.list().await.unwrap();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0].holder, held);
+    // The pruned row's fence is gone with it; the next one is still greater.
+    leases
+        .try_acquire(&name("released"), &HolderId::generate(), minute)
+        .await
+        .unwrap()
+        .expect("free");
+    let after = fence_of("released");
+    assert!(
+        after > before,
+        "fence {after} after the prune, {before} before"
+    );
+
+    for table in [&story, &pruned] {
+        store
+            .executor()
+            .batch(&format!("DROP TABLE {table}"))
+            .await
+            .unwrap();
+    }
+}
+
 /// A directory of the test's own, removed at the end.
 struct TempDir(std::path::PathBuf);
 
@@ -278,7 +419,9 @@ async fn sqlite() {
         .await
         .unwrap();
     store.setup().await.unwrap();
-    exercise(Arc::new(store), &format!("sqlite:{}", path.display()), None).await;
+    let url = format!("sqlite:{}", path.display());
+    exercise_check_and_prune(&store, &url).await;
+    exercise(Arc::new(store), &url, None).await;
 }
 
 #[tokio::test]
@@ -296,6 +439,7 @@ async fn postgres() {
     let table = env::unique_table("leasectl");
     let store = PgLeaseStore::with_table(pool.clone(), &table).unwrap();
     store.setup().await.unwrap();
+    exercise_check_and_prune(&store, &url).await;
     exercise(Arc::new(store), &url, Some(&table)).await;
     pool.execute(sqlx::AssertSqlSafe(format!("DROP TABLE {table}")))
         .await
@@ -317,6 +461,7 @@ async fn mariadb_by_either_scheme() {
     let table = env::unique_table("leasectl");
     let store = MySqlLeaseStore::with_table(pool.clone(), &table).unwrap();
     store.setup().await.unwrap();
+    exercise_check_and_prune(&store, &url).await;
     exercise(Arc::new(store), &url, Some(&table)).await;
     // The same table through the mariadb:// scheme.
     let mariadb = url.replacen("mysql://", "mariadb://", 1);
