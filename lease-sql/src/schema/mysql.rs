@@ -61,7 +61,9 @@ pub(super) fn fit(column: Column, data_type: &str) -> Fit {
 /// (an offset, which needs no time zone tables and has no daylight saving gaps or repeated
 /// hours): each row gets the UTC wall time of the same instant, and a live lease expires when
 /// it did before, as its holder expects. The session's zone is put back afterwards, for the
-/// pooled connection's next user. The range of `TIMESTAMP` (1970 to 2038) fits `DATETIME`.
+/// pooled connection's next user (an upgrade that fails or is dropped half-way may leave it at
+/// `+00:00`, which the store's own statements, on `UTC_TIMESTAMP(6)`, do not read). The range of
+/// `TIMESTAMP` (1970 to 2038) fits `DATETIME`.
 pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
     let zoned = fixes
         .iter()
