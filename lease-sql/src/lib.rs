@@ -7,6 +7,7 @@ mod database_error;
 mod dialect;
 mod error_kind;
 mod execute;
+mod fence_span;
 mod inline;
 mod json;
 mod migration;

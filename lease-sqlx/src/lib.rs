@@ -59,9 +59,10 @@ pub use lease_sql::{
 /// the runtimes, so that an application depends on this crate alone.
 pub use lease_core;
 pub use lease_core::{
-    Error, Fence, Health, HolderId, Leader, LeaseClient, LeaseConfig, LeaseGuard, LeaseHandle,
-    LeaseInfo, LeaseName, LeaseStore, OnLoss, RunOptions, RunOutcome, Schedule, Scheduled,
-    ShutdownReport, StoreErrorKind, Ttl, runtime,
+    CallStats, ClientStats, Error, ErrorChain, Fence, Health, HolderId, Leader, LeaseClient,
+    LeaseConfig, LeaseGuard, LeaseHandle, LeaseInfo, LeaseName, LeaseStore, LossReason, Losses,
+    OnLoss, RunOptions, RunOutcome, Schedule, ScheduleStats, Scheduled, ShutdownReport,
+    StoreErrorKind, Ttl, runtime,
 };
 /// The sqlx this crate is built on, for its pool and option types.
 pub use sqlx;

@@ -18,6 +18,7 @@ pub mod plans;
 pub mod proxy;
 pub mod run;
 pub mod server;
+pub mod spans;
 mod suite;
 pub mod table_names;
 
