@@ -5,6 +5,7 @@
 
 pub mod adoption;
 pub mod cases;
+pub mod classified;
 mod context;
 pub mod env;
 mod erased;

@@ -25,7 +25,7 @@ mod reentry;
 mod release_count;
 mod ride_out;
 mod schedule;
-mod severable;
+pub(crate) mod severable;
 mod shutdown;
 mod stale;
 mod takeover;
