@@ -6,28 +6,17 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Faulty, Mode, tokio_memory};
-use lease_core::{LeaseClient, Ttl, runtime::TokioRuntime};
+use common::{Faulty, Mode, billing_client, paused_runtime, tokio_memory};
 use lease_tests::spans::{SpanCapture, SpanFields as Fields, span_fields as fields};
 
 #[test]
 fn every_store_call_runs_in_a_span_with_stable_fields() {
     let capture = SpanCapture::new();
     tracing::subscriber::with_default(capture.clone(), || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
+        let runtime = paused_runtime();
         runtime.block_on(async {
             let store = Faulty::new(tokio_memory());
-            let client = LeaseClient::builder(Arc::clone(&store), TokioRuntime)
-                .ttl(Ttl::from_millis(1_000).unwrap())
-                .renew_every(Duration::from_millis(250))
-                .safety_margin(Duration::from_millis(100))
-                .store_label("billing")
-                .build()
-                .unwrap();
+            let client = billing_client(Arc::clone(&store));
             let guard = client.try_acquire("sweep").await.unwrap().unwrap();
             tokio::time::sleep(Duration::from_millis(300)).await;
             guard.release().await.unwrap();
@@ -76,20 +65,10 @@ fn every_store_call_runs_in_a_span_with_stable_fields() {
 fn a_wait_opens_its_subscription_in_a_span() {
     let capture = SpanCapture::new();
     tracing::subscriber::with_default(capture.clone(), || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
+        let runtime = paused_runtime();
         runtime.block_on(async {
             // The memory store pushes its releases, so a wait subscribes to them.
-            let client = LeaseClient::builder(tokio_memory(), TokioRuntime)
-                .ttl(Ttl::from_millis(1_000).unwrap())
-                .renew_every(Duration::from_millis(250))
-                .safety_margin(Duration::from_millis(100))
-                .store_label("billing")
-                .build()
-                .unwrap();
+            let client = billing_client(tokio_memory());
             let held = client.try_acquire("sweep").await.unwrap().unwrap();
             let release = tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(100)).await;

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lease_core::{LeaseClient, LeaseInfo, LeaseStore, Runtime, Schedule};
+use lease_core::{LeaseClient, LeaseInfo, LeaseStore, Runtime, Schedule, ScheduleStats, Scheduled};
 
 use super::{client_of, name};
 use crate::failure::ensure;
@@ -23,6 +23,33 @@ const HOLD: Duration = Duration::from_millis(350);
 const LEADER_PERIOD: Duration = Duration::from_millis(200);
 /// How many of the leader's periods the case watches.
 const LEADER_PERIODS: u32 = 8;
+
+/// Adds one run to `runs`.
+fn record<T>(runs: &Mutex<Vec<T>>, run: T) {
+    runs.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(run);
+}
+
+/// Lets `scheduled` run for `length`, stops them, and answers their statistics (read before
+/// the stop) and the runs they recorded.
+async fn watch<B: TestBackend, T: Clone>(
+    ctx: &Context<B>,
+    scheduled: Vec<Scheduled>,
+    runs: &Mutex<Vec<T>>,
+    length: Duration,
+) -> (Vec<ScheduleStats>, Vec<T>) {
+    ctx.sleep(length).await;
+    let stats = scheduled.iter().map(Scheduled::stats).collect();
+    for handle in scheduled {
+        handle.stop().await;
+    }
+    let runs = runs
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    (stats, runs)
+}
 
 fn client<S: LeaseStore, B: TestBackend>(
     store: S,
@@ -48,21 +75,11 @@ pub async fn schedule_runs_each_round_on_one_instance<B: TestBackend>(
         let client = client(Arc::clone(&store), ctx)?;
         let (runs, runtime) = (Arc::clone(&runs), ctx.runtime().clone());
         scheduled.push(client.schedule("sweep", schedule, move |lease| {
-            runs.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push((runtime.now(), lease.fence().get()));
+            record(&runs, (runtime.now(), lease.fence().get()));
             async {}
         })?);
     }
-    ctx.sleep(PERIOD * PERIODS).await;
-    let stats: Vec<_> = scheduled.iter().map(|s| s.stats()).collect();
-    for handle in scheduled {
-        handle.stop().await;
-    }
-    let runs = runs
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
+    let (stats, runs) = watch(ctx, scheduled, &runs, PERIOD * PERIODS).await;
     // Counted, not timed: on a busy machine a run's answer can reach its instance late, so the
     // local times of two rounds' runs can fall close together while the store kept them apart.
     let rounds = PERIODS as usize;
@@ -119,21 +136,11 @@ pub async fn schedule_on_leader_runs_each_round_on_the_leader<B: TestBackend>(
         let client = client(Arc::clone(&store), ctx)?;
         let runs = Arc::clone(&runs);
         scheduled.push(client.schedule_on_leader("rollup", schedule, move |lease| {
-            runs.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push((instance, lease.fence().get()));
+            record(&runs, (instance, lease.fence().get()));
             async {}
         })?);
     }
-    ctx.sleep(LEADER_PERIOD * LEADER_PERIODS).await;
-    let stats: Vec<_> = scheduled.iter().map(|s| s.stats()).collect();
-    for handle in scheduled {
-        handle.stop().await;
-    }
-    let runs = runs
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
+    let (stats, runs) = watch(ctx, scheduled, &runs, LEADER_PERIOD * LEADER_PERIODS).await;
     let leaders: BTreeSet<usize> = runs.iter().map(|(instance, _)| *instance).collect();
     ensure!(
         leaders.len() <= 1,
