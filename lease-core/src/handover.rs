@@ -7,7 +7,8 @@ use futures::StreamExt;
 use futures::channel::oneshot;
 use futures::future::{self, Either, FutureExt, Shared};
 
-use crate::{LeaseName, LeaseStore, Runtime};
+use crate::timed_store::TimedStore;
+use crate::{LeaseName, Runtime};
 
 /// The waiters of one client, by lease, and its one subscription to the store's release events.
 ///
@@ -53,7 +54,7 @@ impl Releases {
     pub(crate) fn listen(
         self: &Arc<Self>,
         name: &LeaseName,
-        store: &Arc<dyn LeaseStore>,
+        store: &TimedStore,
         runtime: &Arc<dyn Runtime>,
     ) -> Released {
         let mut state = self.state();
@@ -61,7 +62,7 @@ impl Releases {
             return None;
         }
         if !state.subscribed {
-            let task = subscribe(Arc::downgrade(self), Arc::clone(store), self.closed.clone());
+            let task = subscribe(Arc::downgrade(self), store.clone(), self.closed.clone());
             if runtime.spawn(task.boxed()).is_err() {
                 // Nothing to run the subscription on: poll.
                 state.unsupported = true;
@@ -96,9 +97,11 @@ pub(crate) async fn pause(released: Released, sleep: impl Future<Output = ()>) {
 }
 
 /// Forwards the store's release events to the waiters until the stream or the client ends.
+/// Opening the subscription is a store call like the others: in a `lease.store` span, bounded
+/// by the store timeout and counted in the client's statistics.
 async fn subscribe(
     releases: Weak<Releases>,
-    store: Arc<dyn LeaseStore>,
+    store: TimedStore,
     closed: Shared<oneshot::Receiver<()>>,
 ) {
     let events = match future::select(store.release_events().boxed(), closed.clone()).await {

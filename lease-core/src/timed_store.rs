@@ -7,7 +7,7 @@ use tracing::Instrument;
 
 use crate::clock::Clock;
 use crate::stats::{CallOutcome, Stats, operation_label};
-use crate::{Error, Fence, HolderId, LeaseName, LeaseStore, Operation, Ttl};
+use crate::{Error, Fence, HolderId, LeaseName, LeaseStore, Operation, ReleaseEvents, Ttl};
 
 /// The store with the clock and the store timeout: each call that fails to answer in time
 /// counts as failed, with [`TimedOut`] as its source. Every call runs in a `lease.store` span
@@ -105,6 +105,14 @@ impl TimedStore {
             self.stats.released(name);
         }
         released
+    }
+
+    /// [`LeaseStore::release_events`], bounded: opening the subscription answers within the
+    /// store timeout or counts as failed (the client's waiters then poll). The events that
+    /// follow are not bounded: the stream stays open while the client lives.
+    pub(crate) async fn release_events(&self) -> Result<Option<ReleaseEvents>, Error> {
+        self.call(Operation::Subscribe, None, 0, self.store.release_events())
+            .await
     }
 
     /// One store call of `operation` on `name` (or on `leases` leases), bounded by the store

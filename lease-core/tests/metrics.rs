@@ -9,8 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Faulty, Mode, tokio_memory};
-use lease_core::{LeaseClient, Ttl, runtime::TokioRuntime};
+use common::{Faulty, Mode, billing_client, paused_runtime, tokio_memory};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
 /// A metric by name and labels, sorted, such as `lease_held{lease=sweep,store=billing}`.
@@ -28,20 +27,10 @@ fn statistics_are_emitted_under_their_documented_names_and_labels() {
         .install()
         .expect("the only recorder of this binary");
 
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let runtime = paused_runtime();
     runtime.block_on(async {
         let store = Faulty::new(tokio_memory());
-        let client = LeaseClient::builder(Arc::clone(&store), TokioRuntime)
-            .ttl(Ttl::from_millis(1_000).unwrap())
-            .renew_every(Duration::from_millis(250))
-            .safety_margin(Duration::from_millis(100))
-            .store_label("billing")
-            .build()
-            .unwrap();
+        let client = billing_client(Arc::clone(&store));
         let sweep = client.try_acquire("sweep").await.unwrap().unwrap();
         assert!(client.try_acquire("sweep").await.unwrap().is_none());
         tokio::time::sleep(Duration::from_millis(300)).await;

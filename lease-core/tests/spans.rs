@@ -3,93 +3,20 @@
 
 mod common;
 
-use std::collections::HashMap;
-use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Faulty, Mode, tokio_memory};
-use lease_core::{LeaseClient, Ttl, runtime::TokioRuntime};
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Metadata, Subscriber};
-
-/// The fields of one span, its name under `name`.
-type Fields = HashMap<String, String>;
-
-/// Keeps every span's fields.
-#[derive(Clone, Default)]
-struct Capture {
-    spans: Arc<Mutex<Vec<Fields>>>,
-}
-
-struct Into<'a>(&'a mut Fields);
-
-impl Visit for Into<'_> {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-}
-
-impl Subscriber for Capture {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
-    }
-
-    fn new_span(&self, span: &Attributes<'_>) -> Id {
-        let mut fields = Fields::new();
-        fields.insert("name".to_owned(), span.metadata().name().to_owned());
-        span.record(&mut Into(&mut fields));
-        let mut spans = self.spans.lock().unwrap();
-        spans.push(fields);
-        Id::from_u64(spans.len() as u64)
-    }
-
-    fn record(&self, span: &Id, values: &Record<'_>) {
-        let mut spans = self.spans.lock().unwrap();
-        let index = usize::try_from(span.into_u64()).unwrap() - 1;
-        values.record(&mut Into(&mut spans[index]));
-    }
-
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-
-    fn event(&self, _: &Event<'_>) {}
-
-    fn enter(&self, _: &Id) {}
-
-    fn exit(&self, _: &Id) {}
-}
-
-fn fields(pairs: &[(&str, &str)]) -> Fields {
-    pairs
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect()
-}
+use common::{Faulty, Mode, billing_client, paused_runtime, tokio_memory};
+use lease_tests::spans::{SpanCapture, SpanFields as Fields, span_fields as fields};
 
 #[test]
 fn every_store_call_runs_in_a_span_with_stable_fields() {
-    let capture = Capture::default();
-    let spans = Arc::clone(&capture.spans);
-    tracing::subscriber::with_default(capture, || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
+    let capture = SpanCapture::new();
+    tracing::subscriber::with_default(capture.clone(), || {
+        let runtime = paused_runtime();
         runtime.block_on(async {
             let store = Faulty::new(tokio_memory());
-            let client = LeaseClient::builder(Arc::clone(&store), TokioRuntime)
-                .ttl(Ttl::from_millis(1_000).unwrap())
-                .renew_every(Duration::from_millis(250))
-                .safety_margin(Duration::from_millis(100))
-                .store_label("billing")
-                .build()
-                .unwrap();
+            let client = billing_client(Arc::clone(&store));
             let guard = client.try_acquire("sweep").await.unwrap().unwrap();
             tokio::time::sleep(Duration::from_millis(300)).await;
             guard.release().await.unwrap();
@@ -97,13 +24,7 @@ fn every_store_call_runs_in_a_span_with_stable_fields() {
             assert!(client.try_acquire("report").await.is_err());
         });
     });
-    let spans: Vec<Fields> = spans
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|span| span["name"] == "lease.store")
-        .cloned()
-        .collect();
+    let spans = capture.named("lease.store");
     let common = [("name", "lease.store"), ("lease.store", "billing")];
     let with = |extra: &[(&str, &str)]| {
         let mut all = fields(&common);
@@ -137,5 +58,44 @@ fn every_store_call_runs_in_a_span_with_stable_fields() {
                 ("lease.outcome", "timeout"),
             ]),
         ]
+    );
+}
+
+#[test]
+fn a_wait_opens_its_subscription_in_a_span() {
+    let capture = SpanCapture::new();
+    tracing::subscriber::with_default(capture.clone(), || {
+        let runtime = paused_runtime();
+        runtime.block_on(async {
+            // The memory store pushes its releases, so a wait subscribes to them.
+            let client = billing_client(tokio_memory());
+            let held = client.try_acquire("sweep").await.unwrap().unwrap();
+            let release = tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                held.release().await.unwrap();
+            });
+            let waited = client
+                .acquire("sweep", Duration::from_secs(1))
+                .await
+                .unwrap();
+            release.await.unwrap();
+            waited.release().await.unwrap();
+        });
+    });
+    let subscriptions: Vec<Fields> = capture
+        .named("lease.store")
+        .into_iter()
+        .filter(|span| span["lease.operation"] == "subscribe")
+        .collect();
+    assert_eq!(
+        subscriptions,
+        vec![fields(&[
+            ("name", "lease.store"),
+            ("lease.store", "billing"),
+            ("lease.operation", "subscribe"),
+            ("lease.leases", "0"),
+            ("lease.outcome", "ok"),
+        ])],
+        "one subscription, opened in a span, for the client's first wait"
     );
 }

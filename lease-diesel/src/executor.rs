@@ -5,9 +5,8 @@ use std::fmt;
 use std::future::Future;
 
 use diesel::QueryResult;
-use futures::future::BoxFuture;
 use lease_core::{BoxError, StoreErrorKind, async_trait};
-use lease_sql::{Dialect, Execute, ExecuteOn, LeaseRow, PoolState, Query};
+use lease_sql::{Dialect, Execute, ExecuteOn, LeaseRow, OnConnection, PoolState, Query};
 
 use crate::connection::LeaseTuple;
 use crate::error_kind::error_kind;
@@ -141,31 +140,27 @@ impl<P: DieselPool> Execute for DieselExecutor<P> {
 impl<'c, P: DieselPool> ExecuteOn<&'c mut P::Connection> for DieselExecutor<P> {
     fn affected_on<'a>(
         &'a self,
-        connection: &'c mut P::Connection,
-        query: Query<'a>,
-    ) -> BoxFuture<'a, Result<u64, BoxError>>
+        conn: &'c mut P::Connection,
+        stmt: Query<'a>,
+    ) -> OnConnection<'a, u64>
     where
         'c: 'a,
     {
-        let query = OwnedQuery::from(query);
+        let query = OwnedQuery::from(stmt);
         Box::pin(async move {
-            let count = connection.affected(&query).await?;
+            let count = conn.affected(&query).await?;
             // A count of rows always fits.
             Ok(count as u64)
         })
     }
 
-    fn batch_on<'a>(
-        &'a self,
-        connection: &'c mut P::Connection,
-        sql: String,
-    ) -> BoxFuture<'a, Result<(), BoxError>>
+    fn batch_on<'a>(&'a self, conn: &'c mut P::Connection, sql: String) -> OnConnection<'a, ()>
     where
         'c: 'a,
     {
         let query = OwnedQuery::from(Query::new(sql, Vec::new()));
         Box::pin(async move {
-            connection.batch(&query).await?;
+            conn.batch(&query).await?;
             Ok(())
         })
     }

@@ -7,8 +7,9 @@ mod support;
 use diesel_async::pooled_connection::deadpool;
 use diesel_async::{AsyncMysqlConnection, AsyncPgConnection};
 use lease_core::BoxError;
+use lease_core::runtime::TokioRuntime;
 use lease_diesel::{AsyncSqliteConnection, DieselStore};
-use lease_tests::{adoption, env};
+use lease_tests::{adoption, classified, env};
 use support::{Backend, Database, MariaDb, Postgres, Sqlite, TestPool};
 
 /// Runs `case` on a store of a fresh table of `D` that nothing has set up, then drops it.
@@ -44,6 +45,14 @@ macro_rules! adoption_cases {
             #[tokio::test(flavor = "multi_thread")]
             async fn unrelated_table_is_refused() {
                 on_fresh_table::<$ty, deadpool::Pool<$conn>, _>(adoption::unrelated_table_is_refused).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread")]
+            async fn missing_table_is_permanent() {
+                on_fresh_table::<$ty, deadpool::Pool<$conn>, _>(async |store, _| {
+                    classified::missing_table_is_permanent(store, TokioRuntime).await
+                })
+                .await;
             }
 
             #[tokio::test(flavor = "multi_thread")]

@@ -130,23 +130,19 @@ pub trait ConnectWith<O>: Execute + Sized {
 /// driver's connection as the caller has it (sqlx: `&mut PgConnection`, which `&mut *tx` gives;
 /// diesel-async: `&mut AsyncPgConnection` inside `transaction`).
 pub trait ExecuteOn<C>: Execute {
-    /// How many rows the statement matched, run on `connection`.
-    fn affected_on<'a>(
-        &'a self,
-        connection: C,
-        query: Query<'a>,
-    ) -> Pin<Box<dyn Future<Output = Result<u64, BoxError>> + Send + 'a>>
+    /// How many rows the statement matched, run on `conn`.
+    fn affected_on<'a>(&'a self, conn: C, query: Query<'a>) -> OnConnection<'a, u64>
     where
         C: 'a;
 
-    /// Runs `sql`, which may hold several statements and has no parameters, on `connection`
-    /// as one simple-protocol message (PostgreSQL's simple query, MariaDB's text protocol with
+    /// Runs `sql`, which may hold several statements and has no parameters, on `conn` as one
+    /// simple-protocol message (PostgreSQL's simple query, MariaDB's text protocol with
     /// multiple statements, SQLite's statements in turn), stopping at the first error.
-    fn batch_on<'a>(
-        &'a self,
-        connection: C,
-        sql: String,
-    ) -> Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send + 'a>>
+    fn batch_on<'a>(&'a self, conn: C, sql: String) -> OnConnection<'a, ()>
     where
         C: 'a;
 }
+
+/// What [`ExecuteOn`]'s methods answer: the statement's future on the caller's connection,
+/// `Send` so that it can run inside the caller's task wherever that is.
+pub type OnConnection<'a, T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send + 'a>>;

@@ -333,6 +333,14 @@ impl<X: Execute> SqlStore<X> {
         X: ExecuteOn<C>,
     {
         let lease = lease.as_ref();
+        crate::fence_span::traced(lease, self.check(connection, lease)).await
+    }
+
+    /// [`fence`](SqlStore::fence), outside its span.
+    async fn check<C>(&self, connection: C, lease: &LeaseHandle) -> Result<Fence, Error>
+    where
+        X: ExecuteOn<C>,
+    {
         let matched = self
             .executor
             .affected_on(
@@ -396,13 +404,27 @@ impl<X: Execute> SqlStore<X> {
         X: for<'c> ExecuteOn<&'c mut Conn>,
     {
         let lease = lease.as_ref();
+        crate::fence_span::traced(lease, self.check_and_commit(connection, lease, then)).await
+    }
+
+    /// [`commit_fenced`](SqlStore::commit_fenced), outside its span.
+    async fn check_and_commit<Conn>(
+        &self,
+        connection: &mut Conn,
+        lease: &LeaseHandle,
+        then: AfterCommit,
+    ) -> Result<Fence, Error>
+    where
+        Conn: Send,
+        X: for<'c> ExecuteOn<&'c mut Conn>,
+    {
         let failed = self.failure(Operation::Fence, Some(lease.name()));
         let check = self
             .statements
             .fence_then_commit(lease.name(), lease.holder(), lease.fence());
         let Some(message) = check else {
             // In process: the check as at the start of a transaction, then the commit.
-            self.fence(&mut *connection, lease).await?;
+            self.check(&mut *connection, lease).await?;
             let commit = format!("COMMIT{}", then.suffix());
             self.executor
                 .batch_on(connection, commit)

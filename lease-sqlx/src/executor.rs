@@ -4,10 +4,11 @@
 use std::fmt;
 
 use futures::TryFutureExt;
-use futures::future::BoxFuture;
 
 use lease_core::{BoxError, ReleaseEvents, StoreErrorKind, async_trait};
-use lease_sql::{Connect, ConnectWith, Dialect, Execute, ExecuteOn, LeaseRow, PoolState, Query};
+use lease_sql::{
+    Connect, ConnectWith, Dialect, Execute, ExecuteOn, LeaseRow, OnConnection, PoolState, Query,
+};
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Database, Executor, FromRow, IntoArguments, Pool};
 
@@ -251,45 +252,39 @@ where
     }
 }
 
+/// A connection of `DB`'s, as the caller's transaction gives it (`&mut *tx`).
+type Conn<DB> = <DB as Database>::Connection;
+
 /// Statements on the caller's own connection or transaction (`&mut *tx`), for the fenced check.
-impl<'c, DB> ExecuteOn<&'c mut DB::Connection> for SqlxExecutor<DB>
+impl<'c, DB> ExecuteOn<&'c mut Conn<DB>> for SqlxExecutor<DB>
 where
     Self: Execute,
     DB: SqlxDatabase,
-    &'c mut DB::Connection: Executor<'c, Database = DB>,
+    &'c mut Conn<DB>: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
 {
-    fn affected_on<'a>(
-        &'a self,
-        connection: &'c mut DB::Connection,
-        query: Query<'a>,
-    ) -> BoxFuture<'a, Result<u64, BoxError>>
+    fn affected_on<'a>(&'a self, conn: &'c mut Conn<DB>, stmt: Query<'a>) -> OnConnection<'a, u64>
     where
         'c: 'a,
     {
         // The driver's own future is `Send`; built here, it is all the answer waits on.
         let statement = match self.mode {
-            Mode::Prepared => connection.execute(prepared(query)),
-            Mode::Inline => match query.inline_postgres() {
-                Ok(sql) => connection.execute(sqlx::raw_sql(AssertSqlSafe(sql))),
+            Mode::Prepared => conn.execute(prepared(stmt)),
+            Mode::Inline => match stmt.inline_postgres() {
+                Ok(sql) => conn.execute(sqlx::raw_sql(AssertSqlSafe(sql))),
                 Err(error) => return Box::pin(std::future::ready(Err(error.into()))),
             },
         };
         Box::pin(async move { Ok(DB::rows_affected(&statement.await?)) })
     }
 
-    fn batch_on<'a>(
-        &'a self,
-        connection: &'c mut DB::Connection,
-        sql: String,
-    ) -> BoxFuture<'a, Result<(), BoxError>>
+    fn batch_on<'a>(&'a self, conn: &'c mut Conn<DB>, sql: String) -> OnConnection<'a, ()>
     where
         'c: 'a,
     {
         // The driver's own future is `Send`, as for `affected_on`.
         Box::pin(
-            connection
-                .execute(sqlx::raw_sql(AssertSqlSafe(sql)))
+            conn.execute(sqlx::raw_sql(AssertSqlSafe(sql)))
                 .map_ok(drop)
                 .err_into(),
         )

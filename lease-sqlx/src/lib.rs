@@ -50,18 +50,12 @@ pub use sqlite::{SqliteLeaseStore, sqlite_connect_options};
 
 #[cfg(feature = "sqlite")]
 pub use lease_sql::SQLITE_BUSY_TIMEOUT;
-pub use lease_sql::{
-    AfterCommit, Connect, Dialect, Execute, ExecuteOn, Layout, Migration, MigrationFile, PoolState,
-    SchemaCheck, SqlStore, TableName,
-};
 
 /// lease-core, which this crate's stores plug into: the client, the guards, leader election and
 /// the runtimes, so that an application depends on this crate alone.
 pub use lease_core;
-pub use lease_core::{
-    Error, Fence, Health, HolderId, Leader, LeaseClient, LeaseConfig, LeaseGuard, LeaseHandle,
-    LeaseInfo, LeaseName, LeaseStore, OnLoss, RunOptions, RunOutcome, Schedule, Scheduled,
-    ShutdownReport, StoreErrorKind, Ttl, runtime,
-};
+/// What an application needs from lease-core and lease-sql: the client, the guards, schedules,
+/// statistics, and the store, table and migration types.
+pub use lease_sql::exports::*;
 /// The sqlx this crate is built on, for its pool and option types.
 pub use sqlx;

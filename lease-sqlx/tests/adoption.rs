@@ -9,9 +9,10 @@ mod common;
 
 use common::TestDb;
 use lease_core::BoxError;
+use lease_core::runtime::TokioRuntime;
 use lease_sqlx::sqlx::{MySql, Postgres, Sqlite};
 use lease_sqlx::{SqlxExecutor, SqlxStore};
-use lease_tests::{adoption, env};
+use lease_tests::{adoption, classified, env};
 
 /// Runs `case` on a store of a fresh table of `DB`, then drops the table.
 async fn on_fresh_table<DB, F>(case: F)
@@ -50,6 +51,14 @@ macro_rules! adoption_cases {
             #[tokio::test]
             async fn unrelated_table_is_refused() {
                 on_fresh_table::<$ty, _>(adoption::unrelated_table_is_refused).await;
+            }
+
+            #[tokio::test]
+            async fn missing_table_is_permanent() {
+                on_fresh_table::<$ty, _>(async |store, _| {
+                    classified::missing_table_is_permanent(store, TokioRuntime).await
+                })
+                .await;
             }
 
             #[tokio::test]

@@ -5,6 +5,7 @@
 
 pub mod adoption;
 pub mod cases;
+pub mod classified;
 mod context;
 pub mod env;
 mod erased;
@@ -18,6 +19,7 @@ pub mod plans;
 pub mod proxy;
 pub mod run;
 pub mod server;
+pub mod spans;
 mod suite;
 pub mod table_names;
 

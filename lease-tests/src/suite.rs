@@ -54,6 +54,7 @@ macro_rules! conformance_suite {
                 campaign_takes_over_when_the_leader_resigns,
                 shutdown_hands_every_lease_over,
                 schedule_runs_each_round_on_one_instance,
+                schedule_on_leader_runs_each_round_on_the_leader,
                 acquire_rides_out_a_store_outage,
                 stats_and_health_follow_the_store,
                 lost_signal_after_takeover,

@@ -190,6 +190,12 @@ catches!(
     "it was not given back"
 );
 catches!(
+    acquire_that_overwrites_the_holder_breaks_the_leaders_rounds,
+    AcquireIgnoresHolder,
+    schedule_on_leader_runs_each_round_on_the_leader,
+    "two instances led at once"
+);
+catches!(
     acquire_that_overwrites_the_holder_breaks_scheduled_rounds,
     AcquireIgnoresHolder,
     schedule_runs_each_round_on_one_instance,

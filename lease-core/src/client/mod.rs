@@ -221,7 +221,7 @@ impl LeaseClient {
         let store = &self.inner.store;
         self.inner
             .releases
-            .listen(name, store.unbounded(), store.clock().runtime())
+            .listen(name, store, store.clock().runtime())
     }
 
     /// Takes the lease `name` if nobody holds it: `None` when somebody does, so this round is

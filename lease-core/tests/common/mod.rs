@@ -192,6 +192,28 @@ pub fn fast_client(store: impl LeaseStore) -> LeaseClient {
         .unwrap()
 }
 
+/// [`fast_client`]'s settings, with the store labelled `billing`: for the tests of what a
+/// client reports.
+pub fn billing_client(store: impl LeaseStore) -> LeaseClient {
+    LeaseClient::builder(store, TokioRuntime)
+        .ttl(Ttl::from_millis(1_000).unwrap())
+        .renew_every(Duration::from_millis(250))
+        .safety_margin(Duration::from_millis(100))
+        .store_label("billing")
+        .build()
+        .unwrap()
+}
+
+/// A runtime on this thread with tokio's clock paused, for tests that install a subscriber or
+/// a recorder on the thread.
+pub fn paused_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap()
+}
+
 pub fn name(text: &str) -> LeaseName {
     LeaseName::new(text).unwrap()
 }

@@ -25,7 +25,7 @@ mod reentry;
 mod release_count;
 mod ride_out;
 mod schedule;
-mod severable;
+pub(crate) mod severable;
 mod shutdown;
 mod stale;
 mod takeover;
@@ -65,7 +65,9 @@ pub use prune::prune_deletes_only_rows_free_longer_than_the_bound;
 pub use reentry::holder_cannot_take_its_own_lease_twice;
 pub use release_count::fences_keep_counting_across_releases;
 pub use ride_out::acquire_rides_out_a_store_outage;
-pub use schedule::schedule_runs_each_round_on_one_instance;
+pub use schedule::{
+    schedule_on_leader_runs_each_round_on_the_leader, schedule_runs_each_round_on_one_instance,
+};
 pub use shutdown::shutdown_hands_every_lease_over;
 pub use stale::stale_holder_touches_nothing;
 pub use takeover::one_winner_on_every_takeover;

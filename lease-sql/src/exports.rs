@@ -1,0 +1,15 @@
+//! The items a driver crate (lease-sqlx, lease-diesel) re-exports as its own, so that an
+//! application depends on the driver crate alone: lease-core's client, guards, schedules and
+//! statistics, and lease-sql's store, table and migration types. A driver writes
+//! `pub use lease_sql::exports::*;`, and the list lives here once.
+
+pub use crate::{
+    AfterCommit, Connect, ConnectWith, Dialect, Execute, ExecuteOn, Layout, Migration,
+    MigrationFile, OnConnection, PoolState, SchemaCheck, SqlStore, TableName,
+};
+pub use lease_core::{
+    CallStats, ClientStats, Error, ErrorChain, Fence, Health, HolderId, Leader, LeaseClient,
+    LeaseConfig, LeaseGuard, LeaseHandle, LeaseInfo, LeaseName, LeaseStore, LossReason, Losses,
+    OnLoss, RunOptions, RunOutcome, Schedule, ScheduleStats, Scheduled, ShutdownReport,
+    StoreErrorKind, Ttl, runtime,
+};

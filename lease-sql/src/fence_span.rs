@@ -1,0 +1,34 @@
+//! The `lease.store` span of a fenced check, as the client's own store calls have one.
+
+use std::future::Future;
+
+use lease_core::{Error, Fence, LeaseHandle};
+use tracing::Instrument;
+
+/// Runs `check`, the fenced check (and commit) of `lease`, in a `lease.store` span with the
+/// fields of the client's store calls: `lease.operation` = `fence`, `lease.name`,
+/// `lease.leases` = 1 and `lease.outcome` = `ok`, `not_held` (the lease was gone: nothing
+/// commits) or `error`. It has no `lease.store` label: the check runs in the caller's
+/// transaction, outside any client.
+pub(crate) async fn traced(
+    lease: &LeaseHandle,
+    check: impl Future<Output = Result<Fence, Error>>,
+) -> Result<Fence, Error> {
+    let span = tracing::debug_span!(
+        "lease.store",
+        lease.operation = "fence",
+        lease.name = lease.name().as_str(),
+        lease.leases = 1,
+        lease.outcome = tracing::field::Empty,
+    );
+    let answer = check.instrument(span.clone()).await;
+    span.record(
+        "lease.outcome",
+        match &answer {
+            Ok(_) => "ok",
+            Err(Error::NotHeld { .. }) => "not_held",
+            Err(_) => "error",
+        },
+    );
+    answer
+}

@@ -1,0 +1,95 @@
+//! [`SpanCapture`]: a `tracing` subscriber that keeps every span's fields, to check the spans a
+//! client or a store opens and what they record.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Metadata, Subscriber};
+
+/// The fields of one span, by field name, and its own name under `name`.
+pub type SpanFields = HashMap<String, String>;
+
+/// Keeps the fields of every span opened while it is the subscriber, with the values recorded
+/// into them later. Clones share what they kept: install one with
+/// `tracing::subscriber::with_default` and read another afterwards.
+#[derive(Debug, Clone, Default)]
+pub struct SpanCapture {
+    spans: Arc<Mutex<Vec<SpanFields>>>,
+}
+
+impl SpanCapture {
+    /// A capture that has kept nothing yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The spans named `name`, in the order they were opened, each with its `name` field.
+    pub fn named(&self, name: &str) -> Vec<SpanFields> {
+        self.lock()
+            .iter()
+            .filter(|span| span.get("name").is_some_and(|n| n == name))
+            .cloned()
+            .collect()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<SpanFields>> {
+        self.spans
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The fields `pairs` names, as [`SpanCapture::named`] answers them.
+pub fn span_fields(pairs: &[(&str, &str)]) -> SpanFields {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+/// Writes each value a span records into its fields, as text.
+struct Into<'a>(&'a mut SpanFields);
+
+impl Visit for Into<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+}
+
+impl Subscriber for SpanCapture {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+
+    fn new_span(&self, span: &Attributes<'_>) -> Id {
+        let mut fields = SpanFields::new();
+        fields.insert("name".to_owned(), span.metadata().name().to_owned());
+        span.record(&mut Into(&mut fields));
+        let mut spans = self.lock();
+        spans.push(fields);
+        Id::from_u64(spans.len() as u64)
+    }
+
+    fn record(&self, span: &Id, values: &Record<'_>) {
+        let mut spans = self.lock();
+        let index = usize::try_from(span.into_u64()).map_or(usize::MAX, |id| id - 1);
+        if let Some(fields) = spans.get_mut(index) {
+            values.record(&mut Into(fields));
+        }
+    }
+
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+
+    fn event(&self, _: &Event<'_>) {}
+
+    fn enter(&self, _: &Id) {}
+
+    fn exit(&self, _: &Id) {}
+}
