@@ -6,7 +6,7 @@
 //! The counter's row lock is held until the transaction ends, so writers take it one at a time
 //! and `seq` is the commit order (an identity column would not be: it is assigned at insert,
 //! and transactions commit in another order). [`FencedWrites::write`] runs one such
-//! transaction, first checking the lease with `SqlStore::fence` when asked to;
+//! transaction, checked by the driver's fenced function when asked to;
 //! [`check`] reads the history and finds every write a holder committed after a greater
 //! fence's first one.
 
@@ -113,9 +113,10 @@ pub struct Write {
 pub trait FencedWrites: StoreFactory {
     /// One write under `lease` (a guard's [`handle`](lease_core::LeaseGuard::handle), or
     /// `guard.as_ref()`; a handle outlives its guard's release) by `worker`, in a transaction
-    /// of its own: when `checked`, it
-    /// begins with `SqlStore::fence`; the counter is bumped, the row inserted, and the
-    /// transaction committed. Answers the write's `seq`.
+    /// of its own: the counter is bumped, the row inserted, and the transaction committed;
+    /// when `checked`, through the driver's fenced function (`lease_sqlx::fenced`,
+    /// `lease_diesel::fenced`: the check with the commit on PostgreSQL and MariaDB, first on
+    /// SQLite). Answers the write's `seq`.
     ///
     /// # Errors
     /// [`Error::NotHeld`] (boxed) when the check refused the write (nothing committed); any
@@ -170,7 +171,7 @@ macro_rules! sqlx_writes {
                 };
                 if checked {
                     // Through `lease_sqlx::fenced`: on PostgreSQL and MariaDB the check goes
-                    // with the commit (the diesel workers check at the start).
+                    // with the commit, on SQLite it comes first.
                     return lease_sqlx::fenced(store, lease, job).await;
                 }
                 // Dropped on an error, the transaction rolls back.
@@ -227,20 +228,29 @@ macro_rules! diesel_writes {
                 protected: &Protected,
                 worker: &str,
             ) -> Result<i64, BoxError> {
-                let mut conn = store.pool().get().await?;
-                conn.batch_execute("BEGIN").await?;
-                let done: Result<i64, BoxError> = async {
-                    if checked {
-                        store.fence(&mut *conn, lease).await?;
-                    }
+                // The job: bump the counter, read it, insert the write with its place.
+                let job = async |conn: &mut $conn| {
                     conn.batch_execute(&protected.bump()).await?;
                     let counter: Counter = diesel::sql_query(protected.read_counter())
                         .get_result(&mut *conn)
                         .await?;
                     let insert = protected.insert(counter.n, lease.fence().get(), worker);
                     conn.batch_execute(&insert).await?;
+                    Ok::<_, BoxError>(counter.n)
+                };
+                let mut conn = store.pool().get().await?;
+                if checked {
+                    // Through `lease_diesel::fenced`, as the sqlx workers write through
+                    // `lease_sqlx::fenced`: on PostgreSQL and MariaDB the check goes with the
+                    // commit, on SQLite it comes first.
+                    return lease_diesel::fenced(store, &mut conn, lease, job).await;
+                }
+                // The control: the same job in a plain transaction.
+                conn.batch_execute("BEGIN").await?;
+                let done: Result<i64, BoxError> = async {
+                    let seq = job(&mut conn).await?;
                     conn.batch_execute("COMMIT").await?;
-                    Ok(counter.n)
+                    Ok(seq)
                 }
                 .await;
                 if done.is_err() {

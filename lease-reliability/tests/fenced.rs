@@ -1,8 +1,7 @@
 //! Fenced writes under faults: worker processes take turns holding one lease and, while they
-//! hold it, write to a protected table, each write in a fenced transaction: through lease-sqlx
-//! with `lease_sqlx::fenced` (on PostgreSQL and MariaDB the check goes with the commit, in one
-//! message; on SQLite it comes first), through lease-diesel with the check as the transaction's
-//! first statement (`SqlStore::fence`). The test pauses the holder with `SIGSTOP` past the TTL
+//! hold it, write to a protected table, each write in a fenced transaction: through
+//! `lease_sqlx::fenced` and `lease_diesel::fenced` (on PostgreSQL and MariaDB the check goes
+//! with the commit, in one message; on SQLite it comes first). The test pauses the holder with `SIGSTOP` past the TTL
 //! (the worker stops itself on request just before its next write, so the pause lands between
 //! two transactions and on resume it writes before it looks at `is_held()`), stalls its connections through a proxy past the TTL, or cuts them. The table
 //! records each write's fence and its place in commit order (see `lease_reliability::fenced`);
