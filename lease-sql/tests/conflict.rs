@@ -1,0 +1,208 @@
+//! What `SqlStore` makes of a statement the database rolled back for a conflict (a deadlock, a
+//! serialization failure, a write that lost a Galera certification), on an executor that answers
+//! what each test scripts: try-acquire sends the statement once more, and a second conflict
+//! means "not acquired"; any other error is an error, sent once; renew sends a conflict once
+//! more too, but a second one is an error (only an acquisition can lose to the other write).
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Mutex;
+use std::task::{Context, Poll, Waker};
+
+use async_trait::async_trait;
+use lease_core::{
+    BoxError, Error, Fence, HolderId, LeaseName, LeaseStore, Operation, StoreErrorKind, Ttl,
+};
+use lease_sql::{Dialect, Execute, LeaseRow, PoolState, Query, SqlStore};
+
+/// A database error of one kind, as the scripted executor answers it.
+#[derive(Debug)]
+struct Refused(StoreErrorKind);
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "refused: {}", self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// One scripted answer: try-acquire's `(fence, won)` row, or an error of a kind.
+type Answer = Result<(i64, i64), StoreErrorKind>;
+
+/// An executor that answers try-acquire and renew from a script, one answer per statement, and
+/// counts the statements it was sent.
+#[derive(Debug, Default)]
+struct Scripted {
+    answers: Mutex<VecDeque<Answer>>,
+    sent: Mutex<usize>,
+}
+
+impl Scripted {
+    fn new(answers: impl IntoIterator<Item = Answer>) -> Self {
+        Self {
+            answers: Mutex::new(answers.into_iter().collect()),
+            sent: Mutex::new(0),
+        }
+    }
+
+    fn next(&self) -> Result<(i64, i64), BoxError> {
+        *self.sent.lock().unwrap() += 1;
+        match self.answers.lock().unwrap().pop_front() {
+            Some(Ok(row)) => Ok(row),
+            Some(Err(kind)) => Err(Box::new(Refused(kind))),
+            None => Err("the script has no answer left".into()),
+        }
+    }
+}
+
+#[async_trait]
+impl Execute for Scripted {
+    type Pool = ();
+
+    fn dialect(&self) -> Dialect {
+        Dialect::MySql
+    }
+
+    fn pool(&self) -> &() {
+        &()
+    }
+
+    fn pool_state(&self) -> PoolState {
+        PoolState { size: 0, idle: 0 }
+    }
+
+    fn classify(&self, error: &(dyn std::error::Error + Send + Sync + 'static)) -> StoreErrorKind {
+        error
+            .downcast_ref::<Refused>()
+            .map_or(StoreErrorKind::Permanent, |refused| refused.0)
+    }
+
+    async fn int_pairs(&self, _: Query<'_>) -> Result<Vec<(i64, i64)>, BoxError> {
+        Ok(vec![self.next()?])
+    }
+
+    async fn ints(&self, _: Query<'_>) -> Result<Vec<i64>, BoxError> {
+        Err("not scripted".into())
+    }
+
+    async fn text_pairs(&self, _: Query<'_>) -> Result<Vec<(String, String)>, BoxError> {
+        Err("not scripted".into())
+    }
+
+    async fn lease_rows(&self, _: Query<'_>) -> Result<Vec<LeaseRow>, BoxError> {
+        Err("not scripted".into())
+    }
+
+    async fn affected(&self, _: Query<'_>) -> Result<u64, BoxError> {
+        // A renew answers how many rows it matched: the row's first number.
+        Ok(u64::try_from(self.next()?.0)?)
+    }
+
+    async fn batch(&self, _: &str) -> Result<(), BoxError> {
+        Err("not scripted".into())
+    }
+}
+
+/// The answer of `future`, which the scripted executor lets finish at its first poll.
+fn at_once<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("the scripted executor never waits"),
+    }
+}
+
+/// Try-acquire on a store whose executor answers `script`: the answer, and how many statements
+/// were sent.
+fn acquire(script: impl IntoIterator<Item = Answer>) -> (Result<Option<Fence>, Error>, usize) {
+    let store = SqlStore::<Scripted>::new(Scripted::new(script));
+    let name = LeaseName::new("nightly").unwrap();
+    let answer =
+        at_once(store.try_acquire(&name, &HolderId::generate(), Ttl::from_secs(30).unwrap()));
+    let sent = *store.executor().sent.lock().unwrap();
+    (answer, sent)
+}
+
+const WON: (i64, i64) = (1_700_000_000_000_000, 1);
+
+#[test]
+fn a_conflict_then_success_is_acquired() {
+    let (answer, sent) = acquire([Err(StoreErrorKind::Conflict), Ok(WON)]);
+    assert_eq!(answer.unwrap(), Some(Fence::new(WON.0 as u64)));
+    assert_eq!(sent, 2, "sent once more after the conflict");
+}
+
+#[test]
+fn two_conflicts_are_not_acquired() {
+    let (answer, sent) = acquire([
+        Err(StoreErrorKind::Conflict),
+        Err(StoreErrorKind::Conflict),
+        Ok(WON),
+    ]);
+    assert_eq!(answer.unwrap(), None, "the other write certified first");
+    assert_eq!(sent, 2, "not sent a third time");
+}
+
+#[test]
+fn a_lost_race_answered_as_a_row_is_not_acquired() {
+    // The control of the two above: "not acquired" is also what a held lease answers, and a
+    // win is told apart from it only by the row's flag.
+    let (answer, sent) = acquire([Ok((42, 0))]);
+    assert_eq!(answer.unwrap(), None);
+    assert_eq!(sent, 1);
+}
+
+#[test]
+fn other_errors_are_errors_sent_once() {
+    for kind in [
+        StoreErrorKind::Transient,
+        StoreErrorKind::ReadOnly,
+        StoreErrorKind::Permanent,
+    ] {
+        let (answer, sent) = acquire([Err(kind), Ok(WON)]);
+        match answer {
+            Err(error @ Error::Store { .. }) => {
+                assert_eq!(error.store_error_kind(), Some(kind));
+                assert!(matches!(
+                    error,
+                    Error::Store {
+                        operation: Operation::Acquire,
+                        ..
+                    }
+                ));
+            }
+            other => panic!("a {kind} error answered {other:?}"),
+        }
+        assert_eq!(sent, 1, "a {kind} error is not sent again");
+    }
+}
+
+#[test]
+fn a_conflict_after_a_conflict_is_an_error_for_renew() {
+    let renew = |script: Vec<Answer>| {
+        let store = SqlStore::<Scripted>::new(Scripted::new(script));
+        let name = LeaseName::new("nightly").unwrap();
+        let answer =
+            at_once(store.renew(&name, &HolderId::generate(), Ttl::from_secs(30).unwrap()));
+        (answer, *store.executor().sent.lock().unwrap())
+    };
+    let (answer, sent) = renew(vec![Err(StoreErrorKind::Conflict), Ok((1, 0))]);
+    assert!(answer.unwrap(), "renewed at the second send");
+    assert_eq!(sent, 2);
+    let (answer, sent) = renew(vec![
+        Err(StoreErrorKind::Conflict),
+        Err(StoreErrorKind::Conflict),
+    ]);
+    assert_eq!(
+        answer.unwrap_err().store_error_kind(),
+        Some(StoreErrorKind::Conflict),
+        "a renewal is never answered \"not renewed\" for a conflict"
+    );
+    assert_eq!(sent, 2);
+}
