@@ -43,6 +43,11 @@ macro_rules! adoption_cases {
             }
 
             #[tokio::test(flavor = "multi_thread")]
+            async fn counter_fences_are_overtaken() {
+                on_fresh_table::<$ty, deadpool::Pool<$conn>, _>(adoption::counter_fences_are_overtaken).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread")]
             async fn unrelated_table_is_refused() {
                 on_fresh_table::<$ty, deadpool::Pool<$conn>, _>(adoption::unrelated_table_is_refused).await;
             }

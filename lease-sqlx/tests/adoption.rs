@@ -1,8 +1,9 @@
 //! Adopting an existing table through sqlx, on SQLite (always), the local PostgreSQL and
 //! MariaDB: the story's table with a live lease is refused by `setup` and `verify` with the SQL
-//! that upgrades it, and `upgrade` keeps its live lease; a table of another kind is refused
-//! without SQL; `verify` without a table names the DDL; MariaDB's port of the story's table
-//! (`TEXT` holder, `TIMESTAMP` times) is upgraded in UTC (`lease_tests::adoption`).
+//! that upgrades it, and `upgrade` keeps its live lease; rows with an older version's counter
+//! fences need no migration and are overtaken by the next fences; a table of another kind is
+//! refused without SQL; `verify` without a table names the DDL; MariaDB's port of the story's
+//! table (`TEXT` holder, `TIMESTAMP` times) is upgraded in UTC (`lease_tests::adoption`).
 #![cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 
 mod common;
@@ -46,6 +47,11 @@ macro_rules! adoption_cases {
             #[tokio::test]
             async fn story_table_is_refused_then_upgraded() {
                 on_fresh_table::<$ty, _>(adoption::story_table_is_refused_then_upgraded).await;
+            }
+
+            #[tokio::test]
+            async fn counter_fences_are_overtaken() {
+                on_fresh_table::<$ty, _>(adoption::counter_fences_are_overtaken).await;
             }
 
             #[tokio::test]

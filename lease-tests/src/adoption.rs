@@ -1,6 +1,7 @@
 //! Adopting an existing table: the story's own service already has a `leases` table of its
-//! own shape (no fence, a holder that cannot be `NULL`) holding a live lease, and a table of
-//! another kind may sit under the name a store is given. Each case runs on any SQL store
+//! own shape (no fence, a holder that cannot be `NULL`) holding a live lease, an older version
+//! of the store may have left the small counter fences it counted, and a table of another kind
+//! may sit under the name a store is given. Each case runs on any SQL store
 //! (lease-sql's [`SqlStore`] over a driver's [`Execute`]) and reaches the database only through
 //! the store's executor, so every driver runs the same cases.
 
@@ -353,6 +354,125 @@ async fn mariadb_port_converted_in_the_sessions_zone<X: Execute + Clone>(
              so the case could not tell a conversion in UTC from one without ({in_session_zone})"
         )
         .into());
+    }
+    Ok(())
+}
+
+/// Rows an older version of the store wrote in today's table, with the fences it counted
+/// (`previous + 1`): `report` expired (fence 7), `digest` released (fence 5), `ledger` held
+/// by `old-instance` for another hour (fence 9), one statement each. Times by the database's
+/// clock, in UTC (SQLite: Unix milliseconds, as the table keeps them).
+fn counter_rows(dialect: Dialect, table: &str) -> [String; 3] {
+    let (now, ahead, behind) = match dialect {
+        Dialect::Postgres => (
+            "now()".to_owned(),
+            "now() + interval '1 hour'".to_owned(),
+            "now() - interval '1 minute'".to_owned(),
+        ),
+        Dialect::MySql => (
+            "UTC_TIMESTAMP(6)".to_owned(),
+            "UTC_TIMESTAMP(6) + INTERVAL 1 HOUR".to_owned(),
+            "UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE".to_owned(),
+        ),
+        _ => {
+            let now = "CAST(round(unixepoch('subsec') * 1000) AS INTEGER)";
+            (
+                now.to_owned(),
+                format!("{now} + 3600000"),
+                format!("{now} - 60000"),
+            )
+        }
+    };
+    let row = |name: &str, holder: &str, fence: u64, expires: &str| {
+        format!(
+            "INSERT INTO {table} (name, holder, fence, taken_at, expires_at) \
+             VALUES ('{name}', {holder}, {fence}, {behind}, {expires})"
+        )
+    };
+    [
+        row("report", "'old-instance'", 7, &behind),
+        row("digest", "NULL", 5, &now),
+        row("ledger", "'old-instance'", 9, &ahead),
+    ]
+}
+
+/// The fences [`counter_rows`] granted.
+const COUNTER_FENCES: [u64; 3] = [7, 5, 9];
+
+/// Whether `fence` is above every fence in `granted`.
+fn above_all(fence: u64, granted: &[u64]) -> bool {
+    granted.iter().all(|&before| fence > before)
+}
+
+/// A table whose rows carry the small counter fences an older version of the store wrote
+/// (`previous + 1`) needs no migration: it verifies as it is, its live lease still excludes our
+/// holders, and the next acquisitions of its expired and released leases get fences above every
+/// fence the older version granted (the database's clock in microseconds is far above any
+/// counter), which keep increasing from there. The control: the older version's rule, applied to the same rows,
+/// answers a fence (8 for `report`) that the same check refuses, as it is below `ledger`'s 9.
+/// `store` is on `table`, which the case creates and leaves for the caller to drop.
+///
+/// # Errors
+/// A description of the first thing that went otherwise.
+pub async fn counter_fences_are_overtaken<X: Execute>(
+    store: &SqlStore<X>,
+    table: &str,
+) -> Result<(), BoxError> {
+    let dialect = store.statements().dialect();
+    store.setup().await?;
+    for row in counter_rows(dialect, table) {
+        store.executor().batch(&row).await?;
+    }
+    store.verify().await?;
+    if store.upgrade().await? {
+        return Err("a table of counter fences was upgraded".into());
+    }
+    let ttl = Ttl::from_secs(30)?;
+    let counter_next = COUNTER_FENCES[0] + 1;
+    if above_all(counter_next, &COUNTER_FENCES) {
+        return Err("the check would let a counter's next fence through".into());
+    }
+
+    if let Some(fence) = store
+        .try_acquire(&name("ledger"), &HolderId::generate(), ttl)
+        .await?
+    {
+        return Err(format!("took the older version's live lease with fence {fence}").into());
+    }
+    let me = HolderId::generate();
+    let mut report = 0;
+    for lease in ["report", "digest"] {
+        let fence = store
+            .try_acquire(&name(lease), &me, ttl)
+            .await?
+            .ok_or_else(|| format!("{lease}, free in the older version's rows, was not free"))?
+            .get();
+        if !above_all(fence, &COUNTER_FENCES) {
+            return Err(format!("{lease} got fence {fence}, not above {COUNTER_FENCES:?}").into());
+        }
+        if lease == "report" {
+            report = fence;
+        }
+    }
+    // Released and taken again, the lease's fence keeps increasing. (Two leases may share a
+    // fence: each lease's fences increase, and SQLite's clock counts milliseconds.)
+    if !store.release(&name("report"), &me, Duration::ZERO).await? {
+        return Err("could not release report".into());
+    }
+    let again = store
+        .try_acquire(&name("report"), &HolderId::generate(), ttl)
+        .await?
+        .ok_or("report was not free once released")?
+        .get();
+    if again <= report {
+        return Err(format!("report got fence {again} again, not above its {report}").into());
+    }
+    let row = store
+        .inspect(&name("report"))
+        .await?
+        .ok_or("report is not held")?;
+    if row.fence.get() != again {
+        return Err(format!("report's row reads {row:?}, not fence {again}").into());
     }
     Ok(())
 }
