@@ -2,10 +2,11 @@
 
 use diesel::connection::{TransactionDepthChange, TransactionManagerStatus};
 use diesel_async::{AsyncConnection, TransactionManager};
-use lease_core::{Error, LeaseHandle};
+use lease_core::{Error, LeaseHandle, StoreErrorKind};
 use lease_sql::AfterCommit;
 
-use crate::{DieselPool, DieselStore};
+use crate::error_kind::error_kind;
+use crate::{DieselConnection, DieselPool, DieselStore};
 
 /// The transaction manager of the connections of `P`.
 type Manager<P> = <<P as DieselPool>::Connection as AsyncConnection>::TransactionManager;
@@ -46,6 +47,16 @@ type Manager<P> = <<P as DieselPool>::Connection as AsyncConnection>::Transactio
 /// # let _ = sent; Ok(()) }
 /// ```
 ///
+/// When the server refuses the check, the commit or the transaction's begin as read-only (a
+/// standby, a demoted primary, a MariaDB server set `read_only`: the error's
+/// [`store_error_kind`](Error::store_error_kind) is
+/// [`ReadOnly`](lease_core::StoreErrorKind::ReadOnly), or diesel's error reads so), `fenced`
+/// marks `connection` broken, as the store's own statements do with theirs: drop it, and
+/// deadpool or bb8 closes it instead of reusing it, so that the pool's next connection reaches
+/// whatever server the URL names now; another transaction on it fails. A read-only refusal of
+/// `work`'s own statement is `work`'s error, which `fenced` cannot read: mark the connection
+/// yourself if you tell it apart, or leave it to the store's next statement on it.
+///
 /// # Errors
 /// `work`'s own error; [`Error::NotHeld`] when the check found the lease gone or it was lost
 /// before the commit (nothing was committed); [`Error::Store`] with
@@ -68,10 +79,14 @@ where
     E: From<Error> + From<diesel::result::Error>,
 {
     let handle = lease.as_ref();
-    Manager::<P>::begin_transaction(connection).await?;
+    if let Err(error) = Manager::<P>::begin_transaction(connection).await {
+        discard_if_read_only(connection, &error);
+        return Err(error.into());
+    }
     let at_commit = store.statements().checks_at_commit();
     if !at_commit && let Err(refused) = store.fence(&mut *connection, lease).await {
         let _ = Manager::<P>::rollback_transaction(connection).await;
+        discard_if_read_only(connection, &refused);
         return Err(refused.into());
     }
     let output = match work(&mut *connection).await {
@@ -90,7 +105,10 @@ where
         .into());
     }
     if !at_commit {
-        Manager::<P>::commit_transaction(connection).await?;
+        if let Err(error) = Manager::<P>::commit_transaction(connection).await {
+            discard_if_read_only(connection, &error);
+            return Err(error.into());
+        }
         return Ok(output);
     }
     match store
@@ -103,8 +121,27 @@ where
         }
         Err(refused) => {
             let _ = Manager::<P>::rollback_transaction(connection).await;
+            discard_if_read_only(connection, &refused);
             Err(refused.into())
         }
+    }
+}
+
+/// Marks `connection` broken when `error` says its server accepts no writes (a standby, a
+/// demoted primary, a MariaDB server set `read_only`), as the store's executor does with its
+/// own: deadpool and bb8 then close it instead of reusing it, and the pool's next connection
+/// reaches whatever server the URL names now.
+fn discard_if_read_only<C: DieselConnection>(
+    connection: &mut C,
+    error: &(dyn std::error::Error + Send + Sync + 'static),
+) {
+    let read_only = match error.downcast_ref::<Error>() {
+        Some(error) => error.store_error_kind() == Some(StoreErrorKind::ReadOnly),
+        None => error_kind(error) == StoreErrorKind::ReadOnly,
+    };
+    if read_only {
+        tracing::warn!(%error, "the server is read-only: closing its connection");
+        connection.discard();
     }
 }
 

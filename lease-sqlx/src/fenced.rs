@@ -1,9 +1,9 @@
 //! [`fenced`]: work in a transaction the database keeps exclusive to the lease's holder; and
 //! [`commit_fenced`], the check and the commit of a transaction of the caller's in one round trip.
 
-use lease_core::{Error, Fence, LeaseHandle, Operation};
+use lease_core::{Error, Fence, LeaseHandle, Operation, StoreErrorKind};
 use lease_sql::{AfterCommit, Execute, ExecuteOn};
-use sqlx::Transaction;
+use sqlx::{Connection, Transaction};
 
 use crate::{SqlxDatabase, SqlxExecutor, SqlxStore};
 
@@ -38,6 +38,15 @@ use crate::{SqlxDatabase, SqlxExecutor, SqlxStore};
 /// (the pool checks it when it takes it back), at your next statement for a connection of your
 /// own, which until then counts as idle in a transaction (mind PostgreSQL's
 /// `idle_in_transaction_session_timeout` there).
+///
+/// The connection is yours, so closing it is too. When the server refuses the check as
+/// read-only (the error's [`store_error_kind`](Error::store_error_kind) is
+/// [`ReadOnly`](StoreErrorKind::ReadOnly): a standby, a demoted primary, a MariaDB server set
+/// `read_only`), a pooled connection still leads there: begin the transaction on a connection
+/// you took (`let mut conn = pool.acquire().await?; let tx = conn.begin().await?;`) and call
+/// `conn.close_on_drop()` after such an error, as [`fenced`] does with its own. A transaction
+/// from `pool.begin()` gives its connection back to the pool, where the store's next statement
+/// on it closes it.
 ///
 /// # Errors
 /// [`Error::NotHeld`] when the check found the lease gone (after marking it lost, so that its
@@ -81,6 +90,14 @@ where
 /// ([`SqlStore::fence`](lease_sql::SqlStore::fence)), which takes the database's write lock
 /// (in process, an extra statement costs no round trip): renewals wait until it ends.
 ///
+/// The transaction runs on a connection `fenced` takes from the store's pool and gives back
+/// when it ends, unless the server refused the check, the commit or the transaction's begin as
+/// read-only (a standby, a demoted primary, a MariaDB server set `read_only`): that connection
+/// is closed, as the store's own statements close theirs, so the pool's next one reaches
+/// whatever server the URL names now. A read-only refusal of `work`'s own statement is `work`'s
+/// error, which `fenced` cannot read: that connection goes back to the pool, and the store's
+/// next statement on it closes it.
+///
 /// ```no_run
 /// # async fn example(store: lease_sqlx::PgLeaseStore, guard: lease_core::LeaseGuard) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 /// use lease_sqlx::sqlx;
@@ -116,41 +133,88 @@ where
     F: AsyncFnOnce(&mut DB::Connection) -> Result<T, E>,
     E: From<Error>,
 {
+    let mut connection = store
+        .executor()
+        .pool()
+        .acquire()
+        .await
+        .map_err(|e| failed(store, lease.as_ref(), e))?;
+    match in_transaction(store, &mut connection, lease, work).await {
+        Ok(done) => done,
+        Err(error) => {
+            // The transaction is gone by now; its connection must not go back to the pool
+            // when the server accepts no writes.
+            if error.store_error_kind() == Some(StoreErrorKind::ReadOnly) {
+                tracing::warn!(%error, "the server is read-only: closing its connection");
+                connection.close_on_drop();
+            }
+            Err(error.into())
+        }
+    }
+}
+
+/// [`fenced`]'s transaction on `connection`: `work`'s own answer inside, the transaction's or
+/// the check's failure outside.
+async fn in_transaction<DB, T, E, F>(
+    store: &SqlxStore<DB>,
+    connection: &mut DB::Connection,
+    lease: &(impl AsRef<LeaseHandle> + Sync),
+    work: F,
+) -> Result<Result<T, E>, Error>
+where
+    DB: SqlxDatabase,
+    SqlxExecutor<DB>: for<'c> ExecuteOn<&'c mut DB::Connection>,
+    F: AsyncFnOnce(&mut DB::Connection) -> Result<T, E>,
+{
     let handle = lease.as_ref();
-    // Classified as the store classifies its own errors: a commit that lost a Galera
-    // certification is a conflict, a demoted server's refusal is read-only.
-    let failed = |e: sqlx::Error| {
-        let e = lease_core::BoxError::from(e);
-        let kind = store.executor().classify(&*e);
-        Error::store_of_kind(Operation::Fence, Some(handle.name()), kind, e)
-    };
-    let mut transaction = store.executor().pool().begin().await.map_err(failed)?;
+    let mut transaction = connection
+        .begin()
+        .await
+        .map_err(|e| failed(store, handle, e))?;
     let at_commit = store.statements().checks_at_commit();
     // A refused check or failed work rolls back at once rather than when the transaction is
     // dropped: on SQLite the check has taken the database's write lock.
     if !at_commit && let Err(refused) = store.fence(&mut *transaction, lease).await {
         let _ = transaction.rollback().await;
-        return Err(refused.into());
+        return Err(refused);
     }
     let output = match work(&mut *transaction).await {
         Ok(output) => output,
         Err(error) => {
             let _ = transaction.rollback().await;
-            return Err(error);
+            return Ok(Err(error));
         }
     };
     if !handle.is_held() {
-        transaction.rollback().await.map_err(failed)?;
+        transaction
+            .rollback()
+            .await
+            .map_err(|e| failed(store, handle, e))?;
         return Err(Error::NotHeld {
             name: handle.name().clone(),
             fence: handle.fence(),
-        }
-        .into());
+        });
     }
     if at_commit {
         commit_fenced(store, transaction, lease).await?;
     } else {
-        transaction.commit().await.map_err(failed)?;
+        transaction
+            .commit()
+            .await
+            .map_err(|e| failed(store, handle, e))?;
     }
-    Ok(output)
+    Ok(Ok(output))
+}
+
+/// A failure of the fenced transaction's own statements, classified as the store classifies
+/// its errors: a commit that lost a Galera certification is a conflict, a demoted server's
+/// refusal is read-only.
+fn failed<DB>(store: &SqlxStore<DB>, lease: &LeaseHandle, error: sqlx::Error) -> Error
+where
+    DB: SqlxDatabase,
+    SqlxExecutor<DB>: Execute,
+{
+    let error = lease_core::BoxError::from(error);
+    let kind = store.executor().classify(&*error);
+    Error::store_of_kind(Operation::Fence, Some(lease.name()), kind, error)
 }
