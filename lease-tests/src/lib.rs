@@ -17,6 +17,7 @@ mod memory;
 #[cfg(feature = "runtime-tokio")]
 pub mod plans;
 pub mod proxy;
+pub mod read_only;
 pub mod run;
 pub mod server;
 pub mod spans;
