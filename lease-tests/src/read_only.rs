@@ -122,20 +122,24 @@ async fn closed<X: Execute>(
     id: i64,
     runtime: &impl Runtime,
 ) -> Result<(), BoxError> {
+    const PAUSE: Duration = Duration::from_millis(50);
     let started = Instant::now();
-    loop {
-        let open = connections_of(root, account).await?;
+    let mut open = Vec::new();
+    // At most one look per pause, for at most GONE_WITHIN.
+    for _ in 0..=GONE_WITHIN.as_millis() / PAUSE.as_millis() {
+        open = connections_of(root, account).await?;
         if !open.contains(&id) {
             return Ok(());
         }
         if started.elapsed() > GONE_WITHIN {
-            return Err(format!(
-                "connection {id} of {account} is still open after {GONE_WITHIN:?} (open: {open:?})"
-            )
-            .into());
+            break;
         }
-        runtime.sleep(Duration::from_millis(50)).await;
+        runtime.sleep(PAUSE).await;
     }
+    Err(format!(
+        "connection {id} of {account} is still open after {GONE_WITHIN:?} (open: {open:?})"
+    )
+    .into())
 }
 
 /// `answer` is a store error of `operation` and of kind `ReadOnly`.
