@@ -11,8 +11,7 @@ use diesel_async::{AsyncMysqlConnection, SimpleAsyncConnection};
 use lease_core::runtime::TokioRuntime;
 use lease_core::{BoxError, LeaseHandle};
 use lease_diesel::DieselStore;
-use lease_tests::server::MariaDbServer;
-use lease_tests::{env, read_only};
+use lease_tests::read_only;
 
 type Store = DieselStore<Pool<AsyncMysqlConnection>>;
 
@@ -23,32 +22,13 @@ fn store(url: &str, table: &str, size: usize) -> Result<Store, BoxError> {
     Ok(DieselStore::with_table(pool, table)?)
 }
 
-/// Runs `case` on a private server: a store on a fresh table as `root`, the server's URL, and
-/// the table's name, for stores of other accounts.
+/// Runs `case` on a private server (`read_only::on_private_server`), its root store on a pool
+/// of two connections.
 fn on_private_server<F>(case: F)
 where
     F: AsyncFnOnce(&Store, &str, &str) -> Result<(), BoxError>,
 {
-    let server = match MariaDbServer::start() {
-        Ok(server) => server,
-        Err(error) => return env::skip_or_fail("private mariadb", &error.to_string()),
-    };
-    let url = server.url();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
-    let outcome = runtime.block_on(async {
-        let table = env::unique_table("read_only");
-        let root = store(&url, &table, 2)?;
-        case(&root, &url, &table).await
-    });
-    drop(runtime);
-    drop(server);
-    if let Err(error) = outcome {
-        panic!("mariadb: {error}");
-    }
+    read_only::on_private_server(async |url, table| store(url, table, 2), case);
 }
 
 /// One fenced transaction through `lease_diesel::fenced`, on a connection of the store's pool,

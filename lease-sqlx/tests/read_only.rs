@@ -9,40 +9,24 @@ use lease_core::{BoxError, LeaseHandle};
 use lease_sqlx::sqlx::mysql::MySqlPoolOptions;
 use lease_sqlx::sqlx::{self, AssertSqlSafe, MySql};
 use lease_sqlx::{MySqlLeaseStore, SqlxStore};
-use lease_tests::server::MariaDbServer;
-use lease_tests::{env, read_only};
+use lease_tests::read_only;
 
-/// Runs `case` on a private server: a store on a fresh table as `root`, the server's URL, and
-/// the table's name, for stores of other accounts.
+/// Runs `case` on a private server (`read_only::on_private_server`), its root store on a pool
+/// of two connections.
 fn on_private_server<F>(case: F)
 where
     F: AsyncFnOnce(&MySqlLeaseStore, &str, &str) -> Result<(), BoxError>,
 {
-    let server = match MariaDbServer::start() {
-        Ok(server) => server,
-        Err(error) => return env::skip_or_fail("private mariadb", &error.to_string()),
-    };
-    let url = server.url();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
-    let outcome = runtime.block_on(async {
-        let pool = MySqlPoolOptions::new()
-            .max_connections(2)
-            .connect(&url)
-            .await?;
-        let table = env::unique_table("read_only");
-        let root = MySqlLeaseStore::with_table(pool.clone(), &table)?;
-        let outcome = case(&root, &url, &table).await;
-        pool.close().await;
-        outcome
-    });
-    drop(server);
-    if let Err(error) = outcome {
-        panic!("mariadb: {error}");
-    }
+    read_only::on_private_server(
+        async |url, table| {
+            let pool = MySqlPoolOptions::new()
+                .max_connections(2)
+                .connect(url)
+                .await?;
+            Ok(MySqlLeaseStore::with_table(pool, table)?)
+        },
+        case,
+    );
 }
 
 /// A store on `table` at `url` with a pool of one connection.

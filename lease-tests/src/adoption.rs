@@ -72,6 +72,36 @@ fn expire_report(dialect: Dialect, table: &str) -> String {
     format!("UPDATE {table} SET expires_at = {past} WHERE name = 'report'")
 }
 
+/// After an upgrade: the story's live lease `report` is still held by its holder, with most of
+/// its hour left, and excludes ours; its expired `digest` is free, with a fence above zero.
+async fn story_leases_survived<X: Execute>(store: &SqlStore<X>, ttl: Ttl) -> Result<(), BoxError> {
+    let report = store
+        .inspect(&name("report"))
+        .await?
+        .ok_or("the story's live lease is gone")?;
+    if report.holder.as_str() != SEED_HOLDER || report.is_expired() {
+        return Err(format!("the story's live lease reads {report:?}").into());
+    }
+    let left = report.expires_at.duration_since(report.taken_at);
+    if !left.is_ok_and(|left| left > Duration::from_secs(50 * 60)) {
+        return Err(format!("the live lease lost time in the upgrade: {report:?}").into());
+    }
+    if let Some(fence) = store
+        .try_acquire(&name("report"), &HolderId::generate(), ttl)
+        .await?
+    {
+        return Err(format!("took the story's live lease with fence {fence}").into());
+    }
+    let digest = store
+        .try_acquire(&name("digest"), &HolderId::generate(), ttl)
+        .await?
+        .ok_or("the story's expired lease was not free")?;
+    if digest.get() == 0 {
+        return Err("a fence of zero".into());
+    }
+    Ok(())
+}
+
 fn name(name: &str) -> LeaseName {
     LeaseName::new(name).expect("a valid name")
 }
@@ -150,28 +180,7 @@ pub async fn story_table_is_refused_then_upgraded<X: Execute>(
         return Err("a second upgrade changed the table again".into());
     }
 
-    // The story's live lease is still held, by its holder, and excludes ours.
-    let report = store
-        .inspect(&name("report"))
-        .await?
-        .ok_or("the story's live lease is gone")?;
-    if report.holder.as_str() != SEED_HOLDER || report.is_expired() {
-        return Err(format!("the story's live lease reads {report:?}").into());
-    }
-    if let Some(fence) = store
-        .try_acquire(&name("report"), &HolderId::generate(), ttl)
-        .await?
-    {
-        return Err(format!("took the story's live lease with fence {fence}").into());
-    }
-    // The expired one is free, and fences start above zero.
-    let digest = store
-        .try_acquire(&name("digest"), &HolderId::generate(), ttl)
-        .await?
-        .ok_or("the story's expired lease was not free")?;
-    if digest.get() == 0 {
-        return Err("a fence of zero".into());
-    }
+    story_leases_survived(store, ttl).await?;
     let fresh = store
         .try_acquire(&name("fresh"), &HolderId::generate(), ttl)
         .await?
@@ -284,30 +293,7 @@ pub async fn mariadb_port_is_refused_then_upgraded_in_utc<X: Execute + Clone>(
     if store.upgrade().await? {
         return Err("upgrade found more to change after the printed SQL".into());
     }
-    let report = store
-        .inspect(&name("report"))
-        .await?
-        .ok_or("the story's live lease is gone")?;
-    if report.holder.as_str() != SEED_HOLDER || report.is_expired() {
-        return Err(format!("the story's live lease reads {report:?}").into());
-    }
-    let left = report.expires_at.duration_since(report.taken_at);
-    if !left.is_ok_and(|left| left > Duration::from_secs(50 * 60)) {
-        return Err(format!("the live lease lost time in the upgrade: {report:?}").into());
-    }
-    if let Some(fence) = store
-        .try_acquire(&name("report"), &HolderId::generate(), ttl)
-        .await?
-    {
-        return Err(format!("took the story's live lease with fence {fence}").into());
-    }
-    let digest = store
-        .try_acquire(&name("digest"), &HolderId::generate(), ttl)
-        .await?
-        .ok_or("the story's expired lease was not free")?;
-    if digest.get() == 0 {
-        return Err("a fence of zero".into());
-    }
+    story_leases_survived(store, ttl).await?;
     run(expire_report(Dialect::MySql, table)).await?;
     let me = HolderId::generate();
     let taken = store

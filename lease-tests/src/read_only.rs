@@ -22,6 +22,43 @@ use lease_core::{
 };
 use lease_sql::{Execute, Query, SqlStore};
 
+/// Runs `case` on a throwaway MariaDB server, on a tokio runtime of its own, and panics with
+/// its error: `case` gets a store on a fresh table as the server's `root` (made by `connect`
+/// from the server's URL and the table's name), the URL, and the table's name, for the stores
+/// of other accounts. Skips (or fails, under `LEASE_TEST_REQUIRE_ALL`) where no server starts.
+///
+/// # Panics
+/// When the case fails, naming its error.
+#[cfg(feature = "runtime-tokio")]
+pub fn on_private_server<X, C, F>(connect: C, case: F)
+where
+    X: Execute,
+    C: AsyncFnOnce(&str, &str) -> Result<SqlStore<X>, BoxError>,
+    F: AsyncFnOnce(&SqlStore<X>, &str, &str) -> Result<(), BoxError>,
+{
+    let server = match crate::server::MariaDbServer::start() {
+        Ok(server) => server,
+        Err(error) => return crate::env::skip_or_fail("private mariadb", &error.to_string()),
+    };
+    let url = server.url();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let outcome = runtime.block_on(async {
+        let table = crate::env::unique_table("read_only");
+        let root = connect(&url, &table).await?;
+        case(&root, &url, &table).await
+    });
+    // The stores' connections go with their runtime, before the server they lead to.
+    drop(runtime);
+    drop(server);
+    if let Err(error) = outcome {
+        panic!("mariadb: {error}");
+    }
+}
+
 /// The password of the accounts the cases make.
 const PASSWORD: &str = "lease-app-password";
 
