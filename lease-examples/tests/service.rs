@@ -10,7 +10,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use lease_core::{LeaseName, LeaseStore};
-use lease_sqlx::{MySqlLeaseStore, PgLeaseStore, SqliteLeaseStore};
+use lease_sqlx::sqlx::{MySql, Postgres};
+use lease_sqlx::{Connect, Execute, SqliteLeaseStore, SqlxExecutor, SqlxStore};
 use lease_tests::env;
 
 /// The service's grace period in these tests.
@@ -221,46 +222,38 @@ async fn on_sqlite() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_postgres() {
-    let url = env::postgres_url();
-    let store = match PgLeaseStore::connect(&url).await {
+/// The service on the shared server of `DB` at `url` (`label` names it when it cannot be
+/// reached), on a table of its own, dropped afterwards.
+async fn on_server<DB>(label: &str, url: &str)
+where
+    DB: lease_sqlx::SqlxDatabase,
+    SqlxExecutor<DB>: Connect,
+{
+    let table = env::unique_table("service");
+    let store = match SqlxStore::<DB>::connect_with_table(url, &table).await {
         Ok(store) => store,
         Err(error) => {
-            env::skip_or_fail("postgres", &error.to_string());
+            env::skip_or_fail(label, &error.to_string());
             return;
         }
     };
-    let table = env::unique_table("service");
-    let store = store.on(&table).unwrap();
     store.setup().await.unwrap();
-    serves_and_hands_every_lease_back_on_sigterm(&url, &table, &store).await;
-    let drop = format!("DROP TABLE IF EXISTS {table}");
-    lease_sqlx::sqlx::raw_sql(lease_sqlx::sqlx::AssertSqlSafe(drop))
-        .execute(store.pool())
+    serves_and_hands_every_lease_back_on_sigterm(url, &table, &store).await;
+    store
+        .executor()
+        .batch(&format!("DROP TABLE IF EXISTS {table}"))
         .await
         .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres() {
+    on_server::<Postgres>("postgres", &env::postgres_url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_mariadb() {
-    let url = env::mysql_url();
-    let store = match MySqlLeaseStore::connect(&url).await {
-        Ok(store) => store,
-        Err(error) => {
-            env::skip_or_fail("mariadb", &error.to_string());
-            return;
-        }
-    };
-    let table = env::unique_table("service");
-    let store = store.on(&table).unwrap();
-    store.setup().await.unwrap();
-    serves_and_hands_every_lease_back_on_sigterm(&url, &table, &store).await;
-    let drop = format!("DROP TABLE IF EXISTS {table}");
-    lease_sqlx::sqlx::raw_sql(lease_sqlx::sqlx::AssertSqlSafe(drop))
-        .execute(store.pool())
-        .await
-        .unwrap();
+    on_server::<MySql>("mariadb", &env::mysql_url()).await;
 }
 
 /// A store that cannot be opened (a SQLite file in a directory that does not exist): the
