@@ -102,6 +102,32 @@ async fn story_leases_survived<X: Execute>(store: &SqlStore<X>, ttl: Ttl) -> Res
     Ok(())
 }
 
+/// Once the story's service stops renewing (its `report` expired by the database's clock),
+/// the lease is ours to take, with a fence above zero, and to give back.
+async fn story_lease_is_ours_once_expired<X: Execute>(
+    store: &SqlStore<X>,
+    dialect: Dialect,
+    table: &str,
+    ttl: Ttl,
+) -> Result<(), BoxError> {
+    store
+        .executor()
+        .batch(&expire_report(dialect, table))
+        .await?;
+    let me = HolderId::generate();
+    let taken = store
+        .try_acquire(&name("report"), &me, ttl)
+        .await?
+        .ok_or("the story's lease was not free once expired")?;
+    if taken.get() == 0 {
+        return Err("a fence of zero after the story's lease".into());
+    }
+    if !store.release(&name("report"), &me, Duration::ZERO).await? {
+        return Err("could not release the lease taken over".into());
+    }
+    Ok(())
+}
+
 fn name(name: &str) -> LeaseName {
     LeaseName::new(name).expect("a valid name")
 }
@@ -189,19 +215,7 @@ pub async fn story_table_is_refused_then_upgraded<X: Execute>(
         return Err("a fence of zero for a new lease".into());
     }
     // Once the story's service stops renewing, its lease is ours to take.
-    run(expire_report(dialect, table)).await?;
-    let me = HolderId::generate();
-    let taken = store
-        .try_acquire(&name("report"), &me, ttl)
-        .await?
-        .ok_or("the story's lease was not free once expired")?;
-    if taken.get() == 0 {
-        return Err("a fence of zero after the story's lease".into());
-    }
-    if !store.release(&name("report"), &me, Duration::ZERO).await? {
-        return Err("could not release the lease taken over".into());
-    }
-    Ok(())
+    story_lease_is_ours_once_expired(store, dialect, table, ttl).await
 }
 
 /// The story's table as a MariaDB port of it has it: a `VARCHAR` name, a `TEXT` holder, and
@@ -294,19 +308,7 @@ pub async fn mariadb_port_is_refused_then_upgraded_in_utc<X: Execute + Clone>(
         return Err("upgrade found more to change after the printed SQL".into());
     }
     story_leases_survived(store, ttl).await?;
-    run(expire_report(Dialect::MySql, table)).await?;
-    let me = HolderId::generate();
-    let taken = store
-        .try_acquire(&name("report"), &me, ttl)
-        .await?
-        .ok_or("the story's lease was not free once expired")?;
-    if taken.get() == 0 {
-        return Err("a fence of zero after the story's lease".into());
-    }
-    if !store.release(&name("report"), &me, Duration::ZERO).await? {
-        return Err("could not release the lease taken over".into());
-    }
-    Ok(())
+    story_lease_is_ours_once_expired(store, Dialect::MySql, table, ttl).await
 }
 
 /// The control of [`mariadb_port_is_refused_then_upgraded_in_utc`]: `upgrade` for `table`
