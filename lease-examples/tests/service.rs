@@ -55,13 +55,18 @@ impl Service {
                 }
             }
         });
-        let first = lines
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the service says where it listens");
-        let address = first
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("first line: {first}"))
-            .to_owned();
+        let first = lines.recv_timeout(Duration::from_secs(30));
+        let Some(address) = first
+            .as_deref()
+            .ok()
+            .and_then(|first| first.strip_prefix("listening on "))
+            .map(str::to_owned)
+        else {
+            // Never leave the process behind: it would outlive the test and hold its output.
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the service did not say where it listens; its first line: {first:?}");
+        };
         Self {
             child,
             address,
@@ -107,6 +112,23 @@ impl Service {
                 started.elapsed() < READY_WITHIN,
                 "not ready within {READY_WITHIN:?}: {status} {body}"
             );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Reads `/metrics` until it shows every one of `lines` (the mail checks' first round may
+    /// still be running when the service turns ready), or `READY_WITHIN` has passed; answers
+    /// the last page read.
+    fn wait_metrics(&self, lines: &[String]) -> String {
+        let started = Instant::now();
+        loop {
+            let (status, metrics) = self.get("/metrics");
+            assert_eq!(status, 200, "{metrics}");
+            if lines.iter().all(|line| metrics.contains(line.as_str()))
+                || started.elapsed() >= READY_WITHIN
+            {
+                return metrics;
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -157,16 +179,16 @@ async fn serves_and_hands_every_lease_back_on_sigterm(
     let ready = service.wait_ready();
     assert!(ready.starts_with("ready"), "{ready}");
 
-    let (status, metrics) = service.get("/metrics");
-    assert_eq!(status, 200);
-    for line in [
+    let lines = [
         format!("lease_held{{lease=\"alerts\",store=\"{table}\"}} 1"),
         format!("lease_held{{lease=\"uptime:{NODE}\",store=\"{table}\"}} 1"),
         format!(
             "lease_acquisitions_total{{lease=\"mail-checks\",store=\"{table}\",result=\"won\"}} 1"
         ),
-    ] {
-        assert!(metrics.contains(&line), "no {line} in:\n{metrics}");
+    ];
+    let metrics = service.wait_metrics(&lines);
+    for line in &lines {
+        assert!(metrics.contains(line.as_str()), "no {line} in:\n{metrics}");
     }
     assert!(
         metrics.contains("lease_store_call_duration_seconds"),
