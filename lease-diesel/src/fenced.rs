@@ -3,7 +3,7 @@
 use diesel::connection::{TransactionDepthChange, TransactionManagerStatus};
 use diesel_async::{AsyncConnection, TransactionManager};
 use lease_core::{Error, LeaseHandle, StoreErrorKind};
-use lease_sql::AfterCommit;
+use lease_sql::FencedCommit;
 
 use crate::error_kind::error_kind;
 use crate::{DieselConnection, DieselPool, DieselStore};
@@ -79,12 +79,19 @@ where
     E: From<Error> + From<diesel::result::Error>,
 {
     let handle = lease.as_ref();
-    if let Err(error) = Manager::<P>::begin_transaction(connection).await {
-        discard_if_read_only(connection, &error);
-        return Err(error.into());
-    }
-    let at_commit = store.statements().checks_at_commit();
-    if !at_commit && let Err(refused) = store.fence(&mut *connection, lease).await {
+    // Told first, so that a transaction cut off half-way leaves the connection broken.
+    change_depth::<P>(connection, TransactionDepthChange::IncreaseDepth)?;
+    let commit = match store.begin_fenced(&mut *connection, handle).await {
+        Ok(commit) => commit,
+        Err(error) => {
+            let _ = Manager::<P>::rollback_transaction(connection).await;
+            discard_if_read_only(connection, &error);
+            return Err(error.into());
+        }
+    };
+    if commit == FencedCommit::CheckedFirst
+        && let Err(refused) = store.fence(&mut *connection, lease).await
+    {
         let _ = Manager::<P>::rollback_transaction(connection).await;
         discard_if_read_only(connection, &refused);
         return Err(refused.into());
@@ -104,19 +111,9 @@ where
         }
         .into());
     }
-    if !at_commit {
-        if let Err(error) = Manager::<P>::commit_transaction(connection).await {
-            discard_if_read_only(connection, &error);
-            return Err(error.into());
-        }
-        return Ok(output);
-    }
-    match store
-        .commit_fenced(&mut *connection, lease, AfterCommit::Idle)
-        .await
-    {
+    match store.end_fenced(&mut *connection, lease, commit).await {
         Ok(_) => {
-            committed::<P>(connection)?;
+            change_depth::<P>(connection, TransactionDepthChange::DecreaseDepth)?;
             Ok(output)
         }
         Err(refused) => {
@@ -145,12 +142,23 @@ fn discard_if_read_only<C: DieselConnection>(
     }
 }
 
-/// Tells diesel-async's transaction manager that the transaction it began has ended: the
-/// fenced commit committed it, in the message of its check.
-fn committed<P: DieselPool>(connection: &mut P::Connection) -> diesel::QueryResult<()> {
+/// Tells diesel-async's transaction manager that a transaction began or ended by `fenced`'s
+/// own statements ([`SqlStore::begin_fenced`](lease_sql::SqlStore::begin_fenced) and
+/// [`SqlStore::end_fenced`](lease_sql::SqlStore::end_fenced), whose commit comes in the
+/// message of its check). A connection already in a transaction is refused: the fenced commit
+/// would commit the outer transaction.
+fn change_depth<P: DieselPool>(
+    connection: &mut P::Connection,
+    change: TransactionDepthChange,
+) -> diesel::QueryResult<()> {
     match Manager::<P>::transaction_manager_status_mut(connection) {
         TransactionManagerStatus::Valid(status) => {
-            status.change_transaction_depth(TransactionDepthChange::DecreaseDepth)
+            if matches!(change, TransactionDepthChange::IncreaseDepth)
+                && status.transaction_depth().is_some()
+            {
+                return Err(diesel::result::Error::AlreadyInTransaction);
+            }
+            status.change_transaction_depth(change)
         }
         TransactionManagerStatus::InError => Err(diesel::result::Error::BrokenTransactionManager),
     }

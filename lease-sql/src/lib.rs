@@ -17,6 +17,7 @@ mod not_held;
 mod pieces;
 mod pool_state;
 mod postgres;
+mod prepared_fence;
 mod query;
 mod rows;
 mod schema;
@@ -36,6 +37,7 @@ pub use migration::{Layout, Migration, MigrationFile};
 pub use not_held::{NOT_HELD_MARKER, is_not_held};
 pub use pieces::Piece;
 pub use pool_state::PoolState;
+pub use prepared_fence::PreparedFence;
 pub use query::{Param, Query, RenewManyResult};
 pub use rows::{
     DistinctPairs, LeaseRow, MAX_MIN_HOLD, acquired, distinct_pairs, min_hold_micros,
@@ -44,5 +46,5 @@ pub use rows::{
 pub use schema::SchemaCheck;
 pub use sqlite::{SQLITE_BUSY_TIMEOUT, sqlite_pragmas};
 pub use statements::Statements;
-pub use store::SqlStore;
+pub use store::{FencedCommit, SqlStore};
 pub use table::TableName;

@@ -103,6 +103,7 @@ pub(crate) fn sql(t: &str) -> DialectSql {
              END;\n\
              COMMIT"
         )),
+        prepared_fence: None,
         fence,
         prune: Template::new(
             format!("DELETE FROM {t} WHERE expires_at < {NOW} - INTERVAL ? MICROSECOND"),

@@ -6,7 +6,7 @@
 //! for the whole statement.
 
 use crate::template::{Arg, DialectSql, Template};
-use crate::{NOT_HELD_MARKER, Param};
+use crate::{NOT_HELD_MARKER, Param, PreparedFence};
 
 const NOW: &str = "statement_timestamp()";
 
@@ -26,6 +26,13 @@ pub(crate) fn sql(t: &str) -> DialectSql {
     let fence = format!(
         "UPDATE {t} SET expires_at = expires_at + interval '1 microsecond'\n\
          WHERE name = $1::text AND holder = $2::text AND fence = $3::int8 AND expires_at > {NOW}"
+    );
+    // The fenced commit's check: the cast fails, naming the marker, only when the check matched
+    // no row; `count(*)` is not a constant, so the planner cannot fold the `ELSE` branch into an
+    // error of its own.
+    let checked = format!(
+        "WITH checked AS ({fence} RETURNING 1)\n\
+         SELECT CAST(CASE WHEN count(*) = 1 THEN '1' ELSE '{NOT_HELD_MARKER}' END AS int) FROM checked"
     );
     let columns = format!(
         "name, holder, fence, {}, {}, {}",
@@ -93,13 +100,8 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         list: format!(
             "SELECT {columns} FROM {t} WHERE holder IS NOT NULL ORDER BY name COLLATE \"C\""
         ),
-        // The cast fails, naming the marker, only when the check matched no row: `count(*)` is
-        // not a constant, so the planner cannot fold the `ELSE` branch into an error of its own.
-        fence_then_commit: Some(format!(
-            "WITH checked AS ({fence} RETURNING 1)\n\
-             SELECT CAST(CASE WHEN count(*) = 1 THEN '1' ELSE '{NOT_HELD_MARKER}' END AS int) FROM checked;\n\
-             COMMIT"
-        )),
+        fence_then_commit: Some(format!("{checked};\nCOMMIT")),
+        prepared_fence: Some(PreparedFence::new(&checked)),
         fence,
         prune: Template::new(
             format!("DELETE FROM {t} WHERE expires_at < {NOW} - {}", interval(1)),

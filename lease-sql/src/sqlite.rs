@@ -83,6 +83,7 @@ pub(crate) fn sql(t: &str) -> DialectSql {
              WHERE name = ?1 AND holder = ?2 AND fence = ?3 AND expires_at > {NOW}"
         ),
         fence_then_commit: None,
+        prepared_fence: None,
         prune: Template::new(
             format!("DELETE FROM {t} WHERE expires_at < {NOW} - ?1 / 1000"),
             &[Arg::Micros],

@@ -250,6 +250,28 @@ impl Statements {
         })
     }
 
+    /// PostgreSQL's fenced commit as statements prepared once per connection (see
+    /// [`PreparedFence`](crate::PreparedFence)): the check is then neither parsed nor planned
+    /// at each commit. `None` on MariaDB and SQLite.
+    pub fn prepared_fence(&self) -> Option<&crate::PreparedFence> {
+        self.sql.prepared_fence.as_ref()
+    }
+
+    /// [`fence_then_commit`](Statements::fence_then_commit) through
+    /// [`prepared_fence`](Statements::prepared_fence): the prepared check's `EXECUTE` and
+    /// `COMMIT`, parameters inline, for a transaction that began with
+    /// [`PreparedFence::begin`](crate::PreparedFence::begin). `None` where there is no prepared
+    /// fence.
+    pub fn prepared_fence_then_commit(
+        &self,
+        name: &LeaseName,
+        holder: &HolderId,
+        fence: Fence,
+    ) -> Option<Result<String, crate::InlineError>> {
+        let prepared = self.sql.prepared_fence.as_ref()?;
+        Some(prepared.commit(&self.fence(name, holder, fence)))
+    }
+
     /// Delete the rows free (released or expired) for longer than `released_for` by the
     /// database's clock: a row is free from its `expires_at` on, which a release sets to its own
     /// time (or to the end of a minimum hold). Parameter: `released_for` in microseconds,

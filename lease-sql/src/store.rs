@@ -404,7 +404,181 @@ impl<X: Execute> SqlStore<X> {
         X: for<'c> ExecuteOn<&'c mut Conn>,
     {
         let lease = lease.as_ref();
-        crate::fence_span::traced(lease, self.check_and_commit(connection, lease, then)).await
+        crate::fence_span::traced(
+            lease,
+            self.check_and_commit(connection, lease, then, CheckText::Inline),
+        )
+        .await
+    }
+
+    /// [`commit_fenced`](SqlStore::commit_fenced) for a transaction that began with
+    /// [`PreparedFence::begin`](crate::PreparedFence::begin) on PostgreSQL: the check is the
+    /// statement prepared on the connection, so the server neither parses nor plans it again.
+    /// Elsewhere (no [`Statements::prepared_fence`]) the same as `commit_fenced`.
+    ///
+    /// # Errors
+    /// As [`commit_fenced`](SqlStore::commit_fenced); also [`Error::Store`] with
+    /// [`Operation::Fence`], nothing committed, when the prepared check is gone from the
+    /// connection (only if the transaction itself ran `DEALLOCATE`).
+    ///
+    /// # Cancel safety
+    /// As [`commit_fenced`](SqlStore::commit_fenced).
+    pub async fn commit_fenced_prepared<Conn>(
+        &self,
+        connection: &mut Conn,
+        lease: &(impl AsRef<LeaseHandle> + Sync),
+        then: AfterCommit,
+    ) -> Result<Fence, Error>
+    where
+        Conn: Send,
+        X: for<'c> ExecuteOn<&'c mut Conn>,
+    {
+        let lease = lease.as_ref();
+        crate::fence_span::traced(
+            lease,
+            self.check_and_commit(connection, lease, then, CheckText::Prepared),
+        )
+        .await
+    }
+
+    /// Begins a transaction on `connection` for a fenced commit, with statements of its own
+    /// (for a driver whose transaction object can be told that a transaction began, as
+    /// diesel's can), and answers how it must end.
+    ///
+    /// On PostgreSQL it sends [`PreparedFence::begin`](crate::PreparedFence::begin); where the
+    /// connection lacks the statements it prepares them ([`prepare_fence`](SqlStore::prepare_fence))
+    /// and begins again, and where they are still missing then (a pooler that hands each
+    /// transaction another server connection) it begins a plain transaction whose commit checks
+    /// with the check's text. Elsewhere it sends `BEGIN`.
+    ///
+    /// # Errors
+    /// [`Error::Store`] with [`Operation::Fence`] when a message failed; the connection may
+    /// then be left in a failed transaction: roll it back or close it.
+    ///
+    /// # Cancel safety
+    /// Like any statement on the caller's connection: dropped half-way, a transaction may be
+    /// open on it; close it (diesel's transaction manager, told before this runs, reports it
+    /// broken).
+    pub async fn begin_fenced<Conn>(
+        &self,
+        connection: &mut Conn,
+        lease: &LeaseHandle,
+    ) -> Result<FencedCommit, Error>
+    where
+        Conn: Send,
+        X: for<'c> ExecuteOn<&'c mut Conn>,
+    {
+        let failed = self.failure(Operation::Fence, Some(lease.name()));
+        let plain = if self.statements.checks_at_commit() {
+            FencedCommit::Inline
+        } else {
+            FencedCommit::CheckedFirst
+        };
+        let Some(prepared) = self.statements.prepared_fence() else {
+            self.executor
+                .batch_on(&mut *connection, "BEGIN".to_owned())
+                .await
+                .map_err(failed)?;
+            return Ok(plain);
+        };
+        for first in [true, false] {
+            let begun = self
+                .executor
+                .batch_on(&mut *connection, prepared.begin().to_owned())
+                .await;
+            match begun {
+                Ok(()) => return Ok(FencedCommit::Prepared),
+                Err(error) if !self.is_fence_unprepared(&*error) => return Err(failed(error)),
+                Err(_) if first => self.prepare_fence(&mut *connection, lease).await?,
+                Err(_) => {}
+            }
+        }
+        tracing::debug!(
+            "the prepared fence does not stay on this connection: checking with its text"
+        );
+        self.executor
+            .batch_on(&mut *connection, "ROLLBACK;\nBEGIN".to_owned())
+            .await
+            .map_err(failed)?;
+        Ok(plain)
+    }
+
+    /// Ends a transaction [`begin_fenced`](SqlStore::begin_fenced) began, as `commit` says:
+    /// [`commit_fenced_prepared`](SqlStore::commit_fenced_prepared),
+    /// [`commit_fenced`](SqlStore::commit_fenced), or, after the check at the start, a plain
+    /// `COMMIT`. The connection is left outside any transaction.
+    ///
+    /// # Errors
+    /// As [`commit_fenced`](SqlStore::commit_fenced).
+    ///
+    /// # Cancel safety
+    /// As [`commit_fenced`](SqlStore::commit_fenced).
+    pub async fn end_fenced<Conn>(
+        &self,
+        connection: &mut Conn,
+        lease: &(impl AsRef<LeaseHandle> + Sync),
+        commit: FencedCommit,
+    ) -> Result<Fence, Error>
+    where
+        Conn: Send,
+        X: for<'c> ExecuteOn<&'c mut Conn>,
+    {
+        let handle = lease.as_ref();
+        let text = match commit {
+            FencedCommit::Prepared => CheckText::Prepared,
+            FencedCommit::Inline => CheckText::Inline,
+            FencedCommit::CheckedFirst => {
+                self.executor
+                    .batch_on(connection, "COMMIT".to_owned())
+                    .await
+                    .map_err(self.failure(Operation::Fence, Some(handle.name())))?;
+                return Ok(handle.fence());
+            }
+        };
+        crate::fence_span::traced(
+            handle,
+            self.check_and_commit(connection, handle, AfterCommit::Idle, text),
+        )
+        .await
+    }
+
+    /// Makes the prepared fence's statements on `connection` after its
+    /// [`begin`](crate::PreparedFence::begin) failed for want of them
+    /// ([`is_fence_unprepared`](SqlStore::is_fence_unprepared)): rolls back the transaction
+    /// that failed and prepares both ([`PreparedFence::prepare`](crate::PreparedFence::prepare)),
+    /// leaving the connection outside any transaction. Nothing to do without a prepared fence.
+    ///
+    /// # Errors
+    /// [`Error::Store`] with [`Operation::Fence`] when the message failed.
+    ///
+    /// # Cancel safety
+    /// Like any statement on the caller's connection: dropped half-way, the connection may be
+    /// mid-message; drop it with the future.
+    pub async fn prepare_fence<C>(&self, connection: C, lease: &LeaseHandle) -> Result<(), Error>
+    where
+        X: ExecuteOn<C>,
+    {
+        let Some(prepared) = self.statements.prepared_fence() else {
+            return Ok(());
+        };
+        self.executor
+            .batch_on(connection, prepared.prepare().to_owned())
+            .await
+            .map_err(self.failure(Operation::Fence, Some(lease.name())))
+    }
+
+    /// Whether `error`, from a transaction's [`begin`](crate::PreparedFence::begin), says that
+    /// the connection has no prepared fence yet.
+    pub fn is_fence_unprepared(
+        &self,
+        error: &(dyn std::error::Error + Send + Sync + 'static),
+    ) -> bool {
+        let Some(prepared) = self.statements.prepared_fence() else {
+            return false;
+        };
+        self.executor
+            .database_message(error)
+            .is_some_and(|message| prepared.is_missing(message))
     }
 
     /// [`commit_fenced`](SqlStore::commit_fenced), outside its span.
@@ -413,15 +587,20 @@ impl<X: Execute> SqlStore<X> {
         connection: &mut Conn,
         lease: &LeaseHandle,
         then: AfterCommit,
+        text: CheckText,
     ) -> Result<Fence, Error>
     where
         Conn: Send,
         X: for<'c> ExecuteOn<&'c mut Conn>,
     {
         let failed = self.failure(Operation::Fence, Some(lease.name()));
-        let check = self
-            .statements
-            .fence_then_commit(lease.name(), lease.holder(), lease.fence());
+        let (name, holder, fence) = (lease.name(), lease.holder(), lease.fence());
+        let check = match text {
+            CheckText::Prepared if self.statements.prepared_fence().is_some() => self
+                .statements
+                .prepared_fence_then_commit(name, holder, fence),
+            _ => self.statements.fence_then_commit(name, holder, fence),
+        };
         let Some(message) = check else {
             // In process: the check as at the start of a transaction, then the commit.
             self.check(&mut *connection, lease).await?;
@@ -685,4 +864,29 @@ impl<X: Execute> fmt::Debug for SqlStore<X> {
             .field("pool_idle", &state.idle)
             .finish_non_exhaustive()
     }
+}
+
+/// Which text of the fenced commit's check a transaction sends.
+#[derive(Debug, Clone, Copy)]
+enum CheckText {
+    /// The check itself, parameters inline: parsed and planned at each commit.
+    Inline,
+    /// The `EXECUTE` of the check the connection prepared
+    /// ([`PreparedFence`](crate::PreparedFence)).
+    Prepared,
+}
+
+/// How a fenced transaction [`SqlStore::begin_fenced`] began must end
+/// ([`SqlStore::end_fenced`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FencedCommit {
+    /// The check has not run: at the commit, through the statement the connection prepared
+    /// ([`PreparedFence`](crate::PreparedFence), PostgreSQL).
+    Prepared,
+    /// The check has not run: at the commit, with the check's text (MariaDB, or PostgreSQL
+    /// where the prepared statements do not stay on the connection).
+    Inline,
+    /// The check must run first, before the work ([`SqlStore::fence`]), and the commit is a
+    /// plain one (SQLite).
+    CheckedFirst,
 }

@@ -1,6 +1,6 @@
 //! [`Template`]: a statement's text and which value fills each placeholder.
 
-use crate::Param;
+use crate::{Param, PreparedFence};
 
 /// A value a statement takes, named so that each dialect can put its placeholders in whatever
 /// order its SQL needs and repeat one where it has no numbered placeholders (MariaDB).
@@ -53,6 +53,9 @@ pub(crate) struct DialectSql {
     /// simple-protocol message with its parameters inline (name, holder, fence); `None` where
     /// the dialect has no such message (SQLite, in process: two calls cost no round trip).
     pub(crate) fence_then_commit: Option<String>,
+    /// `fence_then_commit` as statements the server prepares once per connection (PostgreSQL,
+    /// where a simple-protocol statement is planned at every call); `None` elsewhere.
+    pub(crate) prepared_fence: Option<PreparedFence>,
     /// Deleting the rows free for longer than a bound; parameter: the bound in microseconds.
     pub(crate) prune: Template,
 }

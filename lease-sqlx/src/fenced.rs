@@ -3,7 +3,7 @@
 
 use lease_core::{Error, Fence, LeaseHandle, Operation, StoreErrorKind};
 use lease_sql::{AfterCommit, Execute, ExecuteOn};
-use sqlx::{Connection, Transaction};
+use sqlx::{AssertSqlSafe, Connection, Transaction};
 
 use crate::{SqlxDatabase, SqlxExecutor, SqlxStore};
 
@@ -155,6 +155,12 @@ where
 
 /// [`fenced`]'s transaction on `connection`: `work`'s own answer inside, the transaction's or
 /// the check's failure outside.
+///
+/// On PostgreSQL the transaction begins with the prepared fence's `BEGIN` message
+/// ([`PreparedFence`](lease_sql::PreparedFence)), so that the check at its commit is a prepared
+/// statement; a connection without the statements prepares them first (once in its life). If
+/// they are still missing after that (a pooler that hands each transaction another server
+/// connection), the transaction checks with the check's text instead.
 async fn in_transaction<DB, T, E, F>(
     store: &SqlxStore<DB>,
     connection: &mut DB::Connection,
@@ -167,14 +173,74 @@ where
     F: AsyncFnOnce(&mut DB::Connection) -> Result<T, E>,
 {
     let handle = lease.as_ref();
-    let mut transaction = connection
+    if let Some(prepared) = store.statements().prepared_fence() {
+        let begin = || AssertSqlSafe(prepared.begin().to_owned());
+        let error = match connection.begin_with(begin()).await {
+            Ok(transaction) => return run(store, transaction, lease, work, Check::Prepared).await,
+            Err(error) => error,
+        };
+        if !store.is_fence_unprepared(&error) {
+            return Err(failed(store, handle, error));
+        }
+        store.prepare_fence(&mut *connection, handle).await?;
+        let error = match connection.begin_with(begin()).await {
+            Ok(transaction) => return run(store, transaction, lease, work, Check::Prepared).await,
+            Err(error) => error,
+        };
+        if !store.is_fence_unprepared(&error) {
+            return Err(failed(store, handle, error));
+        }
+        tracing::debug!(
+            "the prepared fence does not stay on this connection: checking with its text"
+        );
+        store
+            .executor()
+            .batch_on(&mut *connection, "ROLLBACK".to_owned())
+            .await
+            .map_err(|e| failed_boxed(store, handle, e))?;
+    }
+    let transaction = connection
         .begin()
         .await
         .map_err(|e| failed(store, handle, e))?;
-    let at_commit = store.statements().checks_at_commit();
+    let check = if store.statements().checks_at_commit() {
+        Check::AtCommit
+    } else {
+        Check::AtStart
+    };
+    run(store, transaction, lease, work, check).await
+}
+
+/// Where the fenced transaction checks its lease.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// First, before the work (SQLite).
+    AtStart,
+    /// With the commit, the check's text inline.
+    AtCommit,
+    /// With the commit, through the statement prepared on the connection.
+    Prepared,
+}
+
+/// `work` in the begun `transaction`, checked as `check` says, then the commit.
+async fn run<DB, T, E, F>(
+    store: &SqlxStore<DB>,
+    mut transaction: Transaction<'_, DB>,
+    lease: &(impl AsRef<LeaseHandle> + Sync),
+    work: F,
+    check: Check,
+) -> Result<Result<T, E>, Error>
+where
+    DB: SqlxDatabase,
+    SqlxExecutor<DB>: for<'c> ExecuteOn<&'c mut DB::Connection>,
+    F: AsyncFnOnce(&mut DB::Connection) -> Result<T, E>,
+{
+    let handle = lease.as_ref();
     // A refused check or failed work rolls back at once rather than when the transaction is
     // dropped: on SQLite the check has taken the database's write lock.
-    if !at_commit && let Err(refused) = store.fence(&mut *transaction, lease).await {
+    if check == Check::AtStart
+        && let Err(refused) = store.fence(&mut *transaction, lease).await
+    {
         let _ = transaction.rollback().await;
         return Err(refused);
     }
@@ -195,13 +261,23 @@ where
             fence: handle.fence(),
         });
     }
-    if at_commit {
-        commit_fenced(store, transaction, lease).await?;
-    } else {
-        transaction
+    match check {
+        Check::AtStart => transaction
             .commit()
             .await
-            .map_err(|e| failed(store, handle, e))?;
+            .map_err(|e| failed(store, handle, e))?,
+        Check::AtCommit => {
+            commit_fenced(store, transaction, lease).await?;
+        }
+        Check::Prepared => {
+            let committed = store
+                .commit_fenced_prepared(&mut *transaction, lease, AfterCommit::Begin)
+                .await;
+            // As in `commit_fenced`: the dropped transaction queues the `ROLLBACK` of the
+            // empty transaction the message began after its commit.
+            drop(transaction);
+            committed?;
+        }
     }
     Ok(Ok(output))
 }
@@ -214,7 +290,19 @@ where
     DB: SqlxDatabase,
     SqlxExecutor<DB>: Execute,
 {
-    let error = lease_core::BoxError::from(error);
+    failed_boxed(store, lease, lease_core::BoxError::from(error))
+}
+
+/// [`failed`] for an error already boxed.
+fn failed_boxed<DB>(
+    store: &SqlxStore<DB>,
+    lease: &LeaseHandle,
+    error: lease_core::BoxError,
+) -> Error
+where
+    DB: SqlxDatabase,
+    SqlxExecutor<DB>: Execute,
+{
     let kind = store.executor().classify(&*error);
     Error::store_of_kind(Operation::Fence, Some(lease.name()), kind, error)
 }

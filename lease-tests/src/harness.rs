@@ -111,6 +111,17 @@ impl<S: LeaseStore> FreshStore<S> {
         }
     }
 
+    /// Runs the teardown now, for a test that uses the store outside a case.
+    ///
+    /// # Errors
+    /// The teardown's own error.
+    pub async fn teardown(mut self) -> Result<(), BoxError> {
+        match self.teardown.take() {
+            Some(teardown) => teardown().await,
+            None => Ok(()),
+        }
+    }
+
     pub(crate) fn take_teardown(&mut self) -> Option<Teardown> {
         self.teardown.take()
     }

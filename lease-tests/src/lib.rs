@@ -16,6 +16,7 @@ pub mod history;
 mod memory;
 #[cfg(feature = "runtime-tokio")]
 pub mod plans;
+pub mod prepared_fence;
 pub mod proxy;
 pub mod read_only;
 pub mod run;

@@ -280,6 +280,30 @@ impl<D: Database, P: TestPool<Connection = D::Connection>> Backend<D, P> {
         dropped
     }
 
+    /// A store on a fresh table over a pool of `size`, and fenced writes to a protected table
+    /// beside it (`{table}_notices`), as the fenced cases use them.
+    pub async fn fenced_writes(
+        &self,
+        size: u32,
+    ) -> Result<(FreshStore<DieselStore<P>>, Arc<dyn FencedWrites>), BoxError>
+    where
+        P::Connection: diesel_async::SimpleAsyncConnection,
+    {
+        let (store, table) = self.make(size).await?;
+        let notices = format!("{table}_notices");
+        store
+            .pool()
+            .exec(&format!("CREATE TABLE {notices} (value BIGINT NOT NULL)"))
+            .await?;
+        let writes = Arc::new(FencedDiesel {
+            store: store.clone(),
+            table: table.clone(),
+            notices,
+            through_fenced: self.through_fenced,
+        });
+        Ok((Self::fresh(store, table), writes))
+    }
+
     fn fresh(store: DieselStore<P>, table: String) -> FreshStore<DieselStore<P>> {
         let pool = store.pool().clone();
         FreshStore::new(store)
@@ -332,19 +356,8 @@ where
     }
 
     async fn fenced(&self) -> Result<Option<FencedStore<Self::Store>>, BoxError> {
-        let (store, table) = self.make(8).await?;
-        let notices = format!("{table}_notices");
-        store
-            .pool()
-            .exec(&format!("CREATE TABLE {notices} (value BIGINT NOT NULL)"))
-            .await?;
-        let writes = Arc::new(FencedDiesel {
-            store: store.clone(),
-            table: table.clone(),
-            notices,
-            through_fenced: self.through_fenced,
-        });
-        Ok(Some(FencedStore::new(Self::fresh(store, table), writes)))
+        let (store, writes) = self.fenced_writes(8).await?;
+        Ok(Some(FencedStore::new(store, writes)))
     }
 }
 

@@ -34,6 +34,9 @@ pub enum Check {
     /// Broken for what a check at the commit promises: the store's check at the start as well,
     /// whose row lock holds the holder's renewals back while the job works.
     AtCommitLockedFromStart,
+    /// The whole transaction through `lease_sqlx::fenced`: at the commit on PostgreSQL (the
+    /// prepared check) and MariaDB, at the start on SQLite.
+    Function,
 }
 
 impl Check {
@@ -114,6 +117,18 @@ where
         hold: BoxFuture<'_, ()>,
     ) -> Result<(), Error> {
         let failed = |e: sqlx::Error| Error::store(Operation::Fence, Some(lease.name()), e);
+        let insert = format!("INSERT INTO {} (value) VALUES ({value})", self.notices);
+        if self.check == Check::Function {
+            return lease_sqlx::fenced(&self.store, lease, async |conn| {
+                hold.await;
+                sqlx::raw_sql(AssertSqlSafe(insert))
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(failed)?;
+                Ok::<_, Error>(())
+            })
+            .await;
+        }
         let pool = self.store.executor().pool();
         let mut tx = pool.begin().await.map_err(failed)?;
         let fence = i64::try_from(lease.fence().get()).unwrap_or(i64::MAX);
@@ -134,6 +149,7 @@ where
             Check::Fenced | Check::AtCommitLockedFromStart => {
                 self.store.fence(&mut *tx, lease).await.map(|_| true)?
             }
+            Check::Function => unreachable!("written through `lease_sqlx::fenced` above"),
             Check::Separate => {
                 let mut own = pool.acquire().await.map_err(failed)?;
                 self.store.fence(&mut *own, lease).await.map(|_| true)?
@@ -159,7 +175,6 @@ where
         }
         // The job's work between the check and its write.
         hold.await;
-        let insert = format!("INSERT INTO {} (value) VALUES ({value})", self.notices);
         sqlx::raw_sql(AssertSqlSafe(insert))
             .execute(&mut *tx)
             .await
@@ -208,7 +223,10 @@ where
     }
 
     fn checks_at_commit(&self) -> bool {
-        self.check.at_commit()
+        match self.check {
+            Check::Function => self.store.statements().checks_at_commit(),
+            check => check.at_commit(),
+        }
     }
 
     async fn written(&self) -> Result<Vec<i64>, BoxError> {

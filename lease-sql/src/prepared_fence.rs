@@ -1,0 +1,164 @@
+//! [`PreparedFence`]: PostgreSQL's fenced commit as a statement the server prepared once per
+//! connection, so that the check sent with the `COMMIT` is neither parsed nor planned again.
+//!
+//! Why: the fenced commit goes out as one simple-protocol message (the check, then `COMMIT`),
+//! and PostgreSQL plans a simple-protocol statement at every call. The check's text (an
+//! `UPDATE` in a `WITH`, counted and cast) costs more to plan than to run: on loopback, the plan
+//! alone took about as long as a round trip, so the one-message commit was slower than a check
+//! sent first as a prepared statement. A statement prepared with SQL's `PREPARE` lives in the
+//! session like the driver's own prepared statements, and `EXECUTE` runs its cached plan from a
+//! simple-protocol message.
+//!
+//! How a transaction knows that its connection has the statement: it begins with
+//! [`begin`](PreparedFence::begin), `BEGIN` and an `EXECUTE` of a second, trivial prepared
+//! statement, prepared together with the check, in one message (the round trip the `BEGIN`
+//! costs anyway). On a connection that has them, that is all; on one that has not (new, or
+//! reset by `DISCARD ALL`), the `EXECUTE` fails before any of the caller's work, the transaction
+//! is rolled back and [`prepare`](PreparedFence::prepare) makes both, and the transaction begins
+//! again. Nothing is kept on the client: the server's own list is the truth, whatever reset it.
+
+use crate::{InlineError, Query};
+
+/// PostgreSQL's fenced commit as statements prepared once per connection; see the module's
+/// documentation. Built by [`Statements`](crate::Statements) for its table; `None` on MariaDB
+/// and SQLite.
+#[derive(Debug, Clone)]
+pub struct PreparedFence {
+    check_name: String,
+    ready_name: String,
+    prepare: String,
+    begin: String,
+    execute: String,
+}
+
+impl PreparedFence {
+    /// The statements for `check`, the fenced commit's check (a statement of three parameters,
+    /// name, holder and fence, that raises an error when the lease is gone). Their names carry
+    /// a hash of `check`'s text, so stores on different tables, and versions of this crate with
+    /// another text, never take each other's.
+    pub(crate) fn new(check: &str) -> Self {
+        let check_name = format!("lease_fence_{:016x}", fnv1a(check));
+        let ready_name = format!("{check_name}_ready");
+        Self {
+            prepare: format!(
+                "ROLLBACK;\n\
+                 PREPARE {check_name} (text, text, int8) AS {check};\n\
+                 PREPARE {ready_name} AS SELECT 1"
+            ),
+            begin: format!("BEGIN;\nEXECUTE {ready_name}"),
+            execute: format!("EXECUTE {check_name}($1, $2, $3);\nCOMMIT"),
+            check_name,
+            ready_name,
+        }
+    }
+
+    /// The beginning of a transaction whose commit is [`commit`](PreparedFence::commit): `BEGIN`
+    /// and an `EXECUTE` that fails, naming [`ready_name`](PreparedFence::ready_name), on a
+    /// connection where the statements are not prepared. One simple-protocol message, without
+    /// parameters.
+    pub fn begin(&self) -> &str {
+        &self.begin
+    }
+
+    /// What makes the statements, after [`begin`](PreparedFence::begin) failed for want of
+    /// them: `ROLLBACK` of the transaction that failed, then both `PREPARE`s. One
+    /// simple-protocol message, without parameters.
+    pub fn prepare(&self) -> &str {
+        &self.prepare
+    }
+
+    /// The name of the statement [`begin`](PreparedFence::begin) executes.
+    pub fn ready_name(&self) -> &str {
+        &self.ready_name
+    }
+
+    /// The name of the prepared check.
+    pub fn check_name(&self) -> &str {
+        &self.check_name
+    }
+
+    /// Whether the database's `message` says that [`begin`](PreparedFence::begin) found the
+    /// statements missing.
+    pub fn is_missing(&self, message: &str) -> bool {
+        message.contains(&self.ready_name) && message.contains("does not exist")
+    }
+
+    /// The check's `EXECUTE` and `COMMIT` in one self-contained text, `fence`'s parameters
+    /// written in as literals ([`Query::inline_postgres`]).
+    ///
+    /// # Errors
+    /// When a text parameter cannot be a literal (a NUL character, which a lease name never
+    /// holds).
+    pub(crate) fn commit(&self, fence: &Query<'_>) -> Result<String, InlineError> {
+        Query {
+            sql: std::borrow::Cow::Borrowed(&self.execute),
+            params: fence.params.clone(),
+        }
+        .inline_postgres()
+    }
+}
+
+/// The 64-bit FNV-1a hash of `text`: stable across builds and platforms, unlike the standard
+/// library's hasher, so two processes name the same statement alike.
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Param;
+
+    #[test]
+    fn names_follow_the_checks_text() {
+        let a = PreparedFence::new("SELECT $1::text, $2::text, $3::int8");
+        let b = PreparedFence::new("SELECT $1::text, $2::text, $3::int8 -- other table");
+        assert_ne!(a.check_name(), b.check_name());
+        assert_eq!(
+            a.check_name(),
+            PreparedFence::new("SELECT $1::text, $2::text, $3::int8").check_name()
+        );
+        assert!(
+            a.check_name().len() <= 63,
+            "PostgreSQL truncates longer names"
+        );
+        assert!(a.ready_name().starts_with(a.check_name()));
+    }
+
+    #[test]
+    fn the_commit_executes_the_check_with_literals() {
+        let fence = PreparedFence::new("SELECT 1");
+        let check = Query {
+            sql: std::borrow::Cow::Borrowed("unused"),
+            params: vec![Param::text("jobs'1"), Param::text("h"), Param::Int(7)],
+        };
+        let commit = fence.commit(&check).unwrap();
+        assert_eq!(
+            commit,
+            format!(
+                "EXECUTE {}(E'jobs''1', E'h', (7));\nCOMMIT",
+                fence.check_name()
+            )
+        );
+    }
+
+    #[test]
+    fn a_missing_statement_is_told_by_its_name() {
+        let fence = PreparedFence::new("SELECT 1");
+        let message = format!(
+            "prepared statement \"{}\" does not exist",
+            fence.ready_name()
+        );
+        assert!(fence.is_missing(&message));
+        assert!(!fence.is_missing("prepared statement \"sqlx_s_1\" does not exist"));
+        assert!(!fence.is_missing("division by zero"));
+    }
+
+    #[test]
+    fn fnv1a_matches_its_reference_values() {
+        assert_eq!(fnv1a(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a("a"), 0xaf63_dc4c_8601_ec8c);
+    }
+}

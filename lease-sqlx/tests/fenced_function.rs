@@ -1,0 +1,70 @@
+//! The suite's fenced cases with the whole transaction through `lease_sqlx::fenced`, on every
+//! database (on PostgreSQL the check at the commit is the statement prepared on the
+//! connection, on MariaDB the check's text, on SQLite the check at the start), and on
+//! PostgreSQL how the prepared fence lives on a connection.
+#![cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+
+mod common;
+
+use std::sync::Arc;
+
+use common::fenced::{Check, Expect, FencedSql, expect};
+use common::{Backend, TestDb};
+use lease_sqlx::sqlx::{MySql, Postgres, Sqlite};
+use lease_tests::{TestBackend, cases, env};
+
+/// One test per database listed for `case`, with fenced writes through `lease_sqlx::fenced`.
+macro_rules! through_fenced {
+    ($case:ident: $($db:ident = $ty:ty),+ $(,)?) => {
+        mod $case {
+            use super::*;
+
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $db() {
+                    let backend =
+                        Backend::<$ty>::plain().checking(stringify!($db), Check::Function);
+                    expect(backend, Expect::Pass, |ctx| async move {
+                        cases::$case(&*ctx).await
+                    })
+                    .await;
+                }
+            )+
+        }
+    };
+}
+
+through_fenced!(fenced_write_commits_while_held: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
+through_fenced!(expired_lease_fails_fenced_check: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
+through_fenced!(stale_fenced_write_commits_nothing: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
+// Checked at the commit, a takeover does not wait for the work: on SQLite, checked first.
+through_fenced!(takeover_waits_for_fenced_transaction: sqlite = Sqlite);
+// Checked first, a takeover and a renewal wait for the work: on PostgreSQL and MariaDB, checked
+// at the commit.
+through_fenced!(takeover_during_fenced_work_commits_nothing: postgres = Postgres, mariadb = MySql);
+through_fenced!(renewal_goes_on_during_fenced_work: postgres = Postgres, mariadb = MySql);
+
+/// PostgreSQL: prepared once per connection, run at every commit, prepared again once lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_prepares_the_fence_once_per_connection() {
+    let backend = Backend::<Postgres>::plain();
+    if let Err(why) = backend.available().await {
+        return env::skip_or_fail("postgres", &why.to_string());
+    }
+    let (fresh, pool, table) = backend.fresh(1).await.unwrap();
+    let notices = format!("{table}_notices");
+    Postgres::execute(
+        &pool,
+        format!("CREATE TABLE {notices} (value BIGINT NOT NULL)"),
+    )
+    .await
+    .unwrap();
+    let store = fresh.store().clone();
+    let writes = Arc::new(FencedSql {
+        store: store.clone(),
+        notices,
+        check: Check::Function,
+    });
+    lease_tests::prepared_fence::prepared_once_per_connection(&store, writes).await;
+    fresh.teardown().await.unwrap();
+}
