@@ -10,7 +10,7 @@ use diesel_async::pooled_connection::deadpool;
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, AsyncPgConnection, RunQueryDsl};
 use lease_core::{BoxError, LeaseGuard};
 use lease_diesel::{AsyncSqliteConnection, DieselStore};
-use lease_sql::Dialect;
+use lease_sql::{CheckAt, Dialect};
 use lease_sqlx::SqlxStore;
 use sqlx::{AssertSqlSafe, MySql, Postgres, Sqlite};
 use tokio::sync::oneshot;
@@ -33,6 +33,20 @@ pub enum Fencing {
     /// The drivers' `fenced` function: on PostgreSQL and MariaDB the check comes with the
     /// commit, in one message; on SQLite it comes first.
     Fenced,
+    /// The drivers' `fenced_with(.., CheckAt::Begin, ..)`: the check comes with the `BEGIN`,
+    /// in one message.
+    FencedAtBegin,
+}
+
+impl Fencing {
+    /// Where the drivers' fenced functions check, for the two that go through them.
+    fn check_at(self) -> Option<CheckAt> {
+        match self {
+            Self::Fenced => Some(CheckAt::Commit),
+            Self::FencedAtBegin => Some(CheckAt::Begin),
+            Self::Plain | Self::AtStart => None,
+        }
+    }
 }
 
 /// A protected table beside one lease table.
@@ -122,8 +136,8 @@ macro_rules! sqlx_protected {
                         .await?;
                     Ok::<_, BoxError>(())
                 };
-                if fencing == Fencing::Fenced {
-                    return lease_sqlx::fenced(&self.store, lease, job).await;
+                if let Some(at) = fencing.check_at() {
+                    return lease_sqlx::fenced_with(&self.store, lease, at, job).await;
                 }
                 let mut tx = self.store.pool().begin().await?;
                 if fencing == Fencing::AtStart {
@@ -181,8 +195,9 @@ macro_rules! diesel_protected {
                         .await?;
                     Ok::<_, BoxError>(())
                 };
-                if fencing == Fencing::Fenced {
-                    return lease_diesel::fenced(store, &mut connection, lease, job).await;
+                if let Some(at) = fencing.check_at() {
+                    return lease_diesel::fenced_with(store, &mut connection, lease, at, job)
+                        .await;
                 }
                 connection
                     .transaction(async move |conn| {

@@ -3,7 +3,7 @@
 use diesel::connection::{TransactionDepthChange, TransactionManagerStatus};
 use diesel_async::{AsyncConnection, TransactionManager};
 use lease_core::{Error, LeaseHandle, StoreErrorKind};
-use lease_sql::FencedCommit;
+use lease_sql::{CheckAt, FencedCommit};
 
 use crate::error_kind::error_kind;
 use crate::{DieselConnection, DieselPool, DieselStore};
@@ -78,10 +78,37 @@ where
     F: AsyncFnOnce(&mut P::Connection) -> Result<T, E>,
     E: From<Error> + From<diesel::result::Error>,
 {
+    fenced_with(store, connection, lease, CheckAt::Commit, work).await
+}
+
+/// [`fenced`] with the check placed as `at` says. [`CheckAt::Begin`] sends the check with
+/// the `BEGIN` (on PostgreSQL the prepared check's `EXECUTE`): the transaction costs only the
+/// check, no statement more, and a stale holder learns before the work; but the lease's row
+/// stays locked until the transaction ends, so the holder's renewals wait for the work. Take
+/// it for transactions well shorter than the client's store timeout; [`CheckAt::Commit`]
+/// ([`fenced`]) for longer ones.
+///
+/// # Errors
+/// As [`fenced`].
+///
+/// # Cancel safety
+/// As [`fenced`].
+pub async fn fenced_with<P, T, E, F>(
+    store: &DieselStore<P>,
+    connection: &mut P::Connection,
+    lease: &(impl AsRef<LeaseHandle> + Sync),
+    at: CheckAt,
+    work: F,
+) -> Result<T, E>
+where
+    P: DieselPool,
+    F: AsyncFnOnce(&mut P::Connection) -> Result<T, E>,
+    E: From<Error> + From<diesel::result::Error>,
+{
     let handle = lease.as_ref();
     // Told first, so that a transaction cut off half-way leaves the connection broken.
     change_depth::<P>(connection, TransactionDepthChange::IncreaseDepth)?;
-    let commit = match store.begin_fenced(&mut *connection, handle).await {
+    let commit = match store.begin_fenced(&mut *connection, handle, at).await {
         Ok(commit) => commit,
         Err(error) => {
             let _ = Manager::<P>::rollback_transaction(connection).await;
@@ -89,7 +116,7 @@ where
             return Err(error.into());
         }
     };
-    if commit == FencedCommit::CheckedFirst
+    if commit == FencedCommit::CheckFirst
         && let Err(refused) = store.fence(&mut *connection, lease).await
     {
         let _ = Manager::<P>::rollback_transaction(connection).await;

@@ -26,7 +26,7 @@ mod sqlite;
 
 pub use connection::DieselConnection;
 pub use executor::DieselExecutor;
-pub use fenced::fenced;
+pub use fenced::{fenced, fenced_with};
 pub use pool::DieselPool;
 
 /// Leases in a table through a diesel-async pool `P` (deadpool or bb8): lease-sql's

@@ -4,7 +4,7 @@
 //! `pub use lease_sql::exports::*;`, and the list lives here once.
 
 pub use crate::{
-    AfterCommit, Connect, ConnectWith, Dialect, Execute, ExecuteOn, Layout, Migration,
+    AfterCommit, CheckAt, Connect, ConnectWith, Dialect, Execute, ExecuteOn, Layout, Migration,
     MigrationFile, OnConnection, PoolState, SchemaCheck, SqlStore, TableName,
 };
 pub use lease_core::{

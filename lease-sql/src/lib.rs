@@ -46,5 +46,5 @@ pub use rows::{
 pub use schema::SchemaCheck;
 pub use sqlite::{SQLITE_BUSY_TIMEOUT, sqlite_pragmas};
 pub use statements::Statements;
-pub use store::{FencedCommit, SqlStore};
+pub use store::{Attempt, CheckAt, FencedCommit, SqlStore};
 pub use table::TableName;

@@ -96,12 +96,11 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         // A compound statement (MariaDB 10.1 and later, outside stored programs too) signals
         // the marker when the check matched no row; a multi-statement message stops at an
         // error, so the `COMMIT` runs only after a check that held.
-        fence_then_commit: Some(format!(
+        fence_raising: Some(format!(
             "BEGIN NOT ATOMIC\n    \
                  {fence};\n    \
                  IF ROW_COUNT() <> 1 THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{NOT_HELD_MARKER}'; END IF;\n\
-             END;\n\
-             COMMIT"
+             END"
         )),
         prepared_fence: None,
         fence,

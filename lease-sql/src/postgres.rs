@@ -100,8 +100,8 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         list: format!(
             "SELECT {columns} FROM {t} WHERE holder IS NOT NULL ORDER BY name COLLATE \"C\""
         ),
-        fence_then_commit: Some(format!("{checked};\nCOMMIT")),
         prepared_fence: Some(PreparedFence::new(&checked)),
+        fence_raising: Some(checked),
         fence,
         prune: Template::new(
             format!("DELETE FROM {t} WHERE expires_at < {NOW} - {}", interval(1)),

@@ -26,9 +26,10 @@ use crate::{InlineError, Query};
 pub struct PreparedFence {
     check_name: String,
     ready_name: String,
-    prepare: String,
+    prepare: [String; 2],
     begin: String,
     execute: String,
+    begin_checked: String,
 }
 
 impl PreparedFence {
@@ -40,13 +41,13 @@ impl PreparedFence {
         let check_name = format!("lease_fence_{:016x}", fnv1a(check));
         let ready_name = format!("{check_name}_ready");
         Self {
-            prepare: format!(
-                "ROLLBACK;\n\
-                 PREPARE {check_name} (text, text, int8) AS {check};\n\
-                 PREPARE {ready_name} AS SELECT 1"
-            ),
+            prepare: [
+                format!("PREPARE {check_name} (text, text, int8) AS {check}"),
+                format!("PREPARE {ready_name} AS SELECT 1"),
+            ],
             begin: format!("BEGIN;\nEXECUTE {ready_name}"),
             execute: format!("EXECUTE {check_name}($1, $2, $3);\nCOMMIT"),
+            begin_checked: format!("BEGIN;\nEXECUTE {check_name}($1, $2, $3)"),
             check_name,
             ready_name,
         }
@@ -60,11 +61,17 @@ impl PreparedFence {
         &self.begin
     }
 
-    /// What makes the statements, after [`begin`](PreparedFence::begin) failed for want of
-    /// them: `ROLLBACK` of the transaction that failed, then both `PREPARE`s. One
-    /// simple-protocol message, without parameters.
-    pub fn prepare(&self) -> &str {
+    /// What makes the statements: the check's `PREPARE` and the probe's, each a message of
+    /// its own (a statement that already exists fails its `PREPARE` alone; see
+    /// [`already_exists`](PreparedFence::already_exists)), without parameters.
+    pub fn prepare(&self) -> &[String; 2] {
         &self.prepare
+    }
+
+    /// Whether the database's `message` says that a `PREPARE` of
+    /// [`prepare`](PreparedFence::prepare) found its statement there already.
+    pub fn already_exists(&self, message: &str) -> bool {
+        message.contains(&self.check_name) && message.contains("already exists")
     }
 
     /// The name of the statement [`begin`](PreparedFence::begin) executes.
@@ -77,10 +84,10 @@ impl PreparedFence {
         &self.check_name
     }
 
-    /// Whether the database's `message` says that [`begin`](PreparedFence::begin) found the
-    /// statements missing.
+    /// Whether the database's `message` says that [`begin`](PreparedFence::begin) (or a
+    /// transaction that begins with the check) found the statements missing.
     pub fn is_missing(&self, message: &str) -> bool {
-        message.contains(&self.ready_name) && message.contains("does not exist")
+        message.contains(&self.check_name) && message.contains("does not exist")
     }
 
     /// The check's `EXECUTE` and `COMMIT` in one self-contained text, `fence`'s parameters
@@ -92,6 +99,20 @@ impl PreparedFence {
     pub(crate) fn commit(&self, fence: &Query<'_>) -> Result<String, InlineError> {
         Query {
             sql: std::borrow::Cow::Borrowed(&self.execute),
+            params: fence.params.clone(),
+        }
+        .inline_postgres()
+    }
+
+    /// `BEGIN` and the check's `EXECUTE`, `fence`'s parameters written in as literals: a
+    /// transaction checked at its start, which fails before any work where the connection
+    /// lacks the statement.
+    ///
+    /// # Errors
+    /// As [`commit`](PreparedFence::commit).
+    pub(crate) fn begin_checked(&self, fence: &Query<'_>) -> Result<String, InlineError> {
+        Query {
+            sql: std::borrow::Cow::Borrowed(&self.begin_checked),
             params: fence.params.clone(),
         }
         .inline_postgres()
@@ -152,6 +173,8 @@ mod tests {
             fence.ready_name()
         );
         assert!(fence.is_missing(&message));
+        let check = format!("prepared statement \"{}\" does not exist", fence.check_name());
+        assert!(fence.is_missing(&check));
         assert!(!fence.is_missing("prepared statement \"sqlx_s_1\" does not exist"));
         assert!(!fence.is_missing("division by zero"));
     }

@@ -82,7 +82,7 @@ pub(crate) fn sql(t: &str) -> DialectSql {
             "UPDATE {t} SET expires_at = expires_at + 1\n\
              WHERE name = ?1 AND holder = ?2 AND fence = ?3 AND expires_at > {NOW}"
         ),
-        fence_then_commit: None,
+        fence_raising: None,
         prepared_fence: None,
         prune: Template::new(
             format!("DELETE FROM {t} WHERE expires_at < {NOW} - ?1 / 1000"),

@@ -216,7 +216,7 @@ impl Statements {
     /// dialect (PostgreSQL and MariaDB; not SQLite): a fenced transaction then checks at its
     /// commit, in the same round trip, rather than at its start.
     pub fn checks_at_commit(&self) -> bool {
-        self.sql.fence_then_commit.is_some()
+        self.sql.fence_raising.is_some()
     }
 
     /// The fenced check and `COMMIT`, for the end of the caller's transaction, as one
@@ -230,15 +230,62 @@ impl Statements {
     /// `COMMIT` cost no round trip.
     ///
     /// # Errors
-    /// [`InlineError`](crate::InlineError) when a parameter cannot be written as a literal (a
-    /// NUL character on PostgreSQL; never for a valid lease name and holder id).
+    /// When a text parameter cannot be written as a literal (a NUL character, which a lease
+    /// name never holds).
     pub fn fence_then_commit(
         &self,
         name: &LeaseName,
         holder: &HolderId,
         fence: Fence,
     ) -> Option<Result<String, crate::InlineError>> {
-        let sql = self.sql.fence_then_commit.as_deref()?;
+        self.raising(name, holder, fence)
+            .map(|check| check.map(|check| format!("{check};\nCOMMIT")))
+    }
+
+    /// `BEGIN` and the fenced check, for the start of a transaction, as one self-contained text
+    /// to send as one simple-protocol message: the check costs no round trip of its own, and
+    /// raises an error (with [`NOT_HELD_MARKER`](crate::NOT_HELD_MARKER)) when the lease is
+    /// gone, before any of the transaction's work. The check is
+    /// [`fence_then_commit`](Statements::fence_then_commit)'s; on PostgreSQL see also
+    /// [`prepared_begin_then_fence`](Statements::prepared_begin_then_fence). `None` on SQLite.
+    ///
+    /// # Errors
+    /// As [`fence_then_commit`](Statements::fence_then_commit).
+    pub fn begin_then_fence(
+        &self,
+        name: &LeaseName,
+        holder: &HolderId,
+        fence: Fence,
+    ) -> Option<Result<String, crate::InlineError>> {
+        self.raising(name, holder, fence)
+            .map(|check| check.map(|check| format!("BEGIN;\n{check}")))
+    }
+
+    /// [`begin_then_fence`](Statements::begin_then_fence) through
+    /// [`prepared_fence`](Statements::prepared_fence): `BEGIN` and the `EXECUTE` of the check
+    /// the connection prepared, which fails before any work where the connection lacks it.
+    /// `None` where there is no prepared fence.
+    ///
+    /// # Errors
+    /// As [`fence_then_commit`](Statements::fence_then_commit).
+    pub fn prepared_begin_then_fence(
+        &self,
+        name: &LeaseName,
+        holder: &HolderId,
+        fence: Fence,
+    ) -> Option<Result<String, crate::InlineError>> {
+        let prepared = self.sql.prepared_fence.as_ref()?;
+        Some(prepared.begin_checked(&self.fence(name, holder, fence)))
+    }
+
+    /// The raising check with its parameters inline.
+    fn raising(
+        &self,
+        name: &LeaseName,
+        holder: &HolderId,
+        fence: Fence,
+    ) -> Option<Result<String, crate::InlineError>> {
+        let sql = self.sql.fence_raising.as_deref()?;
         let query = Query {
             sql: Cow::Borrowed(sql),
             params: self.fence(name, holder, fence).params,

@@ -441,19 +441,23 @@ impl<X: Execute> SqlStore<X> {
         .await
     }
 
-    /// Begins a transaction on `connection` for a fenced commit, with statements of its own
-    /// (for a driver whose transaction object can be told that a transaction began, as
-    /// diesel's can), and answers how it must end.
+    /// Begins a fenced transaction on `connection` with statements of its own (for a driver
+    /// whose transaction object can be told that a transaction began, as diesel's can), the
+    /// check placed as `at` says, and answers how it must end.
     ///
-    /// On PostgreSQL it sends [`PreparedFence::begin`](crate::PreparedFence::begin); where the
-    /// connection lacks the statements it prepares them ([`prepare_fence`](SqlStore::prepare_fence))
-    /// and begins again, and where they are still missing then (a pooler that hands each
-    /// transaction another server connection) it begins a plain transaction whose commit checks
-    /// with the check's text. Elsewhere it sends `BEGIN`.
+    /// [`CheckAt::Commit`]: on PostgreSQL it sends [`PreparedFence::begin`](crate::PreparedFence::begin);
+    /// elsewhere `BEGIN`. [`CheckAt::Begin`]: `BEGIN` and the check in one message
+    /// ([`Statements::begin_then_fence`], on PostgreSQL the prepared check's `EXECUTE`); on
+    /// SQLite `BEGIN`, the check to follow ([`FencedCommit::CheckFirst`]). On PostgreSQL, where
+    /// the connection lacks the prepared statements it prepares them
+    /// ([`prepare_fence`](SqlStore::prepare_fence)) and begins again, and where they are still
+    /// missing then (a pooler that hands each transaction another server connection) it uses
+    /// the check's text.
     ///
     /// # Errors
-    /// [`Error::Store`] with [`Operation::Fence`] when a message failed; the connection may
-    /// then be left in a failed transaction: roll it back or close it.
+    /// [`Error::NotHeld`] when the check at the start found the lease gone (after marking it
+    /// lost); [`Error::Store`] with [`Operation::Fence`] when a message failed. Either way the
+    /// connection may be left in a transaction: roll it back.
     ///
     /// # Cancel safety
     /// Like any statement on the caller's connection: dropped half-way, a transaction may be
@@ -463,44 +467,92 @@ impl<X: Execute> SqlStore<X> {
         &self,
         connection: &mut Conn,
         lease: &LeaseHandle,
+        at: CheckAt,
     ) -> Result<FencedCommit, Error>
     where
         Conn: Send,
         X: for<'c> ExecuteOn<&'c mut Conn>,
     {
-        let failed = self.failure(Operation::Fence, Some(lease.name()));
-        let plain = if self.statements.checks_at_commit() {
-            FencedCommit::Inline
-        } else {
-            FencedCommit::CheckedFirst
-        };
-        let Some(prepared) = self.statements.prepared_fence() else {
-            self.executor
-                .batch_on(&mut *connection, "BEGIN".to_owned())
-                .await
-                .map_err(failed)?;
-            return Ok(plain);
-        };
-        for first in [true, false] {
-            let begun = self
-                .executor
-                .batch_on(&mut *connection, prepared.begin().to_owned())
-                .await;
-            match begun {
-                Ok(()) => return Ok(FencedCommit::Prepared),
-                Err(error) if !self.is_fence_unprepared(&*error) => return Err(failed(error)),
-                Err(_) if first => self.prepare_fence(&mut *connection, lease).await?,
-                Err(_) => {}
+        if self.statements.prepared_fence().is_some() {
+            for attempt in [Attempt::Prepared, Attempt::PreparedAgain] {
+                let (message, commit) = self.begin_message(lease, at, attempt)?;
+                match self.executor.batch_on(&mut *connection, message).await {
+                    Ok(()) => return Ok(commit),
+                    Err(error) if !self.is_fence_unprepared(&*error) => {
+                        return Err(self.fence_refused(lease, error));
+                    }
+                    Err(_) if attempt == Attempt::Prepared => {
+                        self.prepare_fence(&mut *connection, lease).await?;
+                    }
+                    Err(_) => {
+                        tracing::debug!("the prepared fence does not stay on this connection: checking with its text");
+                        self.executor
+                            .batch_on(&mut *connection, "ROLLBACK".to_owned())
+                            .await
+                            .map_err(self.failure(Operation::Fence, Some(lease.name())))?;
+                    }
+                }
             }
         }
-        tracing::debug!(
-            "the prepared fence does not stay on this connection: checking with its text"
-        );
+        let (message, commit) = self.begin_message(lease, at, Attempt::Text)?;
         self.executor
-            .batch_on(&mut *connection, "ROLLBACK;\nBEGIN".to_owned())
+            .batch_on(&mut *connection, message)
             .await
-            .map_err(failed)?;
-        Ok(plain)
+            .map_err(|error| self.fence_refused(lease, error))?;
+        Ok(commit)
+    }
+
+    /// The message that begins a fenced transaction checked as `at` says, on `attempt`, and
+    /// how the transaction must end then; for a driver that begins with a message of its own
+    /// (sqlx's `begin_with`) as for [`begin_fenced`](SqlStore::begin_fenced).
+    ///
+    /// # Errors
+    /// [`Error::Store`] with [`Operation::Fence`] when a parameter cannot be written inline (a
+    /// NUL character, which a lease name never holds).
+    pub fn begin_message(
+        &self,
+        lease: &LeaseHandle,
+        at: CheckAt,
+        attempt: Attempt,
+    ) -> Result<(String, FencedCommit), Error> {
+        let statements = &self.statements;
+        let prepared = attempt != Attempt::Text && statements.prepared_fence().is_some();
+        let (name, holder, fence) = (lease.name(), lease.holder(), lease.fence());
+        let checked = match at {
+            CheckAt::Commit => None,
+            CheckAt::Begin if prepared => statements.prepared_begin_then_fence(name, holder, fence),
+            CheckAt::Begin => statements.begin_then_fence(name, holder, fence),
+        };
+        if let Some(message) = checked {
+            let message = message.map_err(|e| {
+                self.failure(Operation::Fence, Some(name))(Box::new(e))
+            })?;
+            return Ok((message, FencedCommit::Checked));
+        }
+        Ok(match statements.prepared_fence() {
+            Some(fence) if prepared && at == CheckAt::Commit => {
+                (fence.begin().to_owned(), FencedCommit::Prepared)
+            }
+            _ if at == CheckAt::Begin || !statements.checks_at_commit() => {
+                ("BEGIN".to_owned(), FencedCommit::CheckFirst)
+            }
+            _ => ("BEGIN".to_owned(), FencedCommit::Inline),
+        })
+    }
+
+    /// What a failed fenced check says, wherever it ran: [`Error::NotHeld`] (after marking
+    /// `lease` lost) when the database's message carries the check's marker, else the store
+    /// error of [`Operation::Fence`].
+    pub fn fence_refused(&self, lease: &LeaseHandle, error: BoxError) -> Error {
+        if self
+            .executor
+            .database_message(&*error)
+            .is_some_and(is_not_held)
+        {
+            tracing::warn!(lease = %lease.name(), fence = %lease.fence(), "fenced check found the lease gone");
+            return lease.mark_not_held();
+        }
+        self.failure(Operation::Fence, Some(lease.name()))(error)
     }
 
     /// Ends a transaction [`begin_fenced`](SqlStore::begin_fenced) began, as `commit` says:
@@ -527,7 +579,7 @@ impl<X: Execute> SqlStore<X> {
         let text = match commit {
             FencedCommit::Prepared => CheckText::Prepared,
             FencedCommit::Inline => CheckText::Inline,
-            FencedCommit::CheckedFirst => {
+            FencedCommit::CheckFirst | FencedCommit::Checked => {
                 self.executor
                     .batch_on(connection, "COMMIT".to_owned())
                     .await
@@ -542,29 +594,52 @@ impl<X: Execute> SqlStore<X> {
         .await
     }
 
-    /// Makes the prepared fence's statements on `connection` after its
-    /// [`begin`](crate::PreparedFence::begin) failed for want of them
-    /// ([`is_fence_unprepared`](SqlStore::is_fence_unprepared)): rolls back the transaction
-    /// that failed and prepares both ([`PreparedFence::prepare`](crate::PreparedFence::prepare)),
-    /// leaving the connection outside any transaction. Nothing to do without a prepared fence.
+    /// Makes the prepared fence's statements on `connection` after a transaction's
+    /// [`begin`](crate::PreparedFence::begin) (or its check at the start) failed for want of
+    /// them ([`is_fence_unprepared`](SqlStore::is_fence_unprepared)): rolls back the
+    /// transaction that failed and prepares each statement the connection lacks
+    /// ([`PreparedFence::prepare`](crate::PreparedFence::prepare)), leaving the connection
+    /// outside any transaction. Nothing to do without a prepared fence.
     ///
     /// # Errors
-    /// [`Error::Store`] with [`Operation::Fence`] when the message failed.
+    /// [`Error::Store`] with [`Operation::Fence`] when a message failed.
     ///
     /// # Cancel safety
     /// Like any statement on the caller's connection: dropped half-way, the connection may be
     /// mid-message; drop it with the future.
-    pub async fn prepare_fence<C>(&self, connection: C, lease: &LeaseHandle) -> Result<(), Error>
+    pub async fn prepare_fence<Conn>(
+        &self,
+        connection: &mut Conn,
+        lease: &LeaseHandle,
+    ) -> Result<(), Error>
     where
-        X: ExecuteOn<C>,
+        Conn: Send,
+        X: for<'c> ExecuteOn<&'c mut Conn>,
     {
         let Some(prepared) = self.statements.prepared_fence() else {
             return Ok(());
         };
+        let failed = self.failure(Operation::Fence, Some(lease.name()));
         self.executor
-            .batch_on(connection, prepared.prepare().to_owned())
+            .batch_on(&mut *connection, "ROLLBACK".to_owned())
             .await
-            .map_err(self.failure(Operation::Fence, Some(lease.name())))
+            .map_err(failed)?;
+        for statement in prepared.prepare() {
+            match self
+                .executor
+                .batch_on(&mut *connection, statement.clone())
+                .await
+            {
+                Ok(()) => {}
+                Err(error)
+                    if self
+                        .executor
+                        .database_message(&*error)
+                        .is_some_and(|message| prepared.already_exists(message)) => {}
+                Err(error) => return Err(failed(error)),
+            }
+        }
+        Ok(())
     }
 
     /// Whether `error`, from a transaction's [`begin`](crate::PreparedFence::begin), says that
@@ -876,6 +951,34 @@ enum CheckText {
     Prepared,
 }
 
+/// Where a fenced transaction checks its lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CheckAt {
+    /// With the commit, in its message: the lease's row is locked only for the check and the
+    /// commit, so the holder's renewals and a takeover of an expired lease never wait for the
+    /// work, however long it runs; a stale holder learns at the commit that nothing was
+    /// written (SQLite checks at the start whatever this says).
+    #[default]
+    Commit,
+    /// With the `BEGIN`, in its message: a stale holder learns before the work, and the
+    /// transaction costs only the check itself, no statement more; the lease's row stays
+    /// locked until the transaction ends, so the holder's renewals wait for the work (a
+    /// transaction longer than the client's store timeout fails them until it ends, one
+    /// longer than the TTL loses the lease).
+    Begin,
+}
+
+/// One try at beginning a fenced transaction ([`SqlStore::begin_message`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attempt {
+    /// Through the statements prepared on the connection (PostgreSQL).
+    Prepared,
+    /// The same, after [`SqlStore::prepare_fence`] made them.
+    PreparedAgain,
+    /// With the check's text: the statements do not stay on the connection.
+    Text,
+}
+
 /// How a fenced transaction [`SqlStore::begin_fenced`] began must end
 /// ([`SqlStore::end_fenced`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -888,5 +991,8 @@ pub enum FencedCommit {
     Inline,
     /// The check must run first, before the work ([`SqlStore::fence`]), and the commit is a
     /// plain one (SQLite).
-    CheckedFirst,
+    CheckFirst,
+    /// The check ran in the `BEGIN`'s message; the commit is a plain one.
+    Checked,
 }
+

@@ -49,10 +49,12 @@ pub(crate) struct DialectSql {
     pub(crate) list: String,
     /// The fenced check; parameters name, holder, fence on every dialect.
     pub(crate) fence: String,
-    /// The fenced check that raises an error when the lease is gone, then `COMMIT`, for one
-    /// simple-protocol message with its parameters inline (name, holder, fence); `None` where
-    /// the dialect has no such message (SQLite, in process: two calls cost no round trip).
-    pub(crate) fence_then_commit: Option<String>,
+    /// The fenced check made to raise an error (carrying [`NOT_HELD_MARKER`](crate::NOT_HELD_MARKER))
+    /// when the lease is gone, for a simple-protocol message with its parameters inline (name,
+    /// holder, fence): before `COMMIT` at a transaction's end, or after `BEGIN` at its start.
+    /// `None` where the dialect needs no such message (SQLite, in process: two calls cost no
+    /// round trip).
+    pub(crate) fence_raising: Option<String>,
     /// `fence_then_commit` as statements the server prepares once per connection (PostgreSQL,
     /// where a simple-protocol statement is planned at every call); `None` elsewhere.
     pub(crate) prepared_fence: Option<PreparedFence>,

@@ -2,7 +2,7 @@
 //! [`commit_fenced`], the check and the commit of a transaction of the caller's in one round trip.
 
 use lease_core::{Error, Fence, LeaseHandle, Operation, StoreErrorKind};
-use lease_sql::{AfterCommit, Execute, ExecuteOn};
+use lease_sql::{AfterCommit, Attempt, CheckAt, Execute, ExecuteOn, FencedCommit};
 use sqlx::{AssertSqlSafe, Connection, Transaction};
 
 use crate::{SqlxDatabase, SqlxExecutor, SqlxStore};
@@ -133,13 +133,56 @@ where
     F: AsyncFnOnce(&mut DB::Connection) -> Result<T, E>,
     E: From<Error>,
 {
+    fenced_with(store, lease, CheckAt::Commit, work).await
+}
+
+/// [`fenced`] with the check placed as `at` says. [`CheckAt::Begin`] sends the check with the
+/// `BEGIN` (on PostgreSQL the prepared check's `EXECUTE`): the transaction then costs only the
+/// check, no statement and no round trip more than one without it, and a stale holder learns
+/// before the work; but the lease's row stays locked until the transaction ends, so the
+/// holder's renewals wait for the work. Take it for transactions well shorter than the
+/// client's store timeout, [`CheckAt::Commit`] ([`fenced`]) for longer ones.
+///
+/// ```no_run
+/// # async fn example(store: lease_sqlx::PgLeaseStore, guard: lease_core::LeaseGuard) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+/// use lease_sqlx::{CheckAt, sqlx};
+///
+/// lease_sqlx::fenced_with(&store, &guard, CheckAt::Begin, async |tx| {
+///     sqlx::query("INSERT INTO notices (customer, sent_at) VALUES ($1, now())")
+///         .bind("c-42")
+///         .execute(&mut *tx)
+///         .await?;
+///     Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+/// })
+/// .await?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// As [`fenced`]; with [`CheckAt::Begin`], [`Error::NotHeld`] before `work` runs when the
+/// lease is gone at the start.
+///
+/// # Cancel safety
+/// As [`fenced`].
+pub async fn fenced_with<DB, T, E, F>(
+    store: &SqlxStore<DB>,
+    lease: &(impl AsRef<LeaseHandle> + Sync),
+    at: CheckAt,
+    work: F,
+) -> Result<T, E>
+where
+    DB: SqlxDatabase,
+    SqlxExecutor<DB>: for<'c> ExecuteOn<&'c mut DB::Connection>,
+    F: AsyncFnOnce(&mut DB::Connection) -> Result<T, E>,
+    E: From<Error>,
+{
     let mut connection = store
         .executor()
         .pool()
         .acquire()
         .await
         .map_err(|e| failed(store, lease.as_ref(), e))?;
-    match in_transaction(store, &mut connection, lease, work).await {
+    match in_transaction(store, &mut connection, lease, at, work).await {
         Ok(done) => done,
         Err(error) => {
             // The transaction is gone by now; its connection must not go back to the pool
@@ -153,18 +196,20 @@ where
     }
 }
 
-/// [`fenced`]'s transaction on `connection`: `work`'s own answer inside, the transaction's or
-/// the check's failure outside.
+/// [`fenced_with`]'s transaction on `connection`: `work`'s own answer inside, the
+/// transaction's or the check's failure outside.
 ///
-/// On PostgreSQL the transaction begins with the prepared fence's `BEGIN` message
-/// ([`PreparedFence`](lease_sql::PreparedFence)), so that the check at its commit is a prepared
-/// statement; a connection without the statements prepares them first (once in its life). If
-/// they are still missing after that (a pooler that hands each transaction another server
-/// connection), the transaction checks with the check's text instead.
+/// It begins with the message [`SqlStore::begin_message`](lease_sql::SqlStore::begin_message)
+/// gives, through sqlx's `begin_with`, so that sqlx counts the transaction. On PostgreSQL that
+/// message runs a statement the connection prepared (the check, or a probe of it); a
+/// connection without the statements prepares them (once in its life) and begins again, and
+/// where they are still missing then (a pooler that hands each transaction another server
+/// connection) the transaction checks with the check's text.
 async fn in_transaction<DB, T, E, F>(
     store: &SqlxStore<DB>,
     connection: &mut DB::Connection,
     lease: &(impl AsRef<LeaseHandle> + Sync),
+    at: CheckAt,
     work: F,
 ) -> Result<Result<T, E>, Error>
 where
@@ -173,62 +218,57 @@ where
     F: AsyncFnOnce(&mut DB::Connection) -> Result<T, E>,
 {
     let handle = lease.as_ref();
-    if let Some(prepared) = store.statements().prepared_fence() {
-        let begin = || AssertSqlSafe(prepared.begin().to_owned());
-        let error = match connection.begin_with(begin()).await {
-            Ok(transaction) => return run(store, transaction, lease, work, Check::Prepared).await,
-            Err(error) => error,
-        };
-        if !store.is_fence_unprepared(&error) {
-            return Err(failed(store, handle, error));
+    if store.statements().prepared_fence().is_some() {
+        for attempt in [Attempt::Prepared, Attempt::PreparedAgain] {
+            let (message, commit) = store.begin_message(handle, at, attempt)?;
+            let error = match connection.begin_with(AssertSqlSafe(message)).await {
+                Ok(transaction) => return run(store, transaction, lease, work, commit).await,
+                Err(error) => lease_core::BoxError::from(error),
+            };
+            if !store.is_fence_unprepared(&*error) {
+                rollback(store, connection).await;
+                return Err(store.fence_refused(handle, error));
+            }
+            if attempt == Attempt::Prepared {
+                store.prepare_fence(&mut *connection, handle).await?;
+            } else {
+                tracing::debug!("the prepared fence does not stay on this connection: checking with its text");
+                rollback(store, connection).await;
+            }
         }
-        store.prepare_fence(&mut *connection, handle).await?;
-        let error = match connection.begin_with(begin()).await {
-            Ok(transaction) => return run(store, transaction, lease, work, Check::Prepared).await,
-            Err(error) => error,
-        };
-        if !store.is_fence_unprepared(&error) {
-            return Err(failed(store, handle, error));
-        }
-        tracing::debug!(
-            "the prepared fence does not stay on this connection: checking with its text"
-        );
-        store
-            .executor()
-            .batch_on(&mut *connection, "ROLLBACK".to_owned())
-            .await
-            .map_err(|e| failed_boxed(store, handle, e))?;
     }
-    let transaction = connection
-        .begin()
-        .await
-        .map_err(|e| failed(store, handle, e))?;
-    let check = if store.statements().checks_at_commit() {
-        Check::AtCommit
-    } else {
-        Check::AtStart
+    let (message, commit) = store.begin_message(handle, at, Attempt::Text)?;
+    // A plain `BEGIN` as sqlx writes it, or the message with the check.
+    let statement = (message != "BEGIN").then(|| AssertSqlSafe(message));
+    let error = match sqlx::Transaction::begin(&mut *connection, statement.map(sqlx::SqlSafeStr::into_sql_str)).await {
+        Ok(transaction) => return run(store, transaction, lease, work, commit).await,
+        Err(error) => lease_core::BoxError::from(error),
     };
-    run(store, transaction, lease, work, check).await
+    rollback(store, connection).await;
+    Err(store.fence_refused(handle, error))
 }
 
-/// Where the fenced transaction checks its lease.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Check {
-    /// First, before the work (SQLite).
-    AtStart,
-    /// With the commit, the check's text inline.
-    AtCommit,
-    /// With the commit, through the statement prepared on the connection.
-    Prepared,
+/// Rolls back what a failed begin left on `connection`, which sqlx does not count as a
+/// transaction: the server's transaction of a check that refused (PostgreSQL: failed; MariaDB:
+/// open). Best effort: a connection that cannot take it is closed by its next statement.
+async fn rollback<DB>(store: &SqlxStore<DB>, connection: &mut DB::Connection)
+where
+    DB: SqlxDatabase,
+    SqlxExecutor<DB>: for<'c> ExecuteOn<&'c mut DB::Connection>,
+{
+    let _ = store
+        .executor()
+        .batch_on(connection, "ROLLBACK".to_owned())
+        .await;
 }
 
-/// `work` in the begun `transaction`, checked as `check` says, then the commit.
+/// `work` in the begun `transaction`, checked and committed as `commit` says.
 async fn run<DB, T, E, F>(
     store: &SqlxStore<DB>,
     mut transaction: Transaction<'_, DB>,
     lease: &(impl AsRef<LeaseHandle> + Sync),
     work: F,
-    check: Check,
+    commit: FencedCommit,
 ) -> Result<Result<T, E>, Error>
 where
     DB: SqlxDatabase,
@@ -238,7 +278,7 @@ where
     let handle = lease.as_ref();
     // A refused check or failed work rolls back at once rather than when the transaction is
     // dropped: on SQLite the check has taken the database's write lock.
-    if check == Check::AtStart
+    if commit == FencedCommit::CheckFirst
         && let Err(refused) = store.fence(&mut *transaction, lease).await
     {
         let _ = transaction.rollback().await;
@@ -261,15 +301,15 @@ where
             fence: handle.fence(),
         });
     }
-    match check {
-        Check::AtStart => transaction
+    match commit {
+        FencedCommit::CheckFirst | FencedCommit::Checked => transaction
             .commit()
             .await
             .map_err(|e| failed(store, handle, e))?,
-        Check::AtCommit => {
+        FencedCommit::Inline => {
             commit_fenced(store, transaction, lease).await?;
         }
-        Check::Prepared => {
+        FencedCommit::Prepared => {
             let committed = store
                 .commit_fenced_prepared(&mut *transaction, lease, AfterCommit::Begin)
                 .await;

@@ -33,7 +33,7 @@ mod sqlite;
 
 pub use database::SqlxDatabase;
 pub use executor::SqlxExecutor;
-pub use fenced::{commit_fenced, fenced};
+pub use fenced::{commit_fenced, fenced, fenced_with};
 
 /// Leases in a table through a sqlx pool of `DB`: lease-sql's [`SqlStore`]
 /// on a [`SqlxExecutor`].

@@ -28,7 +28,12 @@ const HOLDS: [Duration; 2] = [Duration::from_millis(50), Duration::from_millis(2
 /// Renewals timed per hold and repetition.
 const RENEWALS: usize = 5;
 /// The transactions measured side by side.
-const FENCINGS: [Fencing; 3] = [Fencing::Plain, Fencing::AtStart, Fencing::Fenced];
+const FENCINGS: [Fencing; 4] = [
+    Fencing::Plain,
+    Fencing::AtStart,
+    Fencing::Fenced,
+    Fencing::FencedAtBegin,
+];
 
 /// What one measurement saw.
 struct Sample {
@@ -83,10 +88,13 @@ pub async fn run(
             "check first / plain",
             "`fenced()` tx/s",
             "`fenced()` / plain",
+            "at begin tx/s",
+            "at begin / plain",
             "plain p50",
             "check first p50",
             "`fenced()` p50",
-            "`fenced()` p99",
+            "at begin p50",
+            "at begin p99",
         ],
     );
     let warm_up = options.measure.min(Duration::from_millis(500));
@@ -94,14 +102,14 @@ pub async fn run(
         measure(&protected, &guards, fencing, 16, warm_up).await?;
     }
     for tasks in TASKS {
-        let mut samples: [Vec<Sample>; 3] = Default::default();
+        let mut samples: [Vec<Sample>; 4] = Default::default();
         for _ in 0..options.repetitions {
             // Interleaved, so a burst of load elsewhere hits every side alike.
             for (fencing, side) in FENCINGS.into_iter().zip(samples.iter_mut()) {
                 side.push(measure(&protected, &guards, fencing, tasks, options.measure).await?);
             }
         }
-        let [plain, first, fenced] = samples;
+        let [plain, first, fenced, begun] = samples;
         let ratio = |side: &[Sample]| {
             let ratios: Vec<f64> = side
                 .iter()
@@ -110,16 +118,19 @@ pub async fn run(
                 .collect();
             stats::median(&ratios).map_or("-".to_owned(), stats::ratio)
         };
-        let (first_ratio, fenced_ratio) = (ratio(&first), ratio(&fenced));
+        let (first_ratio, fenced_ratio, begun_ratio) =
+            (ratio(&first), ratio(&fenced), ratio(&begun));
         let rate = |samples: &[Sample]| {
             stats::whole(
                 stats::median(&samples.iter().map(|s| s.rate).collect::<Vec<_>>()).unwrap_or(0.0),
             )
         };
-        let (plain_rate, first_rate, fenced_rate) = (rate(&plain), rate(&first), rate(&fenced));
+        let (plain_rate, first_rate, fenced_rate, begun_rate) =
+            (rate(&plain), rate(&first), rate(&fenced), rate(&begun));
         let (plain_p50, _) = percentiles(plain);
         let (first_p50, _) = percentiles(first);
-        let (fenced_p50, fenced_p99) = percentiles(fenced);
+        let (fenced_p50, _) = percentiles(fenced);
+        let (begun_p50, begun_p99) = percentiles(begun);
         rates.row(vec![
             tasks.to_string(),
             plain_rate,
@@ -127,10 +138,13 @@ pub async fn run(
             first_ratio,
             fenced_rate,
             fenced_ratio,
+            begun_rate,
+            begun_ratio,
             plain_p50,
             first_p50,
             fenced_p50,
-            fenced_p99,
+            begun_p50,
+            begun_p99,
         ]);
     }
     rates.note(format!(
@@ -139,7 +153,7 @@ pub async fn run(
         options.measure.as_secs_f64()
     ));
     rates.note(format!(
-        "A pool of {POOL_SIZE} connections (the drivers' default check at checkout); each task holds a lease of its own. `plain`: begin, one insert of a bound integer into a one-column table, commit; `check first`: the same with `store.fence(&mut *tx, &guard)` first (`conn.transaction(...)` through diesel-async); `fenced()`: the same insert through `lease_sqlx::fenced` / `lease_diesel::fenced`, which on PostgreSQL and MariaDB send the check with the commit in one message (`SqlStore::commit_fenced`) and on SQLite check first."
+        "A pool of {POOL_SIZE} connections (the drivers' default check at checkout); each task holds a lease of its own. `plain`: begin, one insert of a bound integer into a one-column table, commit; `check first`: the same with `store.fence(&mut *tx, &guard)` first (`conn.transaction(...)` through diesel-async); `fenced()`: the same insert through `lease_sqlx::fenced` / `lease_diesel::fenced`, which on PostgreSQL and MariaDB send the check with the commit in one message (on PostgreSQL the `EXECUTE` of a check the connection prepared) and on SQLite check first; `at begin`: through `fenced_with(.., CheckAt::Begin, ..)`, which sends the check with the `BEGIN` in one message (SQLite: checks first)."
     ));
 
     let mut renewals = Table::new(
