@@ -196,8 +196,7 @@ macro_rules! diesel_protected {
                     Ok::<_, BoxError>(())
                 };
                 if let Some(at) = fencing.check_at() {
-                    return lease_diesel::fenced_with(store, &mut connection, lease, at, job)
-                        .await;
+                    return lease_diesel::fenced_with(store, &mut connection, lease, at, job).await;
                 }
                 connection
                     .transaction(async move |conn| {

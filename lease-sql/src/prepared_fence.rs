@@ -173,7 +173,10 @@ mod tests {
             fence.ready_name()
         );
         assert!(fence.is_missing(&message));
-        let check = format!("prepared statement \"{}\" does not exist", fence.check_name());
+        let check = format!(
+            "prepared statement \"{}\" does not exist",
+            fence.check_name()
+        );
         assert!(fence.is_missing(&check));
         assert!(!fence.is_missing("prepared statement \"sqlx_s_1\" does not exist"));
         assert!(!fence.is_missing("division by zero"));

@@ -485,7 +485,9 @@ impl<X: Execute> SqlStore<X> {
                         self.prepare_fence(&mut *connection, lease).await?;
                     }
                     Err(_) => {
-                        tracing::debug!("the prepared fence does not stay on this connection: checking with its text");
+                        tracing::debug!(
+                            "the prepared fence does not stay on this connection: checking with its text"
+                        );
                         self.executor
                             .batch_on(&mut *connection, "ROLLBACK".to_owned())
                             .await
@@ -524,9 +526,8 @@ impl<X: Execute> SqlStore<X> {
             CheckAt::Begin => statements.begin_then_fence(name, holder, fence),
         };
         if let Some(message) = checked {
-            let message = message.map_err(|e| {
-                self.failure(Operation::Fence, Some(name))(Box::new(e))
-            })?;
+            let message =
+                message.map_err(|e| self.failure(Operation::Fence, Some(name))(Box::new(e)))?;
             return Ok((message, FencedCommit::Checked));
         }
         Ok(match statements.prepared_fence() {
@@ -995,4 +996,3 @@ pub enum FencedCommit {
     /// The check ran in the `BEGIN`'s message; the commit is a plain one.
     Checked,
 }
-

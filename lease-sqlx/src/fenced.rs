@@ -232,15 +232,22 @@ where
             if attempt == Attempt::Prepared {
                 store.prepare_fence(&mut *connection, handle).await?;
             } else {
-                tracing::debug!("the prepared fence does not stay on this connection: checking with its text");
+                tracing::debug!(
+                    "the prepared fence does not stay on this connection: checking with its text"
+                );
                 rollback(store, connection).await;
             }
         }
     }
     let (message, commit) = store.begin_message(handle, at, Attempt::Text)?;
     // A plain `BEGIN` as sqlx writes it, or the message with the check.
-    let statement = (message != "BEGIN").then(|| AssertSqlSafe(message));
-    let error = match sqlx::Transaction::begin(&mut *connection, statement.map(sqlx::SqlSafeStr::into_sql_str)).await {
+    let statement = (message != "BEGIN").then_some(AssertSqlSafe(message));
+    let error = match sqlx::Transaction::begin(
+        &mut *connection,
+        statement.map(sqlx::SqlSafeStr::into_sql_str),
+    )
+    .await
+    {
         Ok(transaction) => return run(store, transaction, lease, work, commit).await,
         Err(error) => lease_core::BoxError::from(error),
     };

@@ -1,5 +1,5 @@
-//! The suite's fenced cases with the whole transaction through `lease_sqlx::fenced`, on every
-//! database (on PostgreSQL the check at the commit is the statement prepared on the
+//! The suite's fenced cases with the whole transaction through `lease_sqlx::fenced` (and
+//! `fenced_with(.., CheckAt::Begin, ..)`), on every database (on PostgreSQL the check at the commit is the statement prepared on the
 //! connection, on MariaDB the check's text, on SQLite the check at the start), and on
 //! PostgreSQL how the prepared fence lives on a connection.
 #![cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
@@ -13,9 +13,10 @@ use common::{Backend, TestDb};
 use lease_sqlx::sqlx::{MySql, Postgres, Sqlite};
 use lease_tests::{TestBackend, cases, env};
 
-/// One test per database listed for `case`, with fenced writes through `lease_sqlx::fenced`.
+/// One test per database listed for `case`, with fenced writes through `lease_sqlx::fenced`
+/// (`Check::Function`) or `fenced_with(.., CheckAt::Begin, ..)` (`Check::FunctionAtBegin`).
 macro_rules! through_fenced {
-    ($case:ident: $($db:ident = $ty:ty),+ $(,)?) => {
+    ($case:ident, $check:ident: $($db:ident = $ty:ty),+ $(,)?) => {
         mod $case {
             use super::*;
 
@@ -23,7 +24,7 @@ macro_rules! through_fenced {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $db() {
                     let backend =
-                        Backend::<$ty>::plain().checking(stringify!($db), Check::Function);
+                        Backend::<$ty>::plain().checking(stringify!($db), Check::$check);
                     expect(backend, Expect::Pass, |ctx| async move {
                         cases::$case(&*ctx).await
                     })
@@ -34,15 +35,29 @@ macro_rules! through_fenced {
     };
 }
 
-through_fenced!(fenced_write_commits_while_held: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
-through_fenced!(expired_lease_fails_fenced_check: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
-through_fenced!(stale_fenced_write_commits_nothing: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
-// Checked at the commit, a takeover does not wait for the work: on SQLite, checked first.
-through_fenced!(takeover_waits_for_fenced_transaction: sqlite = Sqlite);
-// Checked first, a takeover and a renewal wait for the work: on PostgreSQL and MariaDB, checked
-// at the commit.
-through_fenced!(takeover_during_fenced_work_commits_nothing: postgres = Postgres, mariadb = MySql);
-through_fenced!(renewal_goes_on_during_fenced_work: postgres = Postgres, mariadb = MySql);
+mod at_commit {
+    use super::*;
+
+    through_fenced!(fenced_write_commits_while_held, Function: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
+    through_fenced!(expired_lease_fails_fenced_check, Function: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
+    through_fenced!(stale_fenced_write_commits_nothing, Function: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
+    // Checked at the commit, a takeover does not wait for the work: on SQLite, checked first.
+    through_fenced!(takeover_waits_for_fenced_transaction, Function: sqlite = Sqlite);
+    // Checked first, a takeover and a renewal wait for the work: on PostgreSQL and MariaDB,
+    // checked at the commit.
+    through_fenced!(takeover_during_fenced_work_commits_nothing, Function: postgres = Postgres, mariadb = MySql);
+    through_fenced!(renewal_goes_on_during_fenced_work, Function: postgres = Postgres, mariadb = MySql);
+}
+
+/// Checked with the `BEGIN`: the row stays locked while the work runs, on every database.
+mod at_begin {
+    use super::*;
+
+    through_fenced!(fenced_write_commits_while_held, FunctionAtBegin: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
+    through_fenced!(expired_lease_fails_fenced_check, FunctionAtBegin: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
+    through_fenced!(stale_fenced_write_commits_nothing, FunctionAtBegin: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
+    through_fenced!(takeover_waits_for_fenced_transaction, FunctionAtBegin: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
+}
 
 /// PostgreSQL: prepared once per connection, run at every commit, prepared again once lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

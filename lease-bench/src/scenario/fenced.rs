@@ -167,6 +167,8 @@ pub async fn run(
             "longest",
             "`fenced()`: renewal p50",
             "longest",
+            "at begin: renewal p50",
+            "longest",
             "samples",
         ],
     );
@@ -181,7 +183,7 @@ pub async fn run(
             stats::ms(open)
         }];
         let mut samples = 0;
-        for fencing in [Fencing::AtStart, Fencing::Fenced] {
+        for fencing in [Fencing::AtStart, Fencing::Fenced, Fencing::FencedAtBegin] {
             let mut times = Vec::new();
             for _ in 0..options.repetitions * renewals_per_hold {
                 times.push(renewal(&target.store, &protected, guard, ttl, fencing, open).await?);
@@ -193,7 +195,7 @@ pub async fn run(
         row.push(samples.to_string());
         renewals.row(row);
     }
-    renewals.note("The holder's renewal statement (`LeaseStore::renew`), from another connection of the same pool, sent once the transaction is open (after its check, when it checks first) and timed until it answers; the transaction inserts and commits after `open for`. Checked first, the renewal waits for the row lock the check took, so about as long as the transaction stays open; through `fenced()` on PostgreSQL and MariaDB the row is locked only at the commit, so it does not wait (on SQLite `fenced()` checks first).");
+    renewals.note("The holder's renewal statement (`LeaseStore::renew`), from another connection of the same pool, sent once the transaction is open (after its check, when it checks first) and timed until it answers; the transaction inserts and commits after `open for`. Checked first, the renewal waits for the row lock the check took, so about as long as the transaction stays open; through `fenced()` on PostgreSQL and MariaDB the row is locked only at the commit, so it does not wait (on SQLite `fenced()` checks first); checked at the begin, it waits as when checked first.");
 
     for guard in guards {
         if let Ok(guard) = Arc::try_unwrap(guard) {

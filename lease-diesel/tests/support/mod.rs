@@ -14,6 +14,7 @@ use diesel_async::pooled_connection::{bb8, deadpool};
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, AsyncPgConnection};
 use futures::future::BoxFuture;
 use lease_core::{BoxError, LeaseHandle, LeaseName};
+use lease_diesel::CheckAt;
 use lease_diesel::{AsyncSqliteConnection, DieselPool, DieselStore, sqlite_manager};
 use lease_tests::{FencedStore, FencedWrites, FreshStore, PooledStore, TestBackend, env};
 
@@ -238,9 +239,10 @@ test_pools!(AsyncSqliteConnection);
 /// One database on one pool kind.
 pub struct Backend<D, P> {
     name: String,
-    /// Whether the fenced cases write through `lease_diesel::fenced` (on PostgreSQL and
-    /// MariaDB: the check at the commit) rather than the store's check at the start.
-    through_fenced: bool,
+    /// Whether the fenced cases write through `lease_diesel::fenced_with`, checking where
+    /// this says (by default, on PostgreSQL and MariaDB, at the commit), rather than with the
+    /// store's check at the start.
+    through_fenced: Option<CheckAt>,
     kinds: PhantomData<fn() -> (D, P)>,
 }
 
@@ -248,14 +250,21 @@ impl<D: Database, P: TestPool<Connection = D::Connection>> Backend<D, P> {
     pub fn new() -> Self {
         Self {
             name: format!("diesel-{}-{}", D::NAME, P::POOL),
-            through_fenced: false,
+            through_fenced: None,
             kinds: PhantomData,
         }
     }
 
     /// The same backend, whose fenced cases write through `lease_diesel::fenced`.
     pub fn through_fenced(mut self) -> Self {
-        self.through_fenced = true;
+        self.through_fenced = Some(CheckAt::Commit);
+        self
+    }
+
+    /// The same backend, whose fenced cases write through
+    /// `lease_diesel::fenced_with(.., CheckAt::Begin, ..)`.
+    pub fn through_fenced_at_begin(mut self) -> Self {
+        self.through_fenced = Some(CheckAt::Begin);
         self
     }
 
@@ -368,7 +377,7 @@ pub struct FencedDiesel<P> {
     store: DieselStore<P>,
     table: String,
     notices: String,
-    through_fenced: bool,
+    through_fenced: Option<CheckAt>,
 }
 
 #[async_trait::async_trait]
@@ -388,14 +397,15 @@ where
         };
         let mut connection = self.store.pool().connection().await.map_err(failed)?;
         let connection: &mut P::Connection = &mut connection;
-        if self.through_fenced {
+        if let Some(at) = self.through_fenced {
             let insert = format!("INSERT INTO {} (value) VALUES ({value})", self.notices);
-            let done = lease_diesel::fenced(&self.store, connection, lease, async |conn| {
-                hold.await;
-                diesel_async::SimpleAsyncConnection::batch_execute(conn, &insert).await?;
-                Ok::<_, BoxError>(())
-            })
-            .await;
+            let done =
+                lease_diesel::fenced_with(&self.store, connection, lease, at, async |conn| {
+                    hold.await;
+                    diesel_async::SimpleAsyncConnection::batch_execute(conn, &insert).await?;
+                    Ok::<_, BoxError>(())
+                })
+                .await;
             return done.map_err(|e| match e.downcast::<lease_core::Error>() {
                 Ok(error) => *error,
                 Err(other) => failed(other),
@@ -419,7 +429,7 @@ where
     }
 
     fn checks_at_commit(&self) -> bool {
-        self.through_fenced && self.store.statements().checks_at_commit()
+        self.through_fenced == Some(CheckAt::Commit) && self.store.statements().checks_at_commit()
     }
 
     async fn written(&self) -> Result<Vec<i64>, BoxError> {

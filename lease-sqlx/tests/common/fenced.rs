@@ -37,6 +37,9 @@ pub enum Check {
     /// The whole transaction through `lease_sqlx::fenced`: at the commit on PostgreSQL (the
     /// prepared check) and MariaDB, at the start on SQLite.
     Function,
+    /// The whole transaction through `lease_sqlx::fenced_with(.., CheckAt::Begin, ..)`: the
+    /// check with the `BEGIN`, in one message (on PostgreSQL the prepared check).
+    FunctionAtBegin,
 }
 
 impl Check {
@@ -118,8 +121,13 @@ where
     ) -> Result<(), Error> {
         let failed = |e: sqlx::Error| Error::store(Operation::Fence, Some(lease.name()), e);
         let insert = format!("INSERT INTO {} (value) VALUES ({value})", self.notices);
-        if self.check == Check::Function {
-            return lease_sqlx::fenced(&self.store, lease, async |conn| {
+        let at = match self.check {
+            Check::Function => Some(lease_sqlx::CheckAt::Commit),
+            Check::FunctionAtBegin => Some(lease_sqlx::CheckAt::Begin),
+            _ => None,
+        };
+        if let Some(at) = at {
+            return lease_sqlx::fenced_with(&self.store, lease, at, async |conn| {
                 hold.await;
                 sqlx::raw_sql(AssertSqlSafe(insert))
                     .execute(&mut *conn)
@@ -149,7 +157,9 @@ where
             Check::Fenced | Check::AtCommitLockedFromStart => {
                 self.store.fence(&mut *tx, lease).await.map(|_| true)?
             }
-            Check::Function => unreachable!("written through `lease_sqlx::fenced` above"),
+            Check::Function | Check::FunctionAtBegin => {
+                unreachable!("written through `lease_sqlx::fenced_with` above")
+            }
             Check::Separate => {
                 let mut own = pool.acquire().await.map_err(failed)?;
                 self.store.fence(&mut *own, lease).await.map(|_| true)?
@@ -225,6 +235,7 @@ where
     fn checks_at_commit(&self) -> bool {
         match self.check {
             Check::Function => self.store.statements().checks_at_commit(),
+            Check::FunctionAtBegin => false,
             check => check.at_commit(),
         }
     }
