@@ -20,7 +20,11 @@ type Manager<P> = <<P as DieselPool>::Connection as AsyncConnection>::Transactio
 /// On PostgreSQL and MariaDB the check comes with the commit, in one round trip
 /// ([`SqlStore::commit_fenced`](lease_sql::SqlStore::commit_fenced)): the transaction costs no
 /// more round trips than one without the check, and the lease's row is locked only at its end,
-/// so the holder's renewals never wait for the work. On SQLite the transaction begins with the
+/// so the holder's renewals never wait for the work. On PostgreSQL the check is a statement the
+/// connection prepared once ([`PreparedFence`](lease_sql::PreparedFence)), so the server does not
+/// plan it again; the transaction's begin finds out whether the connection has it. For a short
+/// transaction, [`fenced_with`] and [`CheckAt::Begin`] cost less still. On SQLite the
+/// transaction begins with the
 /// check ([`SqlStore::fence`](lease_sql::SqlStore::fence)), which takes the database's write
 /// lock (in process, an extra statement costs no round trip): renewals wait until it ends. The
 /// transaction runs at the connection's isolation level; on PostgreSQL, checked at the commit,
@@ -60,8 +64,11 @@ type Manager<P> = <<P as DieselPool>::Connection as AsyncConnection>::Transactio
 /// # Errors
 /// `work`'s own error; [`Error::NotHeld`] when the check found the lease gone or it was lost
 /// before the commit (nothing was committed); [`Error::Store`] with
-/// [`Operation::Fence`](lease_core::Operation::Fence) when the check or the commit failed;
-/// diesel's error when the transaction could not begin or, checked at its start, commit.
+/// [`Operation::Fence`](lease_core::Operation::Fence) when the transaction could not begin, or
+/// the check or the commit failed; diesel's
+/// [`AlreadyInTransaction`](diesel::result::Error::AlreadyInTransaction) for a `connection`
+/// already in a transaction (the fenced commit would commit it), and diesel's error when a
+/// rollback failed.
 ///
 /// # Cancel safety
 /// Dropped before the commit, the transaction is left open on `connection`, which diesel-async

@@ -86,7 +86,10 @@ where
 /// On PostgreSQL and MariaDB the check comes with the commit, in one round trip
 /// ([`commit_fenced`]): the transaction costs no more round trips than one without the check,
 /// and the lease's row is locked only at its end, so the holder's renewals never wait for the
-/// work. On SQLite the transaction begins with the check
+/// work. On PostgreSQL the check is a statement the connection prepared once
+/// ([`PreparedFence`](lease_sql::PreparedFence)), so the server does not plan it again; the
+/// transaction's begin finds out whether the connection has it. For a short transaction,
+/// [`fenced_with`] and [`CheckAt::Begin`] cost less still. On SQLite the transaction begins with the check
 /// ([`SqlStore::fence`](lease_sql::SqlStore::fence)), which takes the database's write lock
 /// (in process, an extra statement costs no round trip): renewals wait until it ends.
 ///
