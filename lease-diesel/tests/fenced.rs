@@ -78,3 +78,65 @@ async fn fenced_writes_on_postgres() {
         .await
         .unwrap();
 }
+
+/// `lease_diesel::fenced` on a connection already in a transaction is refused before it sends
+/// anything: its commit would commit the outer transaction, whose own write stays uncommitted
+/// until the outer transaction decides (here: rolled back, so nothing is left).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenced_refuses_a_connection_in_a_transaction() {
+    use diesel_async::AsyncConnection;
+
+    let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(env::postgres_url());
+    let pool = Pool::builder(manager).max_size(2).build().unwrap();
+    if let Err(e) = pool.get().await {
+        return env::skip_or_fail("postgres", &e.to_string());
+    }
+    let table = env::unique_table("lease_diesel_nested");
+    let store = DieselStore::with_table(pool.clone(), &table).unwrap();
+    store.setup().await.unwrap();
+    let notices = format!("{table}_notices");
+    let mut conn = pool.get().await.unwrap();
+    conn.batch_execute(&format!("CREATE TABLE {notices} (fence BIGINT NOT NULL)"))
+        .await
+        .unwrap();
+    let client = LeaseClient::builder(store.clone(), TokioRuntime)
+        .ttl(Ttl::from_secs(60).unwrap())
+        .build()
+        .unwrap();
+    let guard = client.try_acquire("nested").await.unwrap().unwrap();
+
+    let outer = conn
+        .transaction::<(), diesel::result::Error, _>(async |conn| {
+            conn.batch_execute(&format!("INSERT INTO {notices} VALUES (1)"))
+                .await?;
+            let inner = lease_diesel::fenced(&store, conn, &guard, async |conn| {
+                conn.batch_execute(&format!("INSERT INTO {notices} VALUES (2)"))
+                    .await
+                    .map_err(Box::<dyn std::error::Error + Send + Sync>::from)
+            })
+            .await;
+            let refused = inner.unwrap_err();
+            assert!(
+                matches!(
+                    refused.downcast_ref::<diesel::result::Error>(),
+                    Some(diesel::result::Error::AlreadyInTransaction)
+                ),
+                "{refused}"
+            );
+            Err(diesel::result::Error::RollbackTransaction)
+        })
+        .await;
+    assert!(matches!(
+        outer,
+        Err(diesel::result::Error::RollbackTransaction)
+    ));
+    let count: Count = diesel::sql_query(format!("SELECT count(*) AS n FROM {notices}"))
+        .get_result(&mut *conn)
+        .await
+        .unwrap();
+    assert_eq!(count.n, 0, "nothing committed");
+    assert!(guard.is_held(), "the refusal costs the lease nothing");
+    conn.batch_execute(&format!("DROP TABLE {notices}; DROP TABLE {table}"))
+        .await
+        .unwrap();
+}
