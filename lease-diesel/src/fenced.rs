@@ -3,7 +3,7 @@
 use diesel::connection::{TransactionDepthChange, TransactionManagerStatus};
 use diesel_async::{AsyncConnection, TransactionManager};
 use lease_core::{Error, LeaseHandle, StoreErrorKind};
-use lease_sql::{CheckAt, FencedCommit};
+use lease_sql::{AfterCommit, CheckAt, FencedCommit};
 
 use crate::error_kind::error_kind;
 use crate::{DieselConnection, DieselPool, DieselStore};
@@ -145,7 +145,10 @@ where
         }
         .into());
     }
-    match store.end_fenced(&mut *connection, lease, commit).await {
+    match store
+        .end_fenced(&mut *connection, lease, commit, AfterCommit::Idle)
+        .await
+    {
         Ok(_) => {
             change_depth::<P>(connection, TransactionDepthChange::DecreaseDepth)?;
             Ok(output)

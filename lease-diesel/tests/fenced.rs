@@ -6,10 +6,10 @@
 use std::time::Duration;
 
 use diesel_async::pooled_connection::AsyncDieselConnectionManager;
-use diesel_async::pooled_connection::deadpool::Pool;
+use diesel_async::pooled_connection::deadpool::{self, Pool};
 use diesel_async::{AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
 use lease_core::runtime::TokioRuntime;
-use lease_core::{Error, LeaseClient, LossReason, Ttl};
+use lease_core::{Error, LeaseClient, LeaseGuard, LossReason, Ttl};
 use lease_diesel::DieselStore;
 use lease_tests::env;
 
@@ -19,26 +19,62 @@ struct Count {
     n: i64,
 }
 
+type PgPool = Pool<AsyncPgConnection>;
+
+/// A store on a fresh table named from `prefix`, a protected table beside it, a connection of
+/// the store's pool, and a guard of the lease `name`; `None` (after saying so, or failing under
+/// `LEASE_TEST_REQUIRE_ALL`) when PostgreSQL cannot be reached.
+struct Fixture {
+    store: DieselStore<PgPool>,
+    table: String,
+    notices: String,
+    conn: deadpool::Object<AsyncPgConnection>,
+    guard: LeaseGuard,
+}
+
+impl Fixture {
+    async fn new(prefix: &str, name: &str) -> Option<Self> {
+        let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(env::postgres_url());
+        let pool = Pool::builder(manager).max_size(4).build().unwrap();
+        if let Err(e) = pool.get().await {
+            env::skip_or_fail("postgres", &e.to_string());
+            return None;
+        }
+        let table = env::unique_table(prefix);
+        let store = DieselStore::with_table(pool.clone(), &table).unwrap();
+        store.setup().await.unwrap();
+        let notices = format!("{table}_notices");
+        let mut conn = pool.get().await.unwrap();
+        conn.batch_execute(&format!("CREATE TABLE {notices} (fence BIGINT NOT NULL)"))
+            .await
+            .unwrap();
+        let client = LeaseClient::builder(store.clone(), TokioRuntime)
+            .ttl(Ttl::from_secs(60).unwrap())
+            .build()
+            .unwrap();
+        let guard = client.try_acquire(name).await.unwrap().unwrap();
+        Some(Self {
+            store,
+            table,
+            notices,
+            conn,
+            guard,
+        })
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fenced_writes_on_postgres() {
-    let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(env::postgres_url());
-    let pool = Pool::builder(manager).max_size(4).build().unwrap();
-    if let Err(e) = pool.get().await {
-        return env::skip_or_fail("postgres", &e.to_string());
-    }
-    let table = env::unique_table("lease_diesel_fenced");
-    let store = DieselStore::with_table(pool.clone(), &table).unwrap();
-    store.setup().await.unwrap();
-    let notices = format!("{table}_notices");
-    let mut conn = pool.get().await.unwrap();
-    conn.batch_execute(&format!("CREATE TABLE {notices} (fence BIGINT NOT NULL)"))
-        .await
-        .unwrap();
-    let client = LeaseClient::builder(store.clone(), TokioRuntime)
-        .ttl(Ttl::from_secs(60).unwrap())
-        .build()
-        .unwrap();
-    let guard = client.try_acquire("notify").await.unwrap().unwrap();
+    let Some(Fixture {
+        store,
+        table,
+        notices,
+        mut conn,
+        guard,
+    }) = Fixture::new("lease_diesel_fenced", "notify").await
+    else {
+        return;
+    };
 
     // Checked and committed.
     conn.batch_execute("BEGIN").await.unwrap();
@@ -86,24 +122,16 @@ async fn fenced_writes_on_postgres() {
 async fn fenced_refuses_a_connection_in_a_transaction() {
     use diesel_async::AsyncConnection;
 
-    let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(env::postgres_url());
-    let pool = Pool::builder(manager).max_size(2).build().unwrap();
-    if let Err(e) = pool.get().await {
-        return env::skip_or_fail("postgres", &e.to_string());
-    }
-    let table = env::unique_table("lease_diesel_nested");
-    let store = DieselStore::with_table(pool.clone(), &table).unwrap();
-    store.setup().await.unwrap();
-    let notices = format!("{table}_notices");
-    let mut conn = pool.get().await.unwrap();
-    conn.batch_execute(&format!("CREATE TABLE {notices} (fence BIGINT NOT NULL)"))
-        .await
-        .unwrap();
-    let client = LeaseClient::builder(store.clone(), TokioRuntime)
-        .ttl(Ttl::from_secs(60).unwrap())
-        .build()
-        .unwrap();
-    let guard = client.try_acquire("nested").await.unwrap().unwrap();
+    let Some(Fixture {
+        store,
+        table,
+        notices,
+        mut conn,
+        guard,
+    }) = Fixture::new("lease_diesel_nested", "nested").await
+    else {
+        return;
+    };
 
     let outer = conn
         .transaction::<(), diesel::result::Error, _>(async |conn| {

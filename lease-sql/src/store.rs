@@ -411,36 +411,6 @@ impl<X: Execute> SqlStore<X> {
         .await
     }
 
-    /// [`commit_fenced`](SqlStore::commit_fenced) for a transaction that began with
-    /// [`PreparedFence::begin`](crate::PreparedFence::begin) on PostgreSQL: the check is the
-    /// statement prepared on the connection, so the server neither parses nor plans it again.
-    /// Elsewhere (no [`Statements::prepared_fence`]) the same as `commit_fenced`.
-    ///
-    /// # Errors
-    /// As [`commit_fenced`](SqlStore::commit_fenced); also [`Error::Store`] with
-    /// [`Operation::Fence`], nothing committed, when the prepared check is gone from the
-    /// connection (only if the transaction itself ran `DEALLOCATE`).
-    ///
-    /// # Cancel safety
-    /// As [`commit_fenced`](SqlStore::commit_fenced).
-    pub async fn commit_fenced_prepared<Conn>(
-        &self,
-        connection: &mut Conn,
-        lease: &(impl AsRef<LeaseHandle> + Sync),
-        then: AfterCommit,
-    ) -> Result<Fence, Error>
-    where
-        Conn: Send,
-        X: for<'c> ExecuteOn<&'c mut Conn>,
-    {
-        let lease = lease.as_ref();
-        crate::fence_span::traced(
-            lease,
-            self.check_and_commit(connection, lease, then, CheckText::Prepared),
-        )
-        .await
-    }
-
     /// Begins a fenced transaction on `connection` with statements of its own (for a driver
     /// whose transaction object can be told that a transaction began, as diesel's can), the
     /// check placed as `at` says, and answers how it must end.
@@ -556,13 +526,16 @@ impl<X: Execute> SqlStore<X> {
         self.failure(Operation::Fence, Some(lease.name()))(error)
     }
 
-    /// Ends a transaction [`begin_fenced`](SqlStore::begin_fenced) began, as `commit` says:
-    /// [`commit_fenced_prepared`](SqlStore::commit_fenced_prepared),
-    /// [`commit_fenced`](SqlStore::commit_fenced), or, after the check at the start, a plain
-    /// `COMMIT`. The connection is left outside any transaction.
+    /// Ends a fenced transaction [`begin_message`](SqlStore::begin_message) began, as `commit`
+    /// says: the check and the commit in one message (through the statement the connection
+    /// prepared, [`FencedCommit::Prepared`], or with the check's text, as
+    /// [`commit_fenced`](SqlStore::commit_fenced) sends it), or, after a check at the start, a
+    /// plain `COMMIT`. The connection is then left as `then` says.
     ///
     /// # Errors
-    /// As [`commit_fenced`](SqlStore::commit_fenced).
+    /// As [`commit_fenced`](SqlStore::commit_fenced); also [`Error::Store`] with
+    /// [`Operation::Fence`], nothing committed, when the prepared check is gone from the
+    /// connection (only if the transaction itself ran `DEALLOCATE`).
     ///
     /// # Cancel safety
     /// As [`commit_fenced`](SqlStore::commit_fenced).
@@ -571,6 +544,7 @@ impl<X: Execute> SqlStore<X> {
         connection: &mut Conn,
         lease: &(impl AsRef<LeaseHandle> + Sync),
         commit: FencedCommit,
+        then: AfterCommit,
     ) -> Result<Fence, Error>
     where
         Conn: Send,
@@ -582,7 +556,7 @@ impl<X: Execute> SqlStore<X> {
             FencedCommit::Inline => CheckText::Inline,
             FencedCommit::CheckFirst | FencedCommit::Checked => {
                 self.executor
-                    .batch_on(connection, "COMMIT".to_owned())
+                    .batch_on(connection, format!("COMMIT{}", then.suffix()))
                     .await
                     .map_err(self.failure(Operation::Fence, Some(handle.name())))?;
                 return Ok(handle.fence());
@@ -590,7 +564,7 @@ impl<X: Execute> SqlStore<X> {
         };
         crate::fence_span::traced(
             handle,
-            self.check_and_commit(connection, handle, AfterCommit::Idle, text),
+            self.check_and_commit(connection, handle, then, text),
         )
         .await
     }

@@ -316,12 +316,9 @@ where
             .commit()
             .await
             .map_err(|e| failed(store, handle, e))?,
-        FencedCommit::Inline => {
-            commit_fenced(store, transaction, lease).await?;
-        }
-        FencedCommit::Prepared => {
+        FencedCommit::Inline | FencedCommit::Prepared => {
             let committed = store
-                .commit_fenced_prepared(&mut *transaction, lease, AfterCommit::Begin)
+                .end_fenced(&mut *transaction, lease, commit, AfterCommit::Begin)
                 .await;
             // As in `commit_fenced`: the dropped transaction queues the `ROLLBACK` of the
             // empty transaction the message began after its commit.
