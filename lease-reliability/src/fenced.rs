@@ -18,8 +18,8 @@ use lease_diesel::diesel_async::{
     AsyncMysqlConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection,
 };
 use lease_diesel::{AsyncSqliteConnection, DieselStore};
-use lease_sqlx::SqlxStore;
 use lease_sqlx::sqlx::{self, AssertSqlSafe, MySql, Postgres, Sqlite};
+use lease_sqlx::{CheckAt, SqlxStore};
 
 use crate::diesel::Diesel;
 use crate::factory::{Sqlx, StoreFactory};
@@ -114,9 +114,9 @@ pub trait FencedWrites: StoreFactory {
     /// One write under `lease` (a guard's [`handle`](lease_core::LeaseGuard::handle), or
     /// `guard.as_ref()`; a handle outlives its guard's release) by `worker`, in a transaction
     /// of its own: the counter is bumped, the row inserted, and the transaction committed;
-    /// when `checked`, through the driver's fenced function (`lease_sqlx::fenced`,
-    /// `lease_diesel::fenced`: the check with the commit on PostgreSQL and MariaDB, first on
-    /// SQLite). Answers the write's `seq`.
+    /// when `checked`, through the driver's fenced function with the check placed there
+    /// (`lease_sqlx::fenced_with`, `lease_diesel::fenced_with`: with the commit or with the
+    /// `BEGIN` on PostgreSQL and MariaDB, first on SQLite). Answers the write's `seq`.
     ///
     /// # Errors
     /// [`Error::NotHeld`] (boxed) when the check refused the write (nothing committed); any
@@ -125,7 +125,7 @@ pub trait FencedWrites: StoreFactory {
         &self,
         store: &Self::Store,
         lease: &LeaseHandle,
-        checked: bool,
+        checked: Option<CheckAt>,
         protected: &Protected,
         worker: &str,
     ) -> Result<i64, BoxError>;
@@ -151,7 +151,7 @@ macro_rules! sqlx_writes {
                 &self,
                 store: &SqlxStore<$db>,
                 lease: &LeaseHandle,
-                checked: bool,
+                checked: Option<CheckAt>,
                 protected: &Protected,
                 worker: &str,
             ) -> Result<i64, BoxError> {
@@ -169,10 +169,10 @@ macro_rules! sqlx_writes {
                         .await?;
                     Ok::<_, BoxError>(seq)
                 };
-                if checked {
-                    // Through `lease_sqlx::fenced`: on PostgreSQL and MariaDB the check goes
-                    // with the commit, on SQLite it comes first.
-                    return lease_sqlx::fenced(store, lease, job).await;
+                if let Some(at) = checked {
+                    // Through `lease_sqlx::fenced_with`: on PostgreSQL and MariaDB the check
+                    // goes with the commit or the `BEGIN`, on SQLite it comes first.
+                    return lease_sqlx::fenced_with(store, lease, at, job).await;
                 }
                 // Dropped on an error, the transaction rolls back.
                 let mut tx = store.executor().pool().begin().await?;
@@ -224,7 +224,7 @@ macro_rules! diesel_writes {
                 &self,
                 store: &DieselStore<deadpool::Pool<$conn>>,
                 lease: &LeaseHandle,
-                checked: bool,
+                checked: Option<CheckAt>,
                 protected: &Protected,
                 worker: &str,
             ) -> Result<i64, BoxError> {
@@ -239,11 +239,10 @@ macro_rules! diesel_writes {
                     Ok::<_, BoxError>(counter.n)
                 };
                 let mut conn = store.pool().get().await?;
-                if checked {
-                    // Through `lease_diesel::fenced`, as the sqlx workers write through
-                    // `lease_sqlx::fenced`: on PostgreSQL and MariaDB the check goes with the
-                    // commit, on SQLite it comes first.
-                    return lease_diesel::fenced(store, &mut conn, lease, job).await;
+                if let Some(at) = checked {
+                    // Through `lease_diesel::fenced_with`, as the sqlx workers write through
+                    // `lease_sqlx::fenced_with`.
+                    return lease_diesel::fenced_with(store, &mut conn, lease, at, job).await;
                 }
                 // The control: the same job in a plain transaction.
                 conn.batch_execute("BEGIN").await?;

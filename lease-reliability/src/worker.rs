@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use lease_core::runtime::TokioRuntime;
 use lease_core::{BoxError, LeaseClient, LeaseGuard, Ttl};
+use lease_sqlx::CheckAt;
 use lease_tests::history::{self, Ending, HistoryLog, Section};
 use rand::RngExt;
 
@@ -213,7 +214,8 @@ const WRITE_LIMIT: Duration = Duration::from_secs(15);
 /// `mode=fenced`: for `secs=` seconds, takes the lease `name=` on `table=` at `url=` with
 /// `ttl_ms=` whenever it can, and while holding it writes to the [`Protected`] tables
 /// `protected=` every `step_ms=`, each write in a transaction of its own that begins with the
-/// fenced check when `checked=1` and goes without it when `checked=0`. Each write comes
+/// fenced check when `checked=1` (with the commit on PostgreSQL and MariaDB) or `checked=2`
+/// (with the `BEGIN`) and goes without it when `checked=0`. Each write comes
 /// *before* the worker looks at `is_held()`: a holder resumed after a pause writes first, as
 /// work that was already past its check would. A line `stop` on standard input makes it stop
 /// itself with `SIGSTOP` (printing `stopping`) just before its next write or acquisition, so
@@ -234,7 +236,12 @@ pub async fn fenced<F: StoreFactory + FencedWrites>(
     let client = client(store.clone(), args.number("ttl_ms")?)?;
     let name = args.get("name")?;
     let protected = Protected::new(args.get("protected")?);
-    let checked = args.number("checked")? == 1;
+    let checked = match args.number("checked")? {
+        0 => None,
+        1 => Some(CheckAt::Commit),
+        2 => Some(CheckAt::Begin),
+        n => return Err(format!("checked={n}: 0, 1 or 2").into()),
+    };
     let worker = args.get("worker")?;
     let step = Duration::from_millis(args.number("step_ms")?);
     let until = tokio::time::Instant::now() + Duration::from_secs(args.number("secs")?);

@@ -45,6 +45,7 @@ use lease_reliability::factory::Sqlx;
 use lease_reliability::fenced::{self, FencedWrites, Protected};
 use lease_reliability::report::Counts;
 use lease_reliability::scenario::{Timing, runtime, take_over};
+use lease_sqlx::CheckAt;
 use lease_sqlx::sqlx::{self, Connection, PgConnection, Postgres};
 use lease_tests::env;
 use lease_tests::server::{PostgresReplication, Replication};
@@ -139,7 +140,13 @@ impl<F: FencedWrites> Leg<F> {
         self.granted.push(guard.fence().get());
         let seq = self
             .factory
-            .write(&self.store, guard.as_ref(), true, &self.protected, "w")
+            .write(
+                &self.store,
+                guard.as_ref(),
+                Some(CheckAt::Commit),
+                &self.protected,
+                "w",
+            )
             .await;
         self.counts.operations += 1;
         match seq {
@@ -246,7 +253,7 @@ impl<F: FencedWrites> Leg<F> {
                     .write(
                         &self.store,
                         takeover.guard.as_ref(),
-                        true,
+                        Some(CheckAt::Commit),
                         &self.protected,
                         "w",
                     )
@@ -473,7 +480,13 @@ impl<F: FencedWrites> Leg<F> {
             self.counts.operations += 1;
             match self
                 .factory
-                .write(&self.store, guard.as_ref(), true, &self.protected, "w")
+                .write(
+                    &self.store,
+                    guard.as_ref(),
+                    Some(CheckAt::Commit),
+                    &self.protected,
+                    "w",
+                )
                 .await
             {
                 Ok(_) => return Ok(()),

@@ -1,7 +1,8 @@
 //! Fenced writes under faults: worker processes take turns holding one lease and, while they
 //! hold it, write to a protected table, each write in a fenced transaction: through
-//! `lease_sqlx::fenced` and `lease_diesel::fenced` (on PostgreSQL and MariaDB the check goes
-//! with the commit, in one message; on SQLite it comes first). The test pauses the holder with `SIGSTOP` past the TTL
+//! `lease_sqlx::fenced_with` and `lease_diesel::fenced_with`, once with the check with the
+//! commit and once with the check with the `BEGIN` (on PostgreSQL and MariaDB in one message
+//! with either; on SQLite it comes first). The test pauses the holder with `SIGSTOP` past the TTL
 //! (the worker stops itself on request just before its next write, so the pause lands between
 //! two transactions and on resume it writes before it looks at `is_held()`), stalls its connections through a proxy past the TTL, or cuts them. The table
 //! records each write's fence and its place in commit order (see `lease_reliability::fenced`);
@@ -13,7 +14,8 @@
 //!
 //! On PostgreSQL and MariaDB (private servers; two of the three workers behind a proxy each)
 //! and SQLite (pauses only), through lease-sqlx and lease-diesel. Each run lasts
-//! `LEASE_RELIABILITY_FENCED_SECS` seconds (default 6), fenced and unfenced each.
+//! `LEASE_RELIABILITY_FENCED_SECS` seconds (default 6): fenced at the commit, fenced at the
+//! begin, and unfenced, each.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write as _};
@@ -27,6 +29,7 @@ use lease_reliability::fenced::{self, FencedWrites, Protected, Verdict};
 use lease_reliability::report::Counts;
 use lease_reliability::scenario::runtime;
 use lease_reliability::{Driver, with_driver};
+use lease_sqlx::CheckAt;
 use lease_tests::env;
 use lease_tests::proxy::FaultProxy;
 use rand::RngExt;
@@ -193,9 +196,14 @@ fn spawn(
     url: &str,
     table: &str,
     protected: &Protected,
-    checked: bool,
+    checked: Option<CheckAt>,
     worker: usize,
 ) -> Child {
+    let checked = match checked {
+        None => 0,
+        Some(CheckAt::Commit) => 1,
+        Some(CheckAt::Begin) => 2,
+    };
     Command::new(WORKER)
         .args([
             "mode=fenced".to_owned(),
@@ -208,7 +216,7 @@ fn spawn(
             format!("ttl_ms={TTL_MS}"),
             format!("step_ms={STEP_MS}"),
             format!("secs={}", duration().as_secs()),
-            format!("checked={}", u8::from(checked)),
+            format!("checked={checked}"),
             format!("worker=w{worker}"),
         ])
         .stdin(Stdio::piped())
@@ -223,7 +231,7 @@ fn run_once<F: StoreFactory + FencedWrites>(
     factory: &F,
     target: &Target,
     driver: Driver,
-    checked: bool,
+    checked: Option<CheckAt>,
 ) -> Outcome {
     let rt = runtime();
     let table = env::unique_table("fenced");
@@ -368,10 +376,11 @@ fn run(db: Db, driver: Driver) {
     let Some(target) = Target::private(db) else {
         return;
     };
-    let (checked, unchecked) = with_driver!(driver, db, |f| {
+    let (checked, at_begin, unchecked) = with_driver!(driver, db, |f| {
         (
-            run_once(&f, &target, driver, true),
-            run_once(&f, &target, driver, false),
+            run_once(&f, &target, driver, Some(CheckAt::Commit)),
+            run_once(&f, &target, driver, Some(CheckAt::Begin)),
+            run_once(&f, &target, driver, None),
         )
     });
     let backend = format!("{db}/{}", driver.as_str());
@@ -384,37 +393,48 @@ fn run(db: Db, driver: Driver) {
         unchecked.verdict.writes,
         unchecked.faults
     );
-    let mut counts = Counts::new("fenced-writes", backend.clone());
-    counts.operations = checked.verdict.writes as u64;
-    counts.faults = checked.faults;
-    for stale in &checked.verdict.stale {
-        counts.violation(stale.to_string());
-    }
-    for problem in checked.problems.iter().chain(&unchecked.problems) {
-        counts.violation(problem.clone());
-    }
-    counts.expect(stale > 0, || {
-        format!(
-            "the unfenced control committed no stale write in {} writes under {} faults: the \
-             scenario proves nothing",
-            unchecked.verdict.writes, unchecked.faults
-        )
-    });
-    // Evidence that the faults reached the fenced run: holders changed, and a holder resumed
-    // after a pause had its write refused.
-    counts.expect(
-        checked.verdict.fences >= 2 && checked.takeovers >= 1,
-        || {
+    let mut reports = Vec::new();
+    for (scenario, outcome) in [
+        ("fenced-writes", &checked),
+        ("fenced-writes-at-begin", &at_begin),
+    ] {
+        let mut counts = Counts::new(scenario, backend.clone());
+        counts.operations = outcome.verdict.writes as u64;
+        counts.faults = outcome.faults;
+        for stale in &outcome.verdict.stale {
+            counts.violation(stale.to_string());
+        }
+        for problem in outcome.problems.iter().chain(&unchecked.problems) {
+            counts.violation(problem.clone());
+        }
+        counts.expect(stale > 0, || {
             format!(
-                "the fenced run saw {} fences and {} takeovers",
-                checked.verdict.fences, checked.takeovers
+                "the unfenced control committed no stale write in {} writes under {} faults: \
+                 the scenario proves nothing",
+                unchecked.verdict.writes, unchecked.faults
             )
-        },
-    );
-    counts.expect(checked.refused >= 1, || {
-        "no fenced write was ever refused".into()
-    });
-    for (run, outcome) in [("fenced", &checked), ("unfenced", &unchecked)] {
+        });
+        // Evidence that the faults reached the fenced run: holders changed, and a holder
+        // resumed after a pause had its write refused.
+        counts.expect(
+            outcome.verdict.fences >= 2 && outcome.takeovers >= 1,
+            || {
+                format!(
+                    "the fenced run saw {} fences and {} takeovers",
+                    outcome.verdict.fences, outcome.takeovers
+                )
+            },
+        );
+        counts.expect(outcome.refused >= 1, || {
+            "no fenced write was ever refused".into()
+        });
+        reports.push(counts);
+    }
+    for (run, outcome) in [
+        ("fenced", &checked),
+        ("fenced at begin", &at_begin),
+        ("unfenced", &unchecked),
+    ] {
         let [pauses, stalls, cuts] = outcome.kinds;
         eprintln!(
             "{backend} {run}: {} writes under {} fences, {} stale, {} refused, {} failed; \
@@ -430,7 +450,9 @@ fn run(db: Db, driver: Driver) {
             eprintln!("  {n} x {what}");
         }
     }
-    counts.conclude();
+    for counts in reports {
+        counts.conclude();
+    }
 }
 
 #[test]

@@ -29,6 +29,7 @@ use lease_reliability::factory::Sqlx;
 use lease_reliability::fenced::{self, FencedWrites, Protected};
 use lease_reliability::report::Counts;
 use lease_reliability::scenario::{Timing, runtime, take_over};
+use lease_sqlx::CheckAt;
 use lease_sqlx::sqlx::{self, Connection, MySql, MySqlConnection, Row};
 use lease_tests::env;
 
@@ -95,7 +96,13 @@ async fn turns<F: FencedWrites>(
         while held.elapsed() < timing.ttl * 2 {
             counts.operations += 1;
             match factory
-                .write(&stores[node], guard.as_ref(), true, &protected, &driver)
+                .write(
+                    &stores[node],
+                    guard.as_ref(),
+                    Some(CheckAt::Commit),
+                    &protected,
+                    &driver,
+                )
                 .await
             {
                 Ok(_) => {}
@@ -117,7 +124,13 @@ async fn turns<F: FencedWrites>(
         }
         // A write under the released lease, on the other node.
         let late = factory
-            .write(&stores[1 - node], &handle, true, &protected, &driver)
+            .write(
+                &stores[1 - node],
+                &handle,
+                Some(CheckAt::Commit),
+                &protected,
+                &driver,
+            )
             .await;
         counts.operations += 1;
         counts.expect(late.as_ref().is_err_and(fenced::is_refusal), || {

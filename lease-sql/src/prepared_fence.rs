@@ -53,7 +53,8 @@ impl PreparedFence {
         }
     }
 
-    /// The beginning of a transaction whose commit is [`commit`](PreparedFence::commit): `BEGIN`
+    /// The beginning of a transaction whose commit runs the prepared check
+    /// ([`Statements::prepared_fence_then_commit`](crate::Statements::prepared_fence_then_commit)): `BEGIN`
     /// and an `EXECUTE` that fails, naming [`ready_name`](PreparedFence::ready_name), on a
     /// connection where the statements are not prepared. One simple-protocol message, without
     /// parameters.
