@@ -209,8 +209,20 @@ async fn run_campaign(
     };
     let resigned = loop {
         let released = client.listen(&name);
-        let pause = match events.until_stopped(client.try_acquire(&name)).await {
-            Err(resigned) => break resigned,
+        let mut attempt = std::pin::pin!(client.try_acquire(&name));
+        let pause = match events.until_stopped(attempt.as_mut()).await {
+            Err(resigned) => {
+                // An attempt already sent may have taken the lease (a release's notification
+                // wakes a campaign at once, so a stop often finds one in flight): let it answer,
+                // within the store timeout, and give back what it took, rather than leave the
+                // lease held for its TTL by nobody.
+                if let Ok(Some(guard)) = attempt.await
+                    && let Err(error) = guard.release().await
+                {
+                    tracing::warn!(lease = %name, error = &error as &dyn std::error::Error, "a lease taken as the campaign stopped was not given back");
+                }
+                break resigned;
+            }
             Ok(Ok(Some(guard))) => {
                 backoff = Backoff::new(first_pause);
                 let Some(leader) = shared.upgrade() else {

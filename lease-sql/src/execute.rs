@@ -32,6 +32,16 @@ pub trait Execute: std::fmt::Debug + Send + Sync + 'static {
     /// How many connections the pool has open, and how many of them are idle.
     fn pool_state(&self) -> PoolState;
 
+    /// Whether a statement prepared on a connection stays there for the connection's later
+    /// transactions: `true`, the default, for a driver connected to the server itself; `false`
+    /// behind a pooler that hands each transaction another server connection (lease-sqlx's
+    /// `PgProtocol::SimpleInline`). Where it is `false`, the fenced transactions on PostgreSQL
+    /// check with the check's text rather than a statement the connection prepared
+    /// ([`SqlStore::prepared_fence`](crate::SqlStore::prepared_fence)).
+    fn prepares(&self) -> bool {
+        true
+    }
+
     /// What an error this executor answered means to whoever would try again, from the
     /// driver's error code ([`postgres_error_kind`](crate::postgres_error_kind),
     /// [`mysql_error_kind`](crate::mysql_error_kind),

@@ -411,6 +411,17 @@ impl<X: Execute> SqlStore<X> {
         .await
     }
 
+    /// The statements of PostgreSQL's fenced check prepared once per connection
+    /// ([`Statements::prepared_fence`]), where the executor keeps what it prepares on a
+    /// connection ([`Execute::prepares`]); `None` elsewhere, and behind a pooler that hands each
+    /// transaction another server connection, where the fenced transactions check with the
+    /// check's text.
+    pub fn prepared_fence(&self) -> Option<&crate::PreparedFence> {
+        self.statements
+            .prepared_fence()
+            .filter(|_| self.executor.prepares())
+    }
+
     /// Begins a fenced transaction on `connection` with statements of its own (for a driver
     /// whose transaction object can be told that a transaction began, as diesel's can), the
     /// check placed as `at` says, and answers how it must end.
@@ -443,7 +454,7 @@ impl<X: Execute> SqlStore<X> {
         Conn: Send,
         X: for<'c> ExecuteOn<&'c mut Conn>,
     {
-        if self.statements.prepared_fence().is_some() {
+        if self.prepared_fence().is_some() {
             for attempt in [Attempt::Prepared, Attempt::PreparedAgain] {
                 let (message, commit) = self.begin_message(lease, at, attempt)?;
                 match self.executor.batch_on(&mut *connection, message).await {
@@ -488,7 +499,7 @@ impl<X: Execute> SqlStore<X> {
         attempt: Attempt,
     ) -> Result<(String, FencedCommit), Error> {
         let statements = &self.statements;
-        let prepared = attempt != Attempt::Text && statements.prepared_fence().is_some();
+        let prepared = attempt != Attempt::Text && self.prepared_fence().is_some();
         let (name, holder, fence) = (lease.name(), lease.holder(), lease.fence());
         let checked = match at {
             CheckAt::Commit => None,
@@ -500,7 +511,7 @@ impl<X: Execute> SqlStore<X> {
                 message.map_err(|e| self.failure(Operation::Fence, Some(name))(Box::new(e)))?;
             return Ok((message, FencedCommit::Checked));
         }
-        Ok(match statements.prepared_fence() {
+        Ok(match self.prepared_fence() {
             Some(fence) if prepared && at == CheckAt::Commit => {
                 (fence.begin().to_owned(), FencedCommit::Prepared)
             }
@@ -591,7 +602,7 @@ impl<X: Execute> SqlStore<X> {
         Conn: Send,
         X: for<'c> ExecuteOn<&'c mut Conn>,
     {
-        let Some(prepared) = self.statements.prepared_fence() else {
+        let Some(prepared) = self.prepared_fence() else {
             return Ok(());
         };
         let failed = self.failure(Operation::Fence, Some(lease.name()));
@@ -623,7 +634,7 @@ impl<X: Execute> SqlStore<X> {
         &self,
         error: &(dyn std::error::Error + Send + Sync + 'static),
     ) -> bool {
-        let Some(prepared) = self.statements.prepared_fence() else {
+        let Some(prepared) = self.prepared_fence() else {
             return false;
         };
         self.executor
@@ -646,7 +657,7 @@ impl<X: Execute> SqlStore<X> {
         let failed = self.failure(Operation::Fence, Some(lease.name()));
         let (name, holder, fence) = (lease.name(), lease.holder(), lease.fence());
         let check = match text {
-            CheckText::Prepared if self.statements.prepared_fence().is_some() => self
+            CheckText::Prepared if self.prepared_fence().is_some() => self
                 .statements
                 .prepared_fence_then_commit(name, holder, fence),
             _ => self.statements.fence_then_commit(name, holder, fence),

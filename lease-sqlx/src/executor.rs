@@ -160,6 +160,11 @@ where
         &self.pool
     }
 
+    /// Not with `PgProtocol::SimpleInline`, the mode for PgBouncer's transaction pooling.
+    fn prepares(&self) -> bool {
+        self.mode == Mode::Prepared
+    }
+
     fn classify(&self, error: &(dyn std::error::Error + Send + Sync + 'static)) -> StoreErrorKind {
         error_kind::<DB>(error)
     }

@@ -221,7 +221,7 @@ where
     F: AsyncFnOnce(&mut DB::Connection) -> Result<T, E>,
 {
     let handle = lease.as_ref();
-    if store.statements().prepared_fence().is_some() {
+    if store.prepared_fence().is_some() {
         for attempt in [Attempt::Prepared, Attempt::PreparedAgain] {
             let (message, commit) = store.begin_message(handle, at, attempt)?;
             let error = match connection.begin_with(AssertSqlSafe(message)).await {

@@ -15,10 +15,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use lease_core::{HolderId, LeaseName, LeaseStore, Ttl};
+use lease_core::runtime::TokioRuntime;
+use lease_core::{HolderId, LeaseClient, LeaseName, LeaseStore, Operation, Ttl};
 use lease_sqlx::sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use lease_sqlx::sqlx::{self, AssertSqlSafe};
-use lease_sqlx::{PgLeaseStore, PgProtocol};
+use lease_sqlx::sqlx::{self, AssertSqlSafe, Row};
+use lease_sqlx::{CheckAt, PgLeaseStore, PgProtocol};
 use lease_tests::env;
 
 /// Clients, each with its own connection to PgBouncer, sharing this many server connections.
@@ -300,18 +301,101 @@ async fn simple_protocol_is_correct_behind_pgbouncer_transaction_pooling() {
         .setup()
         .await
         .unwrap();
-    let (control, _) = stress(url, PgProtocol::Prepared, control_table.clone()).await;
+    let (control, _) = stress(url.clone(), PgProtocol::Prepared, control_table.clone()).await;
     eprintln!("prepared statements through pgbouncer: {control:?}");
     assert!(
         control.errors.load(Ordering::Relaxed) + control.wrong.load(Ordering::Relaxed) > 0,
         "prepared statements showed no trouble: the stress did not exercise transaction pooling"
     );
 
-    for t in [table, control_table] {
+    let fenced_table = env::unique_table("lease_sqlx_bouncer");
+    fenced_through(&url, &fenced_table).await;
+
+    for t in [
+        table,
+        control_table,
+        format!("{fenced_table}_notices"),
+        fenced_table,
+    ] {
         sqlx::raw_sql(AssertSqlSafe(format!("DROP TABLE {t}")))
             .execute(&setup_pool)
             .await
             .unwrap();
     }
     setup_pool.close().await;
+}
+
+/// Fenced transactions through PgBouncer's transaction pooling, with the store in
+/// `PgProtocol::SimpleInline` (which prepares nothing, so the fenced functions check with the
+/// check's text): with the check at the commit and at the begin, every write commits while the
+/// lease is held; once it has expired, both refuse and commit nothing.
+async fn fenced_through(url: &str, table: &str) {
+    let pool = PgPoolOptions::new()
+        .max_connections(2)
+        .connect(url)
+        .await
+        .unwrap();
+    let store = PgLeaseStore::with_table(pool.clone(), table)
+        .unwrap()
+        .map_executor(|x| x.with_protocol(PgProtocol::SimpleInline));
+    store.setup().await.unwrap();
+    assert!(
+        store.prepared_fence().is_none(),
+        "nothing prepared in SimpleInline"
+    );
+    let notices = format!("{table}_notices");
+    sqlx::raw_sql(AssertSqlSafe(format!("CREATE TABLE {notices} (n BIGINT)")))
+        .execute(&pool)
+        .await
+        .unwrap();
+    let client = LeaseClient::builder(store.clone(), TokioRuntime)
+        .ttl(Ttl::from_secs(60).unwrap())
+        .build()
+        .unwrap();
+    let guard = client.try_acquire("fenced").await.unwrap().unwrap();
+    let write = async |at: CheckAt, n: u64| {
+        lease_sqlx::fenced_with(&store, &guard, at, async |tx| {
+            let insert = format!("INSERT INTO {notices} (n) VALUES ({n})");
+            sqlx::raw_sql(AssertSqlSafe(insert))
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| lease_core::Error::store(Operation::Fence, None, e))?;
+            Ok::<_, lease_core::Error>(())
+        })
+        .await
+    };
+    // The simple protocol here too: a prepared statement of sqlx's own does not survive
+    // transaction pooling.
+    let count = async || -> i64 {
+        sqlx::raw_sql(AssertSqlSafe(format!("SELECT count(*) FROM {notices}")))
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+            .get(0)
+    };
+    for n in 0..10 {
+        write(CheckAt::Commit, n).await.unwrap();
+        write(CheckAt::Begin, n).await.unwrap();
+    }
+    assert_eq!(count().await, 20, "every fenced write committed");
+
+    let expire = format!("UPDATE {table} SET expires_at = taken_at");
+    sqlx::raw_sql(AssertSqlSafe(expire))
+        .execute(&pool)
+        .await
+        .unwrap();
+    for at in [CheckAt::Begin, CheckAt::Commit] {
+        let refused = write(at, 99).await.unwrap_err();
+        assert!(
+            matches!(refused, lease_core::Error::NotHeld { .. }),
+            "{at:?}: {refused}"
+        );
+    }
+    assert_eq!(
+        count().await,
+        20,
+        "nothing committed once the lease expired"
+    );
+    assert!(!guard.is_held());
+    pool.close().await;
 }
