@@ -337,19 +337,7 @@ where
     DB: SqlxDatabase,
     SqlxExecutor<DB>: Execute,
 {
-    failed_boxed(store, lease, lease_core::BoxError::from(error))
-}
-
-/// [`failed`] for an error already boxed.
-fn failed_boxed<DB>(
-    store: &SqlxStore<DB>,
-    lease: &LeaseHandle,
-    error: lease_core::BoxError,
-) -> Error
-where
-    DB: SqlxDatabase,
-    SqlxExecutor<DB>: Execute,
-{
+    let error = lease_core::BoxError::from(error);
     let kind = store.executor().classify(&*error);
     Error::store_of_kind(Operation::Fence, Some(lease.name()), kind, error)
 }
