@@ -459,20 +459,9 @@ impl<X: Execute> SqlStore<X> {
                 let (message, commit) = self.begin_message(lease, at, attempt)?;
                 match self.executor.batch_on(&mut *connection, message).await {
                     Ok(()) => return Ok(commit),
-                    Err(error) if !self.is_fence_unprepared(&*error) => {
-                        return Err(self.fence_refused(lease, error));
-                    }
-                    Err(_) if attempt == Attempt::Prepared => {
-                        self.prepare_fence(&mut *connection, lease).await?;
-                    }
-                    Err(_) => {
-                        tracing::debug!(
-                            "the prepared fence does not stay on this connection: checking with its text"
-                        );
-                        self.executor
-                            .batch_on(&mut *connection, "ROLLBACK".to_owned())
-                            .await
-                            .map_err(self.failure(Operation::Fence, Some(lease.name())))?;
+                    Err(error) => {
+                        self.after_failed_begin(&mut *connection, lease, attempt, error)
+                            .await?;
                     }
                 }
             }
@@ -483,6 +472,46 @@ impl<X: Execute> SqlStore<X> {
             .await
             .map_err(|error| self.fence_refused(lease, error))?;
         Ok(commit)
+    }
+
+    /// What follows a fenced transaction's begin message that failed on `attempt` (one of the
+    /// prepared ones), for [`begin_fenced`](SqlStore::begin_fenced) and for a driver that sends
+    /// the message itself: `Ok` to go on to the next attempt, after preparing the statements the
+    /// connection lacked ([`Attempt::Prepared`]) or rolling back the failed transaction
+    /// ([`Attempt::PreparedAgain`]: they do not stay on the connection).
+    ///
+    /// # Errors
+    /// [`fence_refused`](SqlStore::fence_refused)'s error when `error` is not about missing
+    /// statements (roll the connection's transaction back then), or the store error of a
+    /// message that failed.
+    ///
+    /// # Cancel safety
+    /// Like any statement on the caller's connection: dropped half-way, the connection may be
+    /// mid-message; drop it with the future.
+    pub async fn after_failed_begin<Conn>(
+        &self,
+        connection: &mut Conn,
+        lease: &LeaseHandle,
+        attempt: Attempt,
+        error: BoxError,
+    ) -> Result<(), Error>
+    where
+        Conn: Send,
+        X: for<'c> ExecuteOn<&'c mut Conn>,
+    {
+        if attempt == Attempt::Text || !self.is_fence_unprepared(&*error) {
+            return Err(self.fence_refused(lease, error));
+        }
+        if attempt == Attempt::Prepared {
+            return self.prepare_fence(connection, lease).await;
+        }
+        tracing::debug!(
+            "the prepared fence does not stay on this connection: checking with its text"
+        );
+        self.executor
+            .batch_on(connection, "ROLLBACK".to_owned())
+            .await
+            .map_err(self.failure(Operation::Fence, Some(lease.name())))
     }
 
     /// The message that begins a fenced transaction checked as `at` says, on `attempt`, and

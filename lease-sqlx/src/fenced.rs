@@ -228,17 +228,12 @@ where
                 Ok(transaction) => return run(store, transaction, lease, work, commit).await,
                 Err(error) => lease_core::BoxError::from(error),
             };
-            if !store.is_fence_unprepared(&*error) {
+            if let Err(refused) = store
+                .after_failed_begin(&mut *connection, handle, attempt, error)
+                .await
+            {
                 rollback(store, connection).await;
-                return Err(store.fence_refused(handle, error));
-            }
-            if attempt == Attempt::Prepared {
-                store.prepare_fence(&mut *connection, handle).await?;
-            } else {
-                tracing::debug!(
-                    "the prepared fence does not stay on this connection: checking with its text"
-                );
-                rollback(store, connection).await;
+                return Err(refused);
             }
         }
     }
