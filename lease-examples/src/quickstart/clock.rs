@@ -48,7 +48,9 @@ impl SimClock {
     /// The round of a period of `simulated` length that a schedule aligned on the demo's clock
     /// runs now: the period simulated time falls in, allowing a tenth of a period for a round
     /// that starts a hair early (the schedule reads the clocks a moment apart from this one).
-    /// A round starts late, never by most of a period, so this never names the next one.
+    /// A round that starts late by more than nine tenths of a period is named after the next
+    /// one (on a loaded machine, where the shortest period is 20 ms); the summary tells such a
+    /// late round of one holder from a second holder by the lease it ran under.
     pub(crate) fn current_round(&self, simulated: Duration) -> u64 {
         ((self.now() + simulated / 10).as_nanos() / simulated.as_nanos()) as u64
     }
