@@ -14,6 +14,7 @@ mod exclusion;
 mod expiry;
 mod fence;
 mod fenced;
+mod grant_witness;
 mod guard;
 mod input;
 mod listing;

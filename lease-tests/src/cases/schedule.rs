@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use lease_core::{LeaseClient, LeaseInfo, LeaseStore, Runtime, Schedule, ScheduleStats, Scheduled};
 
+use super::grant_witness::GrantWitness;
 use super::{client_of, name};
 use crate::failure::ensure;
 use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
@@ -131,7 +132,7 @@ pub async fn schedule_runs_each_round_on_one_instance<B: TestBackend>(
 pub async fn schedule_on_leader_runs_each_round_on_the_leader<B: TestBackend>(
     ctx: &Context<B>,
 ) -> CaseResult {
-    let store = ctx.store().await?;
+    let store = Arc::new(GrantWitness::new(ctx.store().await?, ctx.runtime().clone()));
     let runs: Arc<Mutex<Vec<LeaderRun>>> = Arc::default();
     let schedule = Schedule::every(LEADER_PERIOD)?;
     let mut scheduled = Vec::new();
@@ -157,6 +158,11 @@ pub async fn schedule_on_leader_runs_each_round_on_the_leader<B: TestBackend>(
         })?);
     }
     let (stats, runs) = watch(ctx, scheduled, &runs, LEADER_PERIOD * LEADER_PERIODS).await;
+    let overlaps = store.overlaps();
+    ensure!(
+        overlaps.is_empty(),
+        "two instances led at once: the store granted the leadership while another holder's lease was unexpired ({overlaps:?}; runs {runs:?})"
+    );
     ensure!(
         runs.iter().all(|run| run.named),
         "a round ran while the store named another holder: two instances led at once ({runs:?}, {stats:?})"
