@@ -17,6 +17,7 @@ mod prepared;
 mod protected;
 mod raw;
 mod report;
+mod rotation;
 mod scenario;
 mod servers;
 mod stats;

@@ -12,8 +12,8 @@ use lease_sql::Dialect;
 use crate::backend::{self, Backend, PoolSettings, Target};
 use crate::report::{Report, Table};
 use crate::scenario::Context;
-use crate::stats;
 use crate::wal::Wal;
+use crate::{rotation, stats};
 
 /// Tasks hammering the name: the scenario's 16, and one alone, where nothing shares a WAL flush.
 const TASKS: [usize; 2] = [16, 1];
@@ -100,8 +100,10 @@ pub async fn run(
     );
     for tasks in TASKS {
         let mut samples: Vec<Vec<Sample>> = variants.iter().map(|_| Vec::new()).collect();
-        for _ in 0..options.repetitions {
-            for (i, &variant) in variants.iter().enumerate() {
+        for repetition in 0..options.repetitions {
+            // Rotated, so no side always goes first.
+            for i in rotation::order(variants.len(), repetition) {
+                let variant = variants[i];
                 let sample = measure(
                     &client,
                     &target,
@@ -146,7 +148,7 @@ pub async fn run(
         }
     }
     table.note(format!(
-        "{} repetitions of {:.1} s each, interleaved; medians. A pool of {POOL_SIZE} connections without the checkout check. The scenario is 16 tasks; one task alone shows the cost of a WAL flush that no other attempt shares.",
+        "{} repetitions of {:.1} s each, interleaved, the order rotated at each repetition; medians. A pool of {POOL_SIZE} connections without the checkout check. The scenario is 16 tasks; one task alone shows the cost of a WAL flush that no other attempt shares.",
         options.repetitions,
         options.measure.as_secs_f64()
     ));

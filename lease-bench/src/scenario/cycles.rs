@@ -11,7 +11,7 @@ use lease_core::{BoxError, HolderId, LeaseClient, LeaseName, Ttl};
 use crate::backend::{self, Backend, PoolSettings, Target};
 use crate::report::{ChartPoint, Report, Table};
 use crate::scenario::Context;
-use crate::stats;
+use crate::{rotation, stats};
 
 /// Concurrent tasks measured.
 const TASKS: [usize; 3] = [1, 4, 16];
@@ -82,44 +82,46 @@ pub async fn run(
         let client = LeaseClient::new(Arc::clone(&target.store), TokioRuntime);
         let has_advisory = target.raw.advisory_cycle("probe").await?.is_some();
         let has_prepared = target.raw.has_prepared();
-        // Opens every connection and prepares every statement before anything is timed.
-        let warm_up = options.measure.min(Duration::from_millis(500));
-        for variant in [
+        let sides: Vec<Variant> = [
             Variant::Library,
             Variant::Bare,
             Variant::Prepared,
             Variant::Advisory,
-        ] {
-            if (variant != Variant::Advisory || has_advisory)
+        ]
+        .into_iter()
+        .filter(|&variant| {
+            (variant != Variant::Advisory || has_advisory)
                 && (variant != Variant::Prepared || has_prepared)
-            {
-                measure(&client, &target, variant, 16, warm_up).await?;
-            }
+        })
+        .collect();
+        // Opens every connection and prepares every statement before anything is timed.
+        let warm_up = options.measure.min(Duration::from_millis(500));
+        for &variant in &sides {
+            measure(&client, &target, variant, 16, warm_up).await?;
         }
         for tasks in TASKS {
-            let mut library = Vec::new();
-            let mut bare = Vec::new();
-            let mut prepared = Vec::new();
-            let mut advisory = Vec::new();
-            for _ in 0..options.repetitions {
-                // Interleaved, so a burst of load elsewhere hits both sides alike.
-                library.push(
-                    measure(&client, &target, Variant::Library, tasks, options.measure).await?,
-                );
-                bare.push(measure(&client, &target, Variant::Bare, tasks, options.measure).await?);
-                if has_prepared {
-                    prepared.push(
-                        measure(&client, &target, Variant::Prepared, tasks, options.measure)
-                            .await?,
-                    );
-                }
-                if has_advisory {
-                    advisory.push(
-                        measure(&client, &target, Variant::Advisory, tasks, options.measure)
-                            .await?,
+            let mut samples: Vec<Vec<Sample>> = sides.iter().map(|_| Vec::new()).collect();
+            for repetition in 0..options.repetitions {
+                // Interleaved, so a burst of load elsewhere hits every side alike, and rotated,
+                // so no side always goes first.
+                for side in rotation::order(sides.len(), repetition) {
+                    samples[side].push(
+                        measure(&client, &target, sides[side], tasks, options.measure).await?,
                     );
                 }
             }
+            let mut of = |variant: Variant| {
+                sides
+                    .iter()
+                    .position(|&side| side == variant)
+                    .map_or_else(Vec::new, |side| std::mem::take(&mut samples[side]))
+            };
+            let (library, bare, prepared, advisory) = (
+                of(Variant::Library),
+                of(Variant::Bare),
+                of(Variant::Prepared),
+                of(Variant::Advisory),
+            );
             let ratios: Vec<f64> = library
                 .iter()
                 .zip(&bare)
@@ -181,7 +183,7 @@ pub async fn run(
         target.finish().await;
     }
     table.note(format!(
-        "{} repetitions of {:.1} s each, interleaved; rates are medians, `library / bare` the median of the per-repetition ratios, latencies over every cycle of every repetition.",
+        "{} repetitions of {:.1} s each, interleaved, the order rotated at each repetition; rates are medians, `library / bare` the median of the per-repetition ratios, latencies over every cycle of every repetition.",
         options.repetitions,
         options.measure.as_secs_f64()
     ));

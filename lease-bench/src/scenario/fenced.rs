@@ -17,7 +17,7 @@ use crate::backend::{self, Backend, PoolSettings};
 use crate::protected::{Fencing, Hold, Protected};
 use crate::report::{Report, Table};
 use crate::scenario::Context;
-use crate::stats;
+use crate::{rotation, stats};
 
 /// Concurrent tasks measured.
 const TASKS: [usize; 2] = [1, 16];
@@ -103,10 +103,13 @@ pub async fn run(
     }
     for tasks in TASKS {
         let mut samples: [Vec<Sample>; 4] = Default::default();
-        for _ in 0..options.repetitions {
-            // Interleaved, so a burst of load elsewhere hits every side alike.
-            for (fencing, side) in FENCINGS.into_iter().zip(samples.iter_mut()) {
-                side.push(measure(&protected, &guards, fencing, tasks, options.measure).await?);
+        for repetition in 0..options.repetitions {
+            // Interleaved, so a burst of load elsewhere hits every side alike, and rotated, so
+            // no side always goes first.
+            for side in rotation::order(FENCINGS.len(), repetition) {
+                samples[side].push(
+                    measure(&protected, &guards, FENCINGS[side], tasks, options.measure).await?,
+                );
             }
         }
         let [plain, first, fenced, begun] = samples;
@@ -148,7 +151,7 @@ pub async fn run(
         ]);
     }
     rates.note(format!(
-        "{} repetitions of {:.1} s each, interleaved; rates are medians, ratios the median of the per-repetition ratios.",
+        "{} repetitions of {:.1} s each, interleaved, the order rotated at each repetition; rates are medians, ratios the median of the per-repetition ratios.",
         options.repetitions,
         options.measure.as_secs_f64()
     ));

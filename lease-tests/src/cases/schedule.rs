@@ -124,7 +124,9 @@ pub async fn schedule_runs_each_round_on_one_instance<B: TestBackend>(
 }
 
 /// Two clients on one store schedule `rollup` on their leader (every 200 ms) for eight periods.
-/// Every round runs while the store names the runner's lease as the holder (each run reads the
+/// The store never grants the lease while another holder's is certainly unexpired (every grant
+/// is watched, so a second leader is caught even when it was elected before any round). Every
+/// round runs while the store names the runner's lease as the holder (each run reads the
 /// row); one of them is elected and runs the rounds, all under its one term's lease (one fence),
 /// and the other skips them: four to nine runs between them (the election may cost the first
 /// rounds; rounds run on both instances would make about sixteen). Once both are stopped,
