@@ -32,8 +32,9 @@ fn record<T>(runs: &Mutex<Vec<T>>, run: T) {
         .push(run);
 }
 
-/// Lets `scheduled` run for `length`, stops them, and answers their statistics (read before
-/// the stop) and the runs they recorded.
+/// Lets `scheduled` run for `length`, stops them, and answers their statistics and the runs
+/// they recorded, both read before the stop: while the schedules stop one after the other, the
+/// one stopped first gives its lease back and a later one may rightly take it and run a round.
 async fn watch<B: TestBackend, T: Clone>(
     ctx: &Context<B>,
     scheduled: Vec<Scheduled>,
@@ -42,13 +43,13 @@ async fn watch<B: TestBackend, T: Clone>(
 ) -> (Vec<ScheduleStats>, Vec<T>) {
     ctx.sleep(length).await;
     let stats = scheduled.iter().map(Scheduled::stats).collect();
-    for handle in scheduled {
-        handle.stop().await;
-    }
     let runs = runs
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .clone();
+    for handle in scheduled {
+        handle.stop().await;
+    }
     (stats, runs)
 }
 
