@@ -21,7 +21,7 @@ type Driver = Arc<futures::lock::Mutex<mpsc::Receiver<()>>>;
 
 /// [`Renewer::planned`] during a round: a lease added now may have been missed by it.
 const RUNNING: u64 = 0;
-/// [`Renewer::planned`] with nothing to renew: the loop sleeps until woken.
+/// [`Renewer::planned`] before the loop first ran: the first lease held wakes it.
 const IDLE: u64 = u64::MAX;
 
 /// Locks `mutex`; what it guards stays consistent whatever panicked while holding it (a map
@@ -61,7 +61,7 @@ pub(crate) struct Renewer {
     /// Dropped with the renewer, which ends the loop.
     wake: Mutex<mpsc::Sender<()>>,
     /// When the loop next wakes by itself, in clock ticks: [`RUNNING`] during a round,
-    /// [`IDLE`] when it holds nothing to renew.
+    /// [`IDLE`] before the first.
     planned: AtomicU64,
     /// Whoever locks this runs the loop: the spawned task, or a caller's task where the runtime
     /// cannot spawn. The lock makes sure only one does.
@@ -163,16 +163,23 @@ impl Renewer {
             (sent.saturating_add(self.validity), next_renewal),
         ));
         self.leases().insert(id, Arc::clone(&held));
-        // Usually the loop already wakes in time for it: every held lease is due within one
-        // period. Wake it only when it sleeps for longer, or is mid-round and may have missed
-        // this lease; an extra round would renew others early and cost a scan of every lease.
-        let planned = self.planned.load(Ordering::SeqCst);
-        if planned == RUNNING || next_renewal < planned {
+        if self.must_wake_for(next_renewal) {
             // Full means a wake-up is already pending: one is enough.
             let _ = lock(&self.wake).try_send(());
         }
         self.spawn_once();
         held
+    }
+
+    /// Whether the loop must be woken for a lease just added, due at `next_renewal`.
+    ///
+    /// Usually the loop already wakes in time for it: it looks again within half a period even
+    /// with nothing to renew, and the lease is due a period after its acquisition was sent.
+    /// Wake it only when it sleeps for longer, or is mid-round and may have missed this lease;
+    /// an extra round would renew others early and cost a scan of every lease.
+    fn must_wake_for(&self, next_renewal: u64) -> bool {
+        let planned = self.planned.load(Ordering::SeqCst);
+        planned == RUNNING || next_renewal < planned
     }
 
     /// Stops renewing `held`.
@@ -225,13 +232,18 @@ impl Renewer {
             };
             this.planned.store(RUNNING, Ordering::SeqCst);
             let next = this.renew_due().await;
-            this.planned.store(next.unwrap_or(IDLE), Ordering::SeqCst);
             let clock = this.clock().clone();
+            // With nothing to renew, it still looks again half a period on. A lease taken
+            // meanwhile is due a period after its acquisition was sent, later than that look
+            // unless the acquisition took over half a period (`hold` wakes the loop then), so
+            // taking a lease usually need not wake it. Sleeping until woken instead, a process
+            // that takes and gives back one lease at a time would wake the loop at every
+            // acquisition, usually on another thread, only for it to find the lease gone: on
+            // a 2-core machine that cost a cycle on PostgreSQL through diesel about 40 µs.
+            let next = next.unwrap_or_else(|| clock.now().saturating_add((this.period / 2).max(1)));
+            this.planned.store(next, Ordering::SeqCst);
             drop(this);
-            let sleep = match next {
-                Some(at) => Either::Left(async move { clock.sleep_until(at).await }),
-                None => Either::Right(future::pending()),
-            };
+            let sleep = clock.sleep_until(next);
             if let Either::Left((None, _)) =
                 future::select(woken.next(), std::pin::pin!(sleep)).await
             {
@@ -347,5 +359,104 @@ impl Renewer {
                 sent.saturating_add(period),
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MemoryStore;
+    use crate::runtime::TokioRuntime;
+    use crate::stats::Stats;
+    use std::time::Duration;
+
+    fn renewer() -> Arc<Renewer> {
+        let config = LeaseConfig::for_ttl(Ttl::from_secs(40).expect("a valid TTL"));
+        let store = TimedStore::new(
+            Arc::new(MemoryStore::new()),
+            Clock::new(Arc::new(TokioRuntime)),
+            config.store_timeout,
+            Arc::new(Stats::new("test")),
+        );
+        Arc::new(Renewer::new(store, &config))
+    }
+
+    fn period(renewer: &Renewer) -> Duration {
+        Duration::from_nanos(renewer.period)
+    }
+
+    /// Lets the spawned loop run its round and go to sleep.
+    async fn settle() {
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_taken_while_the_loop_has_nothing_to_renew_does_not_wake_it() {
+        let renewer = renewer();
+        let name = LeaseName::new("job").expect("a valid name");
+        assert!(
+            renewer.must_wake_for(renewer.clock().now() + renewer.period),
+            "before its first round the loop sleeps until woken"
+        );
+        // The first lease starts the loop; given back at once, as a job that takes one lease
+        // at a time does, it leaves the loop with nothing to renew.
+        let first = renewer.hold(
+            name.clone(),
+            HolderId::generate(),
+            Fence::new(1),
+            renewer.clock().now(),
+        );
+        settle().await;
+        renewer.forget(&first);
+        tokio::time::advance(period(&renewer)).await;
+        settle().await;
+        assert_eq!(renewer.held_count(), 0);
+        let sent = renewer.clock().now();
+        assert!(
+            !renewer.must_wake_for(sent + renewer.period),
+            "a lease taken now is due after the loop looks again: no wake-up needed"
+        );
+        let late = sent.saturating_sub(renewer.period / 2 + 1);
+        assert!(
+            renewer.must_wake_for(late + renewer.period),
+            "an acquisition sent over half a period ago is due before that look: wake the loop"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_taken_while_the_loop_has_nothing_to_renew_is_still_renewed_in_time() {
+        let renewer = renewer();
+        let first = renewer.hold(
+            LeaseName::new("first").expect("a valid name"),
+            HolderId::generate(),
+            Fence::new(1),
+            renewer.clock().now(),
+        );
+        settle().await;
+        renewer.forget(&first);
+        tokio::time::advance(period(&renewer)).await;
+        settle().await;
+        // Not woken for it, the loop must still renew it before its deadline.
+        let name = LeaseName::new("second").expect("a valid name");
+        let holder = HolderId::generate();
+        let fence = renewer
+            .store
+            .try_acquire(&name, &holder, renewer.ttl)
+            .await
+            .expect("the store answers")
+            .expect("free");
+        let second = renewer.hold(name, holder, fence, renewer.clock().now());
+        let deadline = second.deadline();
+        for _ in 0..40 {
+            tokio::time::advance(period(&renewer) / 8).await;
+            settle().await;
+        }
+        assert!(second.is_held(), "the lease was not lost");
+        assert!(
+            second.deadline() > deadline,
+            "the loop renewed it, which moved its deadline on"
+        );
     }
 }
