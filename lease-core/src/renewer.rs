@@ -392,26 +392,29 @@ mod tests {
         }
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_lease_taken_while_the_loop_has_nothing_to_renew_does_not_wake_it() {
-        let renewer = renewer();
-        let name = LeaseName::new("job").expect("a valid name");
-        assert!(
-            renewer.must_wake_for(renewer.clock().now() + renewer.period),
-            "before its first round the loop sleeps until woken"
-        );
-        // The first lease starts the loop; given back at once, as a job that takes one lease
-        // at a time does, it leaves the loop with nothing to renew.
+    /// Starts the loop with a first lease and gives it back at once, as a job that takes one
+    /// lease at a time does, then lets the loop run a round with nothing to renew.
+    async fn leave_with_nothing_to_renew(renewer: &Arc<Renewer>) {
         let first = renewer.hold(
-            name.clone(),
+            LeaseName::new("first").expect("a valid name"),
             HolderId::generate(),
             Fence::new(1),
             renewer.clock().now(),
         );
         settle().await;
         renewer.forget(&first);
-        tokio::time::advance(period(&renewer)).await;
+        tokio::time::advance(period(renewer)).await;
         settle().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_taken_while_the_loop_has_nothing_to_renew_does_not_wake_it() {
+        let renewer = renewer();
+        assert!(
+            renewer.must_wake_for(renewer.clock().now() + renewer.period),
+            "before its first round the loop sleeps until woken"
+        );
+        leave_with_nothing_to_renew(&renewer).await;
         assert_eq!(renewer.held_count(), 0);
         let sent = renewer.clock().now();
         assert!(
@@ -428,16 +431,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_lease_taken_while_the_loop_has_nothing_to_renew_is_still_renewed_in_time() {
         let renewer = renewer();
-        let first = renewer.hold(
-            LeaseName::new("first").expect("a valid name"),
-            HolderId::generate(),
-            Fence::new(1),
-            renewer.clock().now(),
-        );
-        settle().await;
-        renewer.forget(&first);
-        tokio::time::advance(period(&renewer)).await;
-        settle().await;
+        leave_with_nothing_to_renew(&renewer).await;
         // Not woken for it, the loop must still renew it before its deadline.
         let name = LeaseName::new("second").expect("a valid name");
         let holder = HolderId::generate();
