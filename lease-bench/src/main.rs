@@ -12,6 +12,7 @@ mod args;
 mod backend;
 mod chart;
 mod counting;
+mod interruption;
 mod machine;
 mod prepared;
 mod protected;
@@ -26,6 +27,7 @@ mod wal;
 use std::process::ExitCode;
 
 use args::{Command, Options};
+use interruption::Interruption;
 use report::Report;
 use scenario::{Context, Scenario};
 use servers::Servers;
@@ -42,14 +44,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // Private servers start before the runtime: their helpers block.
-    let servers = match Servers::start(&options) {
-        Ok(servers) => servers,
-        Err(error) => {
-            eprintln!("lease-bench: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -60,16 +54,56 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let failures = runtime.block_on(run(&options, &servers));
-    // Every pool is closed; nothing left should keep the servers busy while they stop.
+    // Listening before the servers start, so that a signal while they start ends the run
+    // once they have, through their `Drop`, rather than the process with them left running.
+    let listening = {
+        let _context = runtime.enter();
+        Interruption::listen()
+    };
+    let mut interruption = match listening {
+        Ok(interruption) => interruption,
+        Err(error) => {
+            eprintln!("lease-bench: cannot listen for SIGINT and SIGTERM: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // Private servers start outside the runtime's tasks: their helpers block.
+    let servers = match Servers::start(&options) {
+        Ok(servers) => servers,
+        Err(error) => {
+            eprintln!("lease-bench: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let ended = runtime.block_on(async {
+        tokio::select! {
+            failures = run(&options, &servers) => Ended::Ran(failures),
+            signal = interruption.recv() => Ended::Interrupted(signal),
+        }
+    });
+    // Every pool is closed (or, interrupted, dropped with the runtime's tasks); nothing left
+    // should keep the servers busy while they stop.
     drop(runtime);
     drop(servers);
-    if failures == 0 {
-        ExitCode::SUCCESS
-    } else {
-        eprintln!("lease-bench: {failures} measurement(s) failed");
-        ExitCode::FAILURE
+    match ended {
+        Ended::Ran(0) => ExitCode::SUCCESS,
+        Ended::Ran(failures) => {
+            eprintln!("lease-bench: {failures} measurement(s) failed");
+            ExitCode::FAILURE
+        }
+        Ended::Interrupted((name, code)) => {
+            eprintln!("lease-bench: interrupted by {name}");
+            ExitCode::from(code)
+        }
     }
+}
+
+/// How a run ended.
+enum Ended {
+    /// Every scenario ran; how many measurements failed.
+    Ran(usize),
+    /// A signal ended it early: its name and the exit code to report.
+    Interrupted((&'static str, u8)),
 }
 
 /// Runs every scenario on every backend; returns how many failed.
