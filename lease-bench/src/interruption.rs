@@ -27,15 +27,23 @@ impl Interruption {
         })
     }
 
-    /// Waits for the first of the two signals and answers its name and the exit code a
-    /// process killed by it would report to a shell (128 and the signal's number).
+    /// Waits for the first of the two signals.
     ///
     /// # Cancel safety
     /// Cancel safe: a signal that arrives meanwhile is kept for the next call.
-    pub async fn recv(&mut self) -> (&'static str, u8) {
+    pub async fn recv(&mut self) -> Caught {
         tokio::select! {
-            _ = self.interrupt.recv() => ("SIGINT", 130),
-            _ = self.terminate.recv() => ("SIGTERM", 143),
+            _ = self.interrupt.recv() => Caught { name: "SIGINT", exit_code: 130 },
+            _ = self.terminate.recv() => Caught { name: "SIGTERM", exit_code: 143 },
         }
     }
+}
+
+/// A signal [`Interruption::recv`] caught.
+#[derive(Debug, Clone, Copy)]
+pub struct Caught {
+    /// `SIGINT` or `SIGTERM`.
+    pub name: &'static str,
+    /// What a process the signal killed reports to a shell: 128 and the signal's number.
+    pub exit_code: u8,
 }

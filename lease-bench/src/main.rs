@@ -27,7 +27,7 @@ mod wal;
 use std::process::ExitCode;
 
 use args::{Command, Options};
-use interruption::Interruption;
+use interruption::{Caught, Interruption};
 use report::Report;
 use scenario::{Context, Scenario};
 use servers::Servers;
@@ -78,7 +78,7 @@ fn main() -> ExitCode {
     let ended = runtime.block_on(async {
         tokio::select! {
             failures = run(&options, &servers) => Ended::Ran(failures),
-            signal = interruption.recv() => Ended::Interrupted(signal),
+            caught = interruption.recv() => Ended::Interrupted(caught),
         }
     });
     // Every pool is closed (or, interrupted, dropped with the runtime's tasks); nothing left
@@ -91,9 +91,9 @@ fn main() -> ExitCode {
             eprintln!("lease-bench: {failures} measurement(s) failed");
             ExitCode::FAILURE
         }
-        Ended::Interrupted((name, code)) => {
-            eprintln!("lease-bench: interrupted by {name}");
-            ExitCode::from(code)
+        Ended::Interrupted(caught) => {
+            eprintln!("lease-bench: interrupted by {}", caught.name);
+            ExitCode::from(caught.exit_code)
         }
     }
 }
@@ -102,8 +102,8 @@ fn main() -> ExitCode {
 enum Ended {
     /// Every scenario ran; how many measurements failed.
     Ran(usize),
-    /// A signal ended it early: its name and the exit code to report.
-    Interrupted((&'static str, u8)),
+    /// A signal ended it early.
+    Interrupted(Caught),
 }
 
 /// Runs every scenario on every backend; returns how many failed.
