@@ -264,3 +264,36 @@ fn sqlite_process_paused() {
 fn sqlite_process_paused_diesel() {
     run(Db::Sqlite, Driver::Diesel);
 }
+
+/// The check [`pause`] relies on: no write can begin while another connection holds the write
+/// lock, and one can once it is given back.
+#[test]
+fn a_sqlite_write_cannot_begin_while_another_connection_holds_the_lock() {
+    use lease_sqlx::sqlx::sqlite::SqliteConnectOptions;
+    use lease_sqlx::sqlx::{ConnectOptions, raw_sql};
+
+    let url = Db::Sqlite.shared_url();
+    runtime().block_on(async {
+        let mut holder = SqliteConnectOptions::from_str(&url)
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        raw_sql("PRAGMA journal_mode = WAL; CREATE TABLE t (v INTEGER)")
+            .execute(&mut holder)
+            .await
+            .unwrap();
+        assert!(sqlite_writable(&url).await, "nobody writes yet");
+        raw_sql("BEGIN IMMEDIATE; INSERT INTO t VALUES (1)")
+            .execute(&mut holder)
+            .await
+            .unwrap();
+        assert!(
+            !sqlite_writable(&url).await,
+            "a write began while another connection held the write lock"
+        );
+        raw_sql("COMMIT").execute(&mut holder).await.unwrap();
+        assert!(sqlite_writable(&url).await, "the write lock was given back");
+    });
+    remove_sqlite(&url);
+}
