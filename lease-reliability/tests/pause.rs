@@ -57,13 +57,13 @@ async fn pause(db: Db, url: &str, pid: u32) -> u64 {
 }
 
 /// Whether a write can begin on the SQLite database at `url` now: `BEGIN IMMEDIATE` on a
-/// connection of its own, waiting at most 100 ms for the write lock.
+/// connection of its own, set up as a store's but waiting at most 100 ms for the write lock.
 async fn sqlite_writable(url: &str) -> bool {
     use lease_sqlx::sqlx::sqlite::SqliteConnectOptions;
     use lease_sqlx::sqlx::{ConnectOptions, Connection, raw_sql};
 
-    let mut connection = SqliteConnectOptions::from_str(url)
-        .expect("a SQLite URL")
+    let options = SqliteConnectOptions::from_str(url).expect("a SQLite URL");
+    let mut connection = lease_sqlx::sqlite_connect_options(options)
         .busy_timeout(Duration::from_millis(100))
         .connect()
         .await
@@ -274,12 +274,12 @@ fn a_sqlite_write_cannot_begin_while_another_connection_holds_the_lock() {
 
     let url = Db::Sqlite.shared_url();
     runtime().block_on(async {
-        let mut holder = SqliteConnectOptions::from_str(&url)
-            .unwrap()
+        let options = SqliteConnectOptions::from_str(&url).unwrap();
+        let mut holder = lease_sqlx::sqlite_connect_options(options)
             .connect()
             .await
             .unwrap();
-        raw_sql("PRAGMA journal_mode = WAL; CREATE TABLE t (v INTEGER)")
+        raw_sql("CREATE TABLE t (v INTEGER)")
             .execute(&mut holder)
             .await
             .unwrap();
