@@ -52,10 +52,12 @@ impl<DB: SqlxDatabase> SqlxExecutor<DB> {
         &self.pool
     }
 
+    #[cfg(feature = "postgres")]
     pub(crate) fn with_mode(self, mode: Mode) -> Self {
         Self { mode, ..self }
     }
 
+    #[cfg(feature = "postgres")]
     pub(crate) fn mode(&self) -> Mode {
         self.mode
     }
