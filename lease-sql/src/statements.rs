@@ -309,6 +309,9 @@ impl Statements {
     /// `COMMIT`, parameters inline, for a transaction that began with
     /// [`PreparedFence::begin`](crate::PreparedFence::begin). `None` where there is no prepared
     /// fence.
+    ///
+    /// # Errors
+    /// As [`fence_then_commit`](Statements::fence_then_commit).
     pub fn prepared_fence_then_commit(
         &self,
         name: &LeaseName,
