@@ -141,6 +141,10 @@ fn name(name: &str) -> LeaseName {
 ///
 /// # Errors
 /// A description of the first thing that went otherwise.
+///
+/// # Cancel safety
+/// Dropped, it leaves `table` as far as it got, for the caller to drop as after the case: in the
+/// story's shape, or upgraded, as an upgrade cut off ran entirely or not at all.
 pub async fn story_table_is_refused_then_upgraded<X: Execute>(
     store: &SqlStore<X>,
     table: &str,
@@ -249,6 +253,11 @@ const WEST: &str = "SET time_zone = '-05:00';";
 ///
 /// # Errors
 /// A description of the first thing that went otherwise, or that the store is not MariaDB's.
+///
+/// # Cancel safety
+/// Not cancel safe: dropped before it has dropped the control's copy, `{table}_tz`, it leaves that
+/// table behind as well, which the caller, who drops `table`, does not know of. `table` it leaves
+/// as far as it got.
 pub async fn mariadb_port_is_refused_then_upgraded_in_utc<X: Execute + Clone>(
     store: &SqlStore<X>,
     table: &str,
@@ -402,6 +411,10 @@ fn above_all(fence: u64, granted: &[u64]) -> bool {
 ///
 /// # Errors
 /// A description of the first thing that went otherwise.
+///
+/// # Cancel safety
+/// Dropped, it leaves `table` as far as it got, with the older version's rows and the leases it
+/// took, for the caller to drop as after the case.
 pub async fn counter_fences_are_overtaken<X: Execute>(
     store: &SqlStore<X>,
     table: &str,
@@ -471,6 +484,10 @@ pub async fn counter_fences_are_overtaken<X: Execute>(
 ///
 /// # Errors
 /// A description of the first thing that went otherwise.
+///
+/// # Cancel safety
+/// Dropped, it leaves `table` as far as it got, for the caller to drop as after the case; the
+/// refusals it waits for write nothing.
 pub async fn unrelated_table_is_refused<X: Execute>(
     store: &SqlStore<X>,
     table: &str,
@@ -511,6 +528,10 @@ pub async fn unrelated_table_is_refused<X: Execute>(
 ///
 /// # Errors
 /// A description of the first thing that went otherwise.
+///
+/// # Cancel safety
+/// Dropped, it leaves the store's table made if `setup` ran, which it did entirely or not at all;
+/// after the case, the table is there.
 pub async fn missing_table_is_refused_by_verify<X: Execute>(
     store: &SqlStore<X>,
 ) -> Result<(), BoxError> {

@@ -26,6 +26,10 @@ const CONTROL_WAIT: Duration = Duration::from_millis(600);
 ///
 /// # Errors
 /// What the store or the client did wrong, in words.
+///
+/// # Cancel safety
+/// Cancel safe: the table does not exist and the control's link refuses every call, so no lease is
+/// taken, and the two clients are dropped with the future.
 pub async fn missing_table_is_permanent<X, R>(
     store: &SqlStore<X>,
     runtime: R,

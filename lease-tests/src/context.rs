@@ -86,6 +86,11 @@ impl<B: TestBackend> Context<B> {
     ///
     /// # Errors
     /// The backend's error, as a failure of the case.
+    ///
+    /// # Cancel safety
+    /// Dropped while the backend makes the store, no teardown is registered for it: whatever the
+    /// backend had made for it so far (a table already created) stays behind. Once the backend has
+    /// answered, nothing is left to cancel.
     pub async fn store(&self) -> Result<Arc<B::Store>, CaseFailure> {
         let mut fresh = self.backend.store().await?;
         self.keep(fresh.take_teardown());
@@ -98,6 +103,10 @@ impl<B: TestBackend> Context<B> {
     ///
     /// # Errors
     /// The backend's error, as a failure of the case.
+    ///
+    /// # Cancel safety
+    /// As [`store`](Context::store): dropped while the backend makes the store and its pool, what
+    /// the backend had made so far has no teardown.
     pub async fn pooled(
         &self,
         connections: u32,
@@ -114,6 +123,10 @@ impl<B: TestBackend> Context<B> {
     ///
     /// # Errors
     /// The backend's error, as a failure of the case.
+    ///
+    /// # Cancel safety
+    /// As [`store`](Context::store): dropped while the backend makes the store and its fenced
+    /// writes, what the backend had made so far has no teardown.
     pub async fn fenced(
         &self,
     ) -> Result<Option<(Arc<B::Store>, Arc<dyn FencedWrites>)>, CaseFailure> {
@@ -129,16 +142,27 @@ impl<B: TestBackend> Context<B> {
     ///
     /// # Errors
     /// The backend's error, as a failure of the case.
+    ///
+    /// # Cancel safety
+    /// As cancel safe as the backend's [`unreachable`](TestBackend::unreachable): the context
+    /// registers nothing for such a store.
     pub async fn unreachable(&self) -> Result<Option<B::Store>, CaseFailure> {
         Ok(self.backend.unreachable().await?)
     }
 
     /// Sleeps on the case's runtime.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only waits.
     pub async fn sleep(&self, duration: Duration) {
         self.runtime.sleep(duration).await;
     }
 
     /// `future`'s output if it completes within `limit`, `None` if it does not.
+    ///
+    /// # Cancel safety
+    /// Cancel safe as far as `future` is: dropped, it drops `future` wherever it was, as it does
+    /// when `limit` passes.
     pub async fn within<F: Future>(&self, limit: Duration, future: F) -> Option<F::Output> {
         let future = std::pin::pin!(future);
         match select(future, self.runtime.sleep(limit)).await {
@@ -151,6 +175,11 @@ impl<B: TestBackend> Context<B> {
     ///
     /// # Errors
     /// The first teardown's error; the others still run.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: the teardowns are taken out of the context before the first runs, so,
+    /// dropped part-way, the one running stops where it is, the ones after it never run, and a
+    /// later call finds none of them: what they had left to remove stays behind.
     pub async fn teardown(&self) -> Result<(), BoxError> {
         let teardowns = std::mem::take(
             &mut *self

@@ -15,7 +15,9 @@ use crate::FencedStore;
 ///
 /// Each test gets its own store (its own table or schema), so the cases run in parallel and
 /// leave nothing behind: give the store a [teardown](FreshStore::with_teardown) that drops what
-/// it made. The suite runs every teardown when a case ends, whatever its outcome.
+/// it made. The suite runs every teardown when a case ends, passed or failed; a case that
+/// panics, or whose test is cut off, leaves its stores behind (see
+/// [the cases' cancel safety](crate::cases#cancel-safety)).
 ///
 /// A backend is built once per test, inside that test, so it should be cheap to make (a URL, a
 /// table prefix) and connect in [`store`](TestBackend::store): every test runs on its own
@@ -115,6 +117,10 @@ impl<S: LeaseStore> FreshStore<S> {
     ///
     /// # Errors
     /// The teardown's own error.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: the teardown moves into the future, so, dropped before it completes, it has
+    /// run in part or not at all, and cannot be run again.
     pub async fn teardown(mut self) -> Result<(), BoxError> {
         match self.teardown.take() {
             Some(teardown) => teardown().await,
@@ -187,6 +193,13 @@ impl<S: LeaseStore> PooledStore<S> {
     }
 
     /// Makes the probe write through the pool.
+    ///
+    /// # Errors
+    /// The probe's own error: its write failed.
+    ///
+    /// # Cancel safety
+    /// Dropped, the probe's write is dropped wherever it was, committed or not; a later call makes
+    /// a new one.
     pub async fn probe(&self) -> Result<(), BoxError> {
         (self.probe)().await
     }

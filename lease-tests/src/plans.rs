@@ -70,6 +70,10 @@ pub struct GrownTable<X: Execute> {
 impl<X: Execute> GrownTable<X> {
     /// Sets up a fresh table named from `prefix` on `executor` and grows it.
     ///
+    /// # Cancel safety
+    /// Not cancel safe: dropped before it completes, it leaves the table it made behind as far as
+    /// it got (made, analyzed, filled in part or whole), with nothing to drop it.
+    ///
     /// # Panics
     /// When a statement fails.
     pub async fn new(executor: X, prefix: &str, plan_cache_mode: &str) -> Self {
@@ -93,6 +97,9 @@ impl<X: Execute> GrownTable<X> {
     }
 
     /// The table's counters, once the connection has flushed its statistics.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it flushes and reads statistics, and changes nothing else.
     pub async fn scans(&self) -> Scans {
         self.run_sql("SELECT pg_stat_force_next_flush()").await;
         // A statement of its own, so a transaction of its own: a fresh statistics snapshot.
@@ -112,6 +119,9 @@ impl<X: Execute> GrownTable<X> {
     }
 
     /// One lookup of the table by `holder`, which no index serves.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
     pub async fn unindexed(&self, holder: &str) {
         self.store
             .executor()
@@ -153,6 +163,10 @@ impl<X: Execute> GrownTable<X> {
 /// The plan test through one driver: [`every_statement`] on a [`GrownTable`] of `executor`,
 /// the prepared statements reported, then [`conclude`]; with `force_generic_plan`, every
 /// prepared statement must also have had its generic plan.
+///
+/// # Cancel safety
+/// Not cancel safe: the grown table is dropped only once every statement was measured, so, dropped
+/// earlier, the check leaves it behind, with what [`every_statement`] leaves on it.
 ///
 /// # Panics
 /// When a statement fails or the check does.
@@ -200,6 +214,10 @@ pub fn grown_table_sql(table: &str, filler: usize, plan_cache_mode: &str) -> [St
 }
 
 /// Runs `runs` and measures them.
+///
+/// # Cancel safety
+/// Cancel safe as far as `runs` is: dropped, it drops `runs` wherever it was, and nothing is
+/// measured.
 pub async fn measured<X: Execute>(
     table: &GrownTable<X>,
     statement: &'static str,
@@ -224,6 +242,11 @@ fn names(prefix: &str) -> Vec<LeaseName> {
 /// Every statement of `store` but `list`, each run [`RUNS`] times or more, measured; and the
 /// negative control, measured the same way. The table must hold the filler's released rows
 /// (`filler-1` and on).
+///
+/// # Cancel safety
+/// Not cancel safe: dropped, the leases it took stay on the table until their TTL of a minute runs
+/// out, the guard of `fenced`, once taken, is released in the background, and a probe's transaction
+/// cut off rolls back, as the driver rolls back a dropped transaction.
 pub async fn every_statement<X: Execute + Clone>(
     table: &GrownTable<X>,
     probe: &dyn PlanProbe<X>,

@@ -47,6 +47,12 @@ async fn executions<X: Execute>(
 /// first, and each commit ran the prepared check (a commit through the check's text leaves
 /// the count where it was).
 ///
+/// # Cancel safety
+/// Not cancel safe: dropped, the guard of `prepared-fence` is released in the background, a fenced
+/// write cut off before its commit commits nothing, and the connection may be left without its
+/// prepared statements, which its next fenced write prepares again. The writes already committed
+/// stay in the protected table.
+///
 /// # Panics
 /// When a write fails, a value is missing from the protected table, or the counts differ.
 pub async fn prepared_once_per_connection<X: Execute + Clone>(

@@ -214,6 +214,12 @@ fn name(name: &str) -> LeaseName {
 ///
 /// # Errors
 /// A description of the first thing that went otherwise.
+///
+/// # Cancel safety
+/// Not cancel safe: dropped while the server is read-only, it leaves it so, refusing the writes of
+/// every account without `READ ONLY ADMIN`, until something sets `read_only` back or the server
+/// stops. The account it made stays, as after the case, and the lease it took lapses after its TTL
+/// of a minute.
 pub async fn read_only_refuses_the_store_and_closes_its_connection<X, C>(
     root: &SqlStore<X>,
     url: &str,
@@ -300,6 +306,10 @@ where
 ///
 /// # Errors
 /// A description of the first thing that went otherwise.
+///
+/// # Cancel safety
+/// Not cancel safe, as [`read_only_refuses_the_store_and_closes_its_connection`]: dropped while the
+/// server is read-only, it leaves it so. The two accounts it made stay, as after the case.
 pub async fn read_only_admin_writes_through_read_only<X, C>(
     root: &SqlStore<X>,
     url: &str,
@@ -365,6 +375,12 @@ where
 ///
 /// # Errors
 /// A description of the first thing that went otherwise.
+///
+/// # Cancel safety
+/// Not cancel safe, as [`read_only_refuses_the_store_and_closes_its_connection`]: dropped while the
+/// server is read-only, it leaves it so. The guards of its client on `root` are released in the
+/// background, and a fenced write cut off before its commit commits nothing, as the driver rolls
+/// back the dropped transaction; the notes table and the account stay, as after the case.
 pub async fn fenced_commit_on_read_only_closes_its_connection<X, C, W, R>(
     root: &SqlStore<X>,
     url: &str,

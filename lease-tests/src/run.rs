@@ -13,6 +13,15 @@ use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict, env};
 /// Runs one case against `backend` on `runtime`: [`Verdict::Skipped`] when the backend is not
 /// available, otherwise the case's result, after the teardown of every store it made. A failed
 /// teardown fails a case that passed.
+///
+/// # Errors
+/// The case's own [`CaseFailure`]; for a case that passed, one naming the error of its teardown
+/// (after a failed case, the case's failure is reported and the teardown's error is not).
+///
+/// # Cancel safety
+/// Not cancel safe: dropped while the case runs, the case is dropped where it is (see [the
+/// cases](crate::cases#cancel-safety)) and the teardown never runs, so the stores the case made
+/// stay behind; dropped during the teardown, as [`Context::teardown`].
 pub async fn run_case<B, F, Fut>(backend: B, runtime: impl Runtime, case: F) -> CaseResult
 where
     B: TestBackend,

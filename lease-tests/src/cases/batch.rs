@@ -16,6 +16,15 @@ const LARGE_BATCH: usize = 300;
 /// position, for one that expired, one taken over, one released and one never taken; it
 /// extends the held ones and revives none. An empty batch answers an empty list, and a large
 /// batch with every third lease released answers exactly that pattern.
+///
+/// # Errors
+/// A [`CaseFailure`] when `renew_many` answers a wrong list, does not extend a held lease or
+/// changes its fence, or revives the expired one, and, [as any case](crate::cases#errors), when a
+/// call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, the leases it took, over
+/// three hundred, stay held until their TTL of a minute runs out.
 pub async fn renew_many_reports_exactly_the_lost<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let store = ctx.store().await?;
     ensure_eq!(

@@ -19,6 +19,15 @@ const TAKEN_OVER: [usize; 5] = [0, 3, 750, 751, 1_199];
 /// a stale holder of held leases, and leases lost to expiry and to takeover spread across the
 /// batches: the answer is exact, in input order; the held leases were extended, keeping their
 /// fence; a lapsed one was not revived. An empty call answers nothing.
+///
+/// # Errors
+/// A [`CaseFailure`](crate::CaseFailure) when `renew_many` answers a wrong list across the batches,
+/// does not extend a held lease or changes its fence, or revives a lapsed one, and, [as any
+/// case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, the 1,200 leases it took
+/// stay held until their TTL runs out: a minute, or two once the large call renewed them.
 pub async fn renew_many_across_batches_duplicates_and_losses<B: TestBackend>(
     ctx: &Context<B>,
 ) -> CaseResult {

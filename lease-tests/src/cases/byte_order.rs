@@ -44,6 +44,15 @@ fn texts() -> Vec<String> {
 /// different leases (no case folding, no trailing-space padding, which a MariaDB collation
 /// would do); each comes back from `inspect` verbatim; and `list` orders them by their bytes,
 /// as the memory store does, not by a collation's order.
+///
+/// # Errors
+/// A [`CaseFailure`] when names that differ only in case, padding, accents or normalization are
+/// merged, one comes back other than verbatim, or `list` is not in byte order, and, [as any
+/// case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, the names it took stay
+/// held until their TTL of a minute runs out.
 pub async fn names_are_byte_exact_and_listed_in_byte_order<B: TestBackend>(
     ctx: &Context<B>,
 ) -> CaseResult {

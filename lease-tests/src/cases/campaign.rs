@@ -68,6 +68,18 @@ async fn agrees_with_the_store<S: LeaseStore + ?Sized>(
 /// resigns, the second leads within a few retries, with a higher fence that again agrees with
 /// `inspect`, and the first says it no longer leads. When the second resigns, the lease is
 /// released.
+///
+/// # Errors
+/// A [`CaseFailure`] when a campaign does not lead within five seconds of the lease being free, the
+/// second leads while the first does, a leader's fence disagrees with `inspect` or the second
+/// term's is not above the first's, a campaign still says it leads after resigning, or the lease is
+/// still held once both resigned, and, [as any case](crate::cases#errors), when a call it needs
+/// fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, its two `Leader`s go with
+/// it, so each campaign ends and gives the lease back, as a dropped [`Leader`] does; a resignation
+/// already under way completes all the same.
 pub async fn campaign_takes_over_when_the_leader_resigns<B: TestBackend>(
     ctx: &Context<B>,
 ) -> CaseResult {

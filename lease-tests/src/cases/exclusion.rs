@@ -15,6 +15,17 @@ const ROUNDS: usize = 4;
 
 /// 32 concurrent callers of `try_acquire` on one name: exactly one gets a fence, every other
 /// gets `None`, and `inspect` names the winner.
+///
+/// # Errors
+/// A [`CaseFailure`] when a round has no winner or more than one, `inspect` does not name the
+/// winner with its fence, unexpired, or a contender's task panicked, and, [as any
+/// case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety), and more: each round's 32
+/// contenders run as tasks of their own on the runtime, so, dropped during a race, they run on
+/// until the store answers them (each keeping the store alive until then), and the winner keeps its
+/// lease until its TTL of a minute runs out.
 pub async fn one_holder_among_contenders<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let store = ctx.store().await?;
     for round in 0..ROUNDS {

@@ -11,6 +11,16 @@ use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
 
 /// A lease whose holder stopped renewing is taken by the next caller, once the store's clock
 /// says it expired, with a higher fence; the old holder can then neither renew nor release it.
+///
+/// # Errors
+/// A [`CaseFailure`] when the lease is taken while its holder's runs, is not taken over once the
+/// store reports it expired or is taken over with a fence not above the old one, or the old holder
+/// can still renew or release it, and, [as any case](crate::cases#errors), when a call it needs
+/// fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, `alerts` stays held until
+/// its TTL runs out: 300 ms for its first holder, a minute once taken over.
 pub async fn expired_lease_is_taken_over<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let store = ctx.store().await?;
     let name = name("alerts");
@@ -56,6 +66,15 @@ pub async fn expired_lease_is_taken_over<B: TestBackend>(ctx: &Context<B>) -> Ca
 
 /// A lease renewed well within its TTL is never taken over, for several TTLs; once renewal
 /// stops, it is.
+///
+/// # Errors
+/// A [`CaseFailure`] when a renewal fails, a rival takes the renewed lease, its holder or fence
+/// changes, or the rival cannot take it once renewal has stopped, and, [as any
+/// case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, nobody renews
+/// `mail-checks` any more, and it lapses within its TTL of a second.
 pub async fn renewed_lease_is_never_taken_over<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     // Renewal every fifth of the TTL leaves most of it as slack for a busy machine.
     let ttl = Ttl::from_secs(1)?;
@@ -99,6 +118,15 @@ pub async fn renewed_lease_is_never_taken_over<B: TestBackend>(ctx: &Context<B>)
 
 /// Renewing a lease that expired fails even when nobody took it over, by `renew` and by
 /// `renew_many`, and leaves it expired; releasing it fails too.
+///
+/// # Errors
+/// A [`CaseFailure`] when `renew` or `renew_many` revives the expired lease, `release` reports
+/// giving it back, or it is no longer reported as it was, expired, and, [as any
+/// case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, it leaves
+/// `uptime:node-a`, taken for 300 ms, to lapse.
 pub async fn expired_lease_cannot_be_renewed<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let store = ctx.store().await?;
     let name = name("uptime:node-a");
@@ -142,6 +170,15 @@ pub async fn expired_lease_cannot_be_renewed<B: TestBackend>(ctx: &Context<B>) -
 
 /// A release with a minimum hold keeps the lease until that long after it was taken (at most
 /// once per period), then frees it; a release whose minimum hold has passed frees it at once.
+///
+/// # Errors
+/// A [`CaseFailure`] when the lease is taken within its minimum hold, is kept other than until that
+/// hold ends, cannot be taken once it has ended, or a release whose minimum hold had passed does
+/// not free it at once, and, [as any case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, `mail-checks` stays held
+/// until its minimum hold of 600 ms, or its TTL of a minute, runs out.
 pub async fn release_with_min_hold_keeps_the_lease<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let min_hold = SHORT_TTL * 2;
     let store = ctx.store().await?;

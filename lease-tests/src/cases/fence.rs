@@ -14,6 +14,15 @@ const CYCLES: usize = 20;
 /// Fences are positive and strictly increase across acquire, renewal (which keeps the fence),
 /// release and re-acquire by the same or another holder, and takeover after expiry. A release
 /// never resets the count (deleting the row would).
+///
+/// # Errors
+/// A [`CaseFailure`] when the first fence is not positive, renewal changes the fence, or an
+/// acquisition's fence is not above the one before it, and, [as any case](crate::cases#errors),
+/// when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, the leases it holds on
+/// `alerts` and `sweep` stay until their TTL runs out: a minute, or 300 ms for the one taken short.
 pub async fn fences_strictly_increase<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let store = ctx.store().await?;
     let name = name("alerts");

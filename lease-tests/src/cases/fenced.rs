@@ -28,6 +28,14 @@ fn client<B: TestBackend>(
 }
 
 /// The holder's fenced write commits, and the check answers without costing the lease.
+///
+/// # Errors
+/// A [`CaseFailure`] when one of the holder's three fenced writes fails or does not commit, or the
+/// checks cost the lease, and, [as any case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, the guard of `notify` is
+/// released in the background, and a fenced write cut off before its commit commits nothing.
 pub async fn fenced_write_commits_while_held<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let Some((store, writes)) = ctx.fenced().await? else {
         return not_applicable(ctx);
@@ -54,6 +62,16 @@ pub async fn fenced_write_commits_while_held<B: TestBackend>(ctx: &Context<B>) -
 
 /// A lease that expired by the database's clock, not yet taken over, fails the check: nothing is
 /// committed, and the guard learns of the loss at once (`LossReason::NotHeld`).
+///
+/// # Errors
+/// A [`CaseFailure`] when the write under the expired lease commits or fails other than with
+/// `Error::NotHeld` for the guard's fence, or the guard does not learn of the loss within a second,
+/// and, [as any case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, a fenced write cut off
+/// before its commit commits nothing, and the guard of `notify` is released in the background,
+/// unless the check had already marked it lost (its row has expired by then).
 pub async fn expired_lease_fails_fenced_check<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let Some((store, writes)) = ctx.fenced().await? else {
         return not_applicable(ctx);
@@ -92,6 +110,16 @@ pub async fn expired_lease_fails_fenced_check<B: TestBackend>(ctx: &Context<B>) 
 
 /// After a takeover, the stale holder's fenced write fails and commits nothing, while the new
 /// holder's commits.
+///
+/// # Errors
+/// A [`CaseFailure`] when the stale holder's write commits, the new holder's does not, the
+/// protected table holds anything but the new holder's value, or the stale guard still believes it
+/// holds the lease, and, [as any case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, a fenced write cut off
+/// before its commit commits nothing, and both guards of `notify` are released in the background
+/// (the stale one's release matches nothing once the lease was taken over).
 pub async fn stale_fenced_write_commits_nothing<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let Some((store, writes)) = ctx.fenced().await? else {
         return not_applicable(ctx);
@@ -136,6 +164,18 @@ pub async fn stale_fenced_write_commits_nothing<B: TestBackend>(ctx: &Context<B>
 /// A takeover attempted while the holder's fenced transaction is open waits for it: the
 /// holder's write commits before the new holder has the lease, whose fence is greater. The
 /// transaction stays open past the lease's TTL by the database's clock.
+///
+/// # Errors
+/// A [`CaseFailure`] when the takeover succeeds while the holder's transaction is open or gets a
+/// fence not above the holder's, the holder's write fails other than with `Error::NotHeld`, or the
+/// protected table disagrees with how it answered, and, [as any case](crate::cases#errors), when a
+/// call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, the holder's open
+/// transaction rolls back, which lets the contender's waiting attempt through: it may take `sweep`
+/// for a holder nobody renews, and the lease then lapses after its TTL of a minute. The holder's
+/// guard is released in the background.
 pub async fn takeover_waits_for_fenced_transaction<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let Some((store, writes)) = ctx.fenced().await? else {
         return not_applicable(ctx);
@@ -204,6 +244,17 @@ pub async fn takeover_waits_for_fenced_transaction<B: TestBackend>(ctx: &Context
 /// Checked at the commit, a fenced transaction does not hold the takeover back: a new holder
 /// takes the lease over while the job works, and then the old holder's commit fails and
 /// commits nothing, and its guard learns of the loss at once.
+///
+/// # Errors
+/// A [`CaseFailure`] when the expired lease is not taken over during the work, or only once the
+/// transaction ended, the stale commit commits anything or fails other than with `Error::NotHeld`,
+/// the new fence is not above the old one, or the stale guard does not learn of its loss within a
+/// second, and, [as any case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, the holder's open
+/// transaction rolls back, a takeover still in flight may leave `sweep` taken for a holder nobody
+/// renews (it lapses after its TTL of a minute), and the guards are released in the background.
 pub async fn takeover_during_fenced_work_commits_nothing<B: TestBackend>(
     ctx: &Context<B>,
 ) -> CaseResult {
@@ -288,6 +339,14 @@ pub async fn takeover_during_fenced_work_commits_nothing<B: TestBackend>(
 /// Checked at the commit, a fenced transaction longer than the lease's TTL costs nothing: the
 /// holder's renewals go on while it is open (the row is locked only for the check and the
 /// commit), and its write commits.
+///
+/// # Errors
+/// A [`CaseFailure`] when the holder loses its lease while its transaction is open, or its write
+/// does not commit, and, [as any case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, the transaction it holds
+/// open for two TTLs rolls back, and the guard of `sweep` is released in the background.
 pub async fn renewal_goes_on_during_fenced_work<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let Some((store, writes)) = ctx.fenced().await? else {
         return not_applicable(ctx);

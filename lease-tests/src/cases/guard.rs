@@ -23,6 +23,17 @@ const STORE_TIMEOUT: Duration = Duration::from_secs(3);
 /// after an expiry the guard did not notice) sees the lost signal within one renewal period,
 /// as [`LossReason::Rejected`], long before its local deadline; it then reports the lease not
 /// held, its release fails as lost, and the rival's lease is untouched.
+///
+/// # Errors
+/// A [`CaseFailure`] when the guard does not see the takeover within a renewal period and some
+/// slack, sees it other than as [`LossReason::Rejected`], still says it holds the lease, its
+/// release does not fail as lost, or the rival's lease changed, and, [as any
+/// case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, the rival keeps `alerts`
+/// until its TTL of a minute runs out: the guard's background release matches nothing once the
+/// rival holds the lease, and a guard that saw its loss sends none.
 pub async fn lost_signal_after_takeover<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     // The local deadline is seconds away, so only a rejected renewal can end the lease in time.
     let ttl = Ttl::from_secs(10)?;
@@ -93,12 +104,31 @@ pub async fn lost_signal_after_takeover<B: TestBackend>(ctx: &Context<B>) -> Cas
 /// With the store refusing every call, a guard reports [`LossReason::DeadlinePassed`] by its
 /// local deadline, and does so while the store still holds the lease for it: nobody else can
 /// have taken it yet. New acquisitions fail with [`Error::Store`].
+///
+/// # Errors
+/// A [`CaseFailure`] when the guard does not report [`LossReason::DeadlinePassed`] by its local
+/// deadline and some slack, the store no longer holds the lease for the guard by then, an
+/// acquisition in the outage answers other than [`Error::Store`], or the guard's release afterwards
+/// does not fail as lost, and, [as any case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped during the outage, the
+/// guard's release goes through the cut link and is refused (a guard that saw its loss sends none),
+/// and `sweep` lapses after its TTL of two seconds.
 pub async fn guard_loses_lease_when_store_refuses<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     loss_by_deadline(ctx, Link::Refusing).await
 }
 
 /// As [`guard_loses_lease_when_store_refuses`], with every call hanging instead (dropped
 /// packets): the client's store timeout turns the silence into errors and the loss.
+///
+/// # Errors
+/// As [`guard_loses_lease_when_store_refuses`].
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped during the outage, the
+/// guard's release hangs in the cut link until the client's store timeout of a second ends it (a
+/// guard that saw its loss sends none), and `sweep` lapses after its TTL of two seconds.
 pub async fn guard_loses_lease_when_store_hangs<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     loss_by_deadline(ctx, Link::BlackHole).await
 }

@@ -46,6 +46,15 @@ fn awkward_names() -> Vec<String> {
 /// Names made of quotes, SQL, backslashes, control characters, emoji, names that differ only in
 /// case, spaces or accents, and 255-byte names are each a lease of their own: each can be taken
 /// while the others are held, and `inspect`, `list` and `release` find them verbatim.
+///
+/// # Errors
+/// A [`CaseFailure`](crate::CaseFailure) when a name is refused while only other names are held, or
+/// `inspect`, `list` or `release` does not find every name verbatim, and, [as any
+/// case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, the names it took stay
+/// held until their TTL of a minute runs out, unless it had released them.
 pub async fn names_round_trip_verbatim<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let store = ctx.store().await?;
     let mut taken = Vec::new();

@@ -16,6 +16,16 @@ const LENGTH_TOLERANCE: Duration = Duration::from_millis(50);
 /// fence and a length equal to its TTL; `list` reports exactly the same leases, ordered by name;
 /// an expired, unreleased lease is in both and marked expired; a released one is in neither, and
 /// neither is a name never taken. Renewal moves the expiry and keeps the rest.
+///
+/// # Errors
+/// A [`CaseFailure`] when a fresh store lists anything, `inspect` misreports a lease's name,
+/// holder, fence, expiry or length, `list` disagrees with it or is not ordered by name, a released
+/// lease or a name never taken is reported, the wrong leases are marked expired, or renewal changes
+/// more than the expiry, and, [as any case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, the three leases it holds
+/// stay until their TTL of a minute runs out.
 pub async fn inspect_and_list_agree<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let store = ctx.store().await?;
     ensure_eq!(store.list().await?, Vec::new(), "list() of a fresh store");

@@ -5,6 +5,41 @@
 //! clock (through [`LeaseInfo::is_expired`]) rather than on this machine's, so they hold on a
 //! busy machine and against a database whose clock is not this one's. They assert outcomes and
 //! order, never tight timings.
+//!
+//! # Errors
+//!
+//! A case answers `Ok` with its [`Verdict`](crate::Verdict): `Passed`, or `NotApplicable` when
+//! the backend lacks what the case needs (a pool, a fenced check, a store that can be
+//! unreachable). It answers a [`CaseFailure`] when the store broke the rule the case checks,
+//! naming what was expected and what happened, and also when a call the case needs fails: the
+//! backend cannot make its store, a store call answers an error where the rule wants an answer,
+//! or a lease the case waits on is not reported expired by the store's clock within ten seconds.
+//!
+//! # Cancel safety
+//!
+//! No case is cancel safe, and none needs to be: [`run_case`](crate::run::run_case) awaits a case
+//! to its end, and only then runs the [teardown](Context::teardown) of the stores it made. A case
+//! whose future is dropped stops at the await it was in, with no verdict, and leaves what it had
+//! made as it is:
+//!
+//! - The stores it made through its [`Context`] stay registered there, and are removed only if
+//!   that context's teardown still runs: dropping `run_case`'s future drops the context without
+//!   it, and leaves them behind.
+//! - Leases it took straight through the store are renewed by nobody: each lapses after the TTL
+//!   it was last taken or renewed with.
+//! - Its clients go with it. Each guard releases its lease in the background, as a dropped
+//!   [`LeaseGuard`](lease_core::LeaseGuard) does where the runtime can spawn (a guard that had
+//!   seen its loss sends no release); a client's renewal task ends once the client and its
+//!   guards are gone; a dropped [`Leader`](lease_core::Leader) ends its campaign and gives its
+//!   lease back; a dropped [`Scheduled`](lease_core::Scheduled) stops its schedule.
+//! - A client's acquisition cut off before the store answered may have taken the lease for a
+//!   holder nobody renews, as [`LeaseClient::try_acquire`] says: it lapses after the client's TTL.
+//! - A fenced write cut off before its commit commits nothing: its transaction is dropped with
+//!   it, and the driver rolls it back or closes its connection.
+//! - No task the case spawned itself runs on, except the racing contenders of
+//!   [`one_holder_among_contenders`].
+//!
+//! Each case's own section says what it leaves.
 
 mod batch;
 mod batch_seams;

@@ -29,6 +29,17 @@ fn client<S: LeaseStore, B: TestBackend>(
 /// after a few periods renewals; `health()` is healthy. With the link cut (every call
 /// refused), the client turns unhealthy within a period, a store timeout and some slack, while its guard still holds the lease; once the link is back it is healthy
 /// again, and the failed renewals were counted.
+///
+/// # Errors
+/// A [`CaseFailure`] when the client's counts disagree with what the store answered, it reports
+/// itself unhealthy while renewals succeed, it does not turn unhealthy in the outage before its
+/// guard loses the lease or healthy again once the outage ends, or it does not count the refused
+/// renewals or the release, and, [as any case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped while the link is cut, the
+/// guard's release is refused like every call, and `sweep` lapses after the client's TTL of ten
+/// seconds; dropped otherwise, the guard is released in the background.
 pub async fn stats_and_health_follow_the_store<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let store = ctx.store().await?;
     let severable = Arc::new(Severable::new(Arc::clone(&store)));

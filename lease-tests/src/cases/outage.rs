@@ -15,6 +15,15 @@ const CALL_LIMIT: Duration = Duration::from_secs(20);
 
 /// Every operation on a store that cannot reach its database returns [`Error::Store`] naming
 /// that operation, within a bounded time, and so does a client's acquisition through it.
+///
+/// # Errors
+/// A [`CaseFailure`] when a call on the unreachable store, or a client's acquisition through it,
+/// succeeds, takes longer than twenty seconds, or fails other than with [`Error::Store`] naming its
+/// operation, and, [as any case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Cancel safe, unlike [the other cases](crate::cases#cancel-safety): its store reaches no
+/// database, so it takes no lease, and its client and calls are dropped with it.
 pub async fn unreachable_store_returns_errors<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let Some(store) = ctx.unreachable().await? else {
         return Ok(Verdict::NotApplicable(format!(

@@ -22,6 +22,17 @@ const PROBES: usize = 3;
 /// pool reports its connection idle between statements, and the renewals really happen (the
 /// leases outlive their first TTL). Session advisory locks fail this: the first lock pins the
 /// only connection.
+///
+/// # Errors
+/// A [`CaseFailure`] when a probe write through the pool fails or does not commit within three
+/// seconds while the leases are held, the pool never reports its one connection idle or reports
+/// more than one, a lease is lost or not renewed past its first TTL, or leases remain once the
+/// guards were released, and, [as any case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, its four guards are
+/// released in the background and their renewal stops with them, and a probe write cut off is
+/// dropped wherever it was.
 pub async fn no_connection_held<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let Some(pool) = ctx.pooled(1).await? else {
         return Ok(Verdict::NotApplicable(format!(

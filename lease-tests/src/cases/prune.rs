@@ -18,6 +18,17 @@ const WAIT_LIMIT: Duration = Duration::from_secs(10);
 /// A lease released more than the bound ago is deleted; one released just now, and one held,
 /// are not (the prune answers exactly one row, then none); the held lease is still held by its
 /// holder; and the pruned name, acquired again, gets a fence above every fence it had.
+///
+/// # Errors
+/// A [`CaseFailure`] when a prune deletes other than the one row free for longer than its bound, a
+/// second prune deletes anything, the held lease changes, a fence does not rise for a name acquired
+/// again, or the store's clock does not move on 800 ms within ten seconds, and, [as any
+/// case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, `sweeper`, and any lease
+/// it had taken and not yet released, stays held until its TTL of a minute runs out; a prune cut
+/// off deleted its rows entirely or not at all.
 pub async fn prune_deletes_only_rows_free_longer_than_the_bound<B: TestBackend>(
     ctx: &Context<B>,
 ) -> CaseResult {

@@ -15,6 +15,15 @@ const CLOCK_WAIT: Duration = Duration::from_secs(5);
 /// with the same TTL or a longer one, and its lease is unchanged: the same holder, fence, time
 /// taken and expiry (on MariaDB the upsert then touches no column), also once the store's clock
 /// has moved on, so a statement that rewrote the times would show.
+///
+/// # Errors
+/// A [`CaseFailure`] when the holder takes its own lease again, or its attempt changes the holder,
+/// fence, time taken or expiry, or when the store's clock does not move on within five seconds,
+/// and, [as any case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, it leaves `alerts`, taken
+/// straight through the store, held by its holder until its TTL of a minute runs out.
 pub async fn holder_cannot_take_its_own_lease_twice<B: TestBackend>(
     ctx: &Context<B>,
 ) -> CaseResult {

@@ -19,6 +19,16 @@ const MIN_HOLD: Duration = Duration::from_millis(1500);
 /// lease is neither inspected nor listed. Then a release with a minimum hold keeps the lease
 /// for its holder until at most that long after it was taken, nobody can take it meanwhile,
 /// and the next holder, once it lapsed, gets a higher fence still.
+///
+/// # Errors
+/// A [`CaseFailure`] when a fence does not rise across a release, renewal changes it, a second
+/// release by the same holder matches, a released lease is inspected or listed, or a release with a
+/// minimum hold keeps the lease past that hold or lets another holder take it meanwhile, and, [as
+/// any case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, `mail-checks` stays held
+/// until its TTL of a minute, or its minimum hold of 1.5 s, runs out.
 pub async fn fences_keep_counting_across_releases<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let store = ctx.store().await?;
     let lease = name("mail-checks");

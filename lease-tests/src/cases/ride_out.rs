@@ -28,6 +28,17 @@ const SLACK: Duration = Duration::from_millis(1500);
 /// store timeout) for a second: a single attempt in the outage fails with `Error::Store` (the
 /// control: the outage is real), while `acquire` started in it takes the lease once the store
 /// answers again, within the outage, a pause and a statement, and the store names its holder.
+///
+/// # Errors
+/// A [`CaseFailure`] when an attempt in the outage does not fail with [`Error::Store`], `acquire`
+/// gives up in the outage or takes the lease later than the outage, a pause and a statement allow,
+/// or the store does not name the guard's holder, and, [as any case](crate::cases#errors), when a
+/// call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, an attempt of `acquire`
+/// in flight may take the lease for a holder nobody renews, which lapses after the client's TTL of
+/// ten seconds, and a guard already taken is released in the background.
 pub async fn acquire_rides_out_a_store_outage<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let store = ctx.store().await?;
     let severable = Arc::new(Severable::new(Arc::clone(&store)));

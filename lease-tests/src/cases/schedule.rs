@@ -66,6 +66,17 @@ fn client<S: LeaseStore, B: TestBackend>(
 /// boundaries fall. Between them they run it at most once per round (four to seven runs; two
 /// runs of every round would be twelve or more), each run with a fence of its own, the
 /// schedules' counts agree with the runs, and once both are stopped the lease is free.
+///
+/// # Errors
+/// A [`CaseFailure`] when too few runs happen or some round runs twice, two runs share a fence, the
+/// schedules' counts disagree with the runs, a round failed or lost its lease, or `sweep` is still
+/// held once the last round's minimum hold has passed, and, [as any case](crate::cases#errors),
+/// when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, its two schedules stop as
+/// dropped [`Scheduled`] handles do (a round already running finishes), and `sweep` is free once
+/// the last round's minimum hold of 350 ms has passed.
 pub async fn schedule_runs_each_round_on_one_instance<B: TestBackend>(
     ctx: &Context<B>,
 ) -> CaseResult {
@@ -132,6 +143,18 @@ pub async fn schedule_runs_each_round_on_one_instance<B: TestBackend>(
 /// and the other skips them: four to nine runs between them (the election may cost the first
 /// rounds; rounds run on both instances would make about sixteen). Once both are stopped,
 /// leadership is given back: the lease is free within a second.
+///
+/// # Errors
+/// A [`CaseFailure`] when the store grants the lease while another holder's is unexpired, a round
+/// runs while the store names another holder, the rounds run on both instances or under more than
+/// one fence, too few or too many run, a round failed or lost its lease, or `rollup` is still held
+/// a second after both schedules stopped, and, [as any case](crate::cases#errors), when a call it
+/// needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, its two schedules stop as
+/// dropped [`Scheduled`] handles do, and the elected instance's campaign resigns, giving `rollup`
+/// back.
 pub async fn schedule_on_leader_runs_each_round_on_the_leader<B: TestBackend>(
     ctx: &Context<B>,
 ) -> CaseResult {

@@ -57,6 +57,18 @@ async fn taken_at_once<S: LeaseStore + ?Sized>(
 /// `report`; the finishing work finished, the endless one was cancelled with
 /// `LossReason::ShutDown`, the guard is lost with that reason, the campaign no longer leads, and
 /// the report counts all of it and nothing failed.
+///
+/// # Errors
+/// A [`CaseFailure`] when a lease the shutdown should have given back cannot be taken at once,
+/// `report` can be taken within its minimum hold, the work, guard or campaign did not end as the
+/// shutdown ends them, or the shutdown's report miscounts or is not clean, and, [as any
+/// case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, its running work, the
+/// guard of `uptime` and the campaign on `alerts` go with it, and each gives its lease back in the
+/// background, as dropped work, a dropped guard and a dropped `Leader` do; `report` stays taken for
+/// its minimum hold of a minute, as after the case.
 pub async fn shutdown_hands_every_lease_over<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let store = ctx.store().await?;
     let client = client(Arc::clone(&store), ctx)?;

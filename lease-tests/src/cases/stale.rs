@@ -11,6 +11,15 @@ use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
 /// After a takeover, the old holder's release and renewal (one by one and in a batch) return
 /// `false` and leave the new holder's lease exactly as it was; so do those of a holder that
 /// never held it. After the new holder releases, nobody's release or renewal succeeds.
+///
+/// # Errors
+/// A [`CaseFailure`] when the stale holder or a stranger releases, renews, takes or changes the
+/// held lease, or anybody releases or renews it once it was released, and, [as any
+/// case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, `sweep` stays held by its
+/// current holder until its TTL of a minute runs out.
 pub async fn stale_holder_touches_nothing<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let store = ctx.store().await?;
     let name = name("sweep");

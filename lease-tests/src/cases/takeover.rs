@@ -21,6 +21,16 @@ const ROUNDS: usize = 5;
 /// the winner from `RETURNING`): exactly one wins each round, with a higher fence than the
 /// round before, and `inspect` names the winner. The contenders ask for a long TTL, so however
 /// slowly the store serves them, nobody may win a second time in one round.
+///
+/// # Errors
+/// A [`CaseFailure`](crate::CaseFailure) when a round has no winner or more than one, the winner's
+/// fence is not above the last round's, or `inspect` does not name the winner with its fence, and,
+/// [as any case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, the racing calls go with
+/// it, as they run on the case's own task, and `sweep` stays held by the last winner until its TTL
+/// runs out: a minute, or 200 ms once shortened for the next round.
 pub async fn one_winner_on_every_takeover<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let store = ctx.store().await?;
     let lease = name("sweep");

@@ -60,6 +60,18 @@ async fn wait_while_held<B: TestBackend, S: LeaseStore + ?Sized>(
 /// While another holder has the lease, `acquire` keeps waiting (it neither returns nor takes
 /// it); once the holder releases it, `acquire` takes it by its next attempt, with a fence above
 /// the holder's, and `inspect` names the new guard.
+///
+/// # Errors
+/// A [`CaseFailure`] when `acquire` returns while the incumbent still holds the lease, gives up,
+/// takes it later than its next attempt after the release, or with a fence not above the
+/// incumbent's, or `inspect` does not name the new guard, and, [as any case](crate::cases#errors),
+/// when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, the incumbent keeps
+/// `sweep` until its TTL of a minute runs out, unless its release was sent; a waiting attempt in
+/// flight may have taken it for a holder nobody renews, for the client's TTL of ten seconds; a
+/// guard already taken is released in the background.
 pub async fn acquire_waits_for_the_release<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let store = ctx.store().await?;
     let lease = name("sweep");
@@ -114,6 +126,16 @@ pub async fn acquire_waits_for_the_release<B: TestBackend>(ctx: &Context<B>) -> 
 /// store that answers `None` ([`TestBackend::pushes_releases`] false); a failure when the
 /// backend says its stores push releases and the store under test answers `None`, as a wrapper
 /// that forgets to forward `release_events` does.
+///
+/// # Errors
+/// A [`CaseFailure`] when the backend says its stores push releases and the store answers none, or
+/// the waiter does not take the released lease within 2.5 s of the release, and, [as any
+/// case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, it leaves what
+/// [`acquire_waits_for_the_release`] leaves, with `alerts`, and the client's subscription to
+/// releases closes with the client.
 pub async fn release_wakes_a_waiter<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let store = ctx.store().await?;
     let events = store.release_events().await?;
