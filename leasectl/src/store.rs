@@ -4,9 +4,11 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use lease_core::{DynLeaseStore, Error, ErrorChain};
-use lease_sqlx::sqlx::mysql::MySqlPoolOptions;
-use lease_sqlx::sqlx::postgres::PgPoolOptions;
-use lease_sqlx::sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+use lease_sqlx::sqlx::mysql::MySqlConnectOptions;
+use lease_sqlx::sqlx::pool::PoolOptions;
+use lease_sqlx::sqlx::postgres::PgConnectOptions;
+use lease_sqlx::sqlx::sqlite::SqliteConnectOptions;
+use lease_sqlx::sqlx::{ConnectOptions, Connection, Database, Pool};
 use lease_sqlx::{MySqlLeaseStore, PgLeaseStore, SQLITE_BUSY_TIMEOUT, SqliteLeaseStore, TableName};
 
 use crate::Failure;
@@ -84,21 +86,14 @@ pub(crate) async fn open(url: &str, table: &TableName) -> Result<Store, Failure>
             redact(url)
         ))
     })?;
-    let cannot = |error: &dyn std::error::Error| {
-        Failure::Failed(format!(
-            "cannot connect to {}: {}",
-            redact(url),
-            ErrorChain(error)
-        ))
+    let cannot = |why: String| Failure::Failed(format!("cannot connect to {}: {why}", redact(url)));
+    let invalid = |error: lease_sqlx::sqlx::Error| {
+        Failure::Usage(format!("invalid database URL {}: {error}", redact(url)))
     };
     Ok(match kind {
         Kind::Postgres => {
-            let pool = PgPoolOptions::new()
-                .max_connections(1)
-                .acquire_timeout(CONNECT_TIMEOUT)
-                .connect(url)
-                .await
-                .map_err(|e| cannot(&e))?;
+            let options = PgConnectOptions::from_str(url).map_err(invalid)?;
+            let pool = pool_of_one(options).await.map_err(cannot)?;
             Store::Postgres(PgLeaseStore::on_table(pool, table))
         }
         Kind::MySql => {
@@ -109,12 +104,8 @@ pub(crate) async fn open(url: &str, table: &TableName) -> Result<Store, Failure>
                 }
                 _ => url.to_owned(),
             };
-            let pool = MySqlPoolOptions::new()
-                .max_connections(1)
-                .acquire_timeout(CONNECT_TIMEOUT)
-                .connect(&url)
-                .await
-                .map_err(|e| cannot(&e))?;
+            let options = MySqlConnectOptions::from_str(&url).map_err(invalid)?;
+            let pool = pool_of_one(options).await.map_err(cannot)?;
             Store::MySql(MySqlLeaseStore::on_table(pool, table))
         }
         Kind::Sqlite => {
@@ -124,15 +115,38 @@ pub(crate) async fn open(url: &str, table: &TableName) -> Result<Store, Failure>
                 .create_if_missing(false);
             // The busy timeout, so a read waits out the services' writes; the journal mode is
             // left as the services set it.
-            let pool = SqlitePoolOptions::new()
-                .max_connections(1)
-                .acquire_timeout(CONNECT_TIMEOUT)
-                .connect_with(options.busy_timeout(SQLITE_BUSY_TIMEOUT))
+            let pool = pool_of_one(options.busy_timeout(SQLITE_BUSY_TIMEOUT))
                 .await
-                .map_err(|e| cannot(&e))?;
+                .map_err(cannot)?;
             Store::Sqlite(SqliteLeaseStore::on_table(pool, table))
         }
     })
+}
+
+/// A pool of one connection on `options`, whose first connection is made on its own, within
+/// [`CONNECT_TIMEOUT`], to tell why it fails: a pool retries a connection the server refuses
+/// until its timeout and then says only that it timed out, where one connection says why (the
+/// server refused it, the host is unknown, the password is wrong). The error is the reason,
+/// for the message.
+async fn pool_of_one<DB: Database>(
+    options: <DB::Connection as Connection>::Options,
+) -> Result<Pool<DB>, String> {
+    match tokio::time::timeout(CONNECT_TIMEOUT, options.connect()).await {
+        Err(_) => {
+            return Err(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs()));
+        }
+        Ok(Err(error)) => return Err(ErrorChain(&error).to_string()),
+        Ok(Ok(connection)) => {
+            // The pool makes its own; this one only told that the server answers.
+            let _ = connection.close().await;
+        }
+    }
+    PoolOptions::<DB>::new()
+        .max_connections(1)
+        .acquire_timeout(CONNECT_TIMEOUT)
+        .connect_with(options)
+        .await
+        .map_err(|error| ErrorChain(&error).to_string())
 }
 
 #[cfg(test)]

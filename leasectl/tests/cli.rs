@@ -498,6 +498,31 @@ fn bad_urls_fail_with_a_clear_message_and_never_show_a_password() {
         "{unreachable:?}"
     );
     assert!(!unreachable.stderr.contains("s3cret"), "{unreachable:?}");
+    // Why, not only that a pool gave up waiting: the server's refusal, on each network database.
+    for url in [
+        "postgres://app:s3cret@127.0.0.1:1/app",
+        "mysql://app:s3cret@127.0.0.1:1/app",
+        "mariadb://app:s3cret@127.0.0.1:1/app",
+    ] {
+        let refused = run(url, None, &["list"]);
+        assert_eq!(refused.code, 1, "{refused:?}");
+        assert!(
+            refused.stderr.to_lowercase().contains("connection refused"),
+            "{refused:?}"
+        );
+        assert!(!refused.stderr.contains("timed out"), "{refused:?}");
+        assert_eq!(refused.stderr.lines().count(), 1, "{refused:?}");
+    }
+    let invalid = run(
+        "postgres://app@127.0.0.1:1/app?sslmode=sometimes",
+        None,
+        &["list"],
+    );
+    assert_eq!(invalid.code, 2, "{invalid:?}");
+    assert!(
+        invalid.stderr.contains("invalid database URL"),
+        "{invalid:?}"
+    );
 
     let dir = TempDir::new();
     let missing = dir.0.join("missing.db");
