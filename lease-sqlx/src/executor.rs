@@ -100,7 +100,7 @@ where
     where
         O: for<'r> FromRow<'r, DB::Row> + Send + Unpin,
     {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = crate::acquire::acquire(&self.pool).await?;
         let rows = match self.mode {
             Mode::Prepared => prepared(query).fetch_all(&mut *connection).await,
             Mode::Inline => {
@@ -208,7 +208,7 @@ where
     }
 
     async fn affected(&self, query: Query<'_>) -> Result<u64, BoxError> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = crate::acquire::acquire(&self.pool).await?;
         let result = match self.mode {
             Mode::Prepared => prepared(query).execute(&mut *connection).await,
             Mode::Inline => {
@@ -223,7 +223,7 @@ where
     }
 
     async fn batch(&self, sql: &str) -> Result<(), BoxError> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = crate::acquire::acquire(&self.pool).await?;
         sqlx::raw_sql(AssertSqlSafe(sql.to_owned()))
             .execute(&mut *connection)
             .await

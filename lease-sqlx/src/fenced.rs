@@ -179,10 +179,7 @@ where
     F: AsyncFnOnce(&mut DB::Connection) -> Result<T, E>,
     E: From<Error>,
 {
-    let mut connection = store
-        .executor()
-        .pool()
-        .acquire()
+    let mut connection = crate::acquire::acquire(store.executor().pool())
         .await
         .map_err(|e| failed(store, lease.as_ref(), e))?;
     match in_transaction(store, &mut connection, lease, at, work).await {

@@ -18,6 +18,7 @@
     allow(unused)
 )]
 
+mod acquire;
 mod database;
 mod describe;
 mod error_kind;

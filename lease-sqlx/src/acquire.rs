@@ -1,0 +1,62 @@
+//! [`acquire`]: a connection from the pool, or the reason there is none.
+//!
+//! sqlx's pool retries a connection the server refuses (it is down, or still starting) until its
+//! acquire timeout, and then answers only `PoolTimedOut`: the answer it also gives when every
+//! connection it has is in use. At 3 a.m. the two call for different fixes, so when the pool
+//! gives none, one connection made on its own tells them apart.
+
+use std::future::Future;
+use std::time::Duration;
+
+use sqlx::pool::PoolConnection;
+use sqlx::{ConnectOptions, Connection, Database, Pool};
+
+/// How long the connection that tells why the pool gave none may take. A server that refuses
+/// answers at once; one that does not answer at all leaves the pool's own timeout as the answer.
+const DIAGNOSIS_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A connection from `pool`. When the pool answers `PoolTimedOut`, a connection made on its own
+/// (within a second) gives the reason instead where it fails: the server's refusal
+/// (`Connection refused`), or its answer while starting up. Where it succeeds, the server
+/// accepts connections and the pool's were all in use: `PoolTimedOut` stands.
+pub(crate) async fn acquire<DB: Database>(
+    pool: &Pool<DB>,
+) -> Result<PoolConnection<DB>, sqlx::Error> {
+    match pool.acquire().await {
+        Err(sqlx::Error::PoolTimedOut) => Err(why_none(pool).await),
+        acquired => acquired,
+    }
+}
+
+/// The error of one connection to `pool`'s server, or `PoolTimedOut` when it connects (or does
+/// not answer in time).
+async fn why_none<DB: Database>(pool: &Pool<DB>) -> sqlx::Error {
+    let options = pool.connect_options();
+    match within(DIAGNOSIS_TIMEOUT, options.connect()).await {
+        Some(Err(error)) => error,
+        Some(Ok(connection)) => {
+            let _ = connection.close().await;
+            sqlx::Error::PoolTimedOut
+        }
+        None => sqlx::Error::PoolTimedOut,
+    }
+}
+
+/// `future`'s output, or `None` after `limit`, on the runtime sqlx runs on: tokio when a tokio
+/// runtime is current (as sqlx chooses), else async-std. `None` at once without a runtime
+/// feature.
+async fn within<F: Future>(limit: Duration, future: F) -> Option<F::Output> {
+    #[cfg(feature = "runtime-tokio")]
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return tokio::time::timeout(limit, future).await.ok();
+    }
+    #[cfg(feature = "runtime-async-std")]
+    {
+        async_std::future::timeout(limit, future).await.ok()
+    }
+    #[cfg(not(feature = "runtime-async-std"))]
+    {
+        let _ = (limit, future);
+        None
+    }
+}

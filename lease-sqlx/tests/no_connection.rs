@@ -1,0 +1,211 @@
+//! When the pool gives no connection, the store's error says why: a server that refuses
+//! connections is named by its refusal (sqlx's pool retries it until its timeout and then says
+//! only `PoolTimedOut`); a pool whose connections are all in use, and a server that does not
+//! answer at all, still say that the pool timed out. On PostgreSQL and MariaDB, through the
+//! store's statements and `lease_sqlx::fenced`, on tokio and async-std.
+#![cfg(all(feature = "postgres", feature = "mysql"))]
+
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use lease_core::runtime::{AsyncStdRuntime, TokioRuntime};
+use lease_core::{
+    Error, ErrorChain, LeaseClient, LeaseGuard, LeaseName, LeaseStore, MemoryStore, Runtime,
+    StoreErrorKind,
+};
+use lease_sql::ExecuteOn;
+use lease_sqlx::sqlx::mysql::MySqlPoolOptions;
+use lease_sqlx::sqlx::postgres::PgPoolOptions;
+use lease_sqlx::sqlx::{Database, Pool};
+use lease_sqlx::{MySqlLeaseStore, PgLeaseStore, SqlxDatabase, SqlxExecutor, SqlxStore};
+use lease_tests::env;
+
+/// The pools' acquire timeout here: short, so the tests are quick.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_millis(300);
+/// Longer than any answer may take: the acquire timeout and the second the reason may take.
+const BOUND: Duration = Duration::from_secs(10);
+
+/// A loopback port nothing listens on (bound, then let go).
+fn closed_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// The store's error on `store` for an inspect, and its classification.
+async fn inspect_error<DB>(store: &SqlxStore<DB>) -> Error
+where
+    DB: SqlxDatabase,
+    SqlxExecutor<DB>: for<'c> ExecuteOn<&'c mut DB::Connection>,
+{
+    let started = Instant::now();
+    let error = store
+        .inspect(&LeaseName::new("no-connection").unwrap())
+        .await
+        .expect_err("no connection, no answer");
+    assert!(started.elapsed() < BOUND, "took {:?}", started.elapsed());
+    assert_eq!(
+        error.store_error_kind(),
+        Some(StoreErrorKind::Transient),
+        "{}",
+        ErrorChain(&error)
+    );
+    error
+}
+
+/// `lease_sqlx::fenced`'s error on `store`, for a lease taken in a memory store (the check
+/// never runs: there is no connection to run it on).
+async fn fenced_error<DB>(store: &SqlxStore<DB>, lease: &LeaseGuard) -> Error
+where
+    DB: SqlxDatabase,
+    SqlxExecutor<DB>: for<'c> ExecuteOn<&'c mut DB::Connection>,
+{
+    lease_sqlx::fenced(store, lease, async |_| Ok::<_, Error>(()))
+        .await
+        .expect_err("no connection, no transaction")
+}
+
+/// A lease held in a memory store, on `runtime`.
+async fn memory_lease(runtime: impl Runtime) -> LeaseGuard {
+    LeaseClient::new(MemoryStore::new(), runtime)
+        .try_acquire("no-connection")
+        .await
+        .unwrap()
+        .expect("a fresh memory store")
+}
+
+/// The refusal is named, not the pool's timeout, through the store and through `fenced`.
+async fn refusal_is_named<DB>(store: SqlxStore<DB>, lease: &LeaseGuard)
+where
+    DB: SqlxDatabase,
+    SqlxExecutor<DB>: for<'c> ExecuteOn<&'c mut DB::Connection>,
+{
+    for error in [
+        inspect_error(&store).await,
+        fenced_error(&store, lease).await,
+    ] {
+        let text = ErrorChain(&error).to_string();
+        assert!(text.to_lowercase().contains("connection refused"), "{text}");
+        assert!(!text.contains("timed out"), "{text}");
+    }
+}
+
+fn pg_pool(url: &str, connections: u32) -> Pool<lease_sqlx::sqlx::Postgres> {
+    PgPoolOptions::new()
+        .max_connections(connections)
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .connect_lazy(url)
+        .unwrap()
+}
+
+fn mysql_pool(url: &str, connections: u32) -> Pool<lease_sqlx::sqlx::MySql> {
+    MySqlPoolOptions::new()
+        .max_connections(connections)
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .connect_lazy(url)
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_refusing_server_is_named_on_tokio() {
+    let lease = memory_lease(TokioRuntime).await;
+    let port = closed_port();
+    refusal_is_named(
+        PgLeaseStore::new(pg_pool(
+            &format!("postgres://postgres@127.0.0.1:{port}/test"),
+            2,
+        )),
+        &lease,
+    )
+    .await;
+    refusal_is_named(
+        MySqlLeaseStore::new(mysql_pool(
+            &format!("mysql://root@127.0.0.1:{port}/test"),
+            2,
+        )),
+        &lease,
+    )
+    .await;
+}
+
+#[async_std::test]
+async fn a_refusing_server_is_named_on_async_std() {
+    let lease = memory_lease(AsyncStdRuntime).await;
+    let port = closed_port();
+    refusal_is_named(
+        PgLeaseStore::new(pg_pool(
+            &format!("postgres://postgres@127.0.0.1:{port}/test"),
+            2,
+        )),
+        &lease,
+    )
+    .await;
+    refusal_is_named(
+        MySqlLeaseStore::new(mysql_pool(
+            &format!("mysql://root@127.0.0.1:{port}/test"),
+            2,
+        )),
+        &lease,
+    )
+    .await;
+}
+
+/// A server that takes the connection and never answers: the reason cannot be had within its
+/// second, and the pool's timeout stands, within the bound.
+async fn silence_is_a_timeout() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let pg = PgLeaseStore::new(pg_pool(
+        &format!("postgres://postgres@127.0.0.1:{port}/test"),
+        2,
+    ));
+    let mysql = MySqlLeaseStore::new(mysql_pool(
+        &format!("mysql://root@127.0.0.1:{port}/test"),
+        2,
+    ));
+    for error in [inspect_error(&pg).await, inspect_error(&mysql).await] {
+        let text = ErrorChain(&error).to_string();
+        assert!(text.contains("pool timed out"), "{text}");
+    }
+    drop(listener);
+}
+
+#[tokio::test]
+async fn a_silent_server_is_a_timeout_on_tokio() {
+    silence_is_a_timeout().await;
+}
+
+#[async_std::test]
+async fn a_silent_server_is_a_timeout_on_async_std() {
+    silence_is_a_timeout().await;
+}
+
+/// A pool whose only connection is taken: the server accepts connections, so the pool's
+/// timeout is the answer.
+async fn busy_pool_times_out<DB>(pool: Pool<DB>, store: SqlxStore<DB>)
+where
+    DB: SqlxDatabase + Database,
+    SqlxExecutor<DB>: for<'c> ExecuteOn<&'c mut DB::Connection>,
+{
+    let taken = pool.acquire().await.expect("the server is there");
+    let text = ErrorChain(&inspect_error(&store).await).to_string();
+    assert!(text.contains("pool timed out"), "{text}");
+    drop(taken);
+}
+
+#[tokio::test]
+async fn a_busy_pool_still_times_out() {
+    let url = env::postgres_url();
+    let pool = pg_pool(&url, 1);
+    if let Err(error) = pool.acquire().await {
+        env::skip_or_fail("postgres", &format!("{url}: {error}"));
+    } else {
+        busy_pool_times_out(pool.clone(), PgLeaseStore::new(pool)).await;
+    }
+    let url = env::mysql_url();
+    let pool = mysql_pool(&url, 1);
+    if let Err(error) = pool.acquire().await {
+        env::skip_or_fail("mariadb", &format!("{url}: {error}"));
+    } else {
+        busy_pool_times_out(pool.clone(), MySqlLeaseStore::new(pool)).await;
+    }
+}
