@@ -105,48 +105,24 @@ fn mysql_pool(url: &str, connections: u32) -> Pool<lease_sqlx::sqlx::MySql> {
         .unwrap()
 }
 
+/// Both databases, a port nothing listens on, a lease taken on `runtime`.
+async fn refusals_are_named(runtime: impl Runtime) {
+    let lease = memory_lease(runtime).await;
+    let port = closed_port();
+    let pg = pg_pool(&format!("postgres://postgres@127.0.0.1:{port}/test"), 2);
+    refusal_is_named(PgLeaseStore::new(pg), &lease).await;
+    let mysql = mysql_pool(&format!("mysql://root@127.0.0.1:{port}/test"), 2);
+    refusal_is_named(MySqlLeaseStore::new(mysql), &lease).await;
+}
+
 #[tokio::test]
 async fn a_refusing_server_is_named_on_tokio() {
-    let lease = memory_lease(TokioRuntime).await;
-    let port = closed_port();
-    refusal_is_named(
-        PgLeaseStore::new(pg_pool(
-            &format!("postgres://postgres@127.0.0.1:{port}/test"),
-            2,
-        )),
-        &lease,
-    )
-    .await;
-    refusal_is_named(
-        MySqlLeaseStore::new(mysql_pool(
-            &format!("mysql://root@127.0.0.1:{port}/test"),
-            2,
-        )),
-        &lease,
-    )
-    .await;
+    refusals_are_named(TokioRuntime).await;
 }
 
 #[async_std::test]
 async fn a_refusing_server_is_named_on_async_std() {
-    let lease = memory_lease(AsyncStdRuntime).await;
-    let port = closed_port();
-    refusal_is_named(
-        PgLeaseStore::new(pg_pool(
-            &format!("postgres://postgres@127.0.0.1:{port}/test"),
-            2,
-        )),
-        &lease,
-    )
-    .await;
-    refusal_is_named(
-        MySqlLeaseStore::new(mysql_pool(
-            &format!("mysql://root@127.0.0.1:{port}/test"),
-            2,
-        )),
-        &lease,
-    )
-    .await;
+    refusals_are_named(AsyncStdRuntime).await;
 }
 
 /// A server that takes the connection and never answers: the reason cannot be had within its
@@ -179,14 +155,18 @@ async fn a_silent_server_is_a_timeout_on_async_std() {
     silence_is_a_timeout().await;
 }
 
-/// A pool whose only connection is taken: the server accepts connections, so the pool's
-/// timeout is the answer.
-async fn busy_pool_times_out<DB>(pool: Pool<DB>, store: SqlxStore<DB>)
+/// A pool of one on the `backend` server at `url`, its connection taken: the server accepts
+/// connections, so the pool's timeout is the answer.
+async fn busy_pool_times_out<DB>(backend: &str, url: &str, pool: Pool<DB>)
 where
     DB: SqlxDatabase + Database,
     SqlxExecutor<DB>: for<'c> ExecuteOn<&'c mut DB::Connection>,
 {
-    let taken = pool.acquire().await.expect("the server is there");
+    let taken = match pool.acquire().await {
+        Ok(taken) => taken,
+        Err(error) => return env::skip_or_fail(backend, &format!("{url}: {error}")),
+    };
+    let store = SqlxStore::<DB>::new(pool.clone());
     let text = ErrorChain(&inspect_error(&store).await).to_string();
     assert!(text.contains("pool timed out"), "{text}");
     drop(taken);
@@ -195,17 +175,7 @@ where
 #[tokio::test]
 async fn a_busy_pool_still_times_out() {
     let url = env::postgres_url();
-    let pool = pg_pool(&url, 1);
-    if let Err(error) = pool.acquire().await {
-        env::skip_or_fail("postgres", &format!("{url}: {error}"));
-    } else {
-        busy_pool_times_out(pool.clone(), PgLeaseStore::new(pool)).await;
-    }
+    busy_pool_times_out("postgres", &url, pg_pool(&url, 1)).await;
     let url = env::mysql_url();
-    let pool = mysql_pool(&url, 1);
-    if let Err(error) = pool.acquire().await {
-        env::skip_or_fail("mariadb", &format!("{url}: {error}"));
-    } else {
-        busy_pool_times_out(pool.clone(), MySqlLeaseStore::new(pool)).await;
-    }
+    busy_pool_times_out("mariadb", &url, mysql_pool(&url, 1)).await;
 }
