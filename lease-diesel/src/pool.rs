@@ -26,7 +26,9 @@ pub trait DieselPool: sealed::Sealed + Clone + Send + Sync + 'static {
     #[doc(hidden)]
     const KIND: &'static str;
 
-    /// Takes a connection, waiting as the pool is configured to.
+    /// Takes a connection, waiting as the pool is configured to. When bb8 times out, a
+    /// connection made outside the pool gives the reason where the server refuses it
+    /// (`acquire::why_none`).
     #[doc(hidden)]
     fn connection(&self) -> impl Future<Output = Result<Self::Pooled, BoxError>> + Send;
 
@@ -84,7 +86,18 @@ macro_rules! diesel_pools {
                 &self,
             ) -> impl std::future::Future<Output = Result<Self::Pooled, lease_core::BoxError>>
             + Send {
-                async move { self.get_owned().await.map_err(Into::into) }
+                async move {
+                    match self.get_owned().await {
+                        Err(timed_out @ diesel_async::pooled_connection::bb8::RunError::TimedOut) => {
+                            Err($crate::acquire::why_none(
+                                timed_out.into(),
+                                self.dedicated_connection(),
+                            )
+                            .await)
+                        }
+                        got => got.map_err(Into::into),
+                    }
+                }
             }
 
             fn state(&self) -> lease_sql::PoolState {

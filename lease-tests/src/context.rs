@@ -1,5 +1,6 @@
 //! [`Context`]: what a case gets: the backend, the runtime, and the teardowns to run after it.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -50,7 +51,7 @@ impl Runtime for SharedRuntime {
 pub struct Context<B> {
     backend: B,
     runtime: SharedRuntime,
-    teardowns: Mutex<Vec<Teardown>>,
+    teardowns: Mutex<VecDeque<Teardown>>,
 }
 
 impl<B: TestBackend> Context<B> {
@@ -59,7 +60,7 @@ impl<B: TestBackend> Context<B> {
         Self {
             backend,
             runtime: SharedRuntime::new(runtime),
-            teardowns: Mutex::new(Vec::new()),
+            teardowns: Mutex::new(VecDeque::new()),
         }
     }
 
@@ -78,7 +79,7 @@ impl<B: TestBackend> Context<B> {
             self.teardowns
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .push(teardown);
+                .push_back(teardown);
         }
     }
 
@@ -177,23 +178,25 @@ impl<B: TestBackend> Context<B> {
     /// The first teardown's error; the others still run.
     ///
     /// # Cancel safety
-    /// Not cancel safe: the teardowns are taken out of the context before the first runs, so,
-    /// dropped part-way, the one running stops where it is, the ones after it never run, and a
-    /// later call finds none of them: what they had left to remove stays behind.
+    /// Cancel safe between teardowns: each is taken out of the context only when it starts, so,
+    /// dropped part-way, the one running stops where it is (what it had left to remove stays
+    /// behind) and the ones after it stay in the context for a later call.
     pub async fn teardown(&self) -> Result<(), BoxError> {
-        let teardowns = std::mem::take(
-            &mut *self
-                .teardowns
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
         let mut first_error = None;
-        for teardown in teardowns {
+        while let Some(teardown) = self.next_teardown() {
             if let Err(error) = teardown().await {
                 first_error.get_or_insert(error);
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// The oldest teardown not yet run, taken out of the context.
+    fn next_teardown(&self) -> Option<Teardown> {
+        self.teardowns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front()
     }
 }
 

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use lease_core::runtime::TokioRuntime;
 use lease_core::{BoxError, MemoryStore};
 use lease_tests::run::{conclude, run_case};
-use lease_tests::{CaseFailure, FreshStore, TestBackend, Verdict};
+use lease_tests::{CaseFailure, Context, FreshStore, TestBackend, Verdict};
 
 /// A memory backend that counts teardowns, can be unavailable and can fail its teardown.
 #[derive(Debug, Default)]
@@ -93,6 +93,56 @@ async fn a_failed_teardown_fails_a_passing_case() {
     .await;
     let failure = result.unwrap_err();
     assert!(failure.message().contains("DROP TABLE failed"), "{failure}");
+}
+
+/// A memory backend whose first store's teardown never ends; the others count themselves.
+#[derive(Debug, Default)]
+struct FirstTeardownHangs {
+    made: Arc<AtomicUsize>,
+    torn_down: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl TestBackend for FirstTeardownHangs {
+    type Store = MemoryStore;
+
+    fn name(&self) -> &str {
+        "first-teardown-hangs"
+    }
+
+    async fn available(&self) -> Result<(), BoxError> {
+        Ok(())
+    }
+
+    async fn store(&self) -> Result<FreshStore<MemoryStore>, BoxError> {
+        let first = self.made.fetch_add(1, Ordering::SeqCst) == 0;
+        let torn_down = Arc::clone(&self.torn_down);
+        Ok(
+            FreshStore::new(MemoryStore::new()).with_teardown(move || async move {
+                if first {
+                    futures::future::pending::<()>().await;
+                }
+                torn_down.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }),
+        )
+    }
+}
+
+#[tokio::test]
+async fn a_teardown_dropped_part_way_leaves_the_later_ones_for_the_next_call() {
+    let backend = FirstTeardownHangs::default();
+    let torn_down = Arc::clone(&backend.torn_down);
+    let ctx = Context::new(backend, TokioRuntime);
+    for _ in 0..3 {
+        ctx.store().await.unwrap();
+    }
+    let first = tokio::time::timeout(std::time::Duration::from_millis(50), ctx.teardown()).await;
+    assert!(first.is_err(), "the hanging teardown ended");
+    assert_eq!(torn_down.load(Ordering::SeqCst), 0);
+    // The dropped call took only the teardown it was running.
+    ctx.teardown().await.unwrap();
+    assert_eq!(torn_down.load(Ordering::SeqCst), 2);
 }
 
 #[test]
