@@ -116,7 +116,7 @@ fn skewed(offset: &str, expect_secs: i64) {
         );
     };
     let output = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--test-threads=3", "skewed_"])
+        .args(["--ignored", "--test-threads=6", "skewed_"])
         .env("LD_PRELOAD", &lib)
         .env("FAKETIME", offset)
         .env("DONT_FAKE_MONOTONIC", "1")
