@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use lease_core::{Error, LeaseClient, LossReason};
+use lease_core::{Error, LeaseClient, LeaseStore, LossReason};
 
 use super::client_of;
 use crate::failure::ensure;
@@ -190,6 +190,10 @@ pub async fn takeover_waits_for_fenced_transaction<B: TestBackend>(ctx: &Context
     let ttl = Duration::from_millis(1_200);
     let holder_client = client(ctx, &store, ttl)?;
     let contender = client(ctx, &store, Duration::from_secs(60))?;
+    // A connection opened first, without a deadline: the holder's first statement would
+    // otherwise open it within the short store timeout of its 1.2 s TTL, which a loaded
+    // machine can miss (the case is about the takeover, not the first connection).
+    store.inspect(&super::name("sweep")).await?;
     let holder = holder_client
         .try_acquire("sweep")
         .await?
