@@ -38,6 +38,10 @@ pub type DieselStore<P> = lease_sql::SqlStore<DieselExecutor<P>>;
 
 #[cfg(feature = "sqlite")]
 pub use lease_sql::SQLITE_BUSY_TIMEOUT;
+#[cfg(feature = "postgres")]
+pub use postgres::establish_postgres;
+#[cfg(all(feature = "postgres", any(feature = "deadpool", feature = "bb8")))]
+pub use postgres::postgres_manager;
 #[cfg(all(feature = "sqlite", any(feature = "deadpool", feature = "bb8")))]
 pub use sqlite::sqlite_manager;
 

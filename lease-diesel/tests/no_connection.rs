@@ -3,27 +3,23 @@
 //! does when every connection is in use: the store then names the failed connection instead.
 //! A pool whose connections are all in use, and a server that does not answer at all, still
 //! say that bb8 timed out. deadpool answers a failed connection's error at once, unchanged. On
-//! PostgreSQL and MariaDB.
+//! PostgreSQL and MariaDB; on PostgreSQL, `postgres_manager`'s connections also keep the cause
+//! that diesel-async's own manager drops.
 
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
+use diesel_async::SimpleAsyncConnection;
 use diesel_async::pooled_connection::{AsyncDieselConnectionManager, bb8, deadpool};
 use diesel_async::{AsyncMysqlConnection, AsyncPgConnection};
-use lease_core::{Error, ErrorChain, LeaseName, LeaseStore, StoreErrorKind};
-use lease_diesel::{DieselPool, DieselStore};
-use lease_tests::env;
+use lease_core::{Error, ErrorChain, HolderId, LeaseName, LeaseStore, Ttl};
+use lease_diesel::{DieselPool, DieselStore, postgres_manager};
+use lease_tests::{env, no_connection};
 
 /// The pools' connection timeout here: short, so the tests are quick.
 const CONNECTION_TIMEOUT: Duration = Duration::from_millis(500);
 /// Longer than any answer may take: the connection timeout and the second the reason may take.
 const BOUND: Duration = Duration::from_secs(10);
-
-/// A loopback port nothing listens on (bound, then let go).
-fn closed_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
 
 fn pg_bb8(url: String, connections: u32) -> bb8::Pool<AsyncPgConnection> {
     bb8::Pool::builder()
@@ -48,15 +44,7 @@ async fn inspect_error<P: DieselPool>(store: &DieselStore<P>) -> Error {
     )
     .await
     .expect("the store answered within twice the bound");
-    let error = answer.expect_err("no connection, no answer");
-    assert!(started.elapsed() < BOUND, "took {:?}", started.elapsed());
-    assert_eq!(
-        error.store_error_kind(),
-        Some(StoreErrorKind::Transient),
-        "{}",
-        ErrorChain(&error)
-    );
-    error
+    no_connection::transient_within(answer, started, BOUND).unwrap()
 }
 
 /// The error names the connection that failed (and, where the driver keeps it, the refusal),
@@ -69,7 +57,7 @@ fn names_the_failed_connection(error: &Error, reason: &str) {
 
 #[tokio::test]
 async fn a_refusing_server_is_named_through_bb8() {
-    let port = closed_port();
+    let port = no_connection::closed_port().unwrap();
     let pg = DieselStore::new(pg_bb8(
         format!("postgres://postgres@127.0.0.1:{port}/test"),
         2,
@@ -82,7 +70,7 @@ async fn a_refusing_server_is_named_through_bb8() {
 
 #[tokio::test]
 async fn a_refusing_server_is_named_through_deadpool_at_once() {
-    let port = closed_port();
+    let port = no_connection::closed_port().unwrap();
     let pg = DieselStore::new(
         deadpool::Pool::builder(AsyncDieselConnectionManager::<AsyncPgConnection>::new(
             format!("postgres://postgres@127.0.0.1:{port}/test"),
@@ -144,4 +132,60 @@ async fn a_busy_pool_still_times_out_through_bb8() {
         Ok(_taken) => busy_pool_times_out(&DieselStore::new(mysql.clone())).await,
         Err(error) => env::skip_or_fail("mariadb", &error.to_string()),
     }
+}
+
+/// `postgres_manager`'s connections keep tokio-postgres' cause: the refusal is named through
+/// both pools, where diesel-async's own manager says only `error connecting to server`.
+#[tokio::test]
+async fn postgres_manager_names_the_refusal() {
+    let port = no_connection::closed_port().unwrap();
+    let url = format!("postgres://postgres@127.0.0.1:{port}/test");
+    let through_bb8 = bb8::Pool::builder()
+        .max_size(2)
+        .connection_timeout(CONNECTION_TIMEOUT)
+        .build_unchecked(postgres_manager(url.clone()));
+    let through_deadpool = deadpool::Pool::builder(postgres_manager(url))
+        .build()
+        .unwrap();
+    for error in [
+        inspect_error(&DieselStore::new(through_bb8)).await,
+        inspect_error(&DieselStore::new(through_deadpool)).await,
+    ] {
+        names_the_failed_connection(&error, "error connecting to server: connection refused");
+    }
+}
+
+/// A store on `postgres_manager`'s connections works as on diesel-async's own: a lease taken,
+/// seen, and given back on the shared server.
+#[tokio::test]
+async fn postgres_manager_connections_hold_leases() {
+    let url = env::postgres_url();
+    let pool = deadpool::Pool::builder(postgres_manager(url.clone()))
+        .max_size(2)
+        .build()
+        .unwrap();
+    let table = env::unique_table("lease_pg_manager");
+    let store = DieselStore::with_table(pool.clone(), &table).unwrap();
+    if let Err(error) = store.setup().await {
+        return env::skip_or_fail("postgres", &format!("{url}: {}", ErrorChain(&error)));
+    }
+    let name = LeaseName::new("pg-manager").unwrap();
+    let me = HolderId::generate();
+    let fence = store
+        .try_acquire(&name, &me, Ttl::from_secs(30).unwrap())
+        .await
+        .unwrap()
+        .expect("a fresh table");
+    let seen = store
+        .inspect(&name)
+        .await
+        .unwrap()
+        .expect("the lease just taken");
+    assert_eq!((seen.holder, seen.fence), (me.clone(), fence));
+    assert!(store.release(&name, &me, Duration::ZERO).await.unwrap());
+    assert!(store.inspect(&name).await.unwrap().is_none(), "released");
+    let mut conn = pool.get().await.unwrap();
+    conn.batch_execute(&format!("DROP TABLE {table}"))
+        .await
+        .unwrap();
 }

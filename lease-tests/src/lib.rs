@@ -14,6 +14,7 @@ mod fenced;
 mod harness;
 pub mod history;
 mod memory;
+pub mod no_connection;
 #[cfg(feature = "runtime-tokio")]
 pub mod plans;
 pub mod prepared_fence;

@@ -19,7 +19,7 @@ mod galera;
 mod mariadb;
 mod postgres;
 mod postgres_replication;
-mod process;
+pub(crate) mod process;
 
 pub use galera::GaleraCluster;
 pub use mariadb::MariaDbServer;
