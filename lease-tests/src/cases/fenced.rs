@@ -364,6 +364,8 @@ pub async fn renewal_goes_on_during_fenced_work<B: TestBackend>(ctx: &Context<B>
     }
     let ttl = Duration::from_millis(1_200);
     let holder_client = client(ctx, &store, ttl)?;
+    // A connection opened first, without a deadline, as in takeover_waits_for_fenced_transaction.
+    store.inspect(&super::name("sweep")).await?;
     let holder = holder_client
         .try_acquire("sweep")
         .await?
