@@ -5,7 +5,7 @@
 
 pub use crate::{
     AfterCommit, CheckAt, Connect, ConnectWith, Dialect, Execute, ExecuteOn, Layout, Migration,
-    MigrationFile, OnConnection, PoolState, SchemaCheck, SqlStore, TableName,
+    MigrationFile, OnConnection, PoolState, SchemaCheck, SnapshotIsolation, SqlStore, TableName,
 };
 pub use lease_core::{
     CallStats, ClientStats, Error, ErrorChain, Fence, Health, HolderId, Leader, LeaseClient,

@@ -5,6 +5,7 @@
 //! `statement_timestamp()` is the statement's time even inside a transaction, and stays the same
 //! for the whole statement.
 
+use crate::snapshot_isolation::snapshot_guard;
 use crate::template::{Arg, DialectSql, Template};
 use crate::{NOT_HELD_MARKER, Param, PreparedFence};
 
@@ -34,6 +35,7 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         "WITH checked AS ({fence} RETURNING 1)\n\
          SELECT CAST(CASE WHEN count(*) = 1 THEN '1' ELSE '{NOT_HELD_MARKER}' END AS int) FROM checked"
     );
+    let guard = snapshot_guard();
     let columns = format!(
         "name, holder, fence, {}, {}, {}",
         micros("taken_at"),
@@ -100,7 +102,8 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         list: format!(
             "SELECT {columns} FROM {t} WHERE holder IS NOT NULL ORDER BY name COLLATE \"C\""
         ),
-        prepared_fence: Some(PreparedFence::new(&checked)),
+        prepared_fence: Some(PreparedFence::new(&checked, &guard)),
+        snapshot_guard: Some(guard),
         fence_raising: Some(checked),
         fence,
         prune: Template::new(

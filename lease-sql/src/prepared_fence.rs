@@ -10,12 +10,15 @@
 //! simple-protocol message.
 //!
 //! How a transaction knows that its connection has the statement: it begins with
-//! [`begin`](PreparedFence::begin), `BEGIN` and an `EXECUTE` of a second, trivial prepared
-//! statement, prepared together with the check, in one message (the round trip the `BEGIN`
-//! costs anyway). On a connection that has them, that is all; on one that has not (new, or
-//! reset by `DISCARD ALL`), the `EXECUTE` fails before any of the caller's work, the transaction
-//! is rolled back and [`prepare`](PreparedFence::prepare) makes both, and the transaction begins
+//! [`begin`](PreparedFence::begin), `BEGIN` and an `EXECUTE` of a second prepared statement,
+//! prepared together with the check, in one message (the round trip the `BEGIN` costs anyway).
+//! On a connection that has them, that is all; on one that has not (new, or reset by
+//! `DISCARD ALL`), the `EXECUTE` fails before any of the caller's work, the transaction is
+//! rolled back and [`prepare`](PreparedFence::prepare) makes both, and the transaction begins
 //! again. Nothing is kept on the client: the server's own list is the truth, whatever reset it.
+//! The second statement is the guard of [`SnapshotIsolation`](crate::SnapshotIsolation): it also
+//! fails, before any work, where the transaction reads from a snapshot, and the transaction then
+//! begins again with the check.
 
 use crate::{InlineError, Query};
 
@@ -34,16 +37,18 @@ pub struct PreparedFence {
 
 impl PreparedFence {
     /// The statements for `check`, the fenced commit's check (a statement of three parameters,
-    /// name, holder and fence, that raises an error when the lease is gone). Their names carry
-    /// a hash of `check`'s text, so stores on different tables, and versions of this crate with
-    /// another text, never take each other's.
-    pub(crate) fn new(check: &str) -> Self {
-        let check_name = format!("lease_fence_{:016x}", fnv1a(check));
+    /// name, holder and fence, that raises an error when the lease is gone), and `guard`, the
+    /// probe, which fails where the check with the commit cannot run
+    /// ([`SnapshotIsolation`](crate::SnapshotIsolation)). Their names carry a hash of both
+    /// texts, so stores on different tables, and versions of this crate with other texts, never
+    /// take each other's.
+    pub(crate) fn new(check: &str, guard: &str) -> Self {
+        let check_name = format!("lease_fence_{:016x}", fnv1a(&format!("{check}\n{guard}")));
         let ready_name = format!("{check_name}_ready");
         Self {
             prepare: [
                 format!("PREPARE {check_name} (text, text, int8) AS {check}"),
-                format!("PREPARE {ready_name} AS SELECT 1"),
+                format!("PREPARE {ready_name} AS {guard}"),
             ],
             begin: format!("BEGIN;\nEXECUTE {ready_name}"),
             execute: format!("EXECUTE {check_name}($1, $2, $3);\nCOMMIT"),
@@ -135,12 +140,21 @@ mod tests {
 
     #[test]
     fn names_follow_the_checks_text() {
-        let a = PreparedFence::new("SELECT $1::text, $2::text, $3::int8");
-        let b = PreparedFence::new("SELECT $1::text, $2::text, $3::int8 -- other table");
+        let a = PreparedFence::new("SELECT $1::text, $2::text, $3::int8", "SELECT 1");
+        let b = PreparedFence::new(
+            "SELECT $1::text, $2::text, $3::int8 -- other table",
+            "SELECT 1",
+        );
+        let c = PreparedFence::new("SELECT $1::text, $2::text, $3::int8", "SELECT 2");
         assert_ne!(a.check_name(), b.check_name());
+        assert_ne!(
+            a.check_name(),
+            c.check_name(),
+            "another guard, another name"
+        );
         assert_eq!(
             a.check_name(),
-            PreparedFence::new("SELECT $1::text, $2::text, $3::int8").check_name()
+            PreparedFence::new("SELECT $1::text, $2::text, $3::int8", "SELECT 1").check_name()
         );
         assert!(
             a.check_name().len() <= 63,
@@ -151,7 +165,7 @@ mod tests {
 
     #[test]
     fn the_commit_executes_the_check_with_literals() {
-        let fence = PreparedFence::new("SELECT 1");
+        let fence = PreparedFence::new("SELECT 1", "SELECT 1");
         let check = Query {
             sql: std::borrow::Cow::Borrowed("unused"),
             params: vec![Param::text("jobs'1"), Param::text("h"), Param::Int(7)],
@@ -168,7 +182,7 @@ mod tests {
 
     #[test]
     fn a_missing_statement_is_told_by_its_name() {
-        let fence = PreparedFence::new("SELECT 1");
+        let fence = PreparedFence::new("SELECT 1", "SELECT 1");
         let message = format!(
             "prepared statement \"{}\" does not exist",
             fence.ready_name()

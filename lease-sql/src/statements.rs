@@ -224,7 +224,10 @@ impl Statements {
     /// [`Query::inline_mysql`] write them) to send as one simple-protocol message: one round
     /// trip for both. The check is [`fence`](Statements::fence)'s statement, made to raise an
     /// error whose message carries [`NOT_HELD_MARKER`](crate::NOT_HELD_MARKER) when it matches
-    /// no row; the server then skips the `COMMIT` and the transaction is left to roll back.
+    /// no row; the server then skips the `COMMIT` and the transaction is left to roll back. On
+    /// PostgreSQL the guard of [`SnapshotIsolation`](crate::SnapshotIsolation) comes first: it
+    /// fails, naming [`SNAPSHOT_MARKER`](crate::SNAPSHOT_MARKER), in a transaction that reads
+    /// from a snapshot, where the check could not tell a lease held from one gone.
     ///
     /// `None` on SQLite, which runs in process: there [`fence`](Statements::fence) and a
     /// `COMMIT` cost no round trip.
@@ -238,8 +241,30 @@ impl Statements {
         holder: &HolderId,
         fence: Fence,
     ) -> Option<Result<String, crate::InlineError>> {
+        let guard = self.guard();
         self.raising(name, holder, fence)
-            .map(|check| check.map(|check| format!("{check};\nCOMMIT")))
+            .map(|check| check.map(|check| format!("{guard}{check};\nCOMMIT")))
+    }
+
+    /// The message that begins a transaction to be checked with its commit through
+    /// [`fence_then_commit`](Statements::fence_then_commit): `BEGIN`, and on PostgreSQL the
+    /// guard of [`SnapshotIsolation`](crate::SnapshotIsolation), which fails before any work
+    /// where the check with the commit could not run.
+    pub fn begin_to_check_at_commit(&self) -> String {
+        match self.sql.snapshot_guard.as_deref() {
+            Some(guard) => format!("BEGIN;\n{guard}"),
+            None => "BEGIN".to_owned(),
+        }
+    }
+
+    /// The guard of [`SnapshotIsolation`](crate::SnapshotIsolation) as the first statement of a
+    /// message, or nothing where the dialect has none.
+    fn guard(&self) -> String {
+        self.sql
+            .snapshot_guard
+            .as_deref()
+            .map(|guard| format!("{guard};\n"))
+            .unwrap_or_default()
     }
 
     /// `BEGIN` and the fenced check, for the start of a transaction, as one self-contained text

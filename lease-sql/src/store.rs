@@ -12,8 +12,9 @@ use lease_core::{
 };
 
 use crate::{
-    AfterCommit, Connect, ConnectWith, DatabaseError, Execute, ExecuteOn, PoolState,
-    RenewManyResult, SchemaCheck, Statements, TableName, is_not_held,
+    AfterCommit, Connect, ConnectWith, DatabaseError, Execute, ExecuteOn, FencedBegin, PoolState,
+    RenewManyResult, SchemaCheck, SnapshotIsolation, Statements, TableName, is_not_held,
+    snapshot_refusal,
 };
 
 /// Leases in a SQL table, reached through a driver's pool: the [`LeaseStore`] of every SQL
@@ -454,36 +455,44 @@ impl<X: Execute> SqlStore<X> {
         Conn: Send,
         X: for<'c> ExecuteOn<&'c mut Conn>,
     {
-        if self.prepared_fence().is_some() {
-            for attempt in [Attempt::Prepared, Attempt::PreparedAgain] {
-                let (message, commit) = self.begin_message(lease, at, attempt)?;
-                match self.executor.batch_on(&mut *connection, message).await {
-                    Ok(()) => return Ok(commit),
-                    Err(error) => {
-                        self.after_failed_begin(&mut *connection, lease, attempt, error)
-                            .await?;
-                    }
+        let mut begin = self.fenced_begin(at);
+        // Bounded: each failure moves `begin` one way or ends the loop (FencedBegin::MOST_TRIES).
+        loop {
+            let (message, commit) = self.begin_message(lease, begin)?;
+            match self.executor.batch_on(&mut *connection, message).await {
+                Ok(()) => return Ok(commit),
+                Err(error) => {
+                    self.after_failed_begin(&mut *connection, lease, &mut begin, error)
+                        .await?;
                 }
             }
         }
-        let (message, commit) = self.begin_message(lease, at, Attempt::Text)?;
-        self.executor
-            .batch_on(&mut *connection, message)
-            .await
-            .map_err(|error| self.fence_refused(lease, error))?;
-        Ok(commit)
     }
 
-    /// What follows a fenced transaction's begin message that failed on `attempt` (one of the
-    /// prepared ones), for [`begin_fenced`](SqlStore::begin_fenced) and for a driver that sends
-    /// the message itself: `Ok` to go on to the next attempt, after preparing the statements the
-    /// connection lacked ([`Attempt::Prepared`]) or rolling back the failed transaction
-    /// ([`Attempt::PreparedAgain`]: they do not stay on the connection).
+    /// The first try at beginning a fenced transaction checked as `at` says: through the
+    /// statements prepared on the connection where the store has them, else with the check's
+    /// text.
+    pub fn fenced_begin(&self, at: CheckAt) -> FencedBegin {
+        let attempt = if self.prepared_fence().is_some() {
+            Attempt::Prepared
+        } else {
+            Attempt::Text
+        };
+        FencedBegin::new(at, attempt)
+    }
+
+    /// What follows a fenced transaction's begin message that failed on the try `begin`, for
+    /// [`begin_fenced`](SqlStore::begin_fenced) and for a driver that sends the message itself:
+    /// `Ok` to try again with `begin` as moved on, after rolling back the transaction that
+    /// failed. The moves: where the transaction reads from a snapshot (the guard of
+    /// [`SnapshotIsolation`](crate::SnapshotIsolation) refused the check with the commit), the
+    /// check goes to the `BEGIN`; where the connection lacked the prepared statements, it
+    /// prepares them ([`Attempt::Prepared`]) or, when they did not stay
+    /// ([`Attempt::PreparedAgain`]), goes on with the check's text.
     ///
     /// # Errors
-    /// [`fence_refused`](SqlStore::fence_refused)'s error when `error` is not about missing
-    /// statements (roll the connection's transaction back then), or the store error of a
-    /// message that failed.
+    /// [`fence_refused`](SqlStore::fence_refused)'s error when `error` calls for no move (roll
+    /// the connection's transaction back then), or the store error of a message that failed.
     ///
     /// # Cancel safety
     /// Like any statement on the caller's connection: dropped half-way, the connection may be
@@ -492,14 +501,32 @@ impl<X: Execute> SqlStore<X> {
         &self,
         connection: &mut Conn,
         lease: &LeaseHandle,
-        attempt: Attempt,
+        begin: &mut FencedBegin,
         error: BoxError,
     ) -> Result<(), Error>
     where
         Conn: Send,
         X: for<'c> ExecuteOn<&'c mut Conn>,
     {
-        if attempt == Attempt::Text || !self.is_fence_unprepared(&*error) {
+        let snapshot = self
+            .executor
+            .database_message(&*error)
+            .and_then(snapshot_refusal)
+            .map(str::to_owned);
+        if let Some(level) = snapshot
+            && begin.check_at_begin()
+        {
+            tracing::debug!(
+                %level,
+                "the transaction reads from a snapshot: checking with its BEGIN instead"
+            );
+            return self.rollback_begin(connection, lease).await;
+        }
+        if !self.is_fence_unprepared(&*error) {
+            return Err(self.fence_refused(lease, error));
+        }
+        let attempt = begin.attempt();
+        if !begin.next_attempt() {
             return Err(self.fence_refused(lease, error));
         }
         if attempt == Attempt::Prepared {
@@ -508,15 +535,28 @@ impl<X: Execute> SqlStore<X> {
         tracing::debug!(
             "the prepared fence does not stay on this connection: checking with its text"
         );
+        self.rollback_begin(connection, lease).await
+    }
+
+    /// Rolls back the transaction of a begin message that failed.
+    async fn rollback_begin<Conn>(
+        &self,
+        connection: &mut Conn,
+        lease: &LeaseHandle,
+    ) -> Result<(), Error>
+    where
+        Conn: Send,
+        X: for<'c> ExecuteOn<&'c mut Conn>,
+    {
         self.executor
             .batch_on(connection, "ROLLBACK".to_owned())
             .await
             .map_err(self.failure(Operation::Fence, Some(lease.name())))
     }
 
-    /// The message that begins a fenced transaction checked as `at` says, on `attempt`, and
-    /// how the transaction must end then; for a driver that begins with a message of its own
-    /// (sqlx's `begin_with`) as for [`begin_fenced`](SqlStore::begin_fenced).
+    /// The message of the try `begin` at beginning a fenced transaction, and how the
+    /// transaction must end then; for a driver that begins with a message of its own (sqlx's
+    /// `begin_with`) as for [`begin_fenced`](SqlStore::begin_fenced).
     ///
     /// # Errors
     /// [`Error::Store`] with [`Operation::Fence`] when a parameter cannot be written inline (a
@@ -524,11 +564,11 @@ impl<X: Execute> SqlStore<X> {
     pub fn begin_message(
         &self,
         lease: &LeaseHandle,
-        at: CheckAt,
-        attempt: Attempt,
+        begin: FencedBegin,
     ) -> Result<(String, FencedCommit), Error> {
         let statements = &self.statements;
-        let prepared = attempt != Attempt::Text && self.prepared_fence().is_some();
+        let at = begin.at();
+        let prepared = begin.attempt() != Attempt::Text && self.prepared_fence().is_some();
         let (name, holder, fence) = (lease.name(), lease.holder(), lease.fence());
         let checked = match at {
             CheckAt::Commit => None,
@@ -547,7 +587,7 @@ impl<X: Execute> SqlStore<X> {
             _ if at == CheckAt::Begin || !statements.checks_at_commit() => {
                 ("BEGIN".to_owned(), FencedCommit::CheckFirst)
             }
-            _ => ("BEGIN".to_owned(), FencedCommit::Inline),
+            _ => (statements.begin_to_check_at_commit(), FencedCommit::Inline),
         })
     }
 
@@ -555,13 +595,18 @@ impl<X: Execute> SqlStore<X> {
     /// `lease` lost) when the database's message carries the check's marker, else the store
     /// error of [`Operation::Fence`].
     pub fn fence_refused(&self, lease: &LeaseHandle, error: BoxError) -> Error {
-        if self
-            .executor
-            .database_message(&*error)
-            .is_some_and(is_not_held)
-        {
+        let message = self.executor.database_message(&*error);
+        if message.is_some_and(is_not_held) {
             tracing::warn!(lease = %lease.name(), fence = %lease.fence(), "fenced check found the lease gone");
             return lease.mark_not_held();
+        }
+        if let Some(level) = message.and_then(snapshot_refusal) {
+            return Error::store_of_kind(
+                Operation::Fence,
+                Some(lease.name()),
+                StoreErrorKind::Permanent,
+                SnapshotIsolation::new(level),
+            );
         }
         self.failure(Operation::Fence, Some(lease.name()))(error)
     }
@@ -703,19 +748,11 @@ impl<X: Execute> SqlStore<X> {
         };
         let message = message.map_err(|e| failed(Box::new(e)))?;
         let message = format!("{message}{}", then.suffix());
-        match self.executor.batch_on(connection, message).await {
-            Ok(()) => Ok(lease.fence()),
-            Err(error)
-                if self
-                    .executor
-                    .database_message(&*error)
-                    .is_some_and(is_not_held) =>
-            {
-                tracing::warn!(lease = %lease.name(), fence = %lease.fence(), "fenced commit found the lease gone");
-                Err(lease.mark_not_held())
-            }
-            Err(error) => Err(failed(error)),
-        }
+        self.executor
+            .batch_on(connection, message)
+            .await
+            .map_err(|error| self.fence_refused(lease, error))?;
+        Ok(lease.fence())
     }
 
     /// Wraps a driver's error as the store error of `operation` on `name`, of the kind the

@@ -58,6 +58,11 @@ pub(crate) struct DialectSql {
     /// `fence_then_commit` as statements the server prepares once per connection (PostgreSQL,
     /// where a simple-protocol statement is planned at every call); `None` elsewhere.
     pub(crate) prepared_fence: Option<PreparedFence>,
+    /// A statement that fails where the check with the commit cannot tell a lease held from one
+    /// gone ([`SnapshotIsolation`](crate::SnapshotIsolation): PostgreSQL under a snapshot), run
+    /// first in the messages that check with the commit or begin such a transaction; `None`
+    /// where every isolation level will do.
+    pub(crate) snapshot_guard: Option<String>,
     /// Deleting the rows free for longer than a bound; parameter: the bound in microseconds.
     pub(crate) prune: Template,
 }

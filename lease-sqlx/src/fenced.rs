@@ -2,8 +2,8 @@
 //! [`commit_fenced`], the check and the commit of a transaction of the caller's in one round trip.
 
 use lease_core::{Error, Fence, LeaseHandle, Operation, StoreErrorKind};
-use lease_sql::{AfterCommit, Attempt, CheckAt, Execute, ExecuteOn, FencedCommit};
-use sqlx::{AssertSqlSafe, Connection, Transaction};
+use lease_sql::{AfterCommit, CheckAt, Execute, ExecuteOn, FencedCommit};
+use sqlx::{AssertSqlSafe, SqlSafeStr, Transaction};
 
 use crate::{SqlxDatabase, SqlxExecutor, SqlxStore};
 
@@ -200,11 +200,13 @@ where
 /// transaction's or the check's failure outside.
 ///
 /// It begins with the message [`SqlStore::begin_message`](lease_sql::SqlStore::begin_message)
-/// gives, through sqlx's `begin_with`, so that sqlx counts the transaction. On PostgreSQL that
-/// message runs a statement the connection prepared (the check, or a probe of it); a
-/// connection without the statements prepares them (once in its life) and begins again, and
-/// where they are still missing then (a pooler that hands each transaction another server
-/// connection) the transaction checks with the check's text.
+/// gives, through sqlx's `Transaction::begin`, so that sqlx counts the transaction. On
+/// PostgreSQL that message runs a statement the connection prepared (the check, or the probe
+/// of it that also tells whether the transaction reads from a snapshot); after a failed begin,
+/// [`SqlStore::after_failed_begin`](lease_sql::SqlStore::after_failed_begin) prepares what the
+/// connection lacked (once in its life), or moves the check to the `BEGIN` under a snapshot, or
+/// goes on with the check's text where prepared statements do not stay (a pooler that hands each
+/// transaction another server connection), and the transaction begins again.
 async fn in_transaction<DB, T, E, F>(
     store: &SqlxStore<DB>,
     connection: &mut DB::Connection,
@@ -218,36 +220,24 @@ where
     F: AsyncFnOnce(&mut DB::Connection) -> Result<T, E>,
 {
     let handle = lease.as_ref();
-    if store.prepared_fence().is_some() {
-        for attempt in [Attempt::Prepared, Attempt::PreparedAgain] {
-            let (message, commit) = store.begin_message(handle, at, attempt)?;
-            let error = match connection.begin_with(AssertSqlSafe(message)).await {
-                Ok(transaction) => return run(store, transaction, lease, work, commit).await,
-                Err(error) => lease_core::BoxError::from(error),
-            };
-            if let Err(refused) = store
-                .after_failed_begin(&mut *connection, handle, attempt, error)
-                .await
-            {
-                rollback(store, connection).await;
-                return Err(refused);
-            }
+    let mut begin = store.fenced_begin(at);
+    // Bounded: each failure moves `begin` one way or ends the loop (FencedBegin::MOST_TRIES).
+    loop {
+        let (message, commit) = store.begin_message(handle, begin)?;
+        // A plain `BEGIN` as sqlx writes it, or the message with the check or its probe.
+        let statement = (message != "BEGIN").then(|| AssertSqlSafe(message).into_sql_str());
+        let error = match Transaction::begin(&mut *connection, statement).await {
+            Ok(transaction) => return run(store, transaction, lease, work, commit).await,
+            Err(error) => lease_core::BoxError::from(error),
+        };
+        if let Err(refused) = store
+            .after_failed_begin(&mut *connection, handle, &mut begin, error)
+            .await
+        {
+            rollback(store, connection).await;
+            return Err(refused);
         }
     }
-    let (message, commit) = store.begin_message(handle, at, Attempt::Text)?;
-    // A plain `BEGIN` as sqlx writes it, or the message with the check.
-    let statement = (message != "BEGIN").then_some(AssertSqlSafe(message));
-    let error = match sqlx::Transaction::begin(
-        &mut *connection,
-        statement.map(sqlx::SqlSafeStr::into_sql_str),
-    )
-    .await
-    {
-        Ok(transaction) => return run(store, transaction, lease, work, commit).await,
-        Err(error) => lease_core::BoxError::from(error),
-    };
-    rollback(store, connection).await;
-    Err(store.fence_refused(handle, error))
 }
 
 /// Rolls back what a failed begin left on `connection`, which sqlx does not count as a

@@ -83,3 +83,33 @@ catches!(
     AtCommitLockedFromStart,
     renewal_goes_on_during_fenced_work
 );
+
+/// On PostgreSQL connections that read from a snapshot (`SERIALIZABLE` by default), a check at
+/// the commit without the store's guard fails a transaction a renewal fell into (the renewal
+/// changed the row after the snapshot), and one that outlives the lease's expiry as the snapshot
+/// saw it reports a lease still held as gone: the cases catch both.
+mod unguarded_check_at_commit_under_a_snapshot {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fails_a_renewal_during_the_work() {
+        let backend = Backend::<Postgres>::plain()
+            .checking("postgres-broken", Check::AtCommitUnguarded)
+            .serializable("postgres-serializable-broken");
+        expect(backend, Expect::Catch, |ctx| async move {
+            cases::fenced_work_spans_a_renewal(&*ctx).await
+        })
+        .await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reports_a_held_lease_gone() {
+        let backend = Backend::<Postgres>::plain()
+            .checking("postgres-broken", Check::AtCommitUnguarded)
+            .serializable("postgres-serializable-broken");
+        expect(backend, Expect::Catch, |ctx| async move {
+            cases::renewal_goes_on_during_fenced_work(&*ctx).await
+        })
+        .await;
+    }
+}

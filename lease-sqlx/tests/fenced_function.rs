@@ -47,6 +47,7 @@ mod at_commit {
     // checked at the commit.
     through_fenced!(takeover_during_fenced_work_commits_nothing, Function: postgres = Postgres, mariadb = MySql);
     through_fenced!(renewal_goes_on_during_fenced_work, Function: postgres = Postgres, mariadb = MySql);
+    through_fenced!(fenced_work_spans_a_renewal, Function: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
 }
 
 /// Checked with the `BEGIN`: the row stays locked while the work runs, on every database.
@@ -57,6 +58,36 @@ mod at_begin {
     through_fenced!(expired_lease_fails_fenced_check, FunctionAtBegin: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
     through_fenced!(stale_fenced_write_commits_nothing, FunctionAtBegin: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
     through_fenced!(takeover_waits_for_fenced_transaction, FunctionAtBegin: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
+    through_fenced!(fenced_work_spans_a_renewal, FunctionAtBegin: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
+}
+
+/// On PostgreSQL connections whose transactions are `SERIALIZABLE` by default: `fenced` finds
+/// that its transaction reads from a snapshot and checks with the `BEGIN` (a takeover then
+/// waits for it), and a renewal that falls into it costs nothing.
+mod under_snapshot {
+    use super::*;
+
+    /// One test for `case` through `lease_sqlx::fenced` on serializable connections.
+    macro_rules! serializable {
+        ($case:ident) => {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let backend = Backend::<Postgres>::plain()
+                    .checking("postgres", Check::Function)
+                    .serializable("postgres-serializable");
+                expect(backend, Expect::Pass, |ctx| async move {
+                    cases::$case(&*ctx).await
+                })
+                .await;
+            }
+        };
+    }
+
+    serializable!(fenced_write_commits_while_held);
+    serializable!(expired_lease_fails_fenced_check);
+    serializable!(stale_fenced_write_commits_nothing);
+    serializable!(takeover_waits_for_fenced_transaction);
+    serializable!(fenced_work_spans_a_renewal);
 }
 
 /// PostgreSQL: prepared once per connection, run at every commit, prepared again once lost.
@@ -79,6 +110,7 @@ async fn postgres_prepares_the_fence_once_per_connection() {
         store: store.clone(),
         notices,
         check: Check::Function,
+        snapshot: false,
     });
     lease_tests::prepared_fence::prepared_once_per_connection(&store, writes).await;
     fresh.teardown().await.unwrap();

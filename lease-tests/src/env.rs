@@ -36,6 +36,23 @@ pub fn postgres_url() -> String {
     var_or(POSTGRES_URL_VAR, DEFAULT_POSTGRES_URL)
 }
 
+/// `url`, a PostgreSQL URL, with its connections' transactions `SERIALIZABLE` by default (the
+/// server's `default_transaction_isolation`, set through the URL's `options`, which sqlx and
+/// tokio-postgres both read): for the cases that must hold under a snapshot.
+///
+/// ```
+/// let url = lease_tests::env::serializable("postgres://postgres@127.0.0.1:5432/test");
+/// assert_eq!(
+///     url,
+///     "postgres://postgres@127.0.0.1:5432/test?options=-c%20default_transaction_isolation%3Dserializable"
+/// );
+/// assert!(lease_tests::env::serializable("postgres://h/db?sslmode=disable").contains("disable&options="));
+/// ```
+pub fn serializable(url: &str) -> String {
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}options=-c%20default_transaction_isolation%3Dserializable")
+}
+
 /// The MySQL or MariaDB server to test against: [`MYSQL_URL_VAR`], or [`DEFAULT_MYSQL_URL`].
 pub fn mysql_url() -> String {
     var_or(MYSQL_URL_VAR, DEFAULT_MYSQL_URL)

@@ -68,6 +68,7 @@ macro_rules! conformance_suite {
                 takeover_waits_for_fenced_transaction,
                 takeover_during_fenced_work_commits_nothing,
                 renewal_goes_on_during_fenced_work,
+                fenced_work_spans_a_renewal,
             );
         }
     };

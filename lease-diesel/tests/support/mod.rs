@@ -243,6 +243,8 @@ pub struct Backend<D, P> {
     /// this says (by default, on PostgreSQL and MariaDB, at the commit), rather than with the
     /// store's check at the start.
     through_fenced: Option<CheckAt>,
+    /// Whether the connections' transactions are `SERIALIZABLE` by default (PostgreSQL only).
+    serializable: bool,
     kinds: PhantomData<fn() -> (D, P)>,
 }
 
@@ -251,6 +253,7 @@ impl<D: Database, P: TestPool<Connection = D::Connection>> Backend<D, P> {
         Self {
             name: format!("diesel-{}-{}", D::NAME, P::POOL),
             through_fenced: None,
+            serializable: false,
             kinds: PhantomData,
         }
     }
@@ -268,10 +271,23 @@ impl<D: Database, P: TestPool<Connection = D::Connection>> Backend<D, P> {
         self
     }
 
+    /// The same backend on PostgreSQL connections whose transactions are `SERIALIZABLE` by
+    /// default ([`env::serializable`]): `lease_diesel::fenced` then checks with the `BEGIN`.
+    pub fn serializable(mut self) -> Self {
+        self.name.push_str("-serializable");
+        self.serializable = true;
+        self
+    }
+
     /// A store on a fresh table over a pool of `size`, with the pool and the table's name.
     pub async fn make(&self, size: u32) -> Result<(DieselStore<P>, String), BoxError> {
         let table = env::unique_table("lease_diesel");
-        let pool = P::build(D::manager(D::url(&table)), size)?;
+        let url = if self.serializable {
+            env::serializable(&D::url(&table))
+        } else {
+            D::url(&table)
+        };
+        let pool = P::build(D::manager(url), size)?;
         let store = DieselStore::with_table(pool, &table)?;
         store.setup().await?;
         Ok((store, table))
@@ -309,6 +325,7 @@ impl<D: Database, P: TestPool<Connection = D::Connection>> Backend<D, P> {
             table: table.clone(),
             notices,
             through_fenced: self.through_fenced,
+            snapshot: self.serializable,
         });
         Ok((Self::fresh(store, table), writes))
     }
@@ -378,6 +395,9 @@ pub struct FencedDiesel<P> {
     table: String,
     notices: String,
     through_fenced: Option<CheckAt>,
+    /// The connections' transactions read from a snapshot: `lease_diesel::fenced` checks with
+    /// the `BEGIN`.
+    snapshot: bool,
 }
 
 #[async_trait::async_trait]
@@ -429,7 +449,9 @@ where
     }
 
     fn checks_at_commit(&self) -> bool {
-        self.through_fenced == Some(CheckAt::Commit) && self.store.statements().checks_at_commit()
+        self.through_fenced == Some(CheckAt::Commit)
+            && !self.snapshot
+            && self.store.statements().checks_at_commit()
     }
 
     async fn written(&self) -> Result<Vec<i64>, BoxError> {

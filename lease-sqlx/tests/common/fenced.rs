@@ -31,6 +31,9 @@ pub enum Check {
     CommitBeforeChecking,
     /// Broken: the check at the commit without its expiry condition.
     AtCommitIgnoresExpiry,
+    /// Broken under a snapshot: the check at the commit without the guard that refuses it in a
+    /// transaction reading from a snapshot (`lease_sql::SnapshotIsolation`).
+    AtCommitUnguarded,
     /// Broken for what a check at the commit promises: the store's check at the start as well,
     /// whose row lock holds the holder's renewals back while the job works.
     AtCommitLockedFromStart,
@@ -50,6 +53,7 @@ impl Check {
             Check::AtCommit
                 | Check::CommitBeforeChecking
                 | Check::AtCommitIgnoresExpiry
+                | Check::AtCommitUnguarded
                 | Check::AtCommitLockedFromStart
         )
     }
@@ -80,11 +84,23 @@ fn without_expiry(sql: &str) -> String {
     format!("{}{}", &sql[..start], &rest[end..])
 }
 
+/// `message` without its first statement when that is the snapshot guard (PostgreSQL's
+/// `current_setting('transaction_isolation')` test).
+fn without_guard(message: &str) -> String {
+    match message.split_once(";\n") {
+        Some((first, rest)) if first.contains("transaction_isolation") => rest.to_owned(),
+        _ => message.to_owned(),
+    }
+}
+
 /// Writes to `{table}_notices` through transactions fenced by `check`.
 pub struct FencedSql<DB: SqlxDatabase> {
     pub store: SqlxStore<DB>,
     pub notices: String,
     pub check: Check,
+    /// The connections' transactions read from a snapshot (PostgreSQL `SERIALIZABLE`):
+    /// `lease_sqlx::fenced` then checks with the `BEGIN`.
+    pub snapshot: bool,
 }
 
 impl<DB> FencedSql<DB>
@@ -179,6 +195,15 @@ where
                 count > 0
             }
             Check::AtCommit | Check::CommitBeforeChecking | Check::AtCommitIgnoresExpiry => true,
+            Check::AtCommitUnguarded => {
+                // The job's first read, before its work: under a snapshot, the transaction's
+                // snapshot is taken here, as `fenced`'s begin took it before the guard.
+                sqlx::raw_sql(AssertSqlSafe("SELECT 1"))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(failed)?;
+                true
+            }
         };
         if !held {
             return Err(lease.mark_not_held());
@@ -198,15 +223,20 @@ where
                 let mut own = pool.acquire().await.map_err(failed)?;
                 self.store.fence(&mut *own, lease).await?;
             }
-            Check::AtCommitIgnoresExpiry => {
+            Check::AtCommitIgnoresExpiry | Check::AtCommitUnguarded => {
                 let statements = self.store.statements();
                 let message =
                     match statements.fence_then_commit(lease.name(), lease.holder(), lease.fence())
                     {
                         Some(message) => {
-                            without_expiry(&message.map_err(|e| {
+                            let message = message.map_err(|e| {
                                 Error::store(Operation::Fence, Some(lease.name()), e)
-                            })?)
+                            })?;
+                            if self.check == Check::AtCommitUnguarded {
+                                without_guard(&message)
+                            } else {
+                                without_expiry(&message)
+                            }
                         }
                         None => {
                             if !ignoring_expiry(&mut *tx).await? {
@@ -234,7 +264,7 @@ where
 
     fn checks_at_commit(&self) -> bool {
         match self.check {
-            Check::Function => self.store.statements().checks_at_commit(),
+            Check::Function => !self.snapshot && self.store.statements().checks_at_commit(),
             Check::FunctionAtBegin => false,
             check => check.at_commit(),
         }

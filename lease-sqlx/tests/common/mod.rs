@@ -26,6 +26,22 @@ pub trait TestDb: SqlxDatabase + Sized {
         connections: u32,
     ) -> impl Future<Output = Result<(Pool<Self>, Option<std::path::PathBuf>), BoxError>> + Send;
 
+    /// A pool like [`connect`](TestDb::connect)'s whose transactions are `SERIALIZABLE` by
+    /// default ([`env::serializable`]); PostgreSQL only, the others answer an error.
+    fn connect_serializable(
+        connections: u32,
+    ) -> impl Future<Output = Result<(Pool<Self>, Option<std::path::PathBuf>), BoxError>> + Send
+    {
+        let _ = connections;
+        async {
+            Err(format!(
+                "{}: no serializable connections in these tests",
+                Self::LABEL
+            )
+            .into())
+        }
+    }
+
     /// A pool that cannot reach its database, failing fast.
     fn unreachable() -> Result<Pool<Self>, BoxError>;
 
@@ -50,6 +66,7 @@ pub struct Backend<DB: SqlxDatabase> {
     adjust: fn(SqlxStore<DB>) -> SqlxStore<DB>,
     pushes_releases: bool,
     check: Check,
+    serializable: bool,
 }
 
 impl<DB: TestDb> Backend<DB>
@@ -63,6 +80,7 @@ where
             adjust: |store| store,
             pushes_releases: false,
             check: Check::Fenced,
+            serializable: false,
         }
     }
 
@@ -73,6 +91,7 @@ where
             adjust,
             pushes_releases: false,
             check: Check::Fenced,
+            serializable: false,
         }
     }
 
@@ -90,12 +109,33 @@ where
         self
     }
 
+    /// The same stores on connections whose transactions are `SERIALIZABLE` by default
+    /// (PostgreSQL), reported as `name`: their fenced writes through `lease_sqlx::fenced` check
+    /// with the `BEGIN`, as the store does by itself under a snapshot.
+    pub fn serializable(mut self, name: &'static str) -> Self {
+        self.name = name;
+        self.serializable = true;
+        self
+    }
+
+    /// A pool of at most `connections` as this backend makes them.
+    async fn connect(
+        &self,
+        connections: u32,
+    ) -> Result<(Pool<DB>, Option<std::path::PathBuf>), BoxError> {
+        if self.serializable {
+            DB::connect_serializable(connections).await
+        } else {
+            DB::connect(connections).await
+        }
+    }
+
     /// A fresh store over a pool of at most `connections`, and its teardown.
     pub async fn fresh(
         &self,
         connections: u32,
     ) -> Result<(FreshStore<SqlxStore<DB>>, Pool<DB>, String), BoxError> {
-        let (pool, file) = DB::connect(connections).await?;
+        let (pool, file) = self.connect(connections).await?;
         let table = env::unique_table("lease_sqlx");
         let store = (self.adjust)(SqlxStore::with_table(pool.clone(), &table)?);
         DB::setup(&store).await?;
@@ -132,7 +172,7 @@ where
     }
 
     async fn available(&self) -> Result<(), BoxError> {
-        let (pool, file) = DB::connect(1).await?;
+        let (pool, file) = self.connect(1).await?;
         pool.close().await;
         remove_files(file.as_deref())
     }
@@ -179,6 +219,7 @@ where
             store: fresh.store().clone(),
             notices,
             check: self.check,
+            snapshot: self.serializable,
         });
         Ok(Some(FencedStore::new(fresh, writes)))
     }
@@ -223,6 +264,17 @@ mod postgres {
                 .max_connections(connections)
                 .acquire_timeout(ACQUIRE_TIMEOUT)
                 .connect(&env::postgres_url())
+                .await?;
+            Ok((pool, None))
+        }
+
+        async fn connect_serializable(
+            connections: u32,
+        ) -> Result<(Pool<Self>, Option<std::path::PathBuf>), BoxError> {
+            let pool = PgPoolOptions::new()
+                .max_connections(connections)
+                .acquire_timeout(ACQUIRE_TIMEOUT)
+                .connect(&env::serializable(&env::postgres_url()))
                 .await?;
             Ok((pool, None))
         }

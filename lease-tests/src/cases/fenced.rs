@@ -386,3 +386,60 @@ pub async fn renewal_goes_on_during_fenced_work<B: TestBackend>(ctx: &Context<B>
     holder.release().await?;
     Ok(Verdict::Passed)
 }
+
+/// A fenced transaction that a renewal of the holder's falls into commits, and the holder keeps
+/// its lease, wherever the check goes: checked at the commit the renewal goes on meanwhile,
+/// checked at the start it waits for the transaction. Where the transaction reads from a
+/// snapshot (PostgreSQL's `SERIALIZABLE` or `REPEATABLE READ` as the connections' default), a
+/// check at the commit would find the row a renewal changed since the snapshot and fail, so the
+/// store's own fenced transaction must check at the start there.
+///
+/// # Errors
+/// A [`CaseFailure`] when no renewal was sent while the transaction was open, the write fails
+/// or does not commit, or the holder loses its lease, and, [as any case](crate::cases#errors),
+/// when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, the transaction it holds
+/// open rolls back, and the guard of `sweep` is released in the background.
+pub async fn fenced_work_spans_a_renewal<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
+    let Some((store, writes)) = ctx.fenced().await? else {
+        return not_applicable(ctx);
+    };
+    // Renewals every 750 ms, each given 600 ms: a second of work spans at least one, and a
+    // renewal that waits for the transaction gives up well before the lease's deadline.
+    let ttl = Duration::from_secs(3);
+    let work = Duration::from_secs(1);
+    let holder_client = client(ctx, &store, ttl)?;
+    // A connection opened first, without a deadline, as in takeover_waits_for_fenced_transaction.
+    store.inspect(&super::name("sweep")).await?;
+    let holder = holder_client
+        .try_acquire("sweep")
+        .await?
+        .ok_or_else(|| CaseFailure::new("a fresh store refused the lease"))?;
+    let sent = |client: &LeaseClient| {
+        let stats = client.stats();
+        stats.renewals + stats.renewals_failed
+    };
+    let before = sent(&holder_client);
+    writes
+        .write(&holder.handle(), 1, Box::pin(ctx.sleep(work)))
+        .await?;
+    // A renewal that waited for the transaction answers within its store timeout.
+    ctx.sleep(ttl / 5).await;
+    ensure!(
+        sent(&holder_client) > before,
+        "no renewal was sent while the fenced transaction was open for {work:?}"
+    );
+    ensure!(
+        holder.is_held(),
+        "the holder lost its lease to a fenced transaction a renewal fell into"
+    );
+    let written = writes.written().await?;
+    ensure!(
+        written == [1],
+        "the holder's fenced write did not commit: {written:?}"
+    );
+    holder.release().await?;
+    Ok(Verdict::Passed)
+}

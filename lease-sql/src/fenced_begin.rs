@@ -1,0 +1,74 @@
+//! [`FencedBegin`]: where the begin of a fenced transaction stands among its tries.
+
+use crate::{Attempt, CheckAt};
+
+/// The begin of a fenced transaction, try by try: where its check goes ([`CheckAt`]) and how
+/// the message reaches the check ([`Attempt`]).
+///
+/// [`SqlStore::fenced_begin`](crate::SqlStore::fenced_begin) makes the first try,
+/// [`SqlStore::begin_message`](crate::SqlStore::begin_message) gives each try's message, and
+/// after a try failed [`SqlStore::after_failed_begin`](crate::SqlStore::after_failed_begin)
+/// moves it on or gives up. Every move goes one way: the check from the commit to the `BEGIN`
+/// (the transaction reads from a snapshot, see [`SnapshotIsolation`](crate::SnapshotIsolation)),
+/// and from the prepared statements to preparing them, then to the check's text. So a begin
+/// sends at most [`MOST_TRIES`](FencedBegin::MOST_TRIES) messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FencedBegin {
+    at: CheckAt,
+    attempt: Attempt,
+}
+
+impl FencedBegin {
+    /// The most messages a begin sends: one try, and one after each move.
+    pub const MOST_TRIES: usize = 4;
+
+    pub(crate) fn new(at: CheckAt, attempt: Attempt) -> Self {
+        Self { at, attempt }
+    }
+
+    /// Where this try checks the lease.
+    pub fn at(&self) -> CheckAt {
+        self.at
+    }
+
+    /// How this try reaches the check.
+    pub fn attempt(&self) -> Attempt {
+        self.attempt
+    }
+
+    /// The check moves to the `BEGIN`; `false` when it is there already.
+    pub(crate) fn check_at_begin(&mut self) -> bool {
+        let moved = self.at == CheckAt::Commit;
+        self.at = CheckAt::Begin;
+        moved
+    }
+
+    /// The next way to reach the check; `false` after the last ([`Attempt::Text`]).
+    pub(crate) fn next_attempt(&mut self) -> bool {
+        let next = match self.attempt {
+            Attempt::Prepared => Attempt::PreparedAgain,
+            Attempt::PreparedAgain => Attempt::Text,
+            Attempt::Text => return false,
+        };
+        self.attempt = next;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_move_goes_one_way_and_the_tries_are_bounded() {
+        let mut begin = FencedBegin::new(CheckAt::Commit, Attempt::Prepared);
+        let mut tries = 1;
+        while begin.check_at_begin() || begin.next_attempt() {
+            tries += 1;
+        }
+        assert_eq!(tries, FencedBegin::MOST_TRIES);
+        assert_eq!(begin, FencedBegin::new(CheckAt::Begin, Attempt::Text));
+        assert!(!begin.check_at_begin());
+        assert!(!begin.next_attempt());
+    }
+}
