@@ -374,9 +374,15 @@ impl<X: Execute> SqlStore<X> {
     /// of an expired lease do not wait for the job: the lease's row is locked only for the
     /// check and the commit. On SQLite, in process, the check and the `COMMIT` are two calls.
     ///
-    /// On PostgreSQL the transaction must run at `READ COMMITTED` (the default): under
-    /// `REPEATABLE READ` or `SERIALIZABLE`, a renewal that committed while it ran makes the
-    /// check fail with a serialization failure. Check at the start there.
+    /// On PostgreSQL the transaction must run at `READ COMMITTED` (the default). Under
+    /// `REPEATABLE READ` or `SERIALIZABLE` the check would read the lease's row as the
+    /// transaction's snapshot saw it: a renewal that committed meanwhile would fail it with a
+    /// serialization failure, and a transaction longer than what the lease had left at its
+    /// start would find the row expired and report a lease still held as gone. So the message
+    /// begins with a guard that refuses the check there ([`SnapshotIsolation`]), before it runs
+    /// and without marking the lease lost. Check at the start there
+    /// ([`fence`](SqlStore::fence) as the transaction's first statement); the store's own
+    /// fenced transactions ([`begin_fenced`](SqlStore::begin_fenced)) do it by themselves.
     ///
     /// After the commit the connection is left as `then` says; a driver's transaction object
     /// must then be ended without a `COMMIT` of its own (lease-sqlx's and lease-diesel's fenced
@@ -389,7 +395,9 @@ impl<X: Execute> SqlStore<X> {
     /// message failed (a commit that lost a Galera certification is a
     /// [`Conflict`](StoreErrorKind::Conflict), and nothing was committed); when the connection
     /// failed after the message was sent, whether the commit happened is unknown, as with any
-    /// `COMMIT` whose answer is lost.
+    /// `COMMIT` whose answer is lost. On PostgreSQL, [`Error::Store`] of the
+    /// [`Permanent`](StoreErrorKind::Permanent) kind whose source is [`SnapshotIsolation`] when
+    /// the transaction reads from a snapshot: nothing was committed, and the lease stays held.
     ///
     /// # Cancel safety
     /// Like any statement on the caller's connection: dropped half-way, the connection may be

@@ -17,8 +17,10 @@ use crate::{SqlxDatabase, SqlxExecutor, SqlxStore};
 /// ([`SqlStore::fence`](lease_sql::SqlStore::fence), as [`fenced`] does there): a deferred
 /// transaction that reads first cannot take the write lock at its end once a renewal has
 /// committed in between. On PostgreSQL, keep such a transaction at `READ COMMITTED` (the
-/// default): under `REPEATABLE READ` or `SERIALIZABLE` a renewal that committed meanwhile makes
-/// the check fail with a serialization failure.
+/// default): under `REPEATABLE READ` or `SERIALIZABLE` the check would read the lease's row as
+/// the transaction's snapshot saw it, so it is refused before it runs
+/// ([`SnapshotIsolation`](lease_sql::SnapshotIsolation)); check at the start there, or let
+/// [`fenced`] do it.
 ///
 /// ```no_run
 /// # async fn example(store: lease_sqlx::PgLeaseStore, guard: lease_core::LeaseGuard) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
@@ -52,8 +54,10 @@ use crate::{SqlxDatabase, SqlxExecutor, SqlxStore};
 /// [`Error::NotHeld`] when the check found the lease gone (after marking it lost, so that its
 /// `lost()` and `run_exclusive` react at once): nothing was committed. [`Error::Store`] with
 /// [`Operation::Fence`] when the check or the commit failed (a commit that lost a Galera
-/// certification is a conflict): nothing was committed, unless the connection failed after
-/// the message went out, when, as with any `COMMIT` whose answer is lost, it is unknown.
+/// certification is a conflict; on PostgreSQL, a transaction reading from a snapshot is
+/// refused with [`SnapshotIsolation`](lease_sql::SnapshotIsolation) as the source, the lease
+/// still held): nothing was committed, unless the connection failed after the message went
+/// out, when, as with any `COMMIT` whose answer is lost, it is unknown.
 ///
 /// # Cancel safety
 /// Dropped before the message is sent, the transaction rolls back; dropped after, the commit
@@ -91,7 +95,12 @@ where
 /// transaction's begin finds out whether the connection has it. For a short transaction,
 /// [`fenced_with`] and [`CheckAt::Begin`] cost less still. On SQLite the transaction begins with the check
 /// ([`SqlStore::fence`](lease_sql::SqlStore::fence)), which takes the database's write lock
-/// (in process, an extra statement costs no round trip): renewals wait until it ends.
+/// (in process, an extra statement costs no round trip): renewals wait until it ends. On
+/// PostgreSQL connections whose transactions read from a snapshot (`REPEATABLE READ` or
+/// `SERIALIZABLE` as `default_transaction_isolation`), where a check with the commit cannot
+/// tell a lease held from one gone ([`SnapshotIsolation`](lease_sql::SnapshotIsolation)), the
+/// begin finds it out and the transaction checks with its `BEGIN` instead, as
+/// [`CheckAt::Begin`] does: one round trip more, and renewals wait for the work.
 ///
 /// The transaction runs on a connection `fenced` takes from the store's pool and gives back
 /// when it ends, unless the server refused the check, the commit or the transaction's begin as
