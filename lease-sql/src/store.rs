@@ -307,7 +307,10 @@ impl<X: Execute> SqlStore<X> {
     /// the row until the caller's transaction ends: a takeover (or a forced release) waits for
     /// the transaction, so the caller's writes commit before any new holder's first statement,
     /// or not at all. Run it first in the transaction, then write; commit or roll back as
-    /// usual. It answers the fence, to pass on to systems outside the database.
+    /// usual. It answers the fence, to pass on to systems outside the database. On PostgreSQL
+    /// under `REPEATABLE READ` or `SERIALIZABLE` it must be the transaction's first statement:
+    /// after another, it reads the lease's row as the transaction's snapshot saw it, and may
+    /// report a lease still held as gone.
     ///
     /// The renewer's renewal of this lease waits for the transaction too (it updates the same
     /// row): a transaction shorter than the client's store timeout costs nothing but that wait;
