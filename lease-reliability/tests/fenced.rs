@@ -15,7 +15,8 @@
 //! On PostgreSQL and MariaDB (private servers; two of the three workers behind a proxy each)
 //! and SQLite (pauses only), through lease-sqlx and lease-diesel. Each run lasts
 //! `LEASE_RELIABILITY_FENCED_SECS` seconds (default 6): fenced at the commit, fenced at the
-//! begin, and unfenced, each.
+//! begin, and unfenced, each; and on PostgreSQL once more through `fenced` on connections whose
+//! transactions are `SERIALIZABLE` by default, where it checks with the `BEGIN` by itself.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write as _};
@@ -232,8 +233,15 @@ fn run_once<F: StoreFactory + FencedWrites>(
     target: &Target,
     driver: Driver,
     checked: Option<CheckAt>,
+    serializable: bool,
 ) -> Outcome {
     let rt = runtime();
+    // The workers' URL; the test's own connection (setup, the history) keeps the default.
+    let url = if serializable {
+        env::serializable(&target.url)
+    } else {
+        target.url.clone()
+    };
     let table = env::unique_table("fenced");
     let protected = Protected::new(format!("{table}_p"));
     let store = rt.block_on(async {
@@ -255,7 +263,7 @@ fn run_once<F: StoreFactory + FencedWrites>(
         .map(|i| {
             let url = proxies
                 .get(i)
-                .map_or_else(|| target.url.clone(), |p| p.rewrite_url(&target.url));
+                .map_or_else(|| url.clone(), |p| p.rewrite_url(&url));
             let mut child = spawn(target.db, driver, &url, &table, &protected, checked, i);
             let stdout = child.stdout.take().unwrap();
             let send = send.clone();
@@ -376,11 +384,13 @@ fn run(db: Db, driver: Driver) {
     let Some(target) = Target::private(db) else {
         return;
     };
-    let (checked, at_begin, unchecked) = with_driver!(driver, db, |f| {
+    let (checked, at_begin, unchecked, serializable) = with_driver!(driver, db, |f| {
         (
-            run_once(&f, &target, driver, Some(CheckAt::Commit)),
-            run_once(&f, &target, driver, Some(CheckAt::Begin)),
-            run_once(&f, &target, driver, None),
+            run_once(&f, &target, driver, Some(CheckAt::Commit), false),
+            run_once(&f, &target, driver, Some(CheckAt::Begin), false),
+            run_once(&f, &target, driver, None, false),
+            (db == Db::Postgres)
+                .then(|| run_once(&f, &target, driver, Some(CheckAt::Commit), true)),
         )
     });
     let backend = format!("{db}/{}", driver.as_str());
@@ -394,10 +404,12 @@ fn run(db: Db, driver: Driver) {
         unchecked.faults
     );
     let mut reports = Vec::new();
-    for (scenario, outcome) in [
-        ("fenced-writes", &checked),
-        ("fenced-writes-at-begin", &at_begin),
-    ] {
+    let runs = [
+        ("fenced-writes", Some(&checked)),
+        ("fenced-writes-at-begin", Some(&at_begin)),
+        ("fenced-writes-serializable", serializable.as_ref()),
+    ];
+    for (scenario, outcome) in runs.iter().filter_map(|(s, o)| Some((*s, (*o)?))) {
         let mut counts = Counts::new(scenario, backend.clone());
         counts.operations = outcome.verdict.writes as u64;
         counts.faults = outcome.faults;
@@ -431,10 +443,14 @@ fn run(db: Db, driver: Driver) {
         reports.push(counts);
     }
     for (run, outcome) in [
-        ("fenced", &checked),
-        ("fenced at begin", &at_begin),
-        ("unfenced", &unchecked),
-    ] {
+        ("fenced", Some(&checked)),
+        ("fenced at begin", Some(&at_begin)),
+        ("unfenced", Some(&unchecked)),
+        ("fenced, serializable", serializable.as_ref()),
+    ]
+    .into_iter()
+    .filter_map(|(run, outcome)| Some((run, outcome?)))
+    {
         let [pauses, stalls, cuts] = outcome.kinds;
         eprintln!(
             "{backend} {run}: {} writes under {} fences, {} stale, {} refused, {} failed; \

@@ -8,7 +8,7 @@
 //! (a transaction longer than what the lease had left at its start), it matches no row and the
 //! check would say that a lease still held is gone, and mark it lost. So on PostgreSQL the
 //! messages that check with the commit (and the ones that begin such a transaction) first run
-//! [`snapshot_guard`]'s statement, which raises an error carrying [`SNAPSHOT_MARKER`] and the
+//! the guard's statement, which raises an error carrying [`SNAPSHOT_MARKER`] and the
 //! level under a snapshot. A fenced transaction of the store's own then checks at its start,
 //! where the check is the transaction's first statement and so sees the latest row; a
 //! transaction of the caller's gets [`SnapshotIsolation`], and nothing is marked lost.
@@ -32,7 +32,7 @@ pub(crate) fn snapshot_guard() -> String {
     )
 }
 
-/// The isolation level named in the database's `message` when it is [`snapshot_guard`]'s
+/// The isolation level named in the database's `message` when it is the guard's
 /// refusal; `None` for every other message.
 pub fn snapshot_refusal(message: &str) -> Option<&str> {
     let (_, after) = message.split_once(SNAPSHOT_MARKER)?;
