@@ -1,7 +1,8 @@
 //! The whole conformance suite against PostgreSQL, MariaDB and SQLite, each on a deadpool and a
 //! bb8 pool, on tokio (diesel-async is tokio-based). On deadpool the fenced cases check at the
 //! start of the transaction (`SqlStore::fence`); on bb8 they go through `lease_diesel::fenced`,
-//! which checks at the commit on PostgreSQL and MariaDB.
+//! which checks at the commit on PostgreSQL and MariaDB. PostgreSQL once more on bb8 with
+//! connections that are `SERIALIZABLE` by default.
 
 mod support;
 
@@ -20,6 +21,17 @@ lease_tests::conformance_suite!(
     mod postgres_bb8,
     runtime = tokio,
     backend = Backend::<Postgres, bb8::Pool<AsyncPgConnection>>::new().through_fenced(),
+);
+
+// Connections whose transactions are SERIALIZABLE by default, as a database or role may set
+// them: every statement of the store under a snapshot, and `lease_diesel::fenced`, which then
+// checks with the `BEGIN`.
+lease_tests::conformance_suite!(
+    mod postgres_bb8_serializable,
+    runtime = tokio,
+    backend = Backend::<Postgres, bb8::Pool<AsyncPgConnection>>::new()
+        .through_fenced()
+        .serializable(),
 );
 
 lease_tests::conformance_suite!(

@@ -1,5 +1,5 @@
 //! PostgreSQL: the conformance suite and this crate's cases, prepared and through the simple
-//! protocol, on tokio and async-std; the literals of the simple protocol against the server's
+//! protocol, on tokio and async-std, and on connections that are `SERIALIZABLE` by default; the literals of the simple protocol against the server's
 //! own parser; and the negative control, sqlx's `PgAdvisoryLock` with a pool of one.
 #![cfg(feature = "postgres")]
 
@@ -27,6 +27,13 @@ lease_tests::conformance_suite!(mod conformance_tokio, runtime = tokio, backend 
 lease_tests::conformance_suite!(mod conformance_async_std, runtime = async_std, backend = prepared());
 lease_tests::conformance_suite!(mod simple_protocol_tokio, runtime = tokio, backend = simple());
 lease_tests::conformance_suite!(mod simple_protocol_async_std, runtime = async_std, backend = simple());
+// Connections whose transactions are SERIALIZABLE by default, as a database or role may set
+// them: every statement of the store, and its fenced check at the start, under a snapshot.
+lease_tests::conformance_suite!(
+    mod serializable_tokio,
+    runtime = tokio,
+    backend = prepared().serializable("postgres-serializable"),
+);
 
 focused_suite!(mod focused_tokio, runtime = tokio, backend = prepared());
 focused_suite!(mod focused_async_std, runtime = async_std, backend = prepared());
