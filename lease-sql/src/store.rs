@@ -691,10 +691,7 @@ impl<X: Execute> SqlStore<X> {
             return Ok(());
         };
         let failed = self.failure(Operation::Fence, Some(lease.name()));
-        self.executor
-            .batch_on(&mut *connection, "ROLLBACK".to_owned())
-            .await
-            .map_err(failed)?;
+        self.rollback_begin(&mut *connection, lease).await?;
         for statement in prepared.prepare() {
             match self
                 .executor
