@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use lease_core::runtime::TokioRuntime;
-use lease_core::{BoxError, LeaseClient, LeaseGuard, Ttl};
+use lease_core::{BoxError, ErrorChain, LeaseClient, LeaseGuard, Ttl};
 use lease_sqlx::CheckAt;
 use lease_tests::history::{self, Ending, HistoryLog, Section};
 use rand::RngExt;
@@ -268,7 +268,7 @@ pub async fn fenced<F: StoreFactory + FencedWrites>(
             // Faults make calls fail; that is what the scenario is for.
             Err(error) => {
                 errors += 1;
-                println!("failed {}", one_line(&error.to_string()));
+                println!("failed {}", one_line(&ErrorChain(&error).to_string()));
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
@@ -291,7 +291,7 @@ pub async fn fenced<F: StoreFactory + FencedWrites>(
                 }
                 Ok(Err(error)) => {
                     errors += 1;
-                    println!("failed {}", one_line(&error.to_string()));
+                    println!("failed {}", one_line(&ErrorChain(&*error).to_string()));
                 }
             }
             if !guard.is_held() {
