@@ -60,14 +60,17 @@ pub async fn prune_deletes_only_rows_free_longer_than_the_bound<B: TestBackend>(
 
     let second = HolderId::generate();
     let recent_fence = acquire(&*store, &recent, &second).await?;
+    let releasing = ctx.runtime().now();
     release(&*store, &recent, &second).await?;
 
     let pruned = store.prune(BOUND).await?;
-    ensure_eq!(
-        pruned,
-        1,
-        "rows pruned with a bound of {BOUND:?}: only {old}, free for more than {:?}, may go \
-         ({recent} was freed just now and {held} is held)",
+    // On a loaded machine the prune may come more than the bound after the release: then the
+    // recent row has been free longer than the bound too, and may go with the old one.
+    let recent_may_go = ctx.runtime().now().duration_since(releasing) >= BOUND;
+    ensure!(
+        pruned == 1 || (recent_may_go && pruned == 2),
+        "rows pruned with a bound of {BOUND:?}: {pruned}, where only {old}, free for more than \
+         {:?}, may go ({recent} was freed just now and {held} is held)",
         BOUND * 2
     );
     ensure_eq!(
