@@ -567,7 +567,7 @@ impl<X: Execute> SqlStore<X> {
 
     /// The message of the try `begin` at beginning a fenced transaction, and how the
     /// transaction must end then; for a driver that begins with a message of its own (sqlx's
-    /// `begin_with`) as for [`begin_fenced`](SqlStore::begin_fenced).
+    /// `Transaction::begin`) as for [`begin_fenced`](SqlStore::begin_fenced).
     ///
     /// # Errors
     /// [`Error::Store`] with [`Operation::Fence`] when a parameter cannot be written inline (a
@@ -603,8 +603,10 @@ impl<X: Execute> SqlStore<X> {
     }
 
     /// What a failed fenced check says, wherever it ran: [`Error::NotHeld`] (after marking
-    /// `lease` lost) when the database's message carries the check's marker, else the store
-    /// error of [`Operation::Fence`].
+    /// `lease` lost) when the database's message carries the check's marker; the store error
+    /// of [`Operation::Fence`], [`Permanent`](StoreErrorKind::Permanent), with
+    /// [`SnapshotIsolation`] as its source, when it carries the snapshot guard's (nothing is
+    /// marked lost); else the store error of [`Operation::Fence`].
     pub fn fence_refused(&self, lease: &LeaseHandle, error: BoxError) -> Error {
         let message = self.executor.database_message(&*error);
         if message.is_some_and(is_not_held) {
