@@ -24,16 +24,31 @@ fn interval(param: u8) -> String {
 }
 
 pub(crate) fn sql(t: &str) -> DialectSql {
-    let fence = format!(
+    // The expiry is read in `RETURNING`, after the row is locked, not in the `WHERE`: under a
+    // snapshot (`REPEATABLE READ`, `SERIALIZABLE`) the `WHERE` reads the row as the snapshot
+    // saw it, and an expiry that a renewal has pushed back since would match no row there,
+    // reporting a lease still held as gone. Matched on holder and fence alone, the row is
+    // locked first, so a renewal since the snapshot fails the statement with a serialization
+    // failure, and otherwise `RETURNING` reads the row's latest version (moved on by the
+    // microsecond the check adds).
+    let update = format!(
         "UPDATE {t} SET expires_at = expires_at + interval '1 microsecond'\n\
-         WHERE name = $1::text AND holder = $2::text AND fence = $3::int8 AND expires_at > {NOW}"
+         WHERE name = $1::text AND holder = $2::text AND fence = $3::int8"
     );
-    // The fenced commit's check: the cast fails, naming the marker, only when the check matched
-    // no row; `count(*)` is not a constant, so the planner cannot fold the `ELSE` branch into an
-    // error of its own.
+    let live = format!("expires_at - interval '1 microsecond' > {NOW}");
+    // A lease past its expiry makes the cast fail, naming the marker; `name` is not a constant,
+    // so the planner cannot fold the `ELSE` branch into an error of its own.
+    let fence = format!(
+        "{update}\n\
+         RETURNING CAST(CASE WHEN {live} THEN '1' ELSE '{NOT_HELD_MARKER}' || left(name, 0) END AS int)"
+    );
+    // The fenced commit's check: the cast fails, naming the marker, when the check matched no
+    // row or an expired one; the aggregates are not constants, so the planner cannot fold the
+    // `ELSE` branch into an error of its own.
     let checked = format!(
-        "WITH checked AS ({fence} RETURNING 1)\n\
-         SELECT CAST(CASE WHEN count(*) = 1 THEN '1' ELSE '{NOT_HELD_MARKER}' END AS int) FROM checked"
+        "WITH checked AS ({update} RETURNING {live} AS live)\n\
+         SELECT CAST(CASE WHEN count(*) = 1 AND bool_and(live) THEN '1' ELSE '{NOT_HELD_MARKER}' END AS int) \
+         FROM checked"
     );
     let guard = snapshot_guard();
     let columns = format!(

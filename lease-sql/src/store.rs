@@ -353,7 +353,7 @@ impl<X: Execute> SqlStore<X> {
                     .fence(lease.name(), lease.holder(), lease.fence()),
             )
             .await
-            .map_err(self.failure(Operation::Fence, Some(lease.name())))?;
+            .map_err(|error| self.fence_refused(lease, error))?;
         if matched == 0 {
             tracing::warn!(lease = %lease.name(), fence = %lease.fence(), "fenced check found the lease gone");
             return Err(lease.mark_not_held());

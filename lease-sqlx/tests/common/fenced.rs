@@ -59,12 +59,22 @@ impl Check {
     }
 }
 
-/// `sql` without its expiry condition (` AND expires_at > <the clock>`), whatever the dialect.
-fn without_expiry(sql: &str) -> String {
-    let Some(start) = sql.find(" AND expires_at >") else {
-        return sql.to_owned();
-    };
-    let rest = &sql[start + " AND expires_at >".len()..];
+/// Where the check reads the lease's expiry: PostgreSQL's in `RETURNING`, after the row is
+/// locked (`expires_at - interval '1 microsecond' > <the clock>`, the row having moved on by
+/// the check's microsecond); the other dialects' in the `WHERE` (` AND expires_at > <the clock>`).
+const EXPIRY_READ: [&str; 2] = [
+    "expires_at - interval '1 microsecond' >",
+    " AND expires_at >",
+];
+
+/// The span of the first expiry condition in `sql` (either of [`EXPIRY_READ`], the clock
+/// included), and which one it is.
+fn expiry_condition(sql: &str) -> Option<(std::ops::Range<usize>, usize)> {
+    let (start, which) = EXPIRY_READ
+        .iter()
+        .enumerate()
+        .find_map(|(which, read)| sql.find(read).map(|start| (start, which)))?;
+    let rest = &sql[start + EXPIRY_READ[which].len()..];
     // The clock is an expression with parentheses: it ends where its first one closes.
     let mut depth = 0usize;
     let mut end = rest.len();
@@ -81,7 +91,30 @@ fn without_expiry(sql: &str) -> String {
             _ => {}
         }
     }
-    format!("{}{}", &sql[..start], &rest[end..])
+    Some((start..start + EXPIRY_READ[which].len() + end, which))
+}
+
+/// `sql` with its expiry conditions gone: removed from a `WHERE`, read as `true` in a
+/// `RETURNING`.
+fn without_expiry(sql: &str) -> String {
+    let mut sql = sql.to_owned();
+    while let Some((span, which)) = expiry_condition(&sql) {
+        let instead = if which == 0 { "true" } else { "" };
+        sql.replace_range(span, instead);
+    }
+    sql
+}
+
+/// The check's condition as a `WHERE` clause of its own, the expiry included wherever the
+/// check reads it.
+fn condition(sql: &str) -> String {
+    let start = sql.find("WHERE").unwrap_or(0);
+    let end = sql.find("\nRETURNING").unwrap_or(sql.len());
+    let mut condition = sql[start..end].to_owned();
+    if let Some((span, 0)) = expiry_condition(sql) {
+        condition = format!("{condition} AND {}", &sql[span]);
+    }
+    condition
 }
 
 /// `message` without its first statement when that is the snapshot guard (PostgreSQL's
@@ -182,8 +215,7 @@ where
             }
             Check::IgnoresExpiry => ignoring_expiry(&mut *tx).await?,
             Check::Unlocked => {
-                let full = self.fence_sql(lease);
-                let condition = &full[full.find("WHERE").unwrap_or(0)..];
+                let condition = condition(&self.fence_sql(lease));
                 let sql = format!("SELECT count(*) FROM {} {condition}", self.store.table());
                 let (count,): (i64,) = sqlx::query_as(AssertSqlSafe(sql))
                     .bind(name)

@@ -1,0 +1,160 @@
+//! `SqlStore::fence` after another statement of a PostgreSQL transaction that reads from one
+//! snapshot (`SERIALIZABLE` connections): the check must never report a lease still held as
+//! gone, nor let a stale holder's write commit.
+#![cfg(feature = "postgres")]
+
+mod common;
+
+use std::time::Duration;
+
+use common::Backend;
+use lease_sqlx::runtime::TokioRuntime;
+use lease_sqlx::sqlx::{self, AssertSqlSafe, Pool, Postgres};
+use lease_sqlx::{Error, LeaseClient, SqlxStore, StoreErrorKind, Ttl};
+use lease_tests::{FreshStore, TestBackend, env};
+
+/// The TTL of the leases here: short, so that a transaction outlives the expiry its snapshot saw.
+const TTL: Duration = Duration::from_millis(1200);
+
+/// A fresh store on `SERIALIZABLE` connections, a protected table beside it, and a client whose
+/// renewer keeps its leases for as long as they are held. `None` when the server is missing
+/// (and skipping is allowed).
+async fn fixture() -> Option<(
+    FreshStore<SqlxStore<Postgres>>,
+    Pool<Postgres>,
+    String,
+    LeaseClient,
+)> {
+    let backend = Backend::<Postgres>::plain().serializable("postgres-serializable");
+    if let Err(why) = backend.available().await {
+        env::skip_or_fail("postgres-serializable", &why.to_string());
+        return None;
+    }
+    let (fresh, pool, table) = backend.fresh(3).await.unwrap();
+    let notices = format!("{table}_notices");
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "CREATE TABLE {notices} (value BIGINT NOT NULL)"
+    )))
+    .execute(&pool)
+    .await
+    .unwrap();
+    let client = LeaseClient::builder(fresh.store().clone(), TokioRuntime)
+        .ttl(Ttl::new(TTL).unwrap())
+        .renew_every(TTL / 4)
+        .store_timeout(TTL / 5)
+        .build()
+        .unwrap();
+    Some((fresh, pool, notices, client))
+}
+
+/// How many rows `notices` holds.
+async fn count(pool: &Pool<Postgres>, notices: &str) -> i64 {
+    let (count,): (i64,) = sqlx::query_as(AssertSqlSafe(format!("SELECT count(*) FROM {notices}")))
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    count
+}
+
+/// A transaction's snapshot was taken by its first statement; the lease's expiry in that
+/// snapshot then passed while the renewer kept the lease. A check after that statement sees the
+/// row as the snapshot did: it must fail (a serialization failure: try the transaction again)
+/// without reporting the lease gone, and a transaction that checks first must then go through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_after_a_read_never_reports_a_renewed_lease_gone() {
+    let Some((fresh, pool, notices, client)) = fixture().await else {
+        return;
+    };
+    let store = fresh.store().clone();
+    let guard = client.try_acquire("notify").await.unwrap().unwrap();
+
+    let mut tx = pool.begin().await.unwrap();
+    count_in(&mut tx, &notices).await;
+    tokio::time::sleep(TTL + TTL / 2).await;
+    assert!(guard.is_held(), "the renewer did not keep the lease");
+    let error = store
+        .fence(&mut *tx, &guard)
+        .await
+        .expect_err("a check on a stale snapshot answered that the lease is held");
+    assert!(
+        !matches!(error, Error::NotHeld { .. }),
+        "a lease still held was reported gone: {error}"
+    );
+    assert_eq!(
+        error.store_error_kind(),
+        Some(StoreErrorKind::Conflict),
+        "not a serialization failure: {}",
+        lease_sqlx::ErrorChain(&error)
+    );
+    assert!(guard.is_held(), "the failed check cost a lease still held");
+    drop(tx);
+
+    let mut tx = pool.begin().await.unwrap();
+    let fence = store.fence(&mut *tx, &guard).await.unwrap();
+    assert_eq!(fence, guard.fence());
+    insert_in(&mut tx, &notices).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(count(&pool, &notices).await, 1);
+    guard.release().await.unwrap();
+    fresh.teardown().await.unwrap();
+}
+
+/// The same shape, with the lease taken over after the transaction's snapshot: the stale check
+/// fails, and nothing of the stale transaction commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_after_a_read_fails_a_lease_taken_over_since() {
+    let Some((fresh, pool, notices, client)) = fixture().await else {
+        return;
+    };
+    let store = fresh.store().clone();
+    let guard = client.try_acquire("notify").await.unwrap().unwrap();
+    let stale = guard.handle();
+
+    let mut tx = pool.begin().await.unwrap();
+    count_in(&mut tx, &notices).await;
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "UPDATE {} SET expires_at = statement_timestamp() WHERE name = 'notify'",
+        store.table()
+    )))
+    .execute(&pool)
+    .await
+    .unwrap();
+    let other = LeaseClient::new(store.clone(), TokioRuntime);
+    let taker = other.try_acquire("notify").await.unwrap().unwrap();
+    assert!(taker.fence() > stale.fence());
+    store
+        .fence(&mut *tx, &stale)
+        .await
+        .expect_err("a stale holder's check passed");
+    insert_in(&mut tx, &notices).await.ok();
+    let _ = tx.commit().await;
+    assert_eq!(
+        count(&pool, &notices).await,
+        0,
+        "the stale transaction committed"
+    );
+    drop(guard);
+    taker.release().await.unwrap();
+    fresh.teardown().await.unwrap();
+}
+
+/// Reads the protected table inside `tx`: the transaction's first statement takes its snapshot.
+async fn count_in(tx: &mut sqlx::Transaction<'_, Postgres>, notices: &str) {
+    sqlx::query(AssertSqlSafe(format!("SELECT count(*) FROM {notices}")))
+        .fetch_one(&mut **tx)
+        .await
+        .unwrap();
+}
+
+/// Writes one row to the protected table inside `tx`.
+async fn insert_in(
+    tx: &mut sqlx::Transaction<'_, Postgres>,
+    notices: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(AssertSqlSafe(format!(
+        "INSERT INTO {notices} (value) VALUES (1)"
+    )))
+    .execute(&mut **tx)
+    .await
+    .map(drop)
+}
