@@ -28,9 +28,9 @@ type Manager<P> = <<P as DieselPool>::Connection as AsyncConnection>::Transactio
 /// check ([`SqlStore::fence`](lease_sql::SqlStore::fence)), which takes the database's write
 /// lock (in process, an extra statement costs no round trip): renewals wait until it ends. The
 /// transaction runs at the connection's isolation level. On PostgreSQL under `REPEATABLE READ`
-/// or `SERIALIZABLE` (as `default_transaction_isolation`), a check with the commit would read
-/// the lease's row as the transaction's snapshot saw it and could not tell a lease held from
-/// one gone ([`SnapshotIsolation`](lease_sql::SnapshotIsolation)): the begin finds it out and
+/// or `SERIALIZABLE` (as `default_transaction_isolation`), a check with the commit would find
+/// the lease's row as the transaction's snapshot saw it, and any renewal during the work would
+/// fail it ([`SnapshotIsolation`](lease_sql::SnapshotIsolation)): the begin finds it out and
 /// the transaction checks with its `BEGIN` instead, as [`CheckAt::Begin`] does (one round trip
 /// more, and renewals wait for the work).
 ///

@@ -1,7 +1,8 @@
 //! The fenced check through diesel-async, inside a transaction on the caller's connection: the
 //! holder's write commits; once the lease has expired by the database's clock the check fails
 //! with `Error::NotHeld`, the guard is lost at once, and the transaction rolls back; the same
-//! write without the check (the negative control) commits.
+//! write without the check (the negative control) commits. On `SERIALIZABLE` connections, a check
+//! after the transaction's first statement never reports a lease still held as gone.
 
 use std::time::Duration;
 
@@ -164,6 +165,80 @@ async fn fenced_refuses_a_connection_in_a_transaction() {
         .unwrap();
     assert_eq!(count.n, 0, "nothing committed");
     assert!(guard.is_held(), "the refusal costs the lease nothing");
+    conn.batch_execute(&format!("DROP TABLE {notices}; DROP TABLE {table}"))
+        .await
+        .unwrap();
+}
+
+/// On connections whose transactions are `SERIALIZABLE`, the check after the transaction's first
+/// statement, once a renewal has pushed back an expiry that the snapshot saw pass, fails with a
+/// serialization failure (`Conflict`: try again), and the lease stays held; the next
+/// transaction, checked first, goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_after_a_read_under_a_snapshot_keeps_a_renewed_lease() {
+    use lease_core::StoreErrorKind;
+
+    let ttl = Duration::from_millis(1200);
+    let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(env::serializable(
+        &env::postgres_url(),
+    ));
+    let pool = Pool::builder(manager).max_size(3).build().unwrap();
+    if let Err(e) = pool.get().await {
+        env::skip_or_fail("postgres", &e.to_string());
+        return;
+    }
+    let table = env::unique_table("lease_diesel_snapshot");
+    let store = DieselStore::with_table(pool.clone(), &table).unwrap();
+    store.setup().await.unwrap();
+    let notices = format!("{table}_notices");
+    let mut conn = pool.get().await.unwrap();
+    conn.batch_execute(&format!("CREATE TABLE {notices} (fence BIGINT NOT NULL)"))
+        .await
+        .unwrap();
+    let client = LeaseClient::builder(store.clone(), TokioRuntime)
+        .ttl(Ttl::new(ttl).unwrap())
+        .renew_every(ttl / 4)
+        .store_timeout(ttl / 5)
+        .build()
+        .unwrap();
+    let guard = client.try_acquire("notify").await.unwrap().unwrap();
+
+    // The transaction's first statement takes its snapshot; the expiry it saw then passes.
+    conn.batch_execute(&format!("BEGIN; SELECT count(*) FROM {notices}"))
+        .await
+        .unwrap();
+    tokio::time::sleep(ttl + ttl / 2).await;
+    assert!(guard.is_held(), "the renewer did not keep the lease");
+    let refused = store.fence(&mut *conn, &guard).await.unwrap_err();
+    assert!(
+        !matches!(refused, Error::NotHeld { .. }),
+        "a lease still held was reported gone: {refused}"
+    );
+    assert_eq!(
+        refused.store_error_kind(),
+        Some(StoreErrorKind::Conflict),
+        "{refused}"
+    );
+    assert!(guard.is_held(), "the failed check cost a lease still held");
+    conn.batch_execute("ROLLBACK").await.unwrap();
+
+    conn.batch_execute("BEGIN").await.unwrap();
+    assert_eq!(
+        store.fence(&mut *conn, &guard).await.unwrap(),
+        guard.fence()
+    );
+    conn.batch_execute(&format!(
+        "INSERT INTO {notices} VALUES ({}); COMMIT",
+        guard.fence()
+    ))
+    .await
+    .unwrap();
+    let count: Count = diesel::sql_query(format!("SELECT count(*) AS n FROM {notices}"))
+        .get_result(&mut *conn)
+        .await
+        .unwrap();
+    assert_eq!(count.n, 1);
+    guard.release().await.unwrap();
     conn.batch_execute(&format!("DROP TABLE {notices}; DROP TABLE {table}"))
         .await
         .unwrap();

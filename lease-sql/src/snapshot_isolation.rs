@@ -2,11 +2,10 @@
 //! that reads from one snapshot (`REPEATABLE READ`, `SERIALIZABLE`).
 //!
 //! Why: the check with the commit updates the lease's row at the transaction's end. Under
-//! `READ COMMITTED` that update sees the row's latest version. Under a snapshot it sees the
-//! version of the transaction's first statement: when a renewal committed since, the update
-//! fails with a serialization failure, and when the lease's expiry in that snapshot has passed
-//! (a transaction longer than what the lease had left at its start), it matches no row and the
-//! check would say that a lease still held is gone, and mark it lost. So on PostgreSQL the
+//! `READ COMMITTED` that update sees the row's latest version. Under a snapshot it finds the
+//! version of the transaction's first statement: when a renewal committed since (in a
+//! transaction longer than the renewal interval, always), the update fails with a serialization
+//! failure, and the transaction's work is lost for a lease still held. So on PostgreSQL the
 //! messages that check with the commit (and the ones that begin such a transaction) first run
 //! the guard's statement, which raises an error carrying [`SNAPSHOT_MARKER`] and the
 //! level under a snapshot. A fenced transaction of the store's own then checks at its start,
@@ -45,8 +44,8 @@ pub fn snapshot_refusal(message: &str) -> Option<&str> {
 }
 
 /// A fenced check with the commit refused because the transaction runs under a snapshot
-/// (PostgreSQL's `REPEATABLE READ` or `SERIALIZABLE`), where it could not tell a lease still
-/// held from one that is gone. Nothing was committed and the lease is not marked lost. Check
+/// (PostgreSQL's `REPEATABLE READ` or `SERIALIZABLE`), where any renewal of the lease since the
+/// transaction's snapshot would fail it. Nothing was committed and the lease is not marked lost. Check
 /// at the start of such a transaction instead
 /// ([`SqlStore::fence`](crate::SqlStore::fence) as its first statement), or let the store's
 /// fenced transactions do it: they switch to the check with the `BEGIN` by themselves.

@@ -231,7 +231,7 @@ impl Statements {
     /// no row; the server then skips the `COMMIT` and the transaction is left to roll back. On
     /// PostgreSQL the guard of [`SnapshotIsolation`](crate::SnapshotIsolation) comes first: it
     /// fails, naming [`SNAPSHOT_MARKER`](crate::SNAPSHOT_MARKER), in a transaction that reads
-    /// from a snapshot, where the check could not tell a lease held from one gone.
+    /// from a snapshot, where any renewal since the snapshot would fail the check.
     ///
     /// `None` on SQLite, which runs in process: there [`fence`](Statements::fence) and a
     /// `COMMIT` cost no round trip.

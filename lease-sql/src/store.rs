@@ -307,10 +307,16 @@ impl<X: Execute> SqlStore<X> {
     /// the row until the caller's transaction ends: a takeover (or a forced release) waits for
     /// the transaction, so the caller's writes commit before any new holder's first statement,
     /// or not at all. Run it first in the transaction, then write; commit or roll back as
-    /// usual. It answers the fence, to pass on to systems outside the database. On PostgreSQL
-    /// under `REPEATABLE READ` or `SERIALIZABLE` it must be the transaction's first statement:
-    /// after another, it reads the lease's row as the transaction's snapshot saw it, and may
-    /// report a lease still held as gone.
+    /// usual. It answers the fence, to pass on to systems outside the database.
+    ///
+    /// On PostgreSQL under `REPEATABLE READ` or `SERIALIZABLE`, put it first as well: after
+    /// another statement it finds the lease's row as the transaction's snapshot saw it, and when
+    /// a renewal of the lease committed since, it fails with a serialization failure
+    /// ([`Conflict`](StoreErrorKind::Conflict): try the transaction again), as any update of a
+    /// row changed since a snapshot does there. It locks the row before it reads the expiry, so
+    /// it never reports a lease still held as gone for an expiry the snapshot saw pass; the
+    /// lease must only have been acquired before the transaction's first statement (a lease
+    /// acquired later is not in its snapshot at all).
     ///
     /// The renewer's renewal of this lease waits for the transaction too (it updates the same
     /// row): a transaction shorter than the client's store timeout costs nothing but that wait;
@@ -320,9 +326,11 @@ impl<X: Execute> SqlStore<X> {
     ///
     /// # Errors
     /// [`Error::NotHeld`] when the lease is gone (expired, taken over, released), after marking
-    /// it lost, so that its `lost()` and `run_exclusive` react at once: roll the transaction back.
-    /// [`Error::Store`] with [`Operation::Fence`] when the statement failed (also when the
-    /// database refused it for its isolation level, such as a serialization failure).
+    /// it lost, so that its `lost()` and `run_exclusive` react at once: roll the transaction back
+    /// (on PostgreSQL the check of an expired lease fails the statement, which aborts the
+    /// transaction, and keeps the row locked until the rollback). [`Error::Store`] with
+    /// [`Operation::Fence`] when the statement failed (also when the database refused it for its
+    /// isolation level, such as a serialization failure, without marking the lease lost).
     ///
     /// # Cancel safety
     /// Like any statement on the caller's connection: dropped half-way, the connection may be
@@ -378,10 +386,9 @@ impl<X: Execute> SqlStore<X> {
     /// check and the commit. On SQLite, in process, the check and the `COMMIT` are two calls.
     ///
     /// On PostgreSQL the transaction must run at `READ COMMITTED` (the default). Under
-    /// `REPEATABLE READ` or `SERIALIZABLE` the check would read the lease's row as the
+    /// `REPEATABLE READ` or `SERIALIZABLE` the check would find the lease's row as the
     /// transaction's snapshot saw it: a renewal that committed meanwhile would fail it with a
-    /// serialization failure, and a transaction longer than what the lease had left at its
-    /// start would find the row expired and report a lease still held as gone. So the message
+    /// serialization failure, so a transaction that spans a renewal could never commit. So the message
     /// begins with a guard that refuses the check there ([`SnapshotIsolation`]), before it runs
     /// and without marking the lease lost. Check at the start there
     /// ([`fence`](SqlStore::fence) as the transaction's first statement); the store's own

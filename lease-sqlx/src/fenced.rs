@@ -97,8 +97,8 @@ where
 /// ([`SqlStore::fence`](lease_sql::SqlStore::fence)), which takes the database's write lock
 /// (in process, an extra statement costs no round trip): renewals wait until it ends. On
 /// PostgreSQL connections whose transactions read from a snapshot (`REPEATABLE READ` or
-/// `SERIALIZABLE` as `default_transaction_isolation`), where a check with the commit cannot
-/// tell a lease held from one gone ([`SnapshotIsolation`](lease_sql::SnapshotIsolation)), the
+/// `SERIALIZABLE` as `default_transaction_isolation`), where any renewal during the work would
+/// fail a check with the commit ([`SnapshotIsolation`](lease_sql::SnapshotIsolation)), the
 /// begin finds it out and the transaction checks with its `BEGIN` instead, as
 /// [`CheckAt::Begin`] does: one round trip more, and renewals wait for the work.
 ///

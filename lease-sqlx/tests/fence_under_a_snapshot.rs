@@ -99,6 +99,43 @@ async fn a_check_after_a_read_never_reports_a_renewed_lease_gone() {
     fresh.teardown().await.unwrap();
 }
 
+/// The negative control: the same steps with the check as it was, the expiry read in its
+/// `WHERE`. That check matches no row, so it would have reported the lease gone while the lease
+/// is held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_check_reading_the_expiry_in_its_where_reports_a_renewed_lease_gone() {
+    let Some((fresh, pool, notices, client)) = fixture().await else {
+        return;
+    };
+    let store = fresh.store().clone();
+    let guard = client.try_acquire("notify").await.unwrap().unwrap();
+
+    let mut tx = pool.begin().await.unwrap();
+    count_in(&mut tx, &notices).await;
+    tokio::time::sleep(TTL + TTL / 2).await;
+    assert!(guard.is_held(), "the renewer did not keep the lease");
+    let done = sqlx::query(AssertSqlSafe(format!(
+        "UPDATE {} SET expires_at = expires_at + interval '1 microsecond' \
+         WHERE name = $1 AND holder = $2 AND fence = $3 AND expires_at > statement_timestamp()",
+        store.table()
+    )))
+    .bind(guard.name().as_str())
+    .bind(guard.holder().as_str())
+    .bind(i64::try_from(guard.fence().get()).unwrap())
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    assert_eq!(
+        done.rows_affected(),
+        0,
+        "the old check found the renewed row: the scenario no longer sets its trap"
+    );
+    assert!(guard.is_held());
+    drop(tx);
+    guard.release().await.unwrap();
+    fresh.teardown().await.unwrap();
+}
+
 /// The same shape, with the lease taken over after the transaction's snapshot: the stale check
 /// fails, and nothing of the stale transaction commits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
