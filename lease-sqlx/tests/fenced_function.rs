@@ -63,22 +63,43 @@ mod at_begin {
 
 /// On PostgreSQL connections whose transactions are `SERIALIZABLE` by default: `fenced` finds
 /// that its transaction reads from a snapshot and checks with the `BEGIN` (a takeover then
-/// waits for it), and a renewal that falls into it costs nothing.
+/// waits for it), and a renewal that falls into it costs nothing; through the extended protocol
+/// (the prepared probe and check) and through the simple one (the texts, as behind a
+/// transaction pooler).
 mod under_snapshot {
     use super::*;
+    use lease_sqlx::PgProtocol;
 
-    /// One test for `case` through `lease_sqlx::fenced` on serializable connections.
+    /// One test for `case` through `lease_sqlx::fenced` on serializable connections, per protocol.
     macro_rules! serializable {
         ($case:ident) => {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                let backend = Backend::<Postgres>::plain()
-                    .checking("postgres", Check::Function)
-                    .serializable("postgres-serializable");
-                expect(backend, Expect::Pass, |ctx| async move {
-                    cases::$case(&*ctx).await
-                })
-                .await;
+            mod $case {
+                use super::*;
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn prepared() {
+                    let backend = Backend::<Postgres>::plain()
+                        .checking("postgres", Check::Function)
+                        .serializable("postgres-serializable");
+                    expect(backend, Expect::Pass, |ctx| async move {
+                        cases::$case(&*ctx).await
+                    })
+                    .await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn simple_protocol() {
+                    let backend =
+                        Backend::<Postgres>::adjusted("postgres-simple-protocol", |store| {
+                            store.map_executor(|x| x.with_protocol(PgProtocol::SimpleInline))
+                        })
+                        .checking("postgres-simple-protocol", Check::Function)
+                        .serializable("postgres-simple-protocol-serializable");
+                    expect(backend, Expect::Pass, |ctx| async move {
+                        cases::$case(&*ctx).await
+                    })
+                    .await;
+                }
             }
         };
     }

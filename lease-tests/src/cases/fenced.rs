@@ -27,6 +27,21 @@ fn client<B: TestBackend>(
     client_of(ctx, Arc::clone(store), ttl, ttl / 4, ttl / 5)
 }
 
+/// `sweep` taken by `client` on a fresh store, after a connection was opened without a deadline:
+/// the client's first statement would otherwise open it within its short store timeout, which
+/// a loaded machine can miss (the cases that use it are about the fenced transaction, not the
+/// first connection).
+async fn take_sweep<S: LeaseStore + ?Sized>(
+    store: &S,
+    client: &LeaseClient,
+) -> Result<LeaseGuard, CaseFailure> {
+    store.inspect(&super::name("sweep")).await?;
+    client
+        .try_acquire("sweep")
+        .await?
+        .ok_or_else(|| CaseFailure::new("a fresh store refused the lease"))
+}
+
 /// The holder's fenced write commits, and the check answers without costing the lease.
 ///
 /// # Errors
@@ -190,14 +205,7 @@ pub async fn takeover_waits_for_fenced_transaction<B: TestBackend>(ctx: &Context
     let ttl = Duration::from_millis(1_200);
     let holder_client = client(ctx, &store, ttl)?;
     let contender = client(ctx, &store, Duration::from_secs(60))?;
-    // A connection opened first, without a deadline: the holder's first statement would
-    // otherwise open it within the short store timeout of its 1.2 s TTL, which a loaded
-    // machine can miss (the case is about the takeover, not the first connection).
-    store.inspect(&super::name("sweep")).await?;
-    let holder = holder_client
-        .try_acquire("sweep")
-        .await?
-        .ok_or_else(|| CaseFailure::new("a fresh store refused the lease"))?;
+    let holder = take_sweep(&*store, &holder_client).await?;
     // Set when the job's work is done and the insert and commit are about to be sent: the
     // takeover may finish only after that. (Set after the commit's answer instead, it would
     // race the contender's answer, which the server may send first.)
@@ -364,12 +372,7 @@ pub async fn renewal_goes_on_during_fenced_work<B: TestBackend>(ctx: &Context<B>
     }
     let ttl = Duration::from_millis(1_200);
     let holder_client = client(ctx, &store, ttl)?;
-    // A connection opened first, without a deadline, as in takeover_waits_for_fenced_transaction.
-    store.inspect(&super::name("sweep")).await?;
-    let holder = holder_client
-        .try_acquire("sweep")
-        .await?
-        .ok_or_else(|| CaseFailure::new("a fresh store refused the lease"))?;
+    let holder = take_sweep(&*store, &holder_client).await?;
     let handle = holder.handle();
     writes
         .write(&handle, 1, Box::pin(ctx.sleep(2 * ttl)))
@@ -417,12 +420,7 @@ pub async fn fenced_work_spans_a_renewal<B: TestBackend>(ctx: &Context<B>) -> Ca
     let ttl = Duration::from_secs(3);
     let work = Duration::from_secs(1);
     let holder_client = client(ctx, &store, ttl)?;
-    // A connection opened first, without a deadline, as in takeover_waits_for_fenced_transaction.
-    store.inspect(&super::name("sweep")).await?;
-    let holder = holder_client
-        .try_acquire("sweep")
-        .await?
-        .ok_or_else(|| CaseFailure::new("a fresh store refused the lease"))?;
+    let holder = take_sweep(&*store, &holder_client).await?;
     let sent = |client: &LeaseClient| {
         let stats = client.stats();
         stats.renewals + stats.renewals_failed
