@@ -35,7 +35,12 @@ struct Fixture {
 
 impl Fixture {
     async fn new(prefix: &str, name: &str) -> Option<Self> {
-        let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(env::postgres_url());
+        Self::on(env::postgres_url(), Duration::from_secs(60), prefix, name).await
+    }
+
+    /// The same on the server `url`, the guard's lease renewed every quarter of `ttl`.
+    async fn on(url: String, ttl: Duration, prefix: &str, name: &str) -> Option<Self> {
+        let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(url);
         let pool = Pool::builder(manager).max_size(4).build().unwrap();
         if let Err(e) = pool.get().await {
             env::skip_or_fail("postgres", &e.to_string());
@@ -50,7 +55,9 @@ impl Fixture {
             .await
             .unwrap();
         let client = LeaseClient::builder(store.clone(), TokioRuntime)
-            .ttl(Ttl::from_secs(60).unwrap())
+            .ttl(Ttl::new(ttl).unwrap())
+            .renew_every(ttl / 4)
+            .store_timeout(ttl / 5)
             .build()
             .unwrap();
         let guard = client.try_acquire(name).await.unwrap().unwrap();
@@ -179,29 +186,17 @@ async fn a_check_after_a_read_under_a_snapshot_keeps_a_renewed_lease() {
     use lease_core::StoreErrorKind;
 
     let ttl = Duration::from_millis(1200);
-    let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(env::serializable(
-        &env::postgres_url(),
-    ));
-    let pool = Pool::builder(manager).max_size(3).build().unwrap();
-    if let Err(e) = pool.get().await {
-        env::skip_or_fail("postgres", &e.to_string());
+    let url = env::serializable(&env::postgres_url());
+    let Some(Fixture {
+        store,
+        table,
+        notices,
+        mut conn,
+        guard,
+    }) = Fixture::on(url, ttl, "lease_diesel_snapshot", "notify").await
+    else {
         return;
-    }
-    let table = env::unique_table("lease_diesel_snapshot");
-    let store = DieselStore::with_table(pool.clone(), &table).unwrap();
-    store.setup().await.unwrap();
-    let notices = format!("{table}_notices");
-    let mut conn = pool.get().await.unwrap();
-    conn.batch_execute(&format!("CREATE TABLE {notices} (fence BIGINT NOT NULL)"))
-        .await
-        .unwrap();
-    let client = LeaseClient::builder(store.clone(), TokioRuntime)
-        .ttl(Ttl::new(ttl).unwrap())
-        .renew_every(ttl / 4)
-        .store_timeout(ttl / 5)
-        .build()
-        .unwrap();
-    let guard = client.try_acquire("notify").await.unwrap().unwrap();
+    };
 
     // The transaction's first statement takes its snapshot; the expiry it saw then passes.
     conn.batch_execute(&format!("BEGIN; SELECT count(*) FROM {notices}"))

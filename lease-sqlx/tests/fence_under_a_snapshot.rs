@@ -68,10 +68,7 @@ async fn a_check_after_a_read_never_reports_a_renewed_lease_gone() {
     let store = fresh.store().clone();
     let guard = client.try_acquire("notify").await.unwrap().unwrap();
 
-    let mut tx = pool.begin().await.unwrap();
-    count_in(&mut tx, &notices).await;
-    tokio::time::sleep(TTL + TTL / 2).await;
-    assert!(guard.is_held(), "the renewer did not keep the lease");
+    let mut tx = outlived_snapshot(&pool, &notices, &guard).await;
     let error = store
         .fence(&mut *tx, &guard)
         .await
@@ -110,10 +107,7 @@ async fn the_check_reading_the_expiry_in_its_where_reports_a_renewed_lease_gone(
     let store = fresh.store().clone();
     let guard = client.try_acquire("notify").await.unwrap().unwrap();
 
-    let mut tx = pool.begin().await.unwrap();
-    count_in(&mut tx, &notices).await;
-    tokio::time::sleep(TTL + TTL / 2).await;
-    assert!(guard.is_held(), "the renewer did not keep the lease");
+    let mut tx = outlived_snapshot(&pool, &notices, &guard).await;
     let done = sqlx::query(AssertSqlSafe(format!(
         "UPDATE {} SET expires_at = expires_at + interval '1 microsecond' \
          WHERE name = $1 AND holder = $2 AND fence = $3 AND expires_at > statement_timestamp()",
@@ -173,6 +167,20 @@ async fn a_check_after_a_read_fails_a_lease_taken_over_since() {
     drop(guard);
     taker.release().await.unwrap();
     fresh.teardown().await.unwrap();
+}
+
+/// A transaction whose snapshot its first statement took, and whose lease's expiry in that
+/// snapshot has since passed while the renewer kept the lease (a later version of its row).
+async fn outlived_snapshot<'p>(
+    pool: &'p Pool<Postgres>,
+    notices: &str,
+    guard: &lease_sqlx::LeaseGuard,
+) -> sqlx::Transaction<'p, Postgres> {
+    let mut tx = pool.begin().await.unwrap();
+    count_in(&mut tx, notices).await;
+    tokio::time::sleep(TTL + TTL / 2).await;
+    assert!(guard.is_held(), "the renewer did not keep the lease");
+    tx
 }
 
 /// Reads the protected table inside `tx`: the transaction's first statement takes its snapshot.
