@@ -45,8 +45,8 @@ pub fn snapshot_refusal(message: &str) -> Option<&str> {
 
 /// A fenced check with the commit refused because the transaction runs under a snapshot
 /// (PostgreSQL's `REPEATABLE READ` or `SERIALIZABLE`), where any renewal of the lease since the
-/// transaction's snapshot would fail it. Nothing was committed and the lease is not marked lost. Check
-/// at the start of such a transaction instead
+/// transaction's snapshot would fail it. Nothing was committed and the lease is not marked
+/// lost. Check at the start of such a transaction instead
 /// ([`SqlStore::fence`](crate::SqlStore::fence) as its first statement), or let the store's
 /// fenced transactions do it: they switch to the check with the `BEGIN` by themselves.
 #[derive(Debug, Clone, PartialEq, Eq)]
