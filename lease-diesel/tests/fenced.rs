@@ -71,6 +71,33 @@ impl Fixture {
     }
 }
 
+/// A transaction on `conn` that checks `guard`'s lease first, writes its fence to `notices` and
+/// commits.
+async fn checked_write(
+    store: &DieselStore<PgPool>,
+    conn: &mut AsyncPgConnection,
+    guard: &LeaseGuard,
+    notices: &str,
+) {
+    conn.batch_execute("BEGIN").await.unwrap();
+    assert_eq!(store.fence(&mut *conn, guard).await.unwrap(), guard.fence());
+    conn.batch_execute(&format!(
+        "INSERT INTO {notices} VALUES ({}); COMMIT",
+        guard.fence()
+    ))
+    .await
+    .unwrap();
+}
+
+/// How many rows `notices` holds.
+async fn count(conn: &mut AsyncPgConnection, notices: &str) -> i64 {
+    let count: Count = diesel::sql_query(format!("SELECT count(*) AS n FROM {notices}"))
+        .get_result(conn)
+        .await
+        .unwrap();
+    count.n
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fenced_writes_on_postgres() {
     let Some(Fixture {
@@ -85,17 +112,7 @@ async fn fenced_writes_on_postgres() {
     };
 
     // Checked and committed.
-    conn.batch_execute("BEGIN").await.unwrap();
-    assert_eq!(
-        store.fence(&mut *conn, &guard).await.unwrap(),
-        guard.fence()
-    );
-    conn.batch_execute(&format!(
-        "INSERT INTO {notices} VALUES ({}); COMMIT",
-        guard.fence()
-    ))
-    .await
-    .unwrap();
+    checked_write(&store, &mut conn, &guard, &notices).await;
 
     // Expired by the database's clock: refused, lost at once, nothing committed.
     conn.batch_execute(&format!("UPDATE {table} SET expires_at = taken_at"))
@@ -113,11 +130,7 @@ async fn fenced_writes_on_postgres() {
     conn.batch_execute(&format!("INSERT INTO {notices} VALUES ({})", guard.fence()))
         .await
         .unwrap();
-    let count: Count = diesel::sql_query(format!("SELECT count(*) AS n FROM {notices}"))
-        .get_result(&mut *conn)
-        .await
-        .unwrap();
-    assert_eq!(count.n, 2);
+    assert_eq!(count(&mut conn, &notices).await, 2);
     conn.batch_execute(&format!("DROP TABLE {notices}; DROP TABLE {table}"))
         .await
         .unwrap();
@@ -166,11 +179,7 @@ async fn fenced_refuses_a_connection_in_a_transaction() {
         outer,
         Err(diesel::result::Error::RollbackTransaction)
     ));
-    let count: Count = diesel::sql_query(format!("SELECT count(*) AS n FROM {notices}"))
-        .get_result(&mut *conn)
-        .await
-        .unwrap();
-    assert_eq!(count.n, 0, "nothing committed");
+    assert_eq!(count(&mut conn, &notices).await, 0, "nothing committed");
     assert!(guard.is_held(), "the refusal costs the lease nothing");
     conn.batch_execute(&format!("DROP TABLE {notices}; DROP TABLE {table}"))
         .await
@@ -217,22 +226,8 @@ async fn a_check_after_a_read_under_a_snapshot_keeps_a_renewed_lease() {
     assert!(guard.is_held(), "the failed check cost a lease still held");
     conn.batch_execute("ROLLBACK").await.unwrap();
 
-    conn.batch_execute("BEGIN").await.unwrap();
-    assert_eq!(
-        store.fence(&mut *conn, &guard).await.unwrap(),
-        guard.fence()
-    );
-    conn.batch_execute(&format!(
-        "INSERT INTO {notices} VALUES ({}); COMMIT",
-        guard.fence()
-    ))
-    .await
-    .unwrap();
-    let count: Count = diesel::sql_query(format!("SELECT count(*) AS n FROM {notices}"))
-        .get_result(&mut *conn)
-        .await
-        .unwrap();
-    assert_eq!(count.n, 1);
+    checked_write(&store, &mut conn, &guard, &notices).await;
+    assert_eq!(count(&mut conn, &notices).await, 1);
     guard.release().await.unwrap();
     conn.batch_execute(&format!("DROP TABLE {notices}; DROP TABLE {table}"))
         .await

@@ -47,7 +47,10 @@ pub use rows::{
     positions_in_batch, time_from_micros, ttl_micros,
 };
 pub use schema::SchemaCheck;
-pub use snapshot_isolation::{SNAPSHOT_MARKER, SnapshotIsolation, snapshot_refusal};
+pub use snapshot_isolation::{
+    SNAPSHOT_MARKER, SNAPSHOT_PREDATES_MARKER, SnapshotIsolation, snapshot_isolation,
+    snapshot_refusal,
+};
 pub use sqlite::{SQLITE_BUSY_TIMEOUT, sqlite_pragmas};
 pub use statements::Statements;
 pub use store::{Attempt, CheckAt, FencedCommit, SqlStore};

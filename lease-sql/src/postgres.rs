@@ -7,7 +7,7 @@
 
 use crate::snapshot_isolation::snapshot_guard;
 use crate::template::{Arg, DialectSql, Template};
-use crate::{NOT_HELD_MARKER, Param, PreparedFence};
+use crate::{NOT_HELD_MARKER, Param, PreparedFence, SNAPSHOT_PREDATES_MARKER};
 
 const NOW: &str = "statement_timestamp()";
 
@@ -24,6 +24,10 @@ fn interval(param: u8) -> String {
 }
 
 pub(crate) fn sql(t: &str) -> DialectSql {
+    // The check, one statement wherever it runs (alone, with the `BEGIN`, with the `COMMIT`):
+    // it answers `1` while the lease is held and otherwise fails, its cast's message naming
+    // the marker of what it found.
+    //
     // The expiry is read in `RETURNING`, after the row is locked, not in the `WHERE`: under a
     // snapshot (`REPEATABLE READ`, `SERIALIZABLE`) the `WHERE` reads the row as the snapshot
     // saw it, and an expiry that a renewal has pushed back since would match no row there,
@@ -31,24 +35,27 @@ pub(crate) fn sql(t: &str) -> DialectSql {
     // locked first, so a renewal since the snapshot fails the statement with a serialization
     // failure, and otherwise `RETURNING` reads the row's latest version (moved on by the
     // microsecond the check adds).
-    let update = format!(
-        "UPDATE {t} SET expires_at = expires_at + interval '1 microsecond'\n\
-         WHERE name = $1::text AND holder = $2::text AND fence = $3::int8"
-    );
-    let live = format!("expires_at - interval '1 microsecond' > {NOW}");
-    // A lease past its expiry makes the cast fail, naming the marker; `name` is not a constant,
-    // so the planner cannot fold the `ELSE` branch into an error of its own.
-    let fence = format!(
-        "{update}\n\
-         RETURNING CAST(CASE WHEN {live} THEN '1' ELSE '{NOT_HELD_MARKER}' || left(name, 0) END AS int)"
-    );
-    // The fenced commit's check: the cast fails, naming the marker, when the check matched no
-    // row or an expired one; the aggregates are not constants, so the planner cannot fold the
-    // `ELSE` branch into an error of its own.
+    //
+    // When it matches no row under a snapshot, the row the snapshot shows tells why: a fence
+    // as great as the lease's means taken over or released (fences only grow), gone; an older
+    // one, or no row, means that the snapshot was taken before the lease was acquired, and the
+    // check cannot tell (`SNAPSHOT_PREDATES_MARKER`). Under `READ COMMITTED` no row is gone.
+    // The aggregates and the setting are not constants, so the planner cannot fold a failing
+    // branch into an error of its own; the subquery runs only when no row matched.
+    let level = "current_setting('transaction_isolation')";
     let checked = format!(
-        "WITH checked AS ({update} RETURNING {live} AS live)\n\
-         SELECT CAST(CASE WHEN count(*) = 1 AND bool_and(live) THEN '1' ELSE '{NOT_HELD_MARKER}' END AS int) \
-         FROM checked"
+        "WITH checked AS (\n    \
+             UPDATE {t} SET expires_at = expires_at + interval '1 microsecond'\n    \
+             WHERE name = $1::text AND holder = $2::text AND fence = $3::int8\n    \
+             RETURNING expires_at - interval '1 microsecond' > {NOW} AS live\n\
+         )\n\
+         SELECT CAST(CASE\n    \
+             WHEN count(*) = 1 AND bool_and(live) THEN '1'\n    \
+             WHEN count(*) = 0 AND {level} <> 'read committed'\n        \
+                 AND NOT EXISTS (SELECT 1 FROM {t} WHERE name = $1::text AND fence >= $3::int8)\n    \
+             THEN '{SNAPSHOT_PREDATES_MARKER}' || {level}\n    \
+             ELSE '{NOT_HELD_MARKER}'\n\
+         END AS int) FROM checked"
     );
     let guard = snapshot_guard();
     let columns = format!(
@@ -119,8 +126,8 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         ),
         prepared_fence: Some(PreparedFence::new(&checked, &guard)),
         snapshot_guard: Some(guard),
-        fence_raising: Some(checked),
-        fence,
+        fence_raising: Some(checked.clone()),
+        fence: checked,
         prune: Template::new(
             format!("DELETE FROM {t} WHERE expires_at < {NOW} - {}", interval(1)),
             &[Arg::Micros],

@@ -12,6 +12,14 @@
 //! where the check is the transaction's first statement and so sees the latest row; a
 //! transaction of the caller's gets [`SnapshotIsolation`], and nothing is marked lost.
 //!
+//! The check itself (PostgreSQL's, wherever it runs) matches the row on holder and fence, locks
+//! it and only then reads the expiry, so under a snapshot a renewal since fails it with a
+//! serialization failure rather than a report that the lease is gone. What a snapshot still
+//! cannot show is a lease acquired after it was taken: the check then matches no row, and the
+//! row it sees holds an older fence (or nothing). The check tells that apart from a lease taken
+//! over or released (a fence as great as the lease's, fences only grow) and answers
+//! [`SNAPSHOT_PREDATES_MARKER`] and the level: [`SnapshotIsolation`] again, marking nothing lost.
+//!
 //! MariaDB's `UPDATE` reads the latest version of the row whatever the isolation level, and
 //! SQLite checks at the start: neither has the guard.
 
@@ -31,10 +39,32 @@ pub(crate) fn snapshot_guard() -> String {
     )
 }
 
+/// The text PostgreSQL's check raises, followed by the transaction's isolation level, when it
+/// runs in a transaction whose snapshot was taken before the lease was acquired (see the
+/// module's docs). Like [`SNAPSHOT_MARKER`], it needs no quoting.
+pub const SNAPSHOT_PREDATES_MARKER: &str =
+    "lease-sql: the snapshot of this transaction predates the acquisition of the lease, at ";
+
 /// The isolation level named in the database's `message` when it is the guard's
 /// refusal; `None` for every other message.
 pub fn snapshot_refusal(message: &str) -> Option<&str> {
-    let (_, after) = message.split_once(SNAPSHOT_MARKER)?;
+    level_after(message, SNAPSHOT_MARKER)
+}
+
+/// What the database's `message` says of a snapshot: the refusal of the guard
+/// ([`SNAPSHOT_MARKER`]) or of the check ([`SNAPSHOT_PREDATES_MARKER`]), as the error to answer;
+/// `None` for every other message.
+pub fn snapshot_isolation(message: &str) -> Option<SnapshotIsolation> {
+    if let Some(level) = snapshot_refusal(message) {
+        return Some(SnapshotIsolation::new(level));
+    }
+    level_after(message, SNAPSHOT_PREDATES_MARKER).map(SnapshotIsolation::predating)
+}
+
+/// The isolation level that follows `marker` in `message`, up to the quote or the line's end
+/// around it.
+fn level_after<'m>(message: &'m str, marker: &str) -> Option<&'m str> {
+    let (_, after) = message.split_once(marker)?;
     let level = after
         .split(['"', '\'', '\n'])
         .next()
@@ -43,15 +73,17 @@ pub fn snapshot_refusal(message: &str) -> Option<&str> {
     Some(level)
 }
 
-/// A fenced check with the commit refused because the transaction runs under a snapshot
-/// (PostgreSQL's `REPEATABLE READ` or `SERIALIZABLE`), where any renewal of the lease since the
-/// transaction's snapshot would fail it. Nothing was committed and the lease is not marked
-/// lost. Check at the start of such a transaction instead
+/// A fenced check that a transaction reading from a snapshot (PostgreSQL's `REPEATABLE READ` or
+/// `SERIALIZABLE`) cannot make: the check with the commit, refused because any renewal of the
+/// lease since the snapshot would fail it; or a check whose snapshot was taken before the lease
+/// was acquired ([`predates_the_lease`](SnapshotIsolation::predates_the_lease)), which cannot
+/// see the lease at all. Nothing was committed and the lease is not marked lost. Check at the start of such a transaction instead
 /// ([`SqlStore::fence`](crate::SqlStore::fence) as its first statement), or let the store's
 /// fenced transactions do it: they switch to the check with the `BEGIN` by themselves.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SnapshotIsolation {
     level: String,
+    predates_the_lease: bool,
 }
 
 impl SnapshotIsolation {
@@ -60,7 +92,23 @@ impl SnapshotIsolation {
     pub fn new(level: impl Into<String>) -> Self {
         Self {
             level: level.into(),
+            predates_the_lease: false,
         }
+    }
+
+    /// The check of a lease acquired after the snapshot of the transaction it ran in, at
+    /// isolation level `level`.
+    pub fn predating(level: impl Into<String>) -> Self {
+        Self {
+            level: level.into(),
+            predates_the_lease: true,
+        }
+    }
+
+    /// Whether the transaction's snapshot was taken before the lease was acquired (else the
+    /// check with the commit was refused).
+    pub fn predates_the_lease(&self) -> bool {
+        self.predates_the_lease
     }
 
     /// The transaction's isolation level, as PostgreSQL names it.
@@ -71,12 +119,21 @@ impl SnapshotIsolation {
 
 impl fmt::Display for SnapshotIsolation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "the fenced check with the commit needs READ COMMITTED, and this transaction runs at \
-             {}: check at its start instead (`fence` as its first statement)",
-            self.level.to_uppercase()
-        )
+        let level = self.level.to_uppercase();
+        if self.predates_the_lease {
+            write!(
+                f,
+                "the fenced check ran in a transaction at {level} whose snapshot was taken before \
+                 the lease was acquired, so it cannot see the lease: acquire the lease before the \
+                 transaction begins, or check at its start (`fence` as its first statement)"
+            )
+        } else {
+            write!(
+                f,
+                "the fenced check with the commit needs READ COMMITTED, and this transaction runs \
+                 at {level}: check at its start instead (`fence` as its first statement)"
+            )
+        }
     }
 }
 
@@ -110,6 +167,30 @@ mod tests {
     fn the_guard_carries_the_marker_and_needs_no_quoting() {
         assert!(snapshot_guard().contains(SNAPSHOT_MARKER));
         assert!(!SNAPSHOT_MARKER.contains(['\'', '"', '?', '$', '\\']));
+        assert!(!SNAPSHOT_PREDATES_MARKER.contains(['\'', '"', '?', '$', '\\']));
+    }
+
+    #[test]
+    fn each_refusal_is_read_as_its_own() {
+        let refused =
+            format!("invalid input syntax for type integer: \"{SNAPSHOT_MARKER}serializable\"");
+        assert_eq!(
+            snapshot_isolation(&refused),
+            Some(SnapshotIsolation::new("serializable"))
+        );
+        let predates = format!(
+            "invalid input syntax for type integer: \"{SNAPSHOT_PREDATES_MARKER}repeatable read\""
+        );
+        assert_eq!(
+            snapshot_isolation(&predates),
+            Some(SnapshotIsolation::predating("repeatable read"))
+        );
+        assert_eq!(
+            snapshot_refusal(&predates),
+            None,
+            "a begin that meets it must not move its check"
+        );
+        assert_eq!(snapshot_isolation(crate::NOT_HELD_MARKER), None);
     }
 
     #[test]
@@ -118,5 +199,12 @@ mod tests {
         assert!(message.contains("SERIALIZABLE"), "{message}");
         assert!(message.contains("READ COMMITTED"), "{message}");
         assert!(message.contains("at its start"), "{message}");
+        let message = SnapshotIsolation::predating("repeatable read").to_string();
+        assert!(message.contains("REPEATABLE READ"), "{message}");
+        assert!(
+            message.contains("before the lease was acquired"),
+            "{message}"
+        );
+        assert!(message.contains("acquire the lease before"), "{message}");
     }
 }

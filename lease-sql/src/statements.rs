@@ -194,10 +194,12 @@ impl Statements {
     /// moves `expires_at` one step (a microsecond; SQLite: a millisecond) later, so that the
     /// database sees a change (a certifying multi-primary cluster such as Galera sees the
     /// conflict, and SQLite takes the write lock at once). Parameters: name, holder, fence.
-    /// Answers with its affected rows: 1 while held, else 0; on PostgreSQL, a row that still
-    /// names the holder and fence but has expired fails the statement instead, with an error
-    /// whose message carries [`NOT_HELD_MARKER`](crate::NOT_HELD_MARKER) (so that under a
-    /// snapshot the expiry is read from the row's latest version: see
+    /// Answers with its affected rows: 1 while held, else 0. On PostgreSQL it is the check of
+    /// [`fence_then_commit`](Statements::fence_then_commit) (one row while held, else an error
+    /// whose message carries [`NOT_HELD_MARKER`](crate::NOT_HELD_MARKER), or
+    /// [`SNAPSHOT_PREDATES_MARKER`](crate::SNAPSHOT_PREDATES_MARKER) in a transaction whose
+    /// snapshot predates the lease): it reads the expiry after locking the row, so that under a
+    /// snapshot it never reports a lease still held as gone (see
     /// [`SqlStore::fence`](crate::SqlStore::fence)).
     pub fn fence<'a>(
         &'a self,

@@ -13,7 +13,7 @@ use lease_core::{
 
 use crate::{
     AfterCommit, Connect, ConnectWith, DatabaseError, Execute, ExecuteOn, FencedBegin, PoolState,
-    RenewManyResult, SchemaCheck, SnapshotIsolation, Statements, TableName, is_not_held,
+    RenewManyResult, SchemaCheck, Statements, TableName, is_not_held, snapshot_isolation,
     snapshot_refusal,
 };
 
@@ -314,9 +314,11 @@ impl<X: Execute> SqlStore<X> {
     /// a renewal of the lease committed since, it fails with a serialization failure
     /// ([`Conflict`](StoreErrorKind::Conflict): try the transaction again), as any update of a
     /// row changed since a snapshot does there. It locks the row before it reads the expiry, so
-    /// it never reports a lease still held as gone for an expiry the snapshot saw pass; the
-    /// lease must only have been acquired before the transaction's first statement (a lease
-    /// acquired later is not in its snapshot at all).
+    /// it never reports a lease still held as gone for an expiry the snapshot saw pass. A lease
+    /// acquired after the snapshot was taken is not in it at all: the check answers
+    /// [`SnapshotIsolation`](crate::SnapshotIsolation) then
+    /// ([`predates_the_lease`](crate::SnapshotIsolation::predates_the_lease)), and marks
+    /// nothing lost; acquire the lease before the transaction begins.
     ///
     /// The renewer's renewal of this lease waits for the transaction too (it updates the same
     /// row): a transaction shorter than the client's store timeout costs nothing but that wait;
@@ -330,7 +332,10 @@ impl<X: Execute> SqlStore<X> {
     /// (on PostgreSQL the check of an expired lease fails the statement, which aborts the
     /// transaction, and keeps the row locked until the rollback). [`Error::Store`] with
     /// [`Operation::Fence`] when the statement failed (also when the database refused it for its
-    /// isolation level, such as a serialization failure, without marking the lease lost).
+    /// isolation level, such as a serialization failure, without marking the lease lost), and
+    /// of the [`Permanent`](StoreErrorKind::Permanent) kind, its source
+    /// [`SnapshotIsolation`](crate::SnapshotIsolation), when the transaction's snapshot predates
+    /// the lease.
     ///
     /// # Cancel safety
     /// Like any statement on the caller's connection: dropped half-way, the connection may be
@@ -389,7 +394,7 @@ impl<X: Execute> SqlStore<X> {
     /// `REPEATABLE READ` or `SERIALIZABLE` the check would find the lease's row as the
     /// transaction's snapshot saw it: a renewal that committed meanwhile would fail it with a
     /// serialization failure, so a transaction that spans a renewal could never commit. So the
-    /// message begins with a guard that refuses the check there ([`SnapshotIsolation`]), before
+    /// message begins with a guard that refuses the check there ([`SnapshotIsolation`](crate::SnapshotIsolation)), before
     /// it runs and without marking the lease lost. Check at the start there
     /// ([`fence`](SqlStore::fence) as the transaction's first statement); the store's own
     /// fenced transactions ([`begin_fenced`](SqlStore::begin_fenced)) do it by themselves.
@@ -406,7 +411,7 @@ impl<X: Execute> SqlStore<X> {
     /// [`Conflict`](StoreErrorKind::Conflict), and nothing was committed); when the connection
     /// failed after the message was sent, whether the commit happened is unknown, as with any
     /// `COMMIT` whose answer is lost. On PostgreSQL, [`Error::Store`] of the
-    /// [`Permanent`](StoreErrorKind::Permanent) kind whose source is [`SnapshotIsolation`] when
+    /// [`Permanent`](StoreErrorKind::Permanent) kind whose source is [`SnapshotIsolation`](crate::SnapshotIsolation) when
     /// the transaction reads from a snapshot: nothing was committed, and the lease stays held.
     ///
     /// # Cancel safety
@@ -612,20 +617,21 @@ impl<X: Execute> SqlStore<X> {
     /// What a failed fenced check says, wherever it ran: [`Error::NotHeld`] (after marking
     /// `lease` lost) when the database's message carries the check's marker; the store error
     /// of [`Operation::Fence`], [`Permanent`](StoreErrorKind::Permanent), with
-    /// [`SnapshotIsolation`] as its source, when it carries the snapshot guard's (nothing is
-    /// marked lost); else the store error of [`Operation::Fence`].
+    /// [`SnapshotIsolation`](crate::SnapshotIsolation) as its source, when it carries the snapshot guard's or says that
+    /// the transaction's snapshot predates the lease (nothing is marked lost); else the store
+    /// error of [`Operation::Fence`].
     pub fn fence_refused(&self, lease: &LeaseHandle, error: BoxError) -> Error {
         let message = self.executor.database_message(&*error);
         if message.is_some_and(is_not_held) {
             tracing::warn!(lease = %lease.name(), fence = %lease.fence(), "fenced check found the lease gone");
             return lease.mark_not_held();
         }
-        if let Some(level) = message.and_then(snapshot_refusal) {
+        if let Some(refusal) = message.and_then(snapshot_isolation) {
             return Error::store_of_kind(
                 Operation::Fence,
                 Some(lease.name()),
                 StoreErrorKind::Permanent,
-                SnapshotIsolation::new(level),
+                refusal,
             );
         }
         self.failure(Operation::Fence, Some(lease.name()))(error)

@@ -1,6 +1,6 @@
 //! `SqlStore::fence` after another statement of a PostgreSQL transaction that reads from one
 //! snapshot (`SERIALIZABLE` connections): the check must never report a lease still held as
-//! gone, nor let a stale holder's write commit.
+//! gone, nor let a stale holder's write commit; of a lease its snapshot cannot see, it says so.
 #![cfg(feature = "postgres")]
 
 mod common;
@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::Backend;
 use lease_sqlx::runtime::TokioRuntime;
 use lease_sqlx::sqlx::{self, AssertSqlSafe, Pool, Postgres};
-use lease_sqlx::{Error, LeaseClient, SqlxStore, StoreErrorKind, Ttl};
+use lease_sqlx::{Error, LeaseClient, SnapshotIsolation, SqlxStore, StoreErrorKind, Ttl};
 use lease_tests::{FreshStore, TestBackend, env};
 
 /// The TTL of the leases here: short, so that a transaction outlives the expiry its snapshot saw.
@@ -143,13 +143,7 @@ async fn a_check_after_a_read_fails_a_lease_taken_over_since() {
 
     let mut tx = pool.begin().await.unwrap();
     count_in(&mut tx, &notices).await;
-    sqlx::raw_sql(AssertSqlSafe(format!(
-        "UPDATE {} SET expires_at = statement_timestamp() WHERE name = 'notify'",
-        store.table()
-    )))
-    .execute(&pool)
-    .await
-    .unwrap();
+    expire(&pool, &store).await;
     let other = LeaseClient::new(store.clone(), TokioRuntime);
     let taker = other.try_acquire("notify").await.unwrap().unwrap();
     assert!(taker.fence() > stale.fence());
@@ -167,6 +161,97 @@ async fn a_check_after_a_read_fails_a_lease_taken_over_since() {
     drop(guard);
     taker.release().await.unwrap();
     fresh.teardown().await.unwrap();
+}
+
+/// A lease acquired after the transaction's snapshot was taken is not in that snapshot: the
+/// check cannot tell it from a lease gone, and says so (`SnapshotIsolation`, the snapshot
+/// predating the lease) without marking it lost; whether the name had no row before, or an
+/// older holder's. The negative control: the snapshot shows no row of this holder, which a
+/// check that did not tell why would report as a lease gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_of_a_lease_acquired_after_the_snapshot_says_so_and_costs_nothing() {
+    let Some((fresh, pool, notices, client)) = fixture().await else {
+        return;
+    };
+    let store = fresh.store().clone();
+    for round in ["no row before", "an older holder's row before"] {
+        let mut tx = pool.begin().await.unwrap();
+        count_in(&mut tx, &notices).await;
+        let guard = client.try_acquire("notify").await.unwrap().unwrap();
+        let matched = sqlx::query(AssertSqlSafe(format!(
+            "UPDATE {} SET fence = fence WHERE name = $1 AND holder = $2 AND fence = $3",
+            store.table()
+        )))
+        .bind(guard.name().as_str())
+        .bind(guard.holder().as_str())
+        .bind(i64::try_from(guard.fence().get()).unwrap())
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+        assert_eq!(
+            matched.rows_affected(),
+            0,
+            "{round}: the snapshot shows the lease"
+        );
+        let error = store
+            .fence(&mut *tx, &guard)
+            .await
+            .expect_err("a check that cannot see the lease passed");
+        let Error::Store { source, .. } = &error else {
+            panic!("{round}: not a store error: {error}");
+        };
+        let refusal = source
+            .downcast_ref::<SnapshotIsolation>()
+            .unwrap_or_else(|| panic!("{round}: not the snapshot's refusal: {error}"));
+        assert!(refusal.predates_the_lease(), "{round}: {refusal}");
+        assert_eq!(refusal.level(), "serializable");
+        assert_eq!(error.store_error_kind(), Some(StoreErrorKind::Permanent));
+        assert!(
+            guard.is_held(),
+            "{round}: the check cost a lease still held"
+        );
+        drop(tx);
+        guard.release().await.unwrap();
+    }
+    assert_eq!(count(&pool, &notices).await, 0);
+    fresh.teardown().await.unwrap();
+}
+
+/// A lease taken over before the transaction's snapshot was taken: the snapshot shows the
+/// greater fence, so the check knows the lease is gone, says `NotHeld` and marks it lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_after_a_read_fails_a_lease_taken_over_before_the_snapshot() {
+    let Some((fresh, pool, notices, client)) = fixture().await else {
+        return;
+    };
+    let store = fresh.store().clone();
+    let stale = client.try_acquire("notify").await.unwrap().unwrap();
+    expire(&pool, &store).await;
+    let other = LeaseClient::new(store.clone(), TokioRuntime);
+    let taker = other.try_acquire("notify").await.unwrap().unwrap();
+
+    let mut tx = pool.begin().await.unwrap();
+    count_in(&mut tx, &notices).await;
+    let error = store
+        .fence(&mut *tx, &stale)
+        .await
+        .expect_err("a stale holder's check passed");
+    assert!(matches!(error, Error::NotHeld { .. }), "{error}");
+    assert!(!stale.is_held(), "the stale guard was not marked lost");
+    drop(tx);
+    taker.release().await.unwrap();
+    fresh.teardown().await.unwrap();
+}
+
+/// Expires `notify` by the database's clock.
+async fn expire(pool: &Pool<Postgres>, store: &SqlxStore<Postgres>) {
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "UPDATE {} SET expires_at = statement_timestamp() WHERE name = 'notify'",
+        store.table()
+    )))
+    .execute(pool)
+    .await
+    .unwrap();
 }
 
 /// A transaction whose snapshot its first statement took, and whose lease's expiry in that

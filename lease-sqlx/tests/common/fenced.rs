@@ -109,8 +109,10 @@ fn without_expiry(sql: &str) -> String {
 /// check reads it.
 fn condition(sql: &str) -> String {
     let start = sql.find("WHERE").unwrap_or(0);
-    let end = sql.find("\nRETURNING").unwrap_or(sql.len());
-    let mut condition = sql[start..end].to_owned();
+    let end = sql[start..]
+        .find("RETURNING")
+        .map_or(sql.len(), |end| start + end);
+    let mut condition = sql[start..end].trim_end().to_owned();
     if let Some((span, 0)) = expiry_condition(sql) {
         condition = format!("{condition} AND {}", &sql[span]);
     }
