@@ -103,6 +103,7 @@ pub(crate) fn sql(t: &str) -> DialectSql {
              END"
         )),
         prepared_fence: None,
+        unmatched_fence: None,
         snapshot_guard: None,
         fence,
         prune: Template::new(

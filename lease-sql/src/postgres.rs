@@ -24,10 +24,6 @@ fn interval(param: u8) -> String {
 }
 
 pub(crate) fn sql(t: &str) -> DialectSql {
-    // The check, one statement wherever it runs (alone, with the `BEGIN`, with the `COMMIT`):
-    // it answers `1` while the lease is held and otherwise fails, its cast's message naming
-    // the marker of what it found.
-    //
     // The expiry is read in `RETURNING`, after the row is locked, not in the `WHERE`: under a
     // snapshot (`REPEATABLE READ`, `SERIALIZABLE`) the `WHERE` reads the row as the snapshot
     // saw it, and an expiry that a renewal has pushed back since would match no row there,
@@ -35,27 +31,35 @@ pub(crate) fn sql(t: &str) -> DialectSql {
     // locked first, so a renewal since the snapshot fails the statement with a serialization
     // failure, and otherwise `RETURNING` reads the row's latest version (moved on by the
     // microsecond the check adds).
-    //
-    // When it matches no row under a snapshot, the row the snapshot shows tells why: a fence
-    // as great as the lease's means taken over or released (fences only grow), gone; an older
-    // one, or no row, means that the snapshot was taken before the lease was acquired, and the
-    // check cannot tell (`SNAPSHOT_PREDATES_MARKER`). Under `READ COMMITTED` no row is gone.
-    // The aggregates and the setting are not constants, so the planner cannot fold a failing
-    // branch into an error of its own; the subquery runs only when no row matched.
-    let level = "current_setting('transaction_isolation')";
+    let update = format!(
+        "UPDATE {t} SET expires_at = expires_at + interval '1 microsecond'\n\
+         WHERE name = $1::text AND holder = $2::text AND fence = $3::int8"
+    );
+    let live = format!("expires_at - interval '1 microsecond' > {NOW}");
+    // A lease past its expiry makes the cast fail, naming the marker; `name` is not a constant,
+    // so the planner cannot fold the `ELSE` branch into an error of its own.
+    let fence = format!(
+        "{update}\n\
+         RETURNING CAST(CASE WHEN {live} THEN '1' ELSE '{NOT_HELD_MARKER}' || left(name, 0) END AS int)"
+    );
+    // The fenced commit's check: the cast fails, naming the marker, when the check matched no
+    // row or an expired one; the aggregates are not constants, so the planner cannot fold the
+    // `ELSE` branch into an error of its own.
     let checked = format!(
-        "WITH checked AS (\n    \
-             UPDATE {t} SET expires_at = expires_at + interval '1 microsecond'\n    \
-             WHERE name = $1::text AND holder = $2::text AND fence = $3::int8\n    \
-             RETURNING expires_at - interval '1 microsecond' > {NOW} AS live\n\
-         )\n\
-         SELECT CAST(CASE\n    \
-             WHEN count(*) = 1 AND bool_and(live) THEN '1'\n    \
-             WHEN count(*) = 0 AND {level} <> 'read committed'\n        \
-                 AND NOT EXISTS (SELECT 1 FROM {t} WHERE name = $1::text AND fence >= $3::int8)\n    \
-             THEN '{SNAPSHOT_PREDATES_MARKER}' || {level}\n    \
-             ELSE '{NOT_HELD_MARKER}'\n\
-         END AS int) FROM checked"
+        "WITH checked AS ({update} RETURNING {live} AS live)\n\
+         SELECT CAST(CASE WHEN count(*) = 1 AND bool_and(live) THEN '1' ELSE '{NOT_HELD_MARKER}' END AS int) \
+         FROM checked"
+    );
+    // Why `fence` matched no row, asked in the same transaction: under `READ COMMITTED`, or
+    // when the row holds a fence as great as the lease's (taken over or released: fences only
+    // grow), the lease is gone; under a snapshot that shows an older fence, or no row, the
+    // snapshot was taken before the lease was acquired, and the cast fails naming
+    // `SNAPSHOT_PREDATES_MARKER` and the level (not a constant, so never folded).
+    let level = "current_setting('transaction_isolation')";
+    let unmatched_fence = format!(
+        "SELECT CAST(CASE WHEN {level} = 'read committed'\n    \
+             OR EXISTS (SELECT 1 FROM {t} WHERE name = $1::text AND fence >= $2::int8) THEN '1'\n    \
+             ELSE '{SNAPSHOT_PREDATES_MARKER}' || {level} END AS int)"
     );
     let guard = snapshot_guard();
     let columns = format!(
@@ -126,8 +130,9 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         ),
         prepared_fence: Some(PreparedFence::new(&checked, &guard)),
         snapshot_guard: Some(guard),
-        fence_raising: Some(checked.clone()),
-        fence: checked,
+        fence_raising: Some(checked),
+        fence,
+        unmatched_fence: Some(unmatched_fence),
         prune: Template::new(
             format!("DELETE FROM {t} WHERE expires_at < {NOW} - {}", interval(1)),
             &[Arg::Micros],

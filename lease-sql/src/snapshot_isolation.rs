@@ -16,9 +16,11 @@
 //! it and only then reads the expiry, so under a snapshot a renewal since fails it with a
 //! serialization failure rather than a report that the lease is gone. What a snapshot still
 //! cannot show is a lease acquired after it was taken: the check then matches no row, and the
-//! row it sees holds an older fence (or nothing). The check tells that apart from a lease taken
-//! over or released (a fence as great as the lease's, fences only grow) and answers
-//! [`SNAPSHOT_PREDATES_MARKER`] and the level: [`SnapshotIsolation`] again, marking nothing lost.
+//! row it sees holds an older fence (or nothing). When the check matched no row, a second
+//! statement ([`Statements::unmatched_fence`](crate::Statements::unmatched_fence)) tells that
+//! apart from a lease taken over or released (a fence as great as the lease's, fences only
+//! grow) and fails naming [`SNAPSHOT_PREDATES_MARKER`] and the level: [`SnapshotIsolation`]
+//! again, marking nothing lost.
 //!
 //! MariaDB's `UPDATE` reads the latest version of the row whatever the isolation level, and
 //! SQLite checks at the start: neither has the guard.

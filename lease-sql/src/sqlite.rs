@@ -84,6 +84,7 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         ),
         fence_raising: None,
         prepared_fence: None,
+        unmatched_fence: None,
         snapshot_guard: None,
         prune: Template::new(
             format!("DELETE FROM {t} WHERE expires_at < {NOW} - ?1 / 1000"),

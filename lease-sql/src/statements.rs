@@ -194,13 +194,12 @@ impl Statements {
     /// moves `expires_at` one step (a microsecond; SQLite: a millisecond) later, so that the
     /// database sees a change (a certifying multi-primary cluster such as Galera sees the
     /// conflict, and SQLite takes the write lock at once). Parameters: name, holder, fence.
-    /// Answers with its affected rows: 1 while held, else 0. On PostgreSQL it is the check of
-    /// [`fence_then_commit`](Statements::fence_then_commit) (one row while held, else an error
-    /// whose message carries [`NOT_HELD_MARKER`](crate::NOT_HELD_MARKER), or
-    /// [`SNAPSHOT_PREDATES_MARKER`](crate::SNAPSHOT_PREDATES_MARKER) in a transaction whose
-    /// snapshot predates the lease): it reads the expiry after locking the row, so that under a
-    /// snapshot it never reports a lease still held as gone (see
-    /// [`SqlStore::fence`](crate::SqlStore::fence)).
+    /// Answers with its affected rows: 1 while held, else 0. On PostgreSQL it matches the row
+    /// on holder and fence and reads the expiry after locking it, so that under a snapshot it
+    /// never reports a lease still held as gone (see [`SqlStore::fence`](crate::SqlStore::fence)):
+    /// a row it matched past its expiry fails it with an error whose message carries
+    /// [`NOT_HELD_MARKER`](crate::NOT_HELD_MARKER), and no row matched calls for
+    /// [`unmatched_fence`](Statements::unmatched_fence).
     pub fn fence<'a>(
         &'a self,
         name: &'a LeaseName,
@@ -216,6 +215,24 @@ impl Statements {
                 Param::Int(i64::try_from(fence.get()).unwrap_or(i64::MAX)),
             ],
         }
+    }
+
+    /// Why [`fence`](Statements::fence) matched no row, asked in the same transaction: on
+    /// PostgreSQL, a statement that fails with an error whose message carries
+    /// [`SNAPSHOT_PREDATES_MARKER`](crate::SNAPSHOT_PREDATES_MARKER) and the isolation level when
+    /// the transaction reads from a snapshot taken before the lease was acquired (the row it
+    /// shows holds an older fence, or there is none), and answers otherwise: the lease is gone.
+    /// Parameters: name, fence. `None` on MariaDB, whose `UPDATE` reads the latest row at every
+    /// isolation level, and on SQLite, whose check takes the write lock first.
+    pub fn unmatched_fence<'a>(&'a self, name: &'a LeaseName, fence: Fence) -> Option<Query<'a>> {
+        let sql = self.sql.unmatched_fence.as_deref()?;
+        Some(Query {
+            sql: Cow::Borrowed(sql),
+            params: vec![
+                Param::text(name.as_str()),
+                Param::Int(i64::try_from(fence.get()).unwrap_or(i64::MAX)),
+            ],
+        })
     }
 
     /// Whether [`fence_then_commit`](Statements::fence_then_commit) has a message for this
@@ -495,7 +512,10 @@ mod tests {
                 s.fence(&name, &holder, Fence::new(3)),
                 s.renew_many(&pairs, ttl),
                 s.renew_many(&full, ttl),
-            ] {
+            ]
+            .into_iter()
+            .chain(s.unmatched_fence(&name, Fence::new(3)))
+            {
                 assert_eq!(
                     placeholders(dialect, query.sql()),
                     query.params().len(),
@@ -523,7 +543,10 @@ mod tests {
                 s.list(),
                 s.fence(&name, &holder, Fence::new(3)),
                 s.renew_many(&pairs, ttl),
-            ] {
+            ]
+            .into_iter()
+            .chain(s.unmatched_fence(&name, Fence::new(3)))
+            {
                 let mut used = vec![false; query.params().len()];
                 for piece in query.pieces() {
                     match piece {

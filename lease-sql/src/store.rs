@@ -341,33 +341,43 @@ impl<X: Execute> SqlStore<X> {
     /// Like any statement on the caller's connection: dropped half-way, the connection may be
     /// mid-statement; drop the transaction with it (sqlx and diesel then roll it back or close
     /// the connection).
-    pub async fn fence<C>(
+    pub async fn fence<Conn>(
         &self,
-        connection: C,
+        connection: &mut Conn,
         lease: &(impl AsRef<LeaseHandle> + Sync),
     ) -> Result<Fence, Error>
     where
-        X: ExecuteOn<C>,
+        Conn: Send,
+        X: for<'c> ExecuteOn<&'c mut Conn>,
     {
         let lease = lease.as_ref();
         crate::fence_span::traced(lease, self.check(connection, lease)).await
     }
 
     /// [`fence`](SqlStore::fence), outside its span.
-    async fn check<C>(&self, connection: C, lease: &LeaseHandle) -> Result<Fence, Error>
+    async fn check<Conn>(&self, connection: &mut Conn, lease: &LeaseHandle) -> Result<Fence, Error>
     where
-        X: ExecuteOn<C>,
+        Conn: Send,
+        X: for<'c> ExecuteOn<&'c mut Conn>,
     {
         let matched = self
             .executor
             .affected_on(
-                connection,
+                &mut *connection,
                 self.statements
                     .fence(lease.name(), lease.holder(), lease.fence()),
             )
             .await
             .map_err(|error| self.fence_refused(lease, error))?;
         if matched == 0 {
+            // Under a snapshot taken before the lease was acquired, this fails: the lease is
+            // not in the snapshot, which says nothing of whether it is still held.
+            if let Some(why) = self.statements.unmatched_fence(lease.name(), lease.fence()) {
+                self.executor
+                    .affected_on(&mut *connection, why)
+                    .await
+                    .map_err(|error| self.fence_refused(lease, error))?;
+            }
             tracing::warn!(lease = %lease.name(), fence = %lease.fence(), "fenced check found the lease gone");
             return Err(lease.mark_not_held());
         }

@@ -55,6 +55,12 @@ pub(crate) struct DialectSql {
     /// `None` where the dialect needs no such message (SQLite, in process: two calls cost no
     /// round trip).
     pub(crate) fence_raising: Option<String>,
+    /// Why the fenced check matched no row, asked in the same transaction: it fails, naming
+    /// [`SNAPSHOT_PREDATES_MARKER`](crate::SNAPSHOT_PREDATES_MARKER), when the transaction's
+    /// snapshot was taken before the lease was acquired, and answers otherwise (the lease is
+    /// gone); parameters name, fence. `None` where the check reads the latest row at every
+    /// isolation level (MariaDB) or takes the write lock first (SQLite).
+    pub(crate) unmatched_fence: Option<String>,
     /// `fence_then_commit` as statements the server prepares once per connection (PostgreSQL,
     /// where a simple-protocol statement is planned at every call); `None` elsewhere.
     pub(crate) prepared_fence: Option<PreparedFence>,
