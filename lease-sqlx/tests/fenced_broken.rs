@@ -85,9 +85,10 @@ catches!(
 );
 
 /// On PostgreSQL connections that read from a snapshot (`SERIALIZABLE` by default), a check at
-/// the commit without the store's guard fails a transaction a renewal fell into (the renewal
-/// changed the row after the snapshot), and one that outlives the lease's expiry as the snapshot
-/// saw it reports a lease still held as gone: the cases catch both.
+/// the commit without the store's guard fails every transaction a renewal fell into, with a
+/// serialization failure (the renewal changed the row after the snapshot): a transaction of a
+/// second, and one longer than the lease's TTL, whose holder must keep its lease. The cases
+/// catch both.
 mod unguarded_check_at_commit_under_a_snapshot {
     use super::*;
 
@@ -103,7 +104,7 @@ mod unguarded_check_at_commit_under_a_snapshot {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn reports_a_held_lease_gone() {
+    async fn fails_a_transaction_longer_than_the_lease() {
         let backend = Backend::<Postgres>::plain()
             .checking("postgres-broken", Check::AtCommitUnguarded)
             .serializable("postgres-serializable-broken");
