@@ -108,20 +108,16 @@ async fn the_check_reading_the_expiry_in_its_where_reports_a_renewed_lease_gone(
     let guard = client.try_acquire("notify").await.unwrap().unwrap();
 
     let mut tx = outlived_snapshot(&pool, &notices, &guard).await;
-    let done = sqlx::query(AssertSqlSafe(format!(
-        "UPDATE {} SET expires_at = expires_at + interval '1 microsecond' \
-         WHERE name = $1 AND holder = $2 AND fence = $3 AND expires_at > statement_timestamp()",
-        store.table()
-    )))
-    .bind(guard.name().as_str())
-    .bind(guard.holder().as_str())
-    .bind(i64::try_from(guard.fence().get()).unwrap())
-    .execute(&mut *tx)
-    .await
-    .unwrap();
+    let matched = update_in(
+        &mut tx,
+        &store,
+        "expires_at = expires_at + interval '1 microsecond'",
+        "AND expires_at > statement_timestamp()",
+        &guard,
+    )
+    .await;
     assert_eq!(
-        done.rows_affected(),
-        0,
+        matched, 0,
         "the old check found the renewed row: the scenario no longer sets its trap"
     );
     assert!(guard.is_held());
@@ -178,21 +174,8 @@ async fn a_check_of_a_lease_acquired_after_the_snapshot_says_so_and_costs_nothin
         let mut tx = pool.begin().await.unwrap();
         count_in(&mut tx, &notices).await;
         let guard = client.try_acquire("notify").await.unwrap().unwrap();
-        let matched = sqlx::query(AssertSqlSafe(format!(
-            "UPDATE {} SET fence = fence WHERE name = $1 AND holder = $2 AND fence = $3",
-            store.table()
-        )))
-        .bind(guard.name().as_str())
-        .bind(guard.holder().as_str())
-        .bind(i64::try_from(guard.fence().get()).unwrap())
-        .execute(&mut *tx)
-        .await
-        .unwrap();
-        assert_eq!(
-            matched.rows_affected(),
-            0,
-            "{round}: the snapshot shows the lease"
-        );
+        let matched = update_in(&mut tx, &store, "fence = fence", "", &guard).await;
+        assert_eq!(matched, 0, "{round}: the snapshot shows the lease");
         let error = store
             .fence(&mut *tx, &guard)
             .await
@@ -266,6 +249,28 @@ async fn outlived_snapshot<'p>(
     tokio::time::sleep(TTL + TTL / 2).await;
     assert!(guard.is_held(), "the renewer did not keep the lease");
     tx
+}
+
+/// Runs `UPDATE <the lease table> SET <set> WHERE <the guard's name, holder and fence> <and>`
+/// inside `tx`, as a hand-written check would; answers how many rows it matched.
+async fn update_in(
+    tx: &mut sqlx::Transaction<'_, Postgres>,
+    store: &SqlxStore<Postgres>,
+    set: &str,
+    and: &str,
+    guard: &lease_sqlx::LeaseGuard,
+) -> u64 {
+    sqlx::query(AssertSqlSafe(format!(
+        "UPDATE {} SET {set} WHERE name = $1 AND holder = $2 AND fence = $3 {and}",
+        store.table()
+    )))
+    .bind(guard.name().as_str())
+    .bind(guard.holder().as_str())
+    .bind(i64::try_from(guard.fence().get()).unwrap())
+    .execute(&mut **tx)
+    .await
+    .unwrap()
+    .rows_affected()
 }
 
 /// Reads the protected table inside `tx`: the transaction's first statement takes its snapshot.
