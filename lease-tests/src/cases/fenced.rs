@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use lease_core::{Error, LeaseClient, LeaseGuard, LeaseStore, LossReason};
+use lease_core::{Error, LeaseClient, LeaseGuard, LossReason};
 
 use super::client_of;
 use crate::failure::ensure;
@@ -27,19 +27,14 @@ fn client<B: TestBackend>(
     client_of(ctx, Arc::clone(store), ttl, ttl / 4, ttl / 5)
 }
 
-/// `sweep` taken by `client` on a fresh store, after a connection was opened without a deadline:
-/// the client's first statement would otherwise open it within its short store timeout, which
-/// a loaded machine can miss (the cases that use it are about the fenced transaction, not the
-/// first connection).
-async fn take_sweep<S: LeaseStore + ?Sized>(
-    store: &S,
-    client: &LeaseClient,
-) -> Result<LeaseGuard, CaseFailure> {
-    store.inspect(&super::name("sweep")).await?;
-    client
-        .try_acquire("sweep")
-        .await?
-        .ok_or_else(|| CaseFailure::new("a fresh store refused the lease"))
+/// `sweep` taken by `client` on a fresh store, waiting up to ten seconds. The cases that use it
+/// give their holder a short store timeout (a fifth of a TTL of about a second), which an
+/// attempt can miss on a loaded machine, the first one above all (it opens a connection and
+/// prepares the statement): such an attempt is tried again. One that timed out may still have
+/// taken the lease, for a holder nobody keeps; `acquire` then waits for it to lapse, within a
+/// TTL. The cases are about the fenced transaction that follows, not the first acquisition.
+async fn take_sweep(client: &LeaseClient) -> Result<LeaseGuard, CaseFailure> {
+    Ok(client.acquire("sweep", Duration::from_secs(10)).await?)
 }
 
 /// The holder's fenced write commits, and the check answers without costing the lease.
@@ -205,7 +200,7 @@ pub async fn takeover_waits_for_fenced_transaction<B: TestBackend>(ctx: &Context
     let ttl = Duration::from_millis(1_200);
     let holder_client = client(ctx, &store, ttl)?;
     let contender = client(ctx, &store, Duration::from_secs(60))?;
-    let holder = take_sweep(&*store, &holder_client).await?;
+    let holder = take_sweep(&holder_client).await?;
     // Set when the job's work is done and the insert and commit are about to be sent: the
     // takeover may finish only after that. (Set after the commit's answer instead, it would
     // race the contender's answer, which the server may send first.)
@@ -372,7 +367,7 @@ pub async fn renewal_goes_on_during_fenced_work<B: TestBackend>(ctx: &Context<B>
     }
     let ttl = Duration::from_millis(1_200);
     let holder_client = client(ctx, &store, ttl)?;
-    let holder = take_sweep(&*store, &holder_client).await?;
+    let holder = take_sweep(&holder_client).await?;
     let handle = holder.handle();
     writes
         .write(&handle, 1, Box::pin(ctx.sleep(2 * ttl)))
@@ -420,7 +415,7 @@ pub async fn fenced_work_spans_a_renewal<B: TestBackend>(ctx: &Context<B>) -> Ca
     let ttl = Duration::from_secs(3);
     let work = Duration::from_secs(1);
     let holder_client = client(ctx, &store, ttl)?;
-    let holder = take_sweep(&*store, &holder_client).await?;
+    let holder = take_sweep(&holder_client).await?;
     let sent = |client: &LeaseClient| {
         let stats = client.stats();
         stats.renewals + stats.renewals_failed
