@@ -11,9 +11,10 @@ use common::fenced::{Check, Expect, expect};
 use lease_sqlx::sqlx::{MySql, Postgres, Sqlite};
 use lease_tests::cases;
 
-/// One test per database for a broken `check` and the case that must catch it.
+/// One test per database for a broken `check` and the case that must catch it, with a failure
+/// that says `rule`.
 macro_rules! catches {
-    ($test:ident, $check:ident, $case:ident) => {
+    ($test:ident, $check:ident, $case:ident, $rule:literal) => {
         mod $test {
             use super::*;
 
@@ -21,7 +22,7 @@ macro_rules! catches {
             async fn postgres() {
                 let backend =
                     Backend::<Postgres>::plain().checking("postgres-broken", Check::$check);
-                expect(backend, Expect::Catch, |ctx| async move {
+                expect(backend, Expect::Catch($rule), |ctx| async move {
                     cases::$case(&*ctx).await
                 })
                 .await;
@@ -30,7 +31,7 @@ macro_rules! catches {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn mariadb() {
                 let backend = Backend::<MySql>::plain().checking("mariadb-broken", Check::$check);
-                expect(backend, Expect::Catch, |ctx| async move {
+                expect(backend, Expect::Catch($rule), |ctx| async move {
                     cases::$case(&*ctx).await
                 })
                 .await;
@@ -39,7 +40,7 @@ macro_rules! catches {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn sqlite() {
                 let backend = Backend::<Sqlite>::plain().checking("sqlite-broken", Check::$check);
-                expect(backend, Expect::Catch, |ctx| async move {
+                expect(backend, Expect::Catch($rule), |ctx| async move {
                     cases::$case(&*ctx).await
                 })
                 .await;
@@ -51,37 +52,44 @@ macro_rules! catches {
 catches!(
     unlocked_check_lets_a_takeover_in,
     Unlocked,
-    takeover_waits_for_fenced_transaction
+    takeover_waits_for_fenced_transaction,
+    "the takeover succeeded while the holder's fenced transaction was open"
 );
 catches!(
     separate_check_lets_a_takeover_in,
     Separate,
-    takeover_waits_for_fenced_transaction
+    takeover_waits_for_fenced_transaction,
+    "the takeover succeeded while the holder's fenced transaction was open"
 );
 catches!(
     check_ignoring_expiry_lets_an_expired_holder_write,
     IgnoresExpiry,
-    expired_lease_fails_fenced_check
+    expired_lease_fails_fenced_check,
+    "a fenced write on an expired lease committed"
 );
 catches!(
     commit_before_check_lets_a_stale_write_in,
     CommitBeforeChecking,
-    stale_fenced_write_commits_nothing
+    stale_fenced_write_commits_nothing,
+    "after the takeover the protected table holds"
 );
 catches!(
     commit_before_check_commits_during_a_takeover,
     CommitBeforeChecking,
-    takeover_during_fenced_work_commits_nothing
+    takeover_during_fenced_work_commits_nothing,
+    "the stale holder's transaction committed"
 );
 catches!(
     commit_check_ignoring_expiry_lets_an_expired_holder_write,
     AtCommitIgnoresExpiry,
-    expired_lease_fails_fenced_check
+    expired_lease_fails_fenced_check,
+    "a fenced write on an expired lease committed"
 );
 catches!(
     row_locked_from_the_start_holds_renewals_back,
     AtCommitLockedFromStart,
-    renewal_goes_on_during_fenced_work
+    renewal_goes_on_during_fenced_work,
+    "is no longer held"
 );
 
 /// On PostgreSQL connections that read from a snapshot (`SERIALIZABLE` by default), a check at
@@ -97,9 +105,11 @@ mod unguarded_check_at_commit_under_a_snapshot {
         let backend = Backend::<Postgres>::plain()
             .checking("postgres-broken", Check::AtCommitUnguarded)
             .serializable("postgres-serializable-broken");
-        expect(backend, Expect::Catch, |ctx| async move {
-            cases::fenced_work_spans_a_renewal(&*ctx).await
-        })
+        expect(
+            backend,
+            Expect::Catch("could not serialize access"),
+            |ctx| async move { cases::fenced_work_spans_a_renewal(&*ctx).await },
+        )
         .await;
     }
 
@@ -108,9 +118,11 @@ mod unguarded_check_at_commit_under_a_snapshot {
         let backend = Backend::<Postgres>::plain()
             .checking("postgres-broken", Check::AtCommitUnguarded)
             .serializable("postgres-serializable-broken");
-        expect(backend, Expect::Catch, |ctx| async move {
-            cases::renewal_goes_on_during_fenced_work(&*ctx).await
-        })
+        expect(
+            backend,
+            Expect::Catch("could not serialize access"),
+            |ctx| async move { cases::renewal_goes_on_during_fenced_work(&*ctx).await },
+        )
         .await;
     }
 }

@@ -40,7 +40,9 @@ pub trait FencedWrites: Send + Sync {
     async fn written(&self) -> Result<Vec<i64>, BoxError>;
 
     /// Makes the lease `name` expire now by the database's clock, as it would for a holder
-    /// paused past its TTL.
+    /// paused past its TTL. It may be called while a fenced transaction holds the lease's row
+    /// locked, and must then wait for that transaction as a takeover would (a serialization
+    /// failure that ends the wait, on connections that read from a snapshot, is tried again).
     async fn expire(&self, name: &LeaseName) -> Result<(), BoxError>;
 }
 

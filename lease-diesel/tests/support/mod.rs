@@ -461,13 +461,31 @@ where
             .await
     }
 
-    /// The suite's lease names are plain words, written here as a literal.
+    /// The suite's lease names are plain words, written here as a literal. The statement may
+    /// wait for the row lock of a fenced transaction; on connections that read from a snapshot
+    /// it then fails with a serialization failure (the transaction changed the row), and is
+    /// tried again, at most three times.
     async fn expire(&self, name: &LeaseName) -> Result<(), BoxError> {
+        use diesel::result::{DatabaseErrorKind, Error};
+
         let sql = format!(
             "UPDATE {} SET expires_at = taken_at WHERE name = '{}'",
             self.table,
             name.as_str().replace('\'', "''")
         );
-        self.store.pool().exec(&sql).await
+        for _ in 0..3 {
+            match self.store.pool().exec(&sql).await {
+                Err(error)
+                    if matches!(
+                        error.downcast_ref::<Error>(),
+                        Some(Error::DatabaseError(
+                            DatabaseErrorKind::SerializationFailure,
+                            _
+                        ))
+                    ) => {}
+                done => return done,
+            }
+        }
+        Err(format!("`{sql}` failed with a serialization failure three times").into())
     }
 }

@@ -172,8 +172,11 @@ pub async fn stale_fenced_write_commits_nothing<B: TestBackend>(ctx: &Context<B>
 }
 
 /// A takeover attempted while the holder's fenced transaction is open waits for it: the
-/// holder's write commits before the new holder has the lease, whose fence is greater. The
-/// transaction stays open past the lease's TTL by the database's clock.
+/// holder's write commits before the new holder has the lease, whose fence is greater. While the
+/// transaction is open, the lease is made to expire by the database's clock, as for a holder
+/// paused past its TTL (the statement that does so waits for the row lock the check took, as a
+/// takeover does), and the transaction stays open past the lease's TTL besides, so neither the
+/// holder's renewals nor the expiry's statement can let the takeover through early.
 ///
 /// # Errors
 /// A [`CaseFailure`] when the takeover succeeds while the holder's transaction is open or gets a
@@ -214,11 +217,12 @@ pub async fn takeover_waits_for_fenced_transaction<B: TestBackend>(ctx: &Context
     let take = async {
         // Once the transaction holds the row, and until well past the lease's TTL.
         ctx.sleep(Duration::from_millis(200)).await;
-        let guard = contender.acquire("sweep", Duration::from_secs(20)).await;
-        (guard, committing.load(Ordering::SeqCst))
+        writes.expire(holder.name()).await?;
+        let guard = contender.acquire("sweep", Duration::from_secs(20)).await?;
+        Ok::<_, CaseFailure>((guard, committing.load(Ordering::SeqCst)))
     };
-    let (outcome, (taken, after_work)) = futures::join!(write, take);
-    let taken = taken?;
+    let (outcome, taken) = futures::join!(write, take);
+    let (taken, after_work) = taken?;
     ensure!(
         after_work,
         "the takeover succeeded while the holder's fenced transaction was open"
