@@ -70,6 +70,12 @@ catches!(
     "the stale holder released"
 );
 catches!(
+    release_that_ignores_the_minimum_hold_breaks_it,
+    ReleaseIgnoresMinHold,
+    release_with_min_hold_keeps_the_lease,
+    "within the minimum hold of its release: expected None"
+);
+catches!(
     renewal_that_ignores_the_holder_breaks_stale_holders,
     RenewIgnoresHolder,
     stale_holder_touches_nothing,

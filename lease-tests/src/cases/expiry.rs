@@ -1,7 +1,7 @@
 //! Expiry on the store's clock: an expired lease is taken over, a renewed one never is, and a
 //! lapsed lease is never revived.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use lease_core::{HolderId, LeaseStore, Ttl};
 
@@ -177,31 +177,47 @@ pub async fn expired_lease_cannot_be_renewed<B: TestBackend>(ctx: &Context<B>) -
 /// not free it at once, and, [as any case](crate::cases#errors), when a call it needs fails.
 ///
 /// # Cancel safety
-/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, `mail-checks` stays held
-/// until its minimum hold of 600 ms, or its TTL of a minute, runs out.
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, `mail-checks` (or
+/// `mail-checks-2`, `mail-checks-3`, after rounds this machine stalled past the minimum hold)
+/// stays held until its minimum hold of 600 ms, or its TTL of a minute, runs out.
 pub async fn release_with_min_hold_keeps_the_lease<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let min_hold = SHORT_TTL * 2;
     let store = ctx.store().await?;
-    let name = name("mail-checks");
     let (first, second, third) = (
         HolderId::generate(),
         HolderId::generate(),
         HolderId::generate(),
     );
 
-    store
-        .try_acquire(&name, &first, long_ttl())
-        .await?
-        .ok_or_else(|| CaseFailure::new(format!("a fresh store refused {name}")))?;
-    ensure!(
-        store.release(&name, &first, min_hold).await?,
-        "release of {name} with a minimum hold of {min_hold:?} failed"
-    );
-    ensure_eq!(
-        store.try_acquire(&name, &second, long_ttl()).await?,
-        None,
-        "acquiring {name} within the minimum hold of its release"
-    );
+    // A round this machine stalls past the minimum hold (a loaded CI runner, a clock-skew run)
+    // cannot tell whether the hold was kept: it is played again on another name, at most twice.
+    let mut round = 1;
+    let name = loop {
+        let name = match round {
+            1 => name("mail-checks"),
+            _ => name(&format!("mail-checks-{round}")),
+        };
+        let started = Instant::now();
+        store
+            .try_acquire(&name, &first, long_ttl())
+            .await?
+            .ok_or_else(|| CaseFailure::new(format!("a fresh store refused {name}")))?;
+        ensure!(
+            store.release(&name, &first, min_hold).await?,
+            "release of {name} with a minimum hold of {min_hold:?} failed"
+        );
+        match store.try_acquire(&name, &second, long_ttl()).await? {
+            None => break name,
+            Some(_) if started.elapsed() >= min_hold && round < 3 => round += 1,
+            Some(fence) => {
+                return Err(CaseFailure::new(format!(
+                    "acquiring {name} within the minimum hold of its release: expected None, \
+                     got {fence:?}, {:?} after the first acquisition",
+                    started.elapsed()
+                )));
+            }
+        }
+    };
     let held = store.inspect(&name).await?.ok_or_else(|| {
         CaseFailure::new(format!(
             "inspect({name}) reported nothing within the minimum hold of its release"

@@ -51,6 +51,8 @@ pub enum Flaw {
     AcquireMisreportsFence,
     /// Release answers that it released, and leaves the lease taken until it expires.
     ReleaseKeepsLease,
+    /// Release frees the lease at once, whatever minimum hold it was given.
+    ReleaseIgnoresMinHold,
     /// Prune deletes every free row, however recently it was freed.
     PruneIgnoresBound,
     /// Prune deletes the rows it should, and a name whose row went starts its fences over.
@@ -246,6 +248,10 @@ impl LeaseStore for BrokenStore {
         let holder = match (self.flaw, store.inspect(name).await?) {
             (Flaw::ReleaseIgnoresHolder, Some(info)) => info.holder,
             _ => holder.clone(),
+        };
+        let min_hold = match self.flaw {
+            Flaw::ReleaseIgnoresMinHold => Duration::ZERO,
+            _ => min_hold,
         };
         let released = store.release(name, &holder, min_hold).await?;
         if released && self.flaw == Flaw::ReleaseResetsFence {
