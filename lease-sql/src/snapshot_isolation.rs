@@ -79,9 +79,10 @@ fn level_after<'m>(message: &'m str, marker: &str) -> Option<&'m str> {
 /// `SERIALIZABLE`) cannot make: the check with the commit, refused because any renewal of the
 /// lease since the snapshot would fail it; or a check whose snapshot was taken before the lease
 /// was acquired ([`predates_the_lease`](SnapshotIsolation::predates_the_lease)), which cannot
-/// see the lease at all. Nothing was committed and the lease is not marked lost. Check at the start of such a transaction instead
-/// ([`SqlStore::fence`](crate::SqlStore::fence) as its first statement), or let the store's
-/// fenced transactions do it: they switch to the check with the `BEGIN` by themselves.
+/// see the lease at all. Nothing was committed and the lease is not marked lost. Check at the
+/// start of such a transaction instead ([`SqlStore::fence`](crate::SqlStore::fence) as its
+/// first statement), or let the store's fenced transactions do it: they switch to the check
+/// with the `BEGIN` by themselves.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SnapshotIsolation {
     level: String,

@@ -208,11 +208,10 @@ impl Statements {
     ) -> Query<'a> {
         Query {
             sql: Cow::Borrowed(&self.sql.fence),
-            // Fences are at most i64::MAX: they are read from a BIGINT column.
             params: vec![
                 Param::text(name.as_str()),
                 Param::text(holder.as_str()),
-                Param::Int(i64::try_from(fence.get()).unwrap_or(i64::MAX)),
+                fence_param(fence),
             ],
         }
     }
@@ -228,10 +227,7 @@ impl Statements {
         let sql = self.sql.unmatched_fence.as_deref()?;
         Some(Query {
             sql: Cow::Borrowed(sql),
-            params: vec![
-                Param::text(name.as_str()),
-                Param::Int(i64::try_from(fence.get()).unwrap_or(i64::MAX)),
-            ],
+            params: vec![Param::text(name.as_str()), fence_param(fence)],
         })
     }
 
@@ -461,6 +457,12 @@ fn renew_many_sql(dialect: Dialect, quoted: &str, pairs: usize) -> String {
         Dialect::MySql => mysql::renew_many_sql(quoted, pairs),
         Dialect::Sqlite => sqlite::renew_many_sql(quoted, pairs),
     }
+}
+
+/// A fence as the `BIGINT` parameter the statements compare it with. Fences are at most
+/// `i64::MAX`: they are read from a `BIGINT` column.
+fn fence_param(fence: Fence) -> Param<'static> {
+    Param::Int(i64::try_from(fence.get()).unwrap_or(i64::MAX))
 }
 
 #[cfg(test)]

@@ -404,8 +404,9 @@ impl<X: Execute> SqlStore<X> {
     /// `REPEATABLE READ` or `SERIALIZABLE` the check would find the lease's row as the
     /// transaction's snapshot saw it: a renewal that committed meanwhile would fail it with a
     /// serialization failure, so a transaction that spans a renewal could never commit. So the
-    /// message begins with a guard that refuses the check there ([`SnapshotIsolation`](crate::SnapshotIsolation)), before
-    /// it runs and without marking the lease lost. Check at the start there
+    /// message begins with a guard that refuses the check there
+    /// ([`SnapshotIsolation`](crate::SnapshotIsolation)), before it runs and without marking
+    /// the lease lost. Check at the start there
     /// ([`fence`](SqlStore::fence) as the transaction's first statement); the store's own
     /// fenced transactions ([`begin_fenced`](SqlStore::begin_fenced)) do it by themselves.
     ///
@@ -421,8 +422,9 @@ impl<X: Execute> SqlStore<X> {
     /// [`Conflict`](StoreErrorKind::Conflict), and nothing was committed); when the connection
     /// failed after the message was sent, whether the commit happened is unknown, as with any
     /// `COMMIT` whose answer is lost. On PostgreSQL, [`Error::Store`] of the
-    /// [`Permanent`](StoreErrorKind::Permanent) kind whose source is [`SnapshotIsolation`](crate::SnapshotIsolation) when
-    /// the transaction reads from a snapshot: nothing was committed, and the lease stays held.
+    /// [`Permanent`](StoreErrorKind::Permanent) kind whose source is
+    /// [`SnapshotIsolation`](crate::SnapshotIsolation) when the transaction reads from a
+    /// snapshot: nothing was committed, and the lease stays held.
     ///
     /// # Cancel safety
     /// Like any statement on the caller's connection: dropped half-way, the connection may be
@@ -627,9 +629,9 @@ impl<X: Execute> SqlStore<X> {
     /// What a failed fenced check says, wherever it ran: [`Error::NotHeld`] (after marking
     /// `lease` lost) when the database's message carries the check's marker; the store error
     /// of [`Operation::Fence`], [`Permanent`](StoreErrorKind::Permanent), with
-    /// [`SnapshotIsolation`](crate::SnapshotIsolation) as its source, when it carries the snapshot guard's or says that
-    /// the transaction's snapshot predates the lease (nothing is marked lost); else the store
-    /// error of [`Operation::Fence`].
+    /// [`SnapshotIsolation`](crate::SnapshotIsolation) as its source, when it carries the
+    /// snapshot guard's or says that the transaction's snapshot predates the lease (nothing is
+    /// marked lost); else the store error of [`Operation::Fence`].
     pub fn fence_refused(&self, lease: &LeaseHandle, error: BoxError) -> Error {
         let message = self.executor.database_message(&*error);
         if message.is_some_and(is_not_held) {

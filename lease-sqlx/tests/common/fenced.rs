@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use lease_core::runtime::TokioRuntime;
-use lease_core::{BoxError, Error, LeaseHandle, LeaseName, Operation};
+use lease_core::{BoxError, Error, LeaseHandle, LeaseName, Operation, StoreErrorKind};
 use lease_sqlx::sqlx::{self, AssertSqlSafe, Executor, IntoArguments};
 use lease_sqlx::{Execute, ExecuteOn, SqlxDatabase, SqlxExecutor, SqlxStore};
 use lease_tests::run::run_case;
@@ -314,8 +314,8 @@ where
 
     /// The suite's lease names are plain words, written here as a literal. The statement may
     /// wait for the row lock of a fenced transaction; on connections that read from a snapshot
-    /// it then fails with a serialization failure (the transaction changed the row), and is
-    /// tried again, at most three times.
+    /// it then fails with a serialization failure (the transaction changed the row), a conflict
+    /// by the SQLSTATE classes lease-sql reads, and is tried again, at most three times.
     async fn expire(&self, name: &LeaseName) -> Result<(), BoxError> {
         let sql = format!(
             "UPDATE {} SET expires_at = taken_at WHERE name = '{}'",
@@ -328,7 +328,9 @@ where
                 .await
             {
                 Err(sqlx::Error::Database(database))
-                    if database.code().as_deref() == Some("40001") => {}
+                    if database.code().is_some_and(|code| {
+                        lease_sql::postgres_error_kind(&code) == StoreErrorKind::Conflict
+                    }) => {}
                 done => return Ok(done.map(drop)?),
             }
         }
