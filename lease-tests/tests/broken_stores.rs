@@ -52,6 +52,12 @@ catches!(
     "winners among 32 concurrent contenders"
 );
 catches!(
+    acquire_that_overwrites_the_holder_breaks_takeover,
+    AcquireIgnoresHolder,
+    expired_lease_is_taken_over,
+    "while its holder's lease runs: expected None"
+);
+catches!(
     acquire_that_ignores_expiry_breaks_takeover,
     AcquireIgnoresExpiry,
     expired_lease_is_taken_over,

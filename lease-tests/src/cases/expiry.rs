@@ -19,22 +19,40 @@ use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
 /// fails.
 ///
 /// # Cancel safety
-/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, `alerts` stays held until
-/// its TTL runs out: 300 ms for its first holder, a minute once taken over.
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, `alerts` (or `alerts-2`,
+/// `alerts-3`, after rounds this machine stalled past the short TTL) stays held until its TTL
+/// runs out: 300 ms for its first holder, a minute once taken over.
 pub async fn expired_lease_is_taken_over<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let store = ctx.store().await?;
-    let name = name("alerts");
     let (old, new) = (HolderId::generate(), HolderId::generate());
 
-    let old_fence = store
-        .try_acquire(&name, &old, short_ttl())
-        .await?
-        .ok_or_else(|| CaseFailure::new(format!("a fresh store refused {name}")))?;
-    ensure_eq!(
-        store.try_acquire(&name, &new, long_ttl()).await?,
-        None,
-        "acquiring {name} while its holder's lease runs"
-    );
+    // A round this machine stalls past the short TTL between the two acquisitions (a loaded CI
+    // runner, a clock-skew run) cannot tell whether the lease still ran when the contender was
+    // let in: it is played again on another name, at most twice. The store's clock cannot have
+    // moved further between the two statements than this one did around them.
+    let mut round = 1;
+    let (name, old_fence) = loop {
+        let name = match round {
+            1 => name("alerts"),
+            _ => name(&format!("alerts-{round}")),
+        };
+        let started = Instant::now();
+        let old_fence = store
+            .try_acquire(&name, &old, short_ttl())
+            .await?
+            .ok_or_else(|| CaseFailure::new(format!("a fresh store refused {name}")))?;
+        match store.try_acquire(&name, &new, long_ttl()).await? {
+            None => break (name, old_fence),
+            Some(_) if started.elapsed() >= SHORT_TTL && round < 3 => round += 1,
+            Some(fence) => {
+                return Err(CaseFailure::new(format!(
+                    "acquiring {name} while its holder's lease runs: expected None, got \
+                     {fence:?}, {:?} after the first acquisition",
+                    started.elapsed()
+                )));
+            }
+        }
+    };
 
     wait_until_expired(ctx, &*store, &name).await?;
     let new_fence = store.try_acquire(&name, &new, long_ttl()).await?;
