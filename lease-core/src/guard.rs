@@ -8,7 +8,7 @@ use crate::held::Held;
 use crate::renewer::Renewer;
 use crate::shutdown::{Kind, Token};
 use crate::timed_store::TimedStore;
-use crate::{Error, Fence, HolderId, LeaseName, LossReason};
+use crate::{Error, Fence, FencedCheck, HolderId, LeaseName, LossReason};
 
 /// A lease this process holds, kept alive by the client's renewer until it is released.
 ///
@@ -312,6 +312,29 @@ impl LeaseHandle {
             name: self.name().clone(),
             fence: self.fence(),
         }
+    }
+
+    /// Counts a fenced check of this lease, ended as `check` says, in its client's
+    /// [`ClientStats::fenced_checks`](crate::ClientStats::fenced_checks) and, with the `metrics`
+    /// feature, as `lease_fenced_checks_total{lease, store, result}`.
+    ///
+    /// The SQL stores' fenced checks call it once per check; a store of your own that runs a
+    /// fenced check calls it too (and, when the lease was gone,
+    /// [`mark_not_held`](LeaseHandle::mark_not_held)). It changes nothing else.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lease_core::Error> {
+    /// use lease_core::{FencedCheck, LeaseClient, MemoryStore, runtime::TokioRuntime};
+    ///
+    /// let client = LeaseClient::new(MemoryStore::new(), TokioRuntime);
+    /// let guard = client.try_acquire("sweep").await?.expect("nobody else holds it");
+    /// guard.handle().record_fenced_check(FencedCheck::Passed);
+    /// assert_eq!(client.stats().fenced_checks.passed, 1);
+    /// assert!(guard.is_held());
+    /// # Ok(()) }
+    /// ```
+    pub fn record_fenced_check(&self, check: FencedCheck) {
+        self.held.record_fenced_check(check);
     }
 
     /// Whether [`mark_not_held`](LeaseHandle::mark_not_held) marked it lost.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::clock::Clock;
 use crate::stats::Stats;
-use crate::{Fence, HolderId, LeaseName, LossReason};
+use crate::{Fence, FencedCheck, HolderId, LeaseName, LossReason};
 
 const HELD: u8 = 0;
 const REJECTED: u8 = 1;
@@ -205,6 +205,11 @@ impl Held {
         if self.loss().is_none() {
             self.mark_lost(LossReason::NotHeld);
         }
+    }
+
+    /// Counts a fenced check of this lease in its client's statistics.
+    pub(crate) fn record_fenced_check(&self, check: FencedCheck) {
+        self.stats.fenced_check(&self.name, check);
     }
 
     /// Completes when the lease is lost: on a rejected renewal, a fenced check that found it not

@@ -6,7 +6,7 @@ use std::time::Duration;
 use metrics::{counter, gauge, histogram};
 
 use crate::stats::{Acquired, CallOutcome, Renewed, operation_label};
-use crate::{LeaseName, LossReason, Operation};
+use crate::{FencedCheck, LeaseName, LossReason, Operation};
 
 /// `lease_acquisitions_total{lease, store, result}`: result `won`, `skipped` or `failed`.
 pub(crate) const ACQUISITIONS: &str = "lease_acquisitions_total";
@@ -18,6 +18,8 @@ pub(crate) const RELEASES: &str = "lease_releases_total";
 /// `lease_losses_total{lease, store, reason}`: reason `rejected`, `deadline_passed`,
 /// `not_held` or `shut_down`.
 pub(crate) const LOSSES: &str = "lease_losses_total";
+/// `lease_fenced_checks_total{lease, store, result}`: result `passed`, `not_held` or `failed`.
+pub(crate) const FENCED_CHECKS: &str = "lease_fenced_checks_total";
 /// `lease_held{lease, store}`: 1 while this client holds the lease, 0 once it does not.
 pub(crate) const HELD: &str = "lease_held";
 /// `lease_store_call_duration_seconds{store, operation, outcome}`: operation `acquire`,
@@ -90,6 +92,16 @@ pub(crate) fn lost(store: &str, name: &LeaseName, reason: LossReason) {
         "lease" => name.as_str().to_owned(),
         "store" => store.to_owned(),
         "reason" => reason_label(reason),
+    )
+    .increment(1);
+}
+
+pub(crate) fn fenced_check(store: &str, name: &LeaseName, check: FencedCheck) {
+    counter!(
+        FENCED_CHECKS,
+        "lease" => name.as_str().to_owned(),
+        "store" => store.to_owned(),
+        "result" => check.label(),
     )
     .increment(1);
 }

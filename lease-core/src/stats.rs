@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::{LeaseName, LossReason, Operation};
+use crate::{FencedCheck, LeaseName, LossReason, Operation};
 
 /// What a [`LeaseClient`](crate::LeaseClient) has done since it was built; from
 /// [`LeaseClient::stats`](crate::LeaseClient::stats). Counters only grow.
@@ -41,6 +41,9 @@ pub struct ClientStats {
     pub renew_calls: CallStats,
     /// [`LeaseStore::release`](crate::LeaseStore::release) calls.
     pub release_calls: CallStats,
+    /// Fenced checks of this client's leases, by how they ended (the SQL stores' fenced
+    /// transactions; see [`FencedCheck`]).
+    pub fenced_checks: FencedChecks,
 }
 
 /// Leases lost, by [`LossReason`].
@@ -61,6 +64,25 @@ impl Losses {
     /// Every loss, whatever its reason.
     pub fn total(&self) -> u64 {
         self.rejected + self.deadline_passed + self.not_held + self.shut_down
+    }
+}
+
+/// Fenced checks of a client's leases, by [`FencedCheck`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct FencedChecks {
+    /// [`FencedCheck::Passed`]: the lease was held; the transaction could commit.
+    pub passed: u64,
+    /// [`FencedCheck::NotHeld`]: the lease was gone; nothing of the transaction committed.
+    pub not_held: u64,
+    /// [`FencedCheck::Failed`]: the check's statement failed.
+    pub failed: u64,
+}
+
+impl FencedChecks {
+    /// Every check, however it ended.
+    pub fn total(&self) -> u64 {
+        self.passed + self.not_held + self.failed
     }
 }
 
@@ -187,6 +209,9 @@ pub(crate) struct Stats {
     deadline_passed: AtomicU64,
     not_held: AtomicU64,
     shut_down: AtomicU64,
+    fenced_passed: AtomicU64,
+    fenced_not_held: AtomicU64,
+    fenced_failed: AtomicU64,
     acquire_calls: Calls,
     renew_calls: Calls,
     release_calls: Calls,
@@ -211,6 +236,9 @@ impl Stats {
             deadline_passed: AtomicU64::new(0),
             not_held: AtomicU64::new(0),
             shut_down: AtomicU64::new(0),
+            fenced_passed: AtomicU64::new(0),
+            fenced_not_held: AtomicU64::new(0),
+            fenced_failed: AtomicU64::new(0),
             acquire_calls: Calls::default(),
             renew_calls: Calls::default(),
             release_calls: Calls::default(),
@@ -281,6 +309,18 @@ impl Stats {
         let _ = name;
     }
 
+    /// A fenced check of `name`.
+    pub(crate) fn fenced_check(&self, name: &LeaseName, check: FencedCheck) {
+        bump(match check {
+            FencedCheck::Passed => &self.fenced_passed,
+            FencedCheck::NotHeld => &self.fenced_not_held,
+            FencedCheck::Failed => &self.fenced_failed,
+        });
+        #[cfg(feature = "metrics")]
+        crate::metrics::fenced_check(&self.store, name, check);
+        let _ = name;
+    }
+
     /// Whether this client now holds `name` (taken) or no longer does (given back or lost).
     pub(crate) fn holding(&self, name: &LeaseName, holding: bool) {
         #[cfg(feature = "metrics")]
@@ -309,6 +349,11 @@ impl Stats {
             acquire_calls: self.acquire_calls.snapshot(),
             renew_calls: self.renew_calls.snapshot(),
             release_calls: self.release_calls.snapshot(),
+            fenced_checks: FencedChecks {
+                passed: load(&self.fenced_passed),
+                not_held: load(&self.fenced_not_held),
+                failed: load(&self.fenced_failed),
+            },
         }
     }
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{Faulty, Mode, billing_client, paused_runtime, tokio_memory};
+use lease_core::FencedCheck;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
 /// A metric by name and labels, sorted, such as `lease_held{lease=sweep,store=billing}`.
@@ -33,6 +34,8 @@ fn statistics_are_emitted_under_their_documented_names_and_labels() {
         let client = billing_client(Arc::clone(&store));
         let sweep = client.try_acquire("sweep").await.unwrap().unwrap();
         assert!(client.try_acquire("sweep").await.unwrap().is_none());
+        sweep.handle().record_fenced_check(FencedCheck::Passed);
+        sweep.handle().record_fenced_check(FencedCheck::NotHeld);
         tokio::time::sleep(Duration::from_millis(300)).await;
         sweep.release().await.unwrap();
         let report = client.try_acquire("report").await.unwrap().unwrap();
@@ -90,6 +93,15 @@ fn statistics_are_emitted_under_their_documented_names_and_labels() {
     );
     assert!(counter("lease_renewals_total", &with(&report, ("result", "failed"))) >= 1);
     assert_eq!(counter("lease_releases_total", &sweep), 1);
+    let fenced_checks = "lease_fenced_checks_total";
+    assert_eq!(
+        counter(fenced_checks, &with(&sweep, ("result", "passed"))),
+        1
+    );
+    assert_eq!(
+        counter(fenced_checks, &with(&sweep, ("result", "not_held"))),
+        1
+    );
     assert_eq!(
         counter(
             "lease_losses_total",

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{Faulty, Mode, fast_client, name, tokio_memory};
-use lease_core::{HolderId, LeaseStore, LossReason, Ttl};
+use lease_core::{FencedCheck, HolderId, LeaseStore, LossReason, Ttl};
 
 /// Sets `mode` on `store` for `outage`, then lets calls through again.
 fn outage(store: &Arc<Faulty>, mode: Mode, outage: Duration) {
@@ -174,6 +174,44 @@ async fn losses_are_counted_by_reason() {
         (1, 1, 1, 0)
     );
     assert_eq!(client.stats().held, 0, "{:?}", client.stats());
+}
+
+#[tokio::test(start_paused = true)]
+async fn fenced_checks_are_counted_by_outcome_and_change_nothing_else() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(Arc::clone(&store));
+    let guard = client.try_acquire("sweep").await.unwrap().unwrap();
+    let handle = guard.handle();
+
+    handle.record_fenced_check(FencedCheck::Passed);
+    handle.record_fenced_check(FencedCheck::Passed);
+    handle.record_fenced_check(FencedCheck::Failed);
+    handle.record_fenced_check(FencedCheck::NotHeld);
+
+    let stats = client.stats();
+    let checks = stats.fenced_checks;
+    assert_eq!(
+        (
+            checks.passed,
+            checks.not_held,
+            checks.failed,
+            checks.total()
+        ),
+        (2, 1, 1, 4)
+    );
+    // Counting is all it does: the lease stays held until a store marks it lost.
+    assert!(guard.is_held());
+    assert_eq!(stats.losses.total(), 0);
+    assert_eq!(stats.held, 1);
+    assert_eq!(
+        [
+            FencedCheck::Passed,
+            FencedCheck::NotHeld,
+            FencedCheck::Failed
+        ]
+        .map(FencedCheck::label),
+        ["passed", "not_held", "failed"]
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -1,15 +1,17 @@
-//! The `lease.store` span of a fenced check, as the client's own store calls have one.
+//! The `lease.store` span of a fenced check, as the client's own store calls have one, and its
+//! count in the lease's client statistics.
 
 use std::future::Future;
 
-use lease_core::{Error, Fence, LeaseHandle};
+use lease_core::{Error, Fence, FencedCheck, LeaseHandle};
 use tracing::Instrument;
 
 /// Runs `check`, the fenced check (and commit) of `lease`, in a `lease.store` span with the
 /// fields of the client's store calls: `lease.operation` = `fence`, `lease.name`,
 /// `lease.leases` = 1 and `lease.outcome` = `ok`, `not_held` (the lease was gone: nothing
 /// commits) or `error`. It has no `lease.store` label: the check runs in the caller's
-/// transaction, outside any client.
+/// transaction, outside any client. The outcome is also counted in the statistics of the
+/// client that holds `lease` ([`LeaseHandle::record_fenced_check`]), which carry its label.
 pub(crate) async fn traced(
     lease: &LeaseHandle,
     check: impl Future<Output = Result<Fence, Error>>,
@@ -22,13 +24,22 @@ pub(crate) async fn traced(
         lease.outcome = tracing::field::Empty,
     );
     let answer = check.instrument(span.clone()).await;
-    span.record(
-        "lease.outcome",
-        match &answer {
-            Ok(_) => "ok",
-            Err(Error::NotHeld { .. }) => "not_held",
-            Err(_) => "error",
-        },
-    );
+    let outcome = match &answer {
+        Ok(_) => "ok",
+        Err(Error::NotHeld { .. }) => "not_held",
+        Err(_) => "error",
+    };
+    span.record("lease.outcome", outcome);
+    counted(lease, answer.as_ref().map(|_| ()));
     answer
+}
+
+/// Counts a fenced check of `lease` that answered `answer` in the statistics of the client that
+/// holds it ([`LeaseHandle::record_fenced_check`]): passed, not held, or failed.
+pub(crate) fn counted(lease: &LeaseHandle, answer: Result<(), &Error>) {
+    lease.record_fenced_check(match answer {
+        Ok(_) => FencedCheck::Passed,
+        Err(Error::NotHeld { .. }) => FencedCheck::NotHeld,
+        Err(_) => FencedCheck::Failed,
+    });
 }

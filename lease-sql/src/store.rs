@@ -495,7 +495,10 @@ impl<X: Execute> SqlStore<X> {
         loop {
             let (message, commit) = self.begin_message(lease, begin)?;
             match self.executor.batch_on(&mut *connection, message).await {
-                Ok(()) => return Ok(commit),
+                Ok(()) => {
+                    self.fenced_begun(lease, commit);
+                    return Ok(commit);
+                }
                 Err(error) => {
                     self.after_failed_begin(&mut *connection, lease, &mut begin, error)
                         .await?;
@@ -516,6 +519,18 @@ impl<X: Execute> SqlStore<X> {
         FencedBegin::new(at, attempt)
     }
 
+    /// Tells the store that a fenced transaction's begin message, which asked to end as
+    /// `commit` says, succeeded: where it carried the check ([`FencedCommit::Checked`]), the
+    /// check passed, and is counted in the statistics of the client that holds `lease`
+    /// ([`LeaseHandle::record_fenced_check`]). For a driver that sends the message itself
+    /// ([`begin_message`](SqlStore::begin_message)); [`begin_fenced`](SqlStore::begin_fenced)
+    /// calls it.
+    pub fn fenced_begun(&self, lease: &LeaseHandle, commit: FencedCommit) {
+        if commit == FencedCommit::Checked {
+            crate::fence_span::counted(lease, Ok(()));
+        }
+    }
+
     /// What follows a fenced transaction's begin message that failed on the try `begin`, for
     /// [`begin_fenced`](SqlStore::begin_fenced) and for a driver that sends the message itself:
     /// `Ok` to try again with `begin` as moved on, after rolling back the transaction that
@@ -533,6 +548,28 @@ impl<X: Execute> SqlStore<X> {
     /// Like any statement on the caller's connection: dropped half-way, the connection may be
     /// mid-message; drop it with the future.
     pub async fn after_failed_begin<Conn>(
+        &self,
+        connection: &mut Conn,
+        lease: &LeaseHandle,
+        begin: &mut FencedBegin,
+        error: BoxError,
+    ) -> Result<(), Error>
+    where
+        Conn: Send,
+        X: for<'c> ExecuteOn<&'c mut Conn>,
+    {
+        // The check in the `BEGIN`'s message failed for good: counted as the check's answer.
+        let checked = begin.at() == CheckAt::Begin && self.statements.checks_at_commit();
+        let moved = self.move_begin(connection, lease, begin, error).await;
+        if checked && let Err(refused) = &moved {
+            crate::fence_span::counted(lease, Err(refused));
+        }
+        moved
+    }
+
+    /// [`after_failed_begin`](SqlStore::after_failed_begin), before the failed check is
+    /// counted.
+    async fn move_begin<Conn>(
         &self,
         connection: &mut Conn,
         lease: &LeaseHandle,

@@ -236,7 +236,10 @@ where
         // A plain `BEGIN` as sqlx writes it, or the message with the check or its probe.
         let statement = (message != "BEGIN").then(|| AssertSqlSafe(message).into_sql_str());
         let error = match Transaction::begin(&mut *connection, statement).await {
-            Ok(transaction) => return run(store, transaction, lease, work, commit).await,
+            Ok(transaction) => {
+                store.fenced_begun(handle, commit);
+                return run(store, transaction, lease, work, commit).await;
+            }
             Err(error) => lease_core::BoxError::from(error),
         };
         if let Err(refused) = store

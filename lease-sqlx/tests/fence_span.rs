@@ -1,6 +1,7 @@
 //! The fenced checks run in a `lease.store` span, as the client's own store calls do:
 //! `lease.operation` = `fence`, the lease's name, and `lease.outcome` = `ok` while the lease is
-//! held and `not_held` once it is gone; checked first and with the commit alike.
+//! held, `not_held` once it is gone and `error` when its statement failed; checked first and
+//! with the commit alike. The client that holds the lease counts each check by how it ended.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -9,7 +10,7 @@ use lease_core::runtime::TokioRuntime;
 use lease_core::{Error, LeaseClient, Ttl};
 use lease_sqlx::sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 use lease_sqlx::sqlx::{self, Pool};
-use lease_sqlx::{ExecuteOn, SqlxDatabase, SqlxExecutor, SqlxStore};
+use lease_sqlx::{Execute, ExecuteOn, SqlxDatabase, SqlxExecutor, SqlxStore};
 use lease_tests::env;
 use lease_tests::spans::{SpanCapture, span_fields};
 
@@ -19,7 +20,7 @@ use lease_tests::spans::{SpanCapture, span_fields};
 async fn outcomes<DB>(pool: Pool<DB>) -> Vec<(String, String)>
 where
     DB: SqlxDatabase,
-    SqlxExecutor<DB>: lease_sqlx::Execute + for<'c> ExecuteOn<&'c mut DB::Connection>,
+    SqlxExecutor<DB>: Execute + for<'c> ExecuteOn<&'c mut DB::Connection>,
 {
     let capture = SpanCapture::new();
     let _default = tracing::subscriber::set_default(capture.clone());
@@ -50,6 +51,25 @@ where
     let refused = lease_sqlx::commit_fenced(&store, tx, &handle).await;
     assert!(matches!(refused, Err(Error::NotHeld { .. })), "{refused:?}");
 
+    // A check whose statement fails (its table is gone) answers an error, and says so.
+    store
+        .executor()
+        .batch(&format!("DROP TABLE {table}"))
+        .await
+        .unwrap();
+    let mut tx = pool.begin().await.unwrap();
+    let failed = store.fence(&mut *tx, &handle).await;
+    assert!(matches!(failed, Err(Error::Store { .. })), "{failed:?}");
+    drop(tx);
+
+    // The client that holds the lease counted every check, by how it ended.
+    let checks = client.stats().fenced_checks;
+    assert_eq!(
+        (checks.passed, checks.not_held, checks.failed),
+        (2, 2, 1),
+        "the client's count of the fenced checks: {checks:?}"
+    );
+
     let spans = capture.named("lease.store");
     spans
         .into_iter()
@@ -75,7 +95,7 @@ where
 }
 
 fn expected() -> Vec<(String, String)> {
-    ["ok", "ok", "not_held", "not_held"]
+    ["ok", "ok", "not_held", "not_held", "error"]
         .into_iter()
         .map(|outcome| ("fence".to_owned(), outcome.to_owned()))
         .collect()

@@ -40,8 +40,10 @@ async fn take_sweep(client: &LeaseClient) -> Result<LeaseGuard, CaseFailure> {
 /// The holder's fenced write commits, and the check answers without costing the lease.
 ///
 /// # Errors
-/// A [`CaseFailure`] when one of the holder's three fenced writes fails or does not commit, or the
-/// checks cost the lease, and, [as any case](crate::cases#errors), when a call it needs fails.
+/// A [`CaseFailure`] when one of the holder's three fenced writes fails or does not commit, the
+/// checks cost the lease, or the client's statistics do not count three checks passed
+/// ([`LeaseHandle::record_fenced_check`](lease_core::LeaseHandle::record_fenced_check)), and,
+/// [as any case](crate::cases#errors), when a call it needs fails.
 ///
 /// # Cancel safety
 /// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, the guard of `notify` is
@@ -66,6 +68,11 @@ pub async fn fenced_write_commits_while_held<B: TestBackend>(ctx: &Context<B>) -
         "three fenced writes of the holder committed {written:?}"
     );
     ensure!(guard.is_held(), "the fenced checks cost the lease");
+    let checks = client.stats().fenced_checks;
+    ensure!(
+        (checks.passed, checks.not_held, checks.failed) == (3, 0, 0),
+        "the client counted the three fenced checks that passed as {checks:?}"
+    );
     guard.release().await?;
     Ok(Verdict::Passed)
 }
@@ -75,8 +82,9 @@ pub async fn fenced_write_commits_while_held<B: TestBackend>(ctx: &Context<B>) -
 ///
 /// # Errors
 /// A [`CaseFailure`] when the write under the expired lease commits or fails other than with
-/// `Error::NotHeld` for the guard's fence, or the guard does not learn of the loss within a second,
-/// and, [as any case](crate::cases#errors), when a call it needs fails.
+/// `Error::NotHeld` for the guard's fence, the guard does not learn of the loss within a second,
+/// or the client's statistics do not count one check that found the lease gone, and, [as any
+/// case](crate::cases#errors), when a call it needs fails.
 ///
 /// # Cancel safety
 /// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, a fenced write cut off
@@ -114,6 +122,11 @@ pub async fn expired_lease_fails_fenced_check<B: TestBackend>(ctx: &Context<B>) 
     ensure!(
         lost == Some(LossReason::NotHeld),
         "the guard reported {lost:?}, not its loss by the check"
+    );
+    let checks = client.stats().fenced_checks;
+    ensure!(
+        (checks.passed, checks.not_held, checks.failed) == (0, 1, 0),
+        "the client counted the one fenced check that found the lease gone as {checks:?}"
     );
     Ok(Verdict::Passed)
 }
