@@ -8,8 +8,8 @@ pub use crate::{
     MigrationFile, OnConnection, PoolState, SchemaCheck, SnapshotIsolation, SqlStore, TableName,
 };
 pub use lease_core::{
-    CallStats, ClientStats, Error, ErrorChain, Fence, Health, HolderId, Leader, LeaseClient,
-    LeaseConfig, LeaseGuard, LeaseHandle, LeaseInfo, LeaseName, LeaseStore, LossReason, Losses,
-    OnLoss, RunOptions, RunOutcome, Schedule, ScheduleStats, Scheduled, ShutdownReport,
-    StoreErrorKind, Ttl, runtime,
+    CallStats, ClientStats, Error, ErrorChain, Fence, FencedCheck, FencedChecks, Health, HolderId,
+    Leader, LeaseClient, LeaseConfig, LeaseGuard, LeaseHandle, LeaseInfo, LeaseName, LeaseStore,
+    LossReason, Losses, OnLoss, RunOptions, RunOutcome, Schedule, ScheduleStats, Scheduled,
+    ShutdownReport, StoreErrorKind, Ttl, runtime,
 };
