@@ -538,7 +538,9 @@ impl<X: Execute> SqlStore<X> {
     /// [`SnapshotIsolation`](crate::SnapshotIsolation) refused the check with the commit), the
     /// check goes to the `BEGIN`; where the connection lacked the prepared statements, it
     /// prepares them ([`Attempt::Prepared`]) or, when they did not stay
-    /// ([`Attempt::PreparedAgain`]), goes on with the check's text.
+    /// ([`Attempt::PreparedAgain`]), goes on with the check's text. Where no move follows a try
+    /// whose message carried the check, its error is the check's answer, counted in the
+    /// statistics of the client that holds `lease` ([`LeaseHandle::record_fenced_check`]).
     ///
     /// # Errors
     /// [`fence_refused`](SqlStore::fence_refused)'s error when `error` calls for no move (roll
