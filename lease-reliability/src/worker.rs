@@ -222,7 +222,8 @@ const WRITE_LIMIT: Duration = Duration::from_secs(15);
 /// that the pause lands between two transactions and never inside one. Prints `acquired <fence>`, `wrote <seq>
 /// <fence>` after each commit, `refused <fence>` when the check refused a write, `failed
 /// <error>` when a call failed otherwise, then `stats
-/// writes=<n> refused=<n> errors=<n> acquisitions=<n>` and `end`.
+/// writes=<n> refused=<n> errors=<n> acquisitions=<n> checks_passed=<n> checks_not_held=<n>
+/// checks_failed=<n>` (the last three as the client counted its fenced checks) and `end`.
 ///
 /// # Errors
 /// When the store cannot be reached at the start, or a write took longer than 15 s.
@@ -302,7 +303,13 @@ pub async fn fenced<F: StoreFactory + FencedWrites>(
         // A release after a loss answers `Lost`; the history is in the table.
         let _ = guard.release().await;
     }
-    println!("stats writes={writes} refused={refused} errors={errors} acquisitions={acquisitions}");
+    // What the client counted of the checks, for the scenario to hold against what it saw.
+    let checks = client.stats().fenced_checks;
+    println!(
+        "stats writes={writes} refused={refused} errors={errors} acquisitions={acquisitions} \
+         checks_passed={} checks_not_held={} checks_failed={}",
+        checks.passed, checks.not_held, checks.failed
+    );
     println!("end");
     Ok(())
 }

@@ -4,7 +4,10 @@
 //! commit and once with the check with the `BEGIN` (on PostgreSQL and MariaDB in one message
 //! with either; on SQLite it comes first). The test pauses the holder with `SIGSTOP` past the TTL
 //! (the worker stops itself on request just before its next write, so the pause lands between
-//! two transactions and on resume it writes before it looks at `is_held()`), stalls its connections through a proxy past the TTL, or cuts them. The table
+//! two transactions and on resume it writes before it looks at `is_held()`), stalls its
+//! connections through a proxy past the TTL, cuts them, or releases its lease on its behalf, as
+//! an operator's forced release does (the holder, whose local deadline is far off, learns it
+//! only from the database's check or its next renewal). The table
 //! records each write's fence and its place in commit order (see `lease_reliability::fenced`);
 //! the checker proves that no holder committed a write after the first committed write of a
 //! greater fence.
@@ -182,9 +185,11 @@ impl Follow {
 struct Outcome {
     verdict: Verdict,
     faults: u64,
-    /// Pauses, stalls and cuts.
-    kinds: [u64; 3],
+    /// Pauses, stalls, cuts and forced releases.
+    kinds: [u64; 4],
     refused: u64,
+    /// Refusals by the database's check, as the workers' clients counted them.
+    checks_not_held: u64,
     errors: u64,
     takeovers: u64,
     failures: HashMap<String, u64>,
@@ -288,21 +293,27 @@ fn run_once<F: StoreFactory + FencedWrites>(
         ended: 0,
     };
 
-    // Faults until shortly before the workers stop, each healed before the next. The first is
-    // always a pause, the fault every database has.
+    // Faults until shortly before the workers stop, each healed before the next.
     let started = Instant::now();
     let secs = duration();
-    let (mut kinds, mut takeovers, mut rounds) = ([0; 3], 0, 0);
+    let (mut kinds, mut takeovers, mut rounds) = ([0; 4], 0, 0);
+    // An operator's forced release (what `leasectl release` does, on the row itself): the holder
+    // still believes it holds the lease, its local deadline far off, so its next write is kept
+    // out by the database's check, unless a renewal told it first.
+    let forced_release = format!("UPDATE {table} SET holder = NULL WHERE name = '{NAME}'");
     let mut rng = rand::rng();
     let mut problems = Vec::new();
     while started.elapsed() + Duration::from_millis(1_500) < secs {
         let Some((victim, fence)) = follow.holder_after_write(Duration::from_secs(3)) else {
             continue;
         };
-        let fault = if rounds == 0 || victim >= proxies.len() {
-            0
-        } else {
-            rng.random_range(0..3usize)
+        // The first fault is a pause and the second a forced release, the faults every database
+        // has; then any, as the victim's connection allows.
+        let fault = match rounds {
+            0 => 0,
+            1 => 3,
+            _ if victim >= proxies.len() => [0, 3][rng.random_range(0..2usize)],
+            _ => rng.random_range(0..4usize),
         };
         rounds += 1;
         kinds[fault] += 1;
@@ -317,15 +328,20 @@ fn run_once<F: StoreFactory + FencedWrites>(
                 takeovers += u64::from(follow.takeover(fence));
                 proxies[victim].pass();
             }
-            _ => {
+            2 => {
                 proxies[victim].cut();
                 std::thread::sleep(Duration::from_millis(500));
                 proxies[victim].pass();
             }
+            _ => {
+                rt.block_on(factory.execute(&store, &forced_release))
+                    .unwrap_or_else(|e| panic!("the forced release failed: {e}"));
+                takeovers += u64::from(follow.takeover(fence));
+            }
         }
         std::thread::sleep(Duration::from_millis(rng.random_range(100..400)));
     }
-    let faults = kinds[0] + proxies.iter().map(|p| p.stats().faults).sum::<u64>();
+    let faults = kinds[0] + kinds[3] + proxies.iter().map(|p| p.stats().faults).sum::<u64>();
 
     // Every worker stops at its deadline; one that does not within 20 s is killed and counted.
     follow.until(Duration::from_secs(20), |follow, _| follow.ended == WORKERS);
@@ -345,14 +361,33 @@ fn run_once<F: StoreFactory + FencedWrites>(
             problems.push(format!("worker {i}'s proxy carried only {stats:?}"));
         }
     }
-    let (mut refused, mut errors) = (0, 0);
-    for stats in follow.stats.values() {
-        for field in stats.split_whitespace() {
-            match field.split_once('=') {
-                Some(("refused", n)) => refused += n.parse::<u64>().unwrap(),
-                Some(("errors", n)) => errors += n.parse::<u64>().unwrap(),
-                _ => {}
-            }
+    let (mut refused, mut errors, mut checks_not_held) = (0, 0, 0);
+    for (i, stats) in &follow.stats {
+        let field = |name: &str| -> u64 {
+            stats
+                .split_whitespace()
+                .find_map(|field| field.strip_prefix(name)?.strip_prefix('='))
+                .unwrap_or_else(|| panic!("worker {i}'s stats lack {name}: {stats}"))
+                .parse()
+                .unwrap()
+        };
+        refused += field("refused");
+        errors += field("errors");
+        checks_not_held += field("checks_not_held");
+        // The client's count of the checks agrees with what the worker saw: every committed
+        // write passed a check, every check that found the lease gone was a refusal (a refusal
+        // may also come before any check, from a guard that knew the lease lost), and an
+        // unfenced worker ran no check.
+        let (writes, passed) = (field("writes"), field("checks_passed"));
+        let (not_held, failed) = (field("checks_not_held"), field("checks_failed"));
+        let agrees = match checked {
+            Some(_) => passed >= writes && not_held <= field("refused"),
+            None => passed + not_held + failed == 0,
+        };
+        if !agrees {
+            problems.push(format!(
+                "worker {i}'s client counted fenced checks that disagree with its writes: {stats}"
+            ));
         }
     }
 
@@ -373,6 +408,7 @@ fn run_once<F: StoreFactory + FencedWrites>(
         faults,
         kinds,
         refused,
+        checks_not_held,
         errors,
         takeovers,
         failures: follow.failures,
@@ -451,14 +487,16 @@ fn run(db: Db, driver: Driver) {
     .into_iter()
     .filter_map(|(run, outcome)| Some((run, outcome?)))
     {
-        let [pauses, stalls, cuts] = outcome.kinds;
+        let [pauses, stalls, cuts, releases] = outcome.kinds;
         eprintln!(
-            "{backend} {run}: {} writes under {} fences, {} stale, {} refused, {} failed; \
-             {pauses} pauses, {stalls} stalls, {cuts} cuts, {} takeovers",
+            "{backend} {run}: {} writes under {} fences, {} stale, {} refused ({} by the \
+             database's check), {} failed; {pauses} pauses, {stalls} stalls, {cuts} cuts, \
+             {releases} forced releases, {} takeovers",
             outcome.verdict.writes,
             outcome.verdict.fences,
             outcome.verdict.stale.len(),
             outcome.refused,
+            outcome.checks_not_held,
             outcome.errors,
             outcome.takeovers
         );
