@@ -24,22 +24,25 @@ pub(crate) async fn traced(
         lease.outcome = tracing::field::Empty,
     );
     let answer = check.instrument(span.clone()).await;
-    let outcome = match &answer {
-        Ok(_) => "ok",
-        Err(Error::NotHeld { .. }) => "not_held",
-        Err(_) => "error",
-    };
-    span.record("lease.outcome", outcome);
-    counted(lease, answer.as_ref().map(|_| ()));
+    let check = outcome(answer.as_ref().map(|_| ()));
+    span.record(
+        "lease.outcome",
+        match check {
+            FencedCheck::Passed => "ok",
+            FencedCheck::NotHeld => "not_held",
+            _ => "error",
+        },
+    );
+    lease.record_fenced_check(check);
     answer
 }
 
-/// Counts a fenced check of `lease` that answered `answer` in the statistics of the client that
-/// holds it ([`LeaseHandle::record_fenced_check`]): passed, not held, or failed.
-pub(crate) fn counted(lease: &LeaseHandle, answer: Result<(), &Error>) {
-    lease.record_fenced_check(match answer {
-        Ok(_) => FencedCheck::Passed,
+/// How a fenced check that answered `answer` ended: passed, not held (the lease was gone), or
+/// failed (any other error).
+pub(crate) fn outcome(answer: Result<(), &Error>) -> FencedCheck {
+    match answer {
+        Ok(()) => FencedCheck::Passed,
         Err(Error::NotHeld { .. }) => FencedCheck::NotHeld,
         Err(_) => FencedCheck::Failed,
-    });
+    }
 }

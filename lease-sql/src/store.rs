@@ -527,7 +527,7 @@ impl<X: Execute> SqlStore<X> {
     /// calls it.
     pub fn fenced_begun(&self, lease: &LeaseHandle, commit: FencedCommit) {
         if commit == FencedCommit::Checked {
-            crate::fence_span::counted(lease, Ok(()));
+            lease.record_fenced_check(lease_core::FencedCheck::Passed);
         }
     }
 
@@ -564,7 +564,7 @@ impl<X: Execute> SqlStore<X> {
         let checked = begin.at() == CheckAt::Begin && self.statements.checks_at_commit();
         let moved = self.move_begin(connection, lease, begin, error).await;
         if checked && let Err(refused) = &moved {
-            crate::fence_span::counted(lease, Err(refused));
+            lease.record_fenced_check(crate::fence_span::outcome(Err(refused)));
         }
         moved
     }
