@@ -5,13 +5,19 @@
 //!   and lease-diesel in turn) contend for the same three names. The history checker finds
 //!   no two believers of a name and strictly increasing fences. A certification conflict
 //!   between two nodes' acquisitions is answered "not acquired": no round fails with an
-//!   error. The cluster's own counters show that conflicts did happen
-//!   (`wsrep_local_cert_failures` and `wsrep_local_bf_aborts`, summed over the nodes), or the
-//!   run would show nothing about them.
+//!   error.
 //! - Beside them, per driver, holders on two nodes take turns with one name: each holds for
 //!   two TTLs (so renewals must go through), writing to a protected table in fenced
 //!   transactions, and then releases; a write under the released lease is refused. Fences
 //!   increase from holder to holder and the committed writes hold no stale write.
+//! - Whether the contenders collide within the few hundred microseconds a write takes to reach
+//!   the other nodes is chance: some runs count dozens of conflicts, some none. So after them,
+//!   collisions are made on purpose: in each round one client per node and a second on node 0,
+//!   lease-sqlx and lease-diesel in turn, try to acquire the same new name at once. Exactly one
+//!   takes it, the others answer "not acquired", none fails. The rounds go on (at least
+//!   `MIN_COLLISION_ROUNDS`, at most `COLLISION_ROUNDS` and `COLLISION_TIME`) until the
+//!   cluster's own counters (`wsrep_local_cert_failures` and `wsrep_local_bf_aborts`, summed
+//!   over the nodes) show a conflict, or the run would show nothing about them.
 //!
 //! Nothing is injected: the RELIABILITY line counts the certification conflicts as faults.
 //! It lasts `LEASE_RELIABILITY_GALERA_SECS` seconds (default 12), after the cluster starts
@@ -20,12 +26,15 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use futures::future::join_all;
+
 use lease_diesel::diesel_async::AsyncMysqlConnection;
 use lease_reliability::Driver;
 use lease_reliability::contenders::{Contenders, Contest};
+use lease_core::LeaseClient;
 use lease_reliability::db::{self, Db};
 use lease_reliability::diesel::Diesel;
-use lease_reliability::factory::Sqlx;
+use lease_reliability::factory::{Sqlx, StoreFactory};
 use lease_reliability::fenced::{self, FencedWrites, Protected};
 use lease_reliability::report::Counts;
 use lease_reliability::scenario::{Timing, runtime, take_over};
@@ -36,6 +45,12 @@ use lease_tests::env;
 const WORKER: &str = env!("CARGO_BIN_EXE_lease-reliability-worker");
 /// How long past their time the contenders may take to end.
 const FINISH_SLACK: Duration = Duration::from_secs(30);
+/// At most this many collision rounds are played.
+const COLLISION_ROUNDS: u64 = 400;
+/// At least this many are, conflicts or not.
+const MIN_COLLISION_ROUNDS: u64 = 20;
+/// The collision rounds stop after this long, however many were played.
+const COLLISION_TIME: Duration = Duration::from_secs(20);
 
 fn duration() -> Duration {
     let secs = std::env::var("LEASE_RELIABILITY_GALERA_SECS")
@@ -162,6 +177,76 @@ async fn turns<F: FencedWrites>(
     counts
 }
 
+/// Collision rounds on `table` until the cluster at `urls` has counted a conflict (see the
+/// module's documentation).
+async fn collisions(urls: &[String], table: &str) -> Counts {
+    let mut counts = Counts::new("galera-collisions", "mariadb-galera/sqlx+diesel");
+    let timing = timing();
+    let sqlx = Sqlx::<MySql>::new();
+    let diesel = Diesel::<AsyncMysqlConnection>::new();
+    let mut clients: Vec<LeaseClient> = Vec::new();
+    for (i, url) in [&urls[0], &urls[1], &urls[2], &urls[0]].into_iter().enumerate() {
+        let client = if i % 2 == 0 {
+            timing.client(sqlx.connect(url, table, 1).await.expect("a store"))
+        } else {
+            timing.client(diesel.connect(url, table, 1).await.expect("a store"))
+        };
+        clients.push(client);
+    }
+    let before = conflicts(urls).await;
+    let started = Instant::now();
+    let mut seen = 0;
+    let mut rounds = 0;
+    while rounds < COLLISION_ROUNDS && started.elapsed() < COLLISION_TIME {
+        let name = format!("collide-{rounds}");
+        rounds += 1;
+        // Every client sends its statement on the first poll, before any answer comes back.
+        let answers = join_all(clients.iter().map(|c| c.try_acquire(name.as_str()))).await;
+        counts.operations += answers.len() as u64;
+        let mut winners = Vec::new();
+        for (client, answer) in answers.into_iter().enumerate() {
+            match answer {
+                Ok(Some(guard)) => winners.push(guard),
+                Ok(None) => {}
+                Err(error) => counts.violation(format!(
+                    "round {rounds}: client {client} failed instead of answering: {error}"
+                )),
+            }
+        }
+        counts.expect(winners.len() <= 1, || {
+            format!("round {rounds}: {} clients acquired {name}", winners.len())
+        });
+        counts.expect(!winners.is_empty(), || {
+            format!("round {rounds}: no client acquired the free lease {name}")
+        });
+        for guard in winners {
+            counts.operations += 1;
+            if let Err(error) = guard.release().await {
+                counts.violation(format!("round {rounds}: a release failed: {error}"));
+            }
+        }
+        if rounds >= MIN_COLLISION_ROUNDS && rounds % 10 == 0 {
+            seen = conflicts(urls).await - before;
+            if seen > 0 {
+                break;
+            }
+        }
+    }
+    seen = seen.max(conflicts(urls).await - before);
+    counts.faults = seen;
+    eprintln!(
+        "galera collisions: {rounds} rounds in {:?}, {seen} certification conflicts",
+        started.elapsed()
+    );
+    counts.expect(seen > 0, || {
+        format!(
+            "no certification conflict in {rounds} rounds of simultaneous acquisitions: \
+             the run shows nothing about them"
+        )
+    });
+    counts
+}
+
 /// Certification failures and brute-force aborts, summed over the nodes.
 async fn conflicts(urls: &[String]) -> u64 {
     let mut total = 0;
@@ -191,14 +276,10 @@ fn galera_contention() {
     let table = env::unique_table("galera");
     let secs = duration();
     let mut history = Counts::new("galera-history", "mariadb-galera/sqlx+diesel");
-    let (outcome, a, b, conflicts) = runtime().block_on(async {
+    let (outcome, a, b, conflicts, collided) = runtime().block_on(async {
         let sqlx = Sqlx::<MySql>::new();
-        let admin = lease_reliability::factory::StoreFactory::connect(&sqlx, &urls[0], &table, 1)
-            .await
-            .expect("a store");
-        lease_reliability::factory::StoreFactory::setup(&sqlx, &admin)
-            .await
-            .expect("the lease table");
+        let admin = sqlx.connect(&urls[0], &table, 1).await.expect("a store");
+        sqlx.setup(&admin).await.expect("the lease table");
         let contest = Contest {
             db: Db::MariaDb,
             table: table.clone(),
@@ -227,7 +308,9 @@ fn galera_contention() {
         );
         let outcome =
             tokio::task::block_in_place(|| contenders.finish(&mut history, secs + FINISH_SLACK));
-        (outcome, a, b, conflicts(&urls).await)
+        let contest_conflicts = conflicts(&urls).await;
+        let collided = collisions(&urls, &table).await;
+        (outcome, a, b, contest_conflicts, collided)
     });
     drop(cluster);
     history.operations = outcome.attempts + outcome.verdict.sections as u64;
@@ -248,9 +331,6 @@ fn galera_contention() {
             outcome.errors
         )
     });
-    history.expect(conflicts > 0, || {
-        "no certification conflict happened: the run shows nothing about them".into()
-    });
     history.expect(outcome.verdict.sections >= 10, || {
         format!(
             "only {} critical sections: the history shows little",
@@ -260,4 +340,5 @@ fn galera_contention() {
     a.conclude();
     b.conclude();
     history.conclude();
+    collided.conclude();
 }
