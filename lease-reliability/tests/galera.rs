@@ -28,10 +28,10 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 
+use lease_core::LeaseClient;
 use lease_diesel::diesel_async::AsyncMysqlConnection;
 use lease_reliability::Driver;
 use lease_reliability::contenders::{Contenders, Contest};
-use lease_core::LeaseClient;
 use lease_reliability::db::{self, Db};
 use lease_reliability::diesel::Diesel;
 use lease_reliability::factory::{Sqlx, StoreFactory};
@@ -185,7 +185,10 @@ async fn collisions(urls: &[String], table: &str) -> Counts {
     let sqlx = Sqlx::<MySql>::new();
     let diesel = Diesel::<AsyncMysqlConnection>::new();
     let mut clients: Vec<LeaseClient> = Vec::new();
-    for (i, url) in [&urls[0], &urls[1], &urls[2], &urls[0]].into_iter().enumerate() {
+    for (i, url) in [&urls[0], &urls[1], &urls[2], &urls[0]]
+        .into_iter()
+        .enumerate()
+    {
         let client = if i % 2 == 0 {
             timing.client(sqlx.connect(url, table, 1).await.expect("a store"))
         } else {
