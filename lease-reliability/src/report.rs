@@ -63,6 +63,33 @@ impl Counts {
     }
 }
 
+/// [`Counts::conclude`] for several runs of one test: prints every `RELIABILITY` line first,
+/// so that a violation in one does not hide the counts of the others, then fails when any of
+/// them found a violation, listing them all.
+///
+/// # Panics
+/// When any violation was found.
+pub fn conclude_all(runs: &[&Counts]) {
+    let mut stderr = std::io::stderr();
+    for counts in runs {
+        let _ = writeln!(stderr, "{counts}");
+    }
+    let broken: Vec<String> = runs
+        .iter()
+        .filter(|counts| counts.violations > 0)
+        .map(|counts| {
+            format!(
+                "{} {}: {} violation(s):\n{}",
+                counts.scenario,
+                counts.backend,
+                counts.violations,
+                counts.details.join("\n")
+            )
+        })
+        .collect();
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
 impl fmt::Display for Counts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

@@ -43,7 +43,7 @@ use lease_reliability::db;
 use lease_reliability::diesel::Diesel;
 use lease_reliability::factory::Sqlx;
 use lease_reliability::fenced::{self, FencedWrites, Protected};
-use lease_reliability::report::Counts;
+use lease_reliability::report::{self, Counts};
 use lease_reliability::scenario::{Timing, runtime, take_over};
 use lease_sqlx::CheckAt;
 use lease_sqlx::sqlx::{self, Connection, PgConnection, Postgres};
@@ -612,8 +612,7 @@ fn run(replication: Replication) {
         b.counts.faults += faults;
         (a.counts, b.counts)
     });
-    sqlx_counts.conclude();
-    diesel_counts.conclude();
+    report::conclude_all(&[&sqlx_counts, &diesel_counts]);
 }
 
 #[test]

@@ -15,9 +15,15 @@
 //!   collisions are made on purpose: in each round one client per node and a second on node 0,
 //!   lease-sqlx and lease-diesel in turn, try to acquire the same new name at once. Exactly one
 //!   takes it, the others answer "not acquired", none fails. The rounds go on (at least
-//!   `MIN_COLLISION_ROUNDS`, at most `COLLISION_ROUNDS` and `COLLISION_TIME`) until the
-//!   cluster's own counters (`wsrep_local_cert_failures` and `wsrep_local_bf_aborts`, summed
-//!   over the nodes) show a conflict, or the run would show nothing about them.
+//!   `LEASE_RELIABILITY_GALERA_ROUNDS`, default 20, then at most `EXTRA_COLLISION_ROUNDS` more
+//!   within `COLLISION_TIME`) until the cluster's own counters (`wsrep_local_cert_failures` and
+//!   `wsrep_local_bf_aborts`, summed over the nodes) show a conflict, or the run would show
+//!   nothing about them. Then the same once more with the nodes' own retry of a conflicting
+//!   autocommit statement turned off (`wsrep_retry_autocommit = 0`, 1 by default): the
+//!   library's answer to a conflict alone must make every loser's answer "not acquired".
+//!   The control: the same rounds of plain inserts of one key, each sent once with no library,
+//!   must see statements fail with a conflict, or the rounds would not catch a store that
+//!   passes a conflict on as an error.
 //!
 //! Nothing is injected: the RELIABILITY line counts the certification conflicts as faults.
 //! It lasts `LEASE_RELIABILITY_GALERA_SECS` seconds (default 12), after the cluster starts
@@ -36,21 +42,29 @@ use lease_reliability::db::{self, Db};
 use lease_reliability::diesel::Diesel;
 use lease_reliability::factory::{Sqlx, StoreFactory};
 use lease_reliability::fenced::{self, FencedWrites, Protected};
-use lease_reliability::report::Counts;
+use lease_reliability::report::{self, Counts};
 use lease_reliability::scenario::{Timing, runtime, take_over};
 use lease_sqlx::CheckAt;
+use lease_sqlx::sqlx::mysql::MySqlDatabaseError;
 use lease_sqlx::sqlx::{self, Connection, MySql, MySqlConnection, Row};
 use lease_tests::env;
 
 const WORKER: &str = env!("CARGO_BIN_EXE_lease-reliability-worker");
 /// How long past their time the contenders may take to end.
 const FINISH_SLACK: Duration = Duration::from_secs(30);
-/// At most this many collision rounds are played.
-const COLLISION_ROUNDS: u64 = 400;
-/// At least this many are, conflicts or not.
-const MIN_COLLISION_ROUNDS: u64 = 20;
-/// The collision rounds stop after this long, however many were played.
+/// Collision rounds played past the least number when the cluster has counted no conflict yet.
+const EXTRA_COLLISION_ROUNDS: u64 = 380;
+/// The collision rounds stop after this long past the time their least number takes (a few
+/// milliseconds a round), however many were played.
 const COLLISION_TIME: Duration = Duration::from_secs(20);
+
+/// The least number of collision rounds: `LEASE_RELIABILITY_GALERA_ROUNDS` (default 20).
+fn collision_rounds() -> u64 {
+    std::env::var("LEASE_RELIABILITY_GALERA_ROUNDS")
+        .ok()
+        .and_then(|rounds| rounds.parse().ok())
+        .unwrap_or(20)
+}
 
 fn duration() -> Duration {
     let secs = std::env::var("LEASE_RELIABILITY_GALERA_SECS")
@@ -179,8 +193,8 @@ async fn turns<F: FencedWrites>(
 
 /// Collision rounds on `table` until the cluster at `urls` has counted a conflict (see the
 /// module's documentation).
-async fn collisions(urls: &[String], table: &str) -> Counts {
-    let mut counts = Counts::new("galera-collisions", "mariadb-galera/sqlx+diesel");
+async fn collisions(urls: &[String], table: &str, scenario: &str) -> Counts {
+    let mut counts = Counts::new(scenario, "mariadb-galera/sqlx+diesel");
     let timing = timing();
     let sqlx = Sqlx::<MySql>::new();
     let diesel = Diesel::<AsyncMysqlConnection>::new();
@@ -200,8 +214,11 @@ async fn collisions(urls: &[String], table: &str) -> Counts {
     let started = Instant::now();
     let mut seen = 0;
     let mut rounds = 0;
-    while rounds < COLLISION_ROUNDS && started.elapsed() < COLLISION_TIME {
-        let name = format!("collide-{rounds}");
+    let least = collision_rounds();
+    let time =
+        COLLISION_TIME + Duration::from_millis(20) * u32::try_from(least).unwrap_or(u32::MAX);
+    while rounds < least + EXTRA_COLLISION_ROUNDS && started.elapsed() < time {
+        let name = format!("{scenario}-{rounds}");
         rounds += 1;
         // Every client sends its statement on the first poll, before any answer comes back.
         let answers = join_all(clients.iter().map(|c| c.try_acquire(name.as_str()))).await;
@@ -228,7 +245,7 @@ async fn collisions(urls: &[String], table: &str) -> Counts {
                 counts.violation(format!("round {rounds}: a release failed: {error}"));
             }
         }
-        if rounds >= MIN_COLLISION_ROUNDS && rounds % 10 == 0 {
+        if rounds >= least && rounds % 10 == 0 {
             seen = conflicts(urls).await - before;
             if seen > 0 {
                 break;
@@ -248,6 +265,77 @@ async fn collisions(urls: &[String], table: &str) -> Counts {
         )
     });
     counts
+}
+
+/// The control of the collision rounds: the same rounds with no library, four connections
+/// inserting the same new key at once into a table of their own, each statement sent once.
+/// It shows that the rounds make conflicts reach a client that does not answer them (the
+/// losers' statements fail with a deadlock, MariaDB's error 1213), so the rounds would catch a
+/// store that passed one on as an error.
+async fn raw_collisions(urls: &[String]) -> Counts {
+    let mut counts = Counts::new("galera-collisions-control", "mariadb-galera/sqlx");
+    let mut connections = Vec::new();
+    for url in [&urls[0], &urls[1], &urls[2], &urls[0]] {
+        connections.push(MySqlConnection::connect(url).await.expect("a node"));
+    }
+    sqlx::query(
+        "CREATE TABLE IF NOT EXISTS galera_collisions_control \
+         (name VARCHAR(64) PRIMARY KEY, n BIGINT NOT NULL) ENGINE = InnoDB",
+    )
+    .execute(&mut connections[0])
+    .await
+    .expect("the control's table");
+    let least = collision_rounds();
+    let mut rounds = 0;
+    while rounds < least + EXTRA_COLLISION_ROUNDS && (rounds < least || counts.faults == 0) {
+        let name = format!("control-{rounds}");
+        rounds += 1;
+        let answers = join_all(connections.iter_mut().map(|connection| {
+            sqlx::query(
+                "INSERT INTO galera_collisions_control (name, n) VALUES (?, 1) \
+                 ON DUPLICATE KEY UPDATE n = n + 1",
+            )
+            .bind(name.clone())
+            .execute(connection)
+        }))
+        .await;
+        for answer in answers {
+            counts.operations += 1;
+            if let Err(error) = answer {
+                let number = error
+                    .as_database_error()
+                    .and_then(|e| e.try_downcast_ref::<MySqlDatabaseError>())
+                    .map(MySqlDatabaseError::number);
+                counts.expect(number == Some(1213), || {
+                    format!("round {rounds}: a statement failed with more than a conflict: {error}")
+                });
+                counts.faults += 1;
+            }
+        }
+    }
+    eprintln!(
+        "galera collisions, control: {rounds} rounds, {} of {} statements failed with a conflict",
+        counts.faults, counts.operations
+    );
+    counts.expect(counts.faults > 0, || {
+        format!(
+            "no statement of {rounds} control rounds failed with a conflict: the collision \
+             rounds would not catch a store that passes a conflict on as an error"
+        )
+    });
+    counts
+}
+
+/// Turns off every node's own retry of an autocommit statement that lost a certification
+/// (`wsrep_retry_autocommit`, 1 by default).
+async fn no_server_retries(urls: &[String]) {
+    for url in urls {
+        let mut connection = MySqlConnection::connect(url).await.expect("a node");
+        sqlx::query("SET GLOBAL wsrep_retry_autocommit = 0")
+            .execute(&mut connection)
+            .await
+            .expect("the node's setting");
+    }
 }
 
 /// Certification failures and brute-force aborts, summed over the nodes.
@@ -312,8 +400,11 @@ fn galera_contention() {
         let outcome =
             tokio::task::block_in_place(|| contenders.finish(&mut history, secs + FINISH_SLACK));
         let contest_conflicts = conflicts(&urls).await;
-        let collided = collisions(&urls, &table).await;
-        (outcome, a, b, contest_conflicts, collided)
+        let collided = collisions(&urls, &table, "galera-collisions").await;
+        no_server_retries(&urls).await;
+        let alone = collisions(&urls, &table, "galera-collisions-no-server-retry").await;
+        let control = raw_collisions(&urls).await;
+        (outcome, a, b, contest_conflicts, (collided, alone, control))
     });
     drop(cluster);
     history.operations = outcome.attempts + outcome.verdict.sections as u64;
@@ -340,8 +431,5 @@ fn galera_contention() {
             outcome.verdict.sections
         )
     });
-    a.conclude();
-    b.conclude();
-    history.conclude();
-    collided.conclude();
+    report::conclude_all(&[&a, &b, &history, &collided.0, &collided.1, &collided.2]);
 }

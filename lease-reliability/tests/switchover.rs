@@ -28,7 +28,7 @@ use lease_reliability::contenders::{Contenders, Contest};
 use lease_reliability::db::{self, Db};
 use lease_reliability::diesel::Diesel;
 use lease_reliability::factory::{Sqlx, StoreFactory};
-use lease_reliability::report::Counts;
+use lease_reliability::report::{self, Counts};
 use lease_reliability::scenario::{Timing, runtime};
 use lease_sqlx::sqlx::Postgres;
 use lease_tests::env;
@@ -231,7 +231,5 @@ fn postgres_switchover() {
         outcome.attempts,
         outcome.errors
     );
-    a.counts.conclude();
-    b.counts.conclude();
-    history.conclude();
+    report::conclude_all(&[&a.counts, &b.counts, &history]);
 }
