@@ -268,7 +268,8 @@ async fn collisions(urls: &[String], table: &str, scenario: &str) -> Counts {
 }
 
 /// The control of the collision rounds: the same rounds with no library, four connections
-/// inserting the same new key at once into a table of their own, each statement sent once.
+/// inserting the same new key at once into a table of their own, each statement sent once (the
+/// nodes' own retry is off by then).
 /// It shows that the rounds make conflicts reach a client that does not answer them (the
 /// losers' statements fail with a deadlock, MariaDB's error 1213), so the rounds would catch a
 /// store that passed one on as an error.
@@ -307,7 +308,7 @@ async fn raw_collisions(urls: &[String]) -> Counts {
                     .and_then(|e| e.try_downcast_ref::<MySqlDatabaseError>())
                     .map(MySqlDatabaseError::number);
                 counts.expect(number == Some(1213), || {
-                    format!("round {rounds}: a statement failed with more than a conflict: {error}")
+                    format!("round {rounds}: a statement failed with another error than a conflict: {error}")
                 });
                 counts.faults += 1;
             }
