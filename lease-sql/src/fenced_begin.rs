@@ -10,20 +10,27 @@ use crate::{Attempt, CheckAt};
 /// after a try failed [`SqlStore::after_failed_begin`](crate::SqlStore::after_failed_begin)
 /// moves it on or gives up. Every move goes one way: the check from the commit to the `BEGIN`
 /// (the transaction reads from a snapshot, see [`SnapshotIsolation`](crate::SnapshotIsolation)),
-/// and from the prepared statements to preparing them, then to the check's text. So a begin
-/// sends at most [`MOST_TRIES`](FencedBegin::MOST_TRIES) messages.
+/// from the prepared statements to preparing them, then to the check's text, and, once, the
+/// same try again after the check in the `BEGIN`'s message lost to a concurrent update of the
+/// lease's row (the holder's own renewal, under a snapshot). So a begin sends at most
+/// [`MOST_TRIES`](FencedBegin::MOST_TRIES) messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FencedBegin {
     at: CheckAt,
     attempt: Attempt,
+    again: bool,
 }
 
 impl FencedBegin {
     /// The most messages a begin sends: one try, and one after each move.
-    pub const MOST_TRIES: usize = 4;
+    pub const MOST_TRIES: usize = 5;
 
     pub(crate) fn new(at: CheckAt, attempt: Attempt) -> Self {
-        Self { at, attempt }
+        Self {
+            at,
+            attempt,
+            again: false,
+        }
     }
 
     /// Where this try checks the lease.
@@ -41,6 +48,12 @@ impl FencedBegin {
         let moved = self.at == CheckAt::Commit;
         self.at = CheckAt::Begin;
         moved
+    }
+
+    /// The same try once more, after its check lost to a concurrent update; `false` when it
+    /// was tried again already.
+    pub(crate) fn again(&mut self) -> bool {
+        !std::mem::replace(&mut self.again, true)
     }
 
     /// The next way to reach the check; `false` after the last ([`Attempt::Text`]).
@@ -63,12 +76,14 @@ mod tests {
     fn every_move_goes_one_way_and_the_tries_are_bounded() {
         let mut begin = FencedBegin::new(CheckAt::Commit, Attempt::Prepared);
         let mut tries = 1;
-        while begin.check_at_begin() || begin.next_attempt() {
+        while begin.check_at_begin() || begin.next_attempt() || begin.again() {
             tries += 1;
         }
         assert_eq!(tries, FencedBegin::MOST_TRIES);
-        assert_eq!(begin, FencedBegin::new(CheckAt::Begin, Attempt::Text));
+        assert_eq!(begin.at(), CheckAt::Begin);
+        assert_eq!(begin.attempt(), Attempt::Text);
         assert!(!begin.check_at_begin());
         assert!(!begin.next_attempt());
+        assert!(!begin.again());
     }
 }

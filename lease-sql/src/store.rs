@@ -538,7 +538,11 @@ impl<X: Execute> SqlStore<X> {
     /// [`SnapshotIsolation`](crate::SnapshotIsolation) refused the check with the commit), the
     /// check goes to the `BEGIN`; where the connection lacked the prepared statements, it
     /// prepares them ([`Attempt::Prepared`]) or, when they did not stay
-    /// ([`Attempt::PreparedAgain`]), goes on with the check's text. Where no move follows a try
+    /// ([`Attempt::PreparedAgain`]), goes on with the check's text; where the check in the
+    /// `BEGIN`'s message lost to a concurrent update of the lease's row (a
+    /// [`Conflict`](StoreErrorKind::Conflict): under a snapshot, the holder's own renewal that
+    /// committed while the check waited for the row), the same try goes once more, since no
+    /// work ran. Where no move follows a try
     /// whose message carried the check, its error is the check's answer, counted in the
     /// statistics of the client that holds `lease` ([`LeaseHandle::record_fenced_check`]).
     ///
@@ -593,6 +597,17 @@ impl<X: Execute> SqlStore<X> {
             tracing::debug!(
                 %level,
                 "the transaction reads from a snapshot: checking with its BEGIN instead"
+            );
+            return self.rollback_begin(connection, lease).await;
+        }
+        if begin.at() == CheckAt::Begin && self.is_conflict(&error) && begin.again() {
+            // Under a snapshot, a renewal of the lease that committed while the check waited
+            // for the row's lock fails the check with a serialization failure. Nothing of the
+            // work ran yet: the transaction begins again, with a snapshot that sees the renewal.
+            tracing::debug!(
+                lease = %lease.name(),
+                %error,
+                "the fenced check lost to a concurrent update of the lease: beginning again"
             );
             return self.rollback_begin(connection, lease).await;
         }

@@ -215,7 +215,9 @@ where
 /// [`SqlStore::after_failed_begin`](lease_sql::SqlStore::after_failed_begin) prepares what the
 /// connection lacked (once in its life), or moves the check to the `BEGIN` under a snapshot, or
 /// goes on with the check's text where prepared statements do not stay (a pooler that hands each
-/// transaction another server connection), and the transaction begins again.
+/// transaction another server connection), or, once, tries the same again after the check in
+/// the `BEGIN` lost to a concurrent update of the lease's row (under a snapshot, a renewal in
+/// flight), and the transaction begins again.
 async fn in_transaction<DB, T, E, F>(
     store: &SqlxStore<DB>,
     connection: &mut DB::Connection,

@@ -1,15 +1,20 @@
 //! `SqlStore::fence` after another statement of a PostgreSQL transaction that reads from one
 //! snapshot (`SERIALIZABLE` connections): the check must never report a lease still held as
 //! gone, nor let a stale holder's write commit; of a lease its snapshot cannot see, it says so.
+//! A renewal in flight when the check begins fails it with a serialization failure, and
+//! `fenced` then begins again by itself.
 #![cfg(feature = "postgres")]
 
 mod common;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::Backend;
+use lease_core::BoxError;
 use lease_sqlx::runtime::TokioRuntime;
-use lease_sqlx::sqlx::{self, AssertSqlSafe, Pool, Postgres};
+use lease_sqlx::sqlx::{self, AssertSqlSafe, Connection, PgConnection, Pool, Postgres};
 use lease_sqlx::{Error, LeaseClient, SnapshotIsolation, SqlxStore, StoreErrorKind, Ttl};
 use lease_tests::{FreshStore, TestBackend, env};
 
@@ -86,9 +91,22 @@ async fn a_check_after_a_read_never_reports_a_renewed_lease_gone() {
     assert!(guard.is_held(), "the failed check cost a lease still held");
     drop(tx);
 
-    let mut tx = pool.begin().await.unwrap();
-    let fence = store.fence(&mut *tx, &guard).await.unwrap();
-    assert_eq!(fence, guard.fence());
+    // Checked first. A renewal in flight when the check begins still fails it (see
+    // `a_renewal_in_flight_fails_a_check_and_fenced_begins_again`): try again, as a caller would.
+    let mut tries = 0;
+    let mut tx = loop {
+        tries += 1;
+        let mut tx = pool.begin().await.unwrap();
+        match store.fence(&mut *tx, &guard).await {
+            Ok(fence) => {
+                assert_eq!(fence, guard.fence());
+                break tx;
+            }
+            Err(error)
+                if tries < 3 && error.store_error_kind() == Some(StoreErrorKind::Conflict) => {}
+            Err(error) => panic!("the check first failed {tries} times: {error}"),
+        }
+    };
     insert_in(&mut tx, &notices).await.unwrap();
     tx.commit().await.unwrap();
     assert_eq!(count(&pool, &notices).await, 1);
@@ -224,6 +242,148 @@ async fn a_check_after_a_read_fails_a_lease_taken_over_before_the_snapshot() {
     drop(tx);
     taker.release().await.unwrap();
     fresh.teardown().await.unwrap();
+}
+
+/// The holder's own renewal in flight when a check under a snapshot begins: the check's
+/// snapshot predates the renewal's commit, so when the renewal commits and frees the row, the
+/// check fails with a serialization failure, even as its transaction's first statement. In the
+/// caller's own transaction the check says so (`Conflict`: try the transaction again), and the
+/// lease stays held: that is the negative control, the race made at will. `fenced`, which
+/// checks with its `BEGIN` under a snapshot, begins again by itself: its work runs once, and the
+/// lost try is not counted as a check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_in_flight_fails_a_check_and_fenced_begins_again() {
+    let Some((fresh, pool, notices, _)) = fixture().await else {
+        return;
+    };
+    let store = fresh.store().clone();
+    // No renewal of its own during the test: the renewals here are the test's.
+    let client = LeaseClient::builder(store.clone(), TokioRuntime)
+        .ttl(Ttl::from_secs(60).unwrap())
+        .renew_every(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let guard = client.try_acquire("notify").await.unwrap().unwrap();
+    let mut observer = PgConnection::connect(&env::postgres_url()).await.unwrap();
+
+    let renewal = Renewal::start(&store).await;
+    let check = tokio::spawn({
+        let (pool, store, lease) = (pool.clone(), store.clone(), guard.handle());
+        async move {
+            let mut tx = pool.begin().await.unwrap();
+            store.fence(&mut *tx, &lease).await
+        }
+    });
+    renewal.commit_once_waited_for(&mut observer).await;
+    let error = check
+        .await
+        .unwrap()
+        .expect_err("the check passed on a snapshot older than the renewal");
+    assert_eq!(
+        error.store_error_kind(),
+        Some(StoreErrorKind::Conflict),
+        "not a serialization failure: {}",
+        lease_sqlx::ErrorChain(&error)
+    );
+    assert!(guard.is_held(), "the failed check cost a lease still held");
+
+    let before = client.stats().fenced_checks;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let renewal = Renewal::start(&store).await;
+    let transaction = tokio::spawn({
+        let (store, lease, notices, runs) = (
+            store.clone(),
+            guard.handle(),
+            notices.clone(),
+            Arc::clone(&runs),
+        );
+        async move {
+            lease_sqlx::fenced(&store, &lease, async |connection| {
+                runs.fetch_add(1, Ordering::SeqCst);
+                sqlx::query(AssertSqlSafe(format!(
+                    "INSERT INTO {notices} (value) VALUES (1)"
+                )))
+                .execute(connection)
+                .await?;
+                Ok::<_, BoxError>(())
+            })
+            .await
+        }
+    });
+    renewal.commit_once_waited_for(&mut observer).await;
+    transaction
+        .await
+        .unwrap()
+        .expect("fenced did not begin again after losing to the renewal");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "the work ran more than once"
+    );
+    assert_eq!(count(&pool, &notices).await, 1);
+    assert!(guard.is_held());
+    let after = client.stats().fenced_checks;
+    assert_eq!(
+        (after.passed - before.passed, after.not_held, after.failed),
+        (1, before.not_held, before.failed),
+        "the checks counted: {after:?}, before: {before:?}"
+    );
+    guard.release().await.unwrap();
+    fresh.teardown().await.unwrap();
+}
+
+/// A renewal of `notify` in a transaction of its own, not yet committed: it holds the lease's
+/// row.
+struct Renewal {
+    connection: PgConnection,
+    xid: String,
+}
+
+impl Renewal {
+    /// Updates `notify`'s row as a renewal does, and keeps the transaction open.
+    async fn start(store: &SqlxStore<Postgres>) -> Self {
+        let mut connection = PgConnection::connect(&env::postgres_url()).await.unwrap();
+        sqlx::raw_sql(AssertSqlSafe(format!(
+            "BEGIN; UPDATE {} SET expires_at = expires_at + interval '1 millisecond' \
+             WHERE name = 'notify'",
+            store.table()
+        )))
+        .execute(&mut connection)
+        .await
+        .unwrap();
+        let (xid,): (String,) = sqlx::query_as("SELECT (pg_current_xact_id()::xid)::text")
+            .fetch_one(&mut connection)
+            .await
+            .unwrap();
+        Self { connection, xid }
+    }
+
+    /// Commits once another transaction waits for the renewal's row (at most 10 s).
+    async fn commit_once_waited_for(mut self, observer: &mut PgConnection) {
+        let waiting = async {
+            loop {
+                let (waiters,): (i64,) = sqlx::query_as(
+                    "SELECT count(*) FROM pg_locks \
+                     WHERE locktype = 'transactionid' AND NOT granted AND transactionid::text = $1",
+                )
+                .bind(&self.xid)
+                .fetch_one(&mut *observer)
+                .await
+                .unwrap();
+                if waiters > 0 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), waiting)
+            .await
+            .expect("nothing waited for the renewal's row");
+        sqlx::raw_sql("COMMIT")
+            .execute(&mut self.connection)
+            .await
+            .unwrap();
+    }
 }
 
 /// Expires `notify` by the database's clock.
