@@ -82,12 +82,7 @@ async fn a_check_after_a_read_never_reports_a_renewed_lease_gone() {
         !matches!(error, Error::NotHeld { .. }),
         "a lease still held was reported gone: {error}"
     );
-    assert_eq!(
-        error.store_error_kind(),
-        Some(StoreErrorKind::Conflict),
-        "not a serialization failure: {}",
-        lease_sqlx::ErrorChain(&error)
-    );
+    assert_serialization_failure(&error);
     assert!(guard.is_held(), "the failed check cost a lease still held");
     drop(tx);
 
@@ -279,12 +274,7 @@ async fn a_renewal_in_flight_fails_a_check_and_fenced_begins_again() {
         .await
         .unwrap()
         .expect_err("the check passed on a snapshot older than the renewal");
-    assert_eq!(
-        error.store_error_kind(),
-        Some(StoreErrorKind::Conflict),
-        "not a serialization failure: {}",
-        lease_sqlx::ErrorChain(&error)
-    );
+    assert_serialization_failure(&error);
     assert!(guard.is_held(), "the failed check cost a lease still held");
 
     let before = client.stats().fenced_checks;
@@ -384,6 +374,16 @@ impl Renewal {
             .await
             .unwrap();
     }
+}
+
+/// Asserts that `error` is a serialization failure (`Conflict`: try the transaction again).
+fn assert_serialization_failure(error: &Error) {
+    assert_eq!(
+        error.store_error_kind(),
+        Some(StoreErrorKind::Conflict),
+        "not a serialization failure: {}",
+        lease_sqlx::ErrorChain(error)
+    );
 }
 
 /// Expires `notify` by the database's clock.
