@@ -51,15 +51,7 @@ impl Counts {
     /// # Panics
     /// When any violation was found, listing them.
     pub fn conclude(&self) {
-        let _ = writeln!(std::io::stderr(), "{self}");
-        assert!(
-            self.violations == 0,
-            "{} {}: {} violation(s):\n{}",
-            self.scenario,
-            self.backend,
-            self.violations,
-            self.details.join("\n")
-        );
+        conclude_all(&[self]);
     }
 }
 

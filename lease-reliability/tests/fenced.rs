@@ -371,17 +371,18 @@ fn run_once<F: StoreFactory + FencedWrites>(
                 .parse()
                 .unwrap()
         };
-        refused += field("refused");
+        let (writes, worker_refused) = (field("writes"), field("refused"));
+        let (passed, not_held) = (field("checks_passed"), field("checks_not_held"));
+        let failed = field("checks_failed");
+        refused += worker_refused;
         errors += field("errors");
-        checks_not_held += field("checks_not_held");
+        checks_not_held += not_held;
         // The client's count of the checks agrees with what the worker saw: every committed
         // write passed a check, every check that found the lease gone was a refusal (a refusal
         // may also come before any check, from a guard that knew the lease lost), and an
         // unfenced worker ran no check.
-        let (writes, passed) = (field("writes"), field("checks_passed"));
-        let (not_held, failed) = (field("checks_not_held"), field("checks_failed"));
         let agrees = match checked {
-            Some(_) => passed >= writes && not_held <= field("refused"),
+            Some(_) => passed >= writes && not_held <= worker_refused,
             None => passed + not_held + failed == 0,
         };
         if !agrees {

@@ -212,7 +212,6 @@ async fn collisions(urls: &[String], table: &str, scenario: &str) -> Counts {
     }
     let before = conflicts(urls).await;
     let started = Instant::now();
-    let mut seen = 0;
     let mut rounds = 0;
     let least = collision_rounds();
     let time =
@@ -245,14 +244,11 @@ async fn collisions(urls: &[String], table: &str, scenario: &str) -> Counts {
                 counts.violation(format!("round {rounds}: a release failed: {error}"));
             }
         }
-        if rounds >= least && rounds % 10 == 0 {
-            seen = conflicts(urls).await - before;
-            if seen > 0 {
-                break;
-            }
+        if rounds >= least && rounds % 10 == 0 && conflicts(urls).await > before {
+            break;
         }
     }
-    seen = seen.max(conflicts(urls).await - before);
+    let seen = conflicts(urls).await - before;
     counts.faults = seen;
     eprintln!(
         "galera collisions: {rounds} rounds in {:?}, {seen} certification conflicts",

@@ -68,6 +68,16 @@ impl FencedBegin {
     }
 }
 
+/// What a begin does before its next try, once a try failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BeginMove {
+    /// Rolls back the failed try's transaction.
+    RollBack,
+    /// Prepares the check's statements on the connection (their preparation ends the failed
+    /// try's transaction).
+    Prepare,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

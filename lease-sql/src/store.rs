@@ -11,6 +11,7 @@ use lease_core::{
     ReleaseEvents, StoreErrorKind, Ttl,
 };
 
+use crate::fenced_begin::BeginMove;
 use crate::{
     AfterCommit, Connect, ConnectWith, DatabaseError, Execute, ExecuteOn, FencedBegin, PoolState,
     RenewManyResult, SchemaCheck, Statements, TableName, is_not_held, snapshot_isolation,
@@ -566,26 +567,25 @@ impl<X: Execute> SqlStore<X> {
     {
         // The check in the `BEGIN`'s message failed for good: counted as the check's answer.
         let checked = begin.at() == CheckAt::Begin && self.statements.checks_at_commit();
-        let moved = self.move_begin(connection, lease, begin, error).await;
+        let moved = match self.begin_move(lease, begin, error) {
+            Ok(BeginMove::RollBack) => self.rollback_begin(connection, lease).await,
+            Ok(BeginMove::Prepare) => self.prepare_fence(connection, lease).await,
+            Err(refused) => Err(refused),
+        };
         if checked && let Err(refused) = &moved {
             lease.record_fenced_check(crate::fence_span::outcome(Err(refused)));
         }
         moved
     }
 
-    /// [`after_failed_begin`](SqlStore::after_failed_begin), before the failed check is
-    /// counted.
-    async fn move_begin<Conn>(
+    /// How the begin `begin` moves on after its message failed with `error`, or the error that
+    /// ends it (see [`after_failed_begin`](SqlStore::after_failed_begin)).
+    fn begin_move(
         &self,
-        connection: &mut Conn,
         lease: &LeaseHandle,
         begin: &mut FencedBegin,
         error: BoxError,
-    ) -> Result<(), Error>
-    where
-        Conn: Send,
-        X: for<'c> ExecuteOn<&'c mut Conn>,
-    {
+    ) -> Result<BeginMove, Error> {
         let snapshot = self
             .executor
             .database_message(&*error)
@@ -598,7 +598,7 @@ impl<X: Execute> SqlStore<X> {
                 %level,
                 "the transaction reads from a snapshot: checking with its BEGIN instead"
             );
-            return self.rollback_begin(connection, lease).await;
+            return Ok(BeginMove::RollBack);
         }
         if begin.at() == CheckAt::Begin && self.is_conflict(&error) && begin.again() {
             // Under a snapshot, a renewal of the lease that committed while the check waited
@@ -609,7 +609,7 @@ impl<X: Execute> SqlStore<X> {
                 %error,
                 "the fenced check lost to a concurrent update of the lease: beginning again"
             );
-            return self.rollback_begin(connection, lease).await;
+            return Ok(BeginMove::RollBack);
         }
         if !self.is_fence_unprepared(&*error) {
             return Err(self.fence_refused(lease, error));
@@ -619,12 +619,12 @@ impl<X: Execute> SqlStore<X> {
             return Err(self.fence_refused(lease, error));
         }
         if attempt == Attempt::Prepared {
-            return self.prepare_fence(connection, lease).await;
+            return Ok(BeginMove::Prepare);
         }
         tracing::debug!(
             "the prepared fence does not stay on this connection: checking with its text"
         );
-        self.rollback_begin(connection, lease).await
+        Ok(BeginMove::RollBack)
     }
 
     /// Rolls back the transaction of a begin message that failed.
