@@ -4,7 +4,7 @@
 use std::future::Future;
 
 use lease_core::{Error, Fence, FencedCheck, LeaseHandle};
-use tracing::Instrument;
+use tracing::{Instrument, Span};
 
 /// Runs `check`, the fenced check (and commit) of `lease`, in a `lease.store` span with the
 /// fields of the client's store calls: `lease.operation` = `fence`, `lease.name`,
@@ -16,15 +16,26 @@ pub(crate) async fn traced(
     lease: &LeaseHandle,
     check: impl Future<Output = Result<Fence, Error>>,
 ) -> Result<Fence, Error> {
-    let span = tracing::debug_span!(
+    let span = span(lease);
+    let answer = check.instrument(span.clone()).await;
+    record(&span, lease, outcome(answer.as_ref().map(|_| ())));
+    answer
+}
+
+/// The `lease.store` span of a fenced check of `lease`, its outcome still to be recorded.
+pub(crate) fn span(lease: &LeaseHandle) -> Span {
+    tracing::debug_span!(
         "lease.store",
         lease.operation = "fence",
         lease.name = lease.name().as_str(),
         lease.leases = 1,
         lease.outcome = tracing::field::Empty,
-    );
-    let answer = check.instrument(span.clone()).await;
-    let check = outcome(answer.as_ref().map(|_| ()));
+    )
+}
+
+/// Records how the fenced check of `lease` in `span` ended, in the span and in the statistics
+/// of the client that holds `lease`.
+pub(crate) fn record(span: &Span, lease: &LeaseHandle, check: FencedCheck) {
     span.record(
         "lease.outcome",
         match check {
@@ -34,7 +45,6 @@ pub(crate) async fn traced(
         },
     );
     lease.record_fenced_check(check);
-    answer
 }
 
 /// How a fenced check that answered `answer` ended: passed, not held (the lease was gone), or

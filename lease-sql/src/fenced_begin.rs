@@ -1,5 +1,8 @@
 //! [`FencedBegin`]: where the begin of a fenced transaction stands among its tries.
 
+use lease_core::LeaseHandle;
+use tracing::Span;
+
 use crate::{Attempt, CheckAt};
 
 /// The begin of a fenced transaction, try by try: where its check goes ([`CheckAt`]) and how
@@ -14,11 +17,16 @@ use crate::{Attempt, CheckAt};
 /// same try again after the check in the `BEGIN`'s message lost to a concurrent update of the
 /// lease's row (the holder's own renewal, under a snapshot). So a begin sends at most
 /// [`MOST_TRIES`](FencedBegin::MOST_TRIES) messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// Once a try's message carries the check, the begin holds the check's `lease.store` span
+/// ([`span`](FencedBegin::span)), the one every fenced check runs in, across the tries that
+/// follow: a check that goes again after a move is one check, with one outcome.
+#[derive(Debug, Clone)]
 pub struct FencedBegin {
     at: CheckAt,
     attempt: Attempt,
     again: bool,
+    span: Span,
 }
 
 impl FencedBegin {
@@ -30,6 +38,7 @@ impl FencedBegin {
             at,
             attempt,
             again: false,
+            span: Span::none(),
         }
     }
 
@@ -41,6 +50,22 @@ impl FencedBegin {
     /// How this try reaches the check.
     pub fn attempt(&self) -> Attempt {
         self.attempt
+    }
+
+    /// The `lease.store` span of the check this begin's messages carry (`lease.operation` =
+    /// `fence`); a span that records nothing before the first message that carries it
+    /// ([`SqlStore::begin_message`](crate::SqlStore::begin_message) opens it), and when the
+    /// check goes elsewhere. A driver that sends the message itself sends it in this span.
+    pub fn span(&self) -> &Span {
+        &self.span
+    }
+
+    /// Opens the span of the check of `lease` that this try's message carries, unless an
+    /// earlier try's did.
+    pub(crate) fn carry_check(&mut self, lease: &LeaseHandle) {
+        if self.span.is_none() {
+            self.span = crate::fence_span::span(lease);
+        }
     }
 
     /// The check moves to the `BEGIN`; `false` when it is there already.

@@ -10,6 +10,7 @@ use lease_core::{
     BoxError, Error, Fence, HolderId, LeaseHandle, LeaseInfo, LeaseName, LeaseStore, Operation,
     ReleaseEvents, StoreErrorKind, Ttl,
 };
+use tracing::Instrument;
 
 use crate::fenced_begin::BeginMove;
 use crate::{
@@ -494,10 +495,15 @@ impl<X: Execute> SqlStore<X> {
         let mut begin = self.fenced_begin(at);
         // Bounded: each failure moves `begin` one way or ends the loop (FencedBegin::MOST_TRIES).
         loop {
-            let (message, commit) = self.begin_message(lease, begin)?;
-            match self.executor.batch_on(&mut *connection, message).await {
+            let (message, commit) = self.begin_message(lease, &mut begin)?;
+            let sent = self
+                .executor
+                .batch_on(&mut *connection, message)
+                .instrument(begin.span().clone())
+                .await;
+            match sent {
                 Ok(()) => {
-                    self.fenced_begun(lease, commit);
+                    self.fenced_begun(lease, begin, commit);
                     return Ok(commit);
                 }
                 Err(error) => {
@@ -520,15 +526,16 @@ impl<X: Execute> SqlStore<X> {
         FencedBegin::new(at, attempt)
     }
 
-    /// Tells the store that a fenced transaction's begin message, which asked to end as
-    /// `commit` says, succeeded: where it carried the check ([`FencedCommit::Checked`]), the
-    /// check passed, and is counted in the statistics of the client that holds `lease`
+    /// Tells the store that the message of `begin`'s last try, which asked to end as `commit`
+    /// says, succeeded: where it carried the check ([`FencedCommit::Checked`]), the check
+    /// passed, which its span ([`FencedBegin::span`]) records before it closes and the
+    /// statistics of the client that holds `lease` count
     /// ([`LeaseHandle::record_fenced_check`]). For a driver that sends the message itself
     /// ([`begin_message`](SqlStore::begin_message)); [`begin_fenced`](SqlStore::begin_fenced)
     /// calls it.
-    pub fn fenced_begun(&self, lease: &LeaseHandle, commit: FencedCommit) {
+    pub fn fenced_begun(&self, lease: &LeaseHandle, begin: FencedBegin, commit: FencedCommit) {
         if commit == FencedCommit::Checked {
-            lease.record_fenced_check(lease_core::FencedCheck::Passed);
+            crate::fence_span::record(begin.span(), lease, lease_core::FencedCheck::Passed);
         }
     }
 
@@ -544,8 +551,10 @@ impl<X: Execute> SqlStore<X> {
     /// [`Conflict`](StoreErrorKind::Conflict): under a snapshot, the holder's own renewal that
     /// committed while the check waited for the row), the same try goes once more, since no
     /// work ran. Where no move follows a try
-    /// whose message carried the check, its error is the check's answer, counted in the
-    /// statistics of the client that holds `lease` ([`LeaseHandle::record_fenced_check`]).
+    /// whose message carried the check, its error is the check's answer, recorded in the
+    /// check's span ([`FencedBegin::span`], in which the rollback or the preparation runs too)
+    /// and counted in the statistics of the client that holds `lease`
+    /// ([`LeaseHandle::record_fenced_check`]).
     ///
     /// # Errors
     /// [`fence_refused`](SqlStore::fence_refused)'s error when `error` calls for no move (roll
@@ -567,13 +576,22 @@ impl<X: Execute> SqlStore<X> {
     {
         // The check in the `BEGIN`'s message failed for good: counted as the check's answer.
         let checked = begin.at() == CheckAt::Begin && self.statements.checks_at_commit();
+        let span = begin.span().clone();
         let moved = match self.begin_move(lease, begin, error) {
-            Ok(BeginMove::RollBack) => self.rollback_begin(connection, lease).await,
-            Ok(BeginMove::Prepare) => self.prepare_fence(connection, lease).await,
+            Ok(BeginMove::RollBack) => {
+                self.rollback_begin(connection, lease)
+                    .instrument(span.clone())
+                    .await
+            }
+            Ok(BeginMove::Prepare) => {
+                self.prepare_fence(connection, lease)
+                    .instrument(span.clone())
+                    .await
+            }
             Err(refused) => Err(refused),
         };
         if checked && let Err(refused) = &moved {
-            lease.record_fenced_check(crate::fence_span::outcome(Err(refused)));
+            crate::fence_span::record(&span, lease, crate::fence_span::outcome(Err(refused)));
         }
         moved
     }
@@ -645,7 +663,9 @@ impl<X: Execute> SqlStore<X> {
 
     /// The message of the try `begin` at beginning a fenced transaction, and how the
     /// transaction must end then; for a driver that begins with a message of its own (sqlx's
-    /// `Transaction::begin`) as for [`begin_fenced`](SqlStore::begin_fenced).
+    /// `Transaction::begin`) as for [`begin_fenced`](SqlStore::begin_fenced). When the message
+    /// carries the check ([`FencedCommit::Checked`]), `begin`'s span of the check opens
+    /// ([`FencedBegin::span`]): send the message in it.
     ///
     /// # Errors
     /// [`Error::Store`] with [`Operation::Fence`] when a parameter cannot be written inline (a
@@ -653,7 +673,7 @@ impl<X: Execute> SqlStore<X> {
     pub fn begin_message(
         &self,
         lease: &LeaseHandle,
-        begin: FencedBegin,
+        begin: &mut FencedBegin,
     ) -> Result<(String, FencedCommit), Error> {
         let statements = &self.statements;
         let at = begin.at();
@@ -667,6 +687,7 @@ impl<X: Execute> SqlStore<X> {
         if let Some(message) = checked {
             let message =
                 message.map_err(|e| self.failure(Operation::Fence, Some(name))(Box::new(e)))?;
+            begin.carry_check(lease);
             return Ok((message, FencedCommit::Checked));
         }
         Ok(match self.prepared_fence() {

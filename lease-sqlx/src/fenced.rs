@@ -4,6 +4,7 @@
 use lease_core::{Error, Fence, LeaseHandle, Operation, StoreErrorKind};
 use lease_sql::{AfterCommit, CheckAt, Execute, ExecuteOn, FencedCommit};
 use sqlx::{AssertSqlSafe, SqlSafeStr, Transaction};
+use tracing::Instrument;
 
 use crate::{SqlxDatabase, SqlxExecutor, SqlxStore};
 
@@ -234,12 +235,16 @@ where
     let mut begin = store.fenced_begin(at);
     // Bounded: each failure moves `begin` one way or ends the loop (FencedBegin::MOST_TRIES).
     loop {
-        let (message, commit) = store.begin_message(handle, begin)?;
+        let (message, commit) = store.begin_message(handle, &mut begin)?;
         // A plain `BEGIN` as sqlx writes it, or the message with the check or its probe.
         let statement = (message != "BEGIN").then(|| AssertSqlSafe(message).into_sql_str());
-        let error = match Transaction::begin(&mut *connection, statement).await {
+        let span = begin.span().clone();
+        let error = match Transaction::begin(&mut *connection, statement)
+            .instrument(span)
+            .await
+        {
             Ok(transaction) => {
-                store.fenced_begun(handle, commit);
+                store.fenced_begun(handle, begin, commit);
                 return run(store, transaction, lease, work, commit).await;
             }
             Err(error) => lease_core::BoxError::from(error),

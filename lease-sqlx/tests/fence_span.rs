@@ -1,7 +1,8 @@
 //! The fenced checks run in a `lease.store` span, as the client's own store calls do:
 //! `lease.operation` = `fence`, the lease's name, and `lease.outcome` = `ok` while the lease is
-//! held, `not_held` once it is gone and `error` when its statement failed; checked first and
-//! with the commit alike. The client that holds the lease counts each check by how it ended.
+//! held, `not_held` once it is gone and `error` when its statement failed; checked first, with
+//! the commit and with the `BEGIN` alike. The client that holds the lease counts each check by
+//! how it ended.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -10,11 +11,12 @@ use lease_core::runtime::TokioRuntime;
 use lease_core::{Error, LeaseClient, Ttl};
 use lease_sqlx::sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 use lease_sqlx::sqlx::{self, Pool};
-use lease_sqlx::{Execute, ExecuteOn, SqlxDatabase, SqlxExecutor, SqlxStore};
+use lease_sqlx::{CheckAt, Execute, ExecuteOn, SqlxDatabase, SqlxExecutor, SqlxStore};
 use lease_tests::env;
 use lease_tests::spans::{SpanCapture, span_fields};
 
-/// Checks first and with the commit while the lease is held, then both once it was released,
+/// Checks first, with the commit and with the `BEGIN` (`fenced_with`, [`CheckAt::Begin`]: on
+/// SQLite, first) while the lease is held, then all three once it was released,
 /// and answers the outcomes the `fence` spans recorded, in order (the client's own calls have
 /// spans of their own).
 async fn outcomes<DB>(pool: Pool<DB>) -> Vec<(String, String)>
@@ -41,6 +43,14 @@ where
     lease_sqlx::commit_fenced(&store, tx, &handle)
         .await
         .unwrap();
+    lease_sqlx::fenced_with(
+        &store,
+        &handle,
+        CheckAt::Begin,
+        async |_| Ok::<_, Error>(()),
+    )
+    .await
+    .unwrap();
 
     guard.release().await.unwrap();
     let mut tx = pool.begin().await.unwrap();
@@ -49,6 +59,15 @@ where
     drop(tx);
     let tx = pool.begin().await.unwrap();
     let refused = lease_sqlx::commit_fenced(&store, tx, &handle).await;
+    assert!(matches!(refused, Err(Error::NotHeld { .. })), "{refused:?}");
+    let refused =
+        lease_sqlx::fenced_with(
+            &store,
+            &handle,
+            CheckAt::Begin,
+            async |_| Ok::<_, Error>(()),
+        )
+        .await;
     assert!(matches!(refused, Err(Error::NotHeld { .. })), "{refused:?}");
 
     // A check whose statement fails (its table is gone) answers an error, and says so.
@@ -66,7 +85,7 @@ where
     let checks = client.stats().fenced_checks;
     assert_eq!(
         (checks.passed, checks.not_held, checks.failed),
-        (2, 2, 1),
+        (3, 3, 1),
         "the client's count of the fenced checks: {checks:?}"
     );
 
@@ -95,10 +114,12 @@ where
 }
 
 fn expected() -> Vec<(String, String)> {
-    ["ok", "ok", "not_held", "not_held", "error"]
-        .into_iter()
-        .map(|outcome| ("fence".to_owned(), outcome.to_owned()))
-        .collect()
+    [
+        "ok", "ok", "ok", "not_held", "not_held", "not_held", "error",
+    ]
+    .into_iter()
+    .map(|outcome| ("fence".to_owned(), outcome.to_owned()))
+    .collect()
 }
 
 // A runtime on this thread: the capture is this thread's subscriber.

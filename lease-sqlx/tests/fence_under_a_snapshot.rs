@@ -16,7 +16,9 @@ use lease_core::BoxError;
 use lease_sqlx::runtime::TokioRuntime;
 use lease_sqlx::sqlx::{self, AssertSqlSafe, Connection, PgConnection, Pool, Postgres};
 use lease_sqlx::{Error, LeaseClient, SnapshotIsolation, SqlxStore, StoreErrorKind, Ttl};
+use lease_tests::spans::SpanCapture;
 use lease_tests::{FreshStore, TestBackend, env};
+use tracing::instrument::WithSubscriber;
 
 /// The TTL of the leases here: short, so that a transaction outlives the expiry its snapshot saw.
 const TTL: Duration = Duration::from_millis(1200);
@@ -245,7 +247,7 @@ async fn a_check_after_a_read_fails_a_lease_taken_over_before_the_snapshot() {
 /// caller's own transaction the check says so (`Conflict`: try the transaction again), and the
 /// lease stays held: that is the negative control, the race made at will. `fenced`, which
 /// checks with its `BEGIN` under a snapshot, begins again by itself: its work runs once, and the
-/// lost try is not counted as a check.
+/// lost try is not counted as a check: one check, in one `fence` span, that passed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_renewal_in_flight_fails_a_check_and_fenced_begins_again() {
     let Some((fresh, pool, notices, _)) = fixture().await else {
@@ -279,6 +281,7 @@ async fn a_renewal_in_flight_fails_a_check_and_fenced_begins_again() {
 
     let before = client.stats().fenced_checks;
     let runs = Arc::new(AtomicUsize::new(0));
+    let capture = SpanCapture::new();
     let renewal = Renewal::start(&store).await;
     let transaction = tokio::spawn({
         let (store, lease, notices, runs) = (
@@ -299,6 +302,7 @@ async fn a_renewal_in_flight_fails_a_check_and_fenced_begins_again() {
             })
             .await
         }
+        .with_subscriber(capture.clone())
     });
     renewal.commit_once_waited_for(&mut observer).await;
     transaction
@@ -317,6 +321,21 @@ async fn a_renewal_in_flight_fails_a_check_and_fenced_begins_again() {
         (after.passed - before.passed, after.not_held, after.failed),
         (1, before.not_held, before.failed),
         "the checks counted: {after:?}, before: {before:?}"
+    );
+    let outcomes: Vec<_> = capture
+        .named("lease.store")
+        .into_iter()
+        .map(|span| {
+            (
+                span["lease.operation"].clone(),
+                span["lease.outcome"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [("fence".to_owned(), "ok".to_owned())],
+        "the fenced transaction's spans"
     );
     guard.release().await.unwrap();
     fresh.teardown().await.unwrap();

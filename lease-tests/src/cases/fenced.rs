@@ -7,9 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use lease_core::{Error, LeaseClient, LeaseGuard, LossReason};
+use tracing::instrument::WithSubscriber;
 
 use super::client_of;
 use crate::failure::ensure;
+use crate::spans::SpanCapture;
 use crate::{CaseFailure, CaseResult, Context, FencedWrites, TestBackend, Verdict};
 
 fn not_applicable<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
@@ -37,12 +39,29 @@ async fn take_sweep(client: &LeaseClient) -> Result<LeaseGuard, CaseFailure> {
     Ok(client.acquire("sweep", Duration::from_secs(10)).await?)
 }
 
+/// The outcomes the `lease.store` spans of `lease.operation` = `fence` that `capture` kept
+/// recorded, in the order the spans opened (`-` for a span that recorded none).
+fn fence_outcomes(capture: &SpanCapture) -> Vec<String> {
+    capture
+        .named("lease.store")
+        .into_iter()
+        .filter(|span| span.get("lease.operation").is_some_and(|op| op == "fence"))
+        .map(|span| {
+            span.get("lease.outcome")
+                .cloned()
+                .unwrap_or_else(|| "-".to_owned())
+        })
+        .collect()
+}
+
 /// The holder's fenced write commits, and the check answers without costing the lease.
 ///
 /// # Errors
 /// A [`CaseFailure`] when one of the holder's three fenced writes fails or does not commit, the
-/// checks cost the lease, or the client's statistics do not count three checks passed
-/// ([`LeaseHandle::record_fenced_check`](lease_core::LeaseHandle::record_fenced_check)), and,
+/// checks cost the lease, the client's statistics do not count three checks passed
+/// ([`LeaseHandle::record_fenced_check`](lease_core::LeaseHandle::record_fenced_check)), or the
+/// writes did not run each check in a `lease.store` span of `lease.operation` = `fence` that
+/// recorded `lease.outcome` = `ok` (as lease-sql's stores do, wherever the check goes), and,
 /// [as any case](crate::cases#errors), when a call it needs fails.
 ///
 /// # Cancel safety
@@ -57,9 +76,11 @@ pub async fn fenced_write_commits_while_held<B: TestBackend>(ctx: &Context<B>) -
         .try_acquire("notify")
         .await?
         .ok_or_else(|| CaseFailure::new("a fresh store refused the lease"))?;
+    let capture = SpanCapture::new();
     for value in 1..=3 {
         writes
             .write(&guard.handle(), value, Box::pin(async {}))
+            .with_subscriber(capture.clone())
             .await?;
     }
     let written = writes.written().await?;
@@ -73,6 +94,11 @@ pub async fn fenced_write_commits_while_held<B: TestBackend>(ctx: &Context<B>) -
         (checks.passed, checks.not_held, checks.failed) == (3, 0, 0),
         "the client counted the three fenced checks that passed as {checks:?}"
     );
+    let outcomes = fence_outcomes(&capture);
+    ensure!(
+        outcomes == ["ok"; 3],
+        "the three fenced checks that passed ran in `fence` spans that recorded {outcomes:?}"
+    );
     guard.release().await?;
     Ok(Verdict::Passed)
 }
@@ -83,8 +109,10 @@ pub async fn fenced_write_commits_while_held<B: TestBackend>(ctx: &Context<B>) -
 /// # Errors
 /// A [`CaseFailure`] when the write under the expired lease commits or fails other than with
 /// `Error::NotHeld` for the guard's fence, the guard does not learn of the loss within a second,
-/// or the client's statistics do not count one check that found the lease gone, and, [as any
-/// case](crate::cases#errors), when a call it needs fails.
+/// the client's statistics do not count one check that found the lease gone, or the write did
+/// not run its check in one `lease.store` span of `lease.operation` = `fence` that recorded
+/// `lease.outcome` = `not_held`, and, [as any case](crate::cases#errors), when a call it needs
+/// fails.
 ///
 /// # Cancel safety
 /// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, a fenced write cut off
@@ -100,7 +128,12 @@ pub async fn expired_lease_fails_fenced_check<B: TestBackend>(ctx: &Context<B>) 
         .await?
         .ok_or_else(|| CaseFailure::new("a fresh store refused the lease"))?;
     writes.expire(guard.name()).await?;
-    match writes.write(&guard.handle(), 1, Box::pin(async {})).await {
+    let capture = SpanCapture::new();
+    let handle = guard.handle();
+    let write = writes
+        .write(&handle, 1, Box::pin(async {}))
+        .with_subscriber(capture.clone());
+    match write.await {
         Err(Error::NotHeld { fence, .. }) if fence == guard.fence() => {}
         Err(other) => return Err(CaseFailure::new(format!("the check failed with {other}"))),
         Ok(()) => {
@@ -127,6 +160,11 @@ pub async fn expired_lease_fails_fenced_check<B: TestBackend>(ctx: &Context<B>) 
     ensure!(
         (checks.passed, checks.not_held, checks.failed) == (0, 1, 0),
         "the client counted the one fenced check that found the lease gone as {checks:?}"
+    );
+    let outcomes = fence_outcomes(&capture);
+    ensure!(
+        outcomes == ["not_held"],
+        "the fenced check that found the lease gone ran in `fence` spans that recorded {outcomes:?}"
     );
     Ok(Verdict::Passed)
 }
