@@ -66,7 +66,7 @@ impl std::fmt::Debug for Config {
 /// Runs the service until `stop` completes (SIGTERM, in the binary), then shuts down
 /// gracefully: the HTTP server stops taking requests, the schedules stop, running work gets
 /// the grace period to finish, and every lease is handed back. Calls `listening` with the
-/// address the server took. Answers what the shutdown did.
+/// address the server took, before the jobs start. Answers what the shutdown did.
 ///
 /// # Errors
 /// When the database cannot be reached or set up, the address cannot be bound, or a metrics
@@ -85,10 +85,11 @@ pub async fn run(
     let client = LeaseClient::builder(store, TokioRuntime)
         .store_label(config.table.as_str())
         .build()?;
-    let schedules = jobs::start(&client, &config.node)?;
-
+    // The address first: a port already taken stops the service before it takes a lease, and
+    // `listening` is told before any job's round runs.
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     listening(listener.local_addr()?);
+    let schedules = jobs::start(&client, &config.node)?;
     let (stopped_tx, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(
         axum::serve(listener, http::router(client.clone(), metrics))

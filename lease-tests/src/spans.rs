@@ -3,11 +3,11 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Metadata, Subscriber};
+use tracing::{Dispatch, Event, Metadata, Subscriber};
 
 /// The fields of one span, by field name, and its own name under `name`.
 pub type SpanFields = HashMap<String, String>;
@@ -15,15 +15,30 @@ pub type SpanFields = HashMap<String, String>;
 /// Keeps the fields of every span opened while it is the subscriber, with the values recorded
 /// into them later. Clones share what they kept: install one with
 /// `tracing::subscriber::with_default` and read another afterwards.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct SpanCapture {
     spans: Arc<Mutex<Vec<SpanFields>>>,
 }
 
 impl SpanCapture {
     /// A capture that has kept nothing yet.
+    ///
+    /// The first one also registers a second subscriber with `tracing` for the rest of the
+    /// process, one that is nobody's default and so receives nothing: while a single
+    /// subscriber is registered, `tracing` decides whether a span's callsite is of interest
+    /// from the default of whichever thread reaches it first, and a test thread without a
+    /// subscriber would switch that callsite off for every capture of the process (its
+    /// `Interest` is cached). With two or more registered it asks every one of them.
     pub fn new() -> Self {
-        Self::default()
+        static KEEPER: OnceLock<Dispatch> = OnceLock::new();
+        KEEPER.get_or_init(|| Dispatch::new(Self::empty()));
+        Self::empty()
+    }
+
+    fn empty() -> Self {
+        Self {
+            spans: Arc::default(),
+        }
     }
 
     /// The spans named `name`, in the order they were opened, each with its `name` field.
@@ -39,6 +54,13 @@ impl SpanCapture {
         self.spans
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Default for SpanCapture {
+    /// [`SpanCapture::new`].
+    fn default() -> Self {
+        Self::new()
     }
 }
 
