@@ -13,6 +13,8 @@ use lease_core::runtime::TokioRuntime;
 use lease_core::{Error, LeaseClient, LeaseGuard, LossReason, Ttl};
 use lease_diesel::DieselStore;
 use lease_tests::env;
+use lease_tests::spans::SpanCapture;
+use tracing::instrument::WithSubscriber;
 
 #[derive(diesel::QueryableByName)]
 struct Count {
@@ -329,16 +331,34 @@ async fn fenced_under_a_snapshot_begins_again_after_a_renewal_in_flight() {
         renewal.batch_execute("COMMIT").await.unwrap();
     };
     let mut runs = 0;
+    let capture = SpanCapture::new();
     let transaction = lease_diesel::fenced(&store, &mut conn, &guard, async |conn| {
         runs += 1;
         diesel::sql_query(format!("INSERT INTO {notices} VALUES (1)"))
             .execute(conn)
             .await?;
         Ok::<_, lease_core::BoxError>(())
-    });
+    })
+    .with_subscriber(capture.clone());
     let (done, ()) = tokio::join!(transaction, commit_once_waited_for);
     done.expect("fenced did not begin again after losing to the renewal");
     assert_eq!(runs, 1, "the work ran more than once");
+    // One check, begun twice: one span, that passed.
+    let outcomes: Vec<_> = capture
+        .named("lease.store")
+        .into_iter()
+        .map(|span| {
+            (
+                span["lease.operation"].clone(),
+                span.get("lease.outcome").cloned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [("fence".to_owned(), Some("ok".to_owned()))],
+        "the fenced transaction's spans"
+    );
     assert_eq!(count(&mut conn, &notices).await, 1);
     assert!(guard.is_held());
     guard.release().await.unwrap();
