@@ -13,6 +13,7 @@ use lease_core::runtime::TokioRuntime;
 use lease_core::{Error, LeaseClient, LeaseGuard, LossReason, Ttl};
 use lease_diesel::DieselStore;
 use lease_tests::env;
+use lease_tests::renewal_in_flight::RenewalInFlight;
 use lease_tests::spans::SpanCapture;
 use tracing::instrument::WithSubscriber;
 
@@ -260,12 +261,6 @@ async fn a_check_after_a_read_under_a_snapshot_keeps_a_renewed_lease() {
         .unwrap();
 }
 
-#[derive(diesel::QueryableByName)]
-struct Xid {
-    #[diesel(sql_type = diesel::sql_types::Text)]
-    xid: String,
-}
-
 /// On connections whose transactions are `SERIALIZABLE`, the holder's own renewal in flight when
 /// `fenced` checks with its `BEGIN`: the check's snapshot predates the renewal's commit, so the
 /// check fails with a serialization failure once the renewal frees the row, and `fenced` begins
@@ -275,13 +270,7 @@ struct Xid {
 async fn fenced_under_a_snapshot_begins_again_after_a_renewal_in_flight() {
     // A TTL of a minute: no renewal of the client's own during the test.
     let url = env::serializable(&env::postgres_url());
-    let Some(Fixture {
-        store,
-        table,
-        notices,
-        mut conn,
-        guard,
-    }) = Fixture::on(
+    let Some(mut fixture) = Fixture::on(
         url,
         Duration::from_secs(60),
         "lease_diesel_in_flight",
@@ -291,48 +280,32 @@ async fn fenced_under_a_snapshot_begins_again_after_a_renewal_in_flight() {
     else {
         return;
     };
-    // The renewal, in a transaction of its own, not yet committed: it holds the lease's row.
-    let mut renewal = AsyncPgConnection::establish(&env::postgres_url())
-        .await
-        .unwrap();
-    renewal
-        .batch_execute(&format!(
-            "BEGIN; UPDATE {table} SET expires_at = expires_at + interval '1 millisecond' \
-             WHERE name = 'notify'"
-        ))
-        .await
-        .unwrap();
-    let Xid { xid } = diesel::sql_query("SELECT (pg_current_xact_id()::xid)::text AS xid")
-        .get_result(&mut renewal)
-        .await
-        .unwrap();
-    let mut observer = AsyncPgConnection::establish(&env::postgres_url())
-        .await
-        .unwrap();
-    let commit_once_waited_for = async {
-        let waiting = async {
-            loop {
-                let waiters: Count = diesel::sql_query(format!(
-                    "SELECT count(*) AS n FROM pg_locks \
-                     WHERE locktype = 'transactionid' AND NOT granted AND transactionid::text = '{xid}'"
-                ))
-                .get_result(&mut observer)
-                .await
-                .unwrap();
-                if waiters.n > 0 {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        };
-        tokio::time::timeout(Duration::from_secs(10), waiting)
+    let (store, table, notices, guard) = (
+        &fixture.store,
+        &fixture.table,
+        &fixture.notices,
+        &fixture.guard,
+    );
+    let conn = &mut fixture.conn;
+    let renewal = RenewalInFlight::start(
+        store.executor(),
+        AsyncPgConnection::establish(&env::postgres_url())
             .await
-            .expect("nothing waited for the renewal's row");
-        renewal.batch_execute("COMMIT").await.unwrap();
+            .unwrap(),
+        table,
+        "notify",
+    )
+    .await
+    .unwrap();
+    let commit_once_waited_for = async {
+        renewal
+            .commit_once_waited_for(store.executor())
+            .await
+            .unwrap();
     };
     let mut runs = 0;
     let capture = SpanCapture::new();
-    let transaction = lease_diesel::fenced(&store, &mut conn, &guard, async |conn| {
+    let transaction = lease_diesel::fenced(store, &mut **conn, guard, async |conn| {
         runs += 1;
         diesel::sql_query(format!("INSERT INTO {notices} VALUES (1)"))
             .execute(conn)
@@ -359,9 +332,9 @@ async fn fenced_under_a_snapshot_begins_again_after_a_renewal_in_flight() {
         [("fence".to_owned(), Some("ok".to_owned()))],
         "the fenced transaction's spans"
     );
-    assert_eq!(count(&mut conn, &notices).await, 1);
+    assert_eq!(count(conn, notices).await, 1);
     assert!(guard.is_held());
-    guard.release().await.unwrap();
+    fixture.guard.release().await.unwrap();
     conn.batch_execute(&format!("DROP TABLE {notices}; DROP TABLE {table}"))
         .await
         .unwrap();

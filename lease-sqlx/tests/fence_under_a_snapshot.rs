@@ -16,6 +16,7 @@ use lease_core::BoxError;
 use lease_sqlx::runtime::TokioRuntime;
 use lease_sqlx::sqlx::{self, AssertSqlSafe, Connection, PgConnection, Pool, Postgres};
 use lease_sqlx::{Error, LeaseClient, SnapshotIsolation, SqlxStore, StoreErrorKind, Ttl};
+use lease_tests::renewal_in_flight::RenewalInFlight;
 use lease_tests::spans::SpanCapture;
 use lease_tests::{FreshStore, TestBackend, env};
 use tracing::instrument::WithSubscriber;
@@ -261,9 +262,8 @@ async fn a_renewal_in_flight_fails_a_check_and_fenced_begins_again() {
         .build()
         .unwrap();
     let guard = client.try_acquire("notify").await.unwrap().unwrap();
-    let mut observer = PgConnection::connect(&env::postgres_url()).await.unwrap();
 
-    let renewal = Renewal::start(&store).await;
+    let renewal = renewal_in_flight(&store).await;
     let check = tokio::spawn({
         let (pool, store, lease) = (pool.clone(), store.clone(), guard.handle());
         async move {
@@ -271,7 +271,10 @@ async fn a_renewal_in_flight_fails_a_check_and_fenced_begins_again() {
             store.fence(&mut *tx, &lease).await
         }
     });
-    renewal.commit_once_waited_for(&mut observer).await;
+    renewal
+        .commit_once_waited_for(store.executor())
+        .await
+        .unwrap();
     let error = check
         .await
         .unwrap()
@@ -282,7 +285,7 @@ async fn a_renewal_in_flight_fails_a_check_and_fenced_begins_again() {
     let before = client.stats().fenced_checks;
     let runs = Arc::new(AtomicUsize::new(0));
     let capture = SpanCapture::new();
-    let renewal = Renewal::start(&store).await;
+    let renewal = renewal_in_flight(&store).await;
     let transaction = tokio::spawn({
         let (store, lease, notices, runs) = (
             store.clone(),
@@ -304,7 +307,10 @@ async fn a_renewal_in_flight_fails_a_check_and_fenced_begins_again() {
         }
         .with_subscriber(capture.clone())
     });
-    renewal.commit_once_waited_for(&mut observer).await;
+    renewal
+        .commit_once_waited_for(store.executor())
+        .await
+        .unwrap();
     transaction
         .await
         .unwrap()
@@ -341,58 +347,13 @@ async fn a_renewal_in_flight_fails_a_check_and_fenced_begins_again() {
     fresh.teardown().await.unwrap();
 }
 
-/// A renewal of `notify` in a transaction of its own, not yet committed: it holds the lease's
-/// row.
-struct Renewal {
-    connection: PgConnection,
-    xid: String,
-}
-
-impl Renewal {
-    /// Updates `notify`'s row as a renewal does, and keeps the transaction open.
-    async fn start(store: &SqlxStore<Postgres>) -> Self {
-        let mut connection = PgConnection::connect(&env::postgres_url()).await.unwrap();
-        sqlx::raw_sql(AssertSqlSafe(format!(
-            "BEGIN; UPDATE {} SET expires_at = expires_at + interval '1 millisecond' \
-             WHERE name = 'notify'",
-            store.table()
-        )))
-        .execute(&mut connection)
+/// The holder's renewal of `notify` in flight, on a connection of its own.
+async fn renewal_in_flight(store: &SqlxStore<Postgres>) -> RenewalInFlight<PgConnection> {
+    let connection = PgConnection::connect(&env::postgres_url()).await.unwrap();
+    let table = store.table().to_string();
+    RenewalInFlight::start(store.executor(), connection, &table, "notify")
         .await
-        .unwrap();
-        let (xid,): (String,) = sqlx::query_as("SELECT (pg_current_xact_id()::xid)::text")
-            .fetch_one(&mut connection)
-            .await
-            .unwrap();
-        Self { connection, xid }
-    }
-
-    /// Commits once another transaction waits for the renewal's row (at most 10 s).
-    async fn commit_once_waited_for(mut self, observer: &mut PgConnection) {
-        let waiting = async {
-            loop {
-                let (waiters,): (i64,) = sqlx::query_as(
-                    "SELECT count(*) FROM pg_locks \
-                     WHERE locktype = 'transactionid' AND NOT granted AND transactionid::text = $1",
-                )
-                .bind(&self.xid)
-                .fetch_one(&mut *observer)
-                .await
-                .unwrap();
-                if waiters > 0 {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        };
-        tokio::time::timeout(Duration::from_secs(10), waiting)
-            .await
-            .expect("nothing waited for the renewal's row");
-        sqlx::raw_sql("COMMIT")
-            .execute(&mut self.connection)
-            .await
-            .unwrap();
-    }
+        .unwrap()
 }
 
 /// Asserts that `error` is a serialization failure (`Conflict`: try the transaction again).

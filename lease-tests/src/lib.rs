@@ -20,6 +20,7 @@ pub mod plans;
 pub mod prepared_fence;
 pub mod proxy;
 pub mod read_only;
+pub mod renewal_in_flight;
 pub mod run;
 pub mod server;
 pub mod spans;
