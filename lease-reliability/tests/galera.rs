@@ -283,8 +283,12 @@ async fn raw_collisions(urls: &[String]) -> Counts {
     .await
     .expect("the control's table");
     let least = collision_rounds();
+    let started = Instant::now();
     let mut rounds = 0;
-    while rounds < least + EXTRA_COLLISION_ROUNDS && (rounds < least || counts.faults == 0) {
+    while rounds < least + EXTRA_COLLISION_ROUNDS
+        && started.elapsed() < COLLISION_TIME
+        && (rounds < least || counts.faults == 0)
+    {
         let name = format!("control-{rounds}");
         rounds += 1;
         let answers = join_all(connections.iter_mut().map(|connection| {
