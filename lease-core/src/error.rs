@@ -111,7 +111,12 @@ pub enum Error {
     },
 
     /// The store failed: connection refused, pool timed out, statement rejected, ...
-    #[error("lease store failed to {operation}{}", DisplayLease(.name))]
+    ///
+    /// Its message names the operation and the lease, and leaves the kind to code (read it
+    /// with [`store_error_kind`](Self::store_error_kind)), except
+    /// [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown), which the message says too: a person
+    /// who reads "failed" would take it that nothing happened.
+    #[error("lease store failed to {operation}{}{}", DisplayLease(.name), DisplayOutcome(*.kind))]
     Store {
         /// The operation that failed.
         operation: Operation,
@@ -162,10 +167,11 @@ impl Error {
     }
 
     /// Whether the same call may succeed if made again: a store failure of any kind but
-    /// [`StoreErrorKind::Permanent`] (a timeout, a broken connection, a read-only server after
-    /// a failover, a conflict with a concurrent transaction). Input errors, lost leases and
-    /// permanent store failures are not transient; neither is [`Timeout`](Self::Timeout), which
-    /// is a wait that already gave up.
+    /// [`StoreErrorKind::Permanent`] and [`StoreErrorKind::OutcomeUnknown`] (a timeout, a
+    /// broken connection, a read-only server after a failover, a conflict with a concurrent
+    /// transaction). Input errors, lost leases, permanent store failures and commits whose
+    /// answer was lost are not transient; neither is [`Timeout`](Self::Timeout), which is a
+    /// wait that already gave up.
     pub fn is_transient(&self) -> bool {
         self.store_error_kind()
             .is_some_and(StoreErrorKind::is_transient)
@@ -190,6 +196,17 @@ impl fmt::Display for DisplayLease<'_> {
         match self.0 {
             Some(name) => write!(f, " lease {name:?}"),
             None => Ok(()),
+        }
+    }
+}
+
+struct DisplayOutcome(StoreErrorKind);
+
+impl fmt::Display for DisplayOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            StoreErrorKind::OutcomeUnknown => write!(f, ", and {}", self.0),
+            _ => Ok(()),
         }
     }
 }
@@ -370,6 +387,19 @@ mod tests {
                 "lease store failed to acquire lease \"sweep\""
             );
         }
+        // Except a lost answer, which a person must not read as "nothing happened".
+        let unknown = Error::store_of_kind(
+            Operation::Fence,
+            Some(&name),
+            StoreErrorKind::OutcomeUnknown,
+            "connection reset",
+        );
+        assert!(!unknown.is_transient());
+        assert_eq!(
+            unknown.to_string(),
+            "lease store failed to check the fence of lease \"sweep\", and the answer was lost: \
+             whether it took effect is unknown"
+        );
         let timeout = Error::Timeout {
             name: name.clone(),
             waited: Duration::from_secs(1),

@@ -8,7 +8,7 @@ use std::fmt;
 /// every driver error by its SQLSTATE or error number.
 ///
 /// [`Error::is_transient`](crate::Error::is_transient) is true for every kind but
-/// [`Permanent`](Self::Permanent).
+/// [`Permanent`](Self::Permanent) and [`OutcomeUnknown`](Self::OutcomeUnknown).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum StoreErrorKind {
@@ -30,13 +30,23 @@ pub enum StoreErrorKind {
     /// Asking again will not help: permission denied, a missing or mismatched table, a
     /// statement the server rejects.
     Permanent,
+    /// The statement went out but its answer never came back (the connection broke, or was
+    /// closed by a server shutting down, while the answer was on its way): whether it took
+    /// effect is unknown. The SQL stores report it for the commit of a fenced transaction
+    /// (`Operation::Fence`), where it means that the transaction's writes may have committed,
+    /// the lease held, or not at all. Do not simply run the work again: find out first, from
+    /// what the work writes (an idempotency key, a row the transaction inserts), or make the
+    /// work safe to run twice. Not transient, so that a retry loop that asks
+    /// [`Error::is_transient`](crate::Error::is_transient) does not run the work a second time.
+    OutcomeUnknown,
 }
 
 impl StoreErrorKind {
     /// Whether the same call may succeed if made again: every kind but
-    /// [`Permanent`](Self::Permanent).
+    /// [`Permanent`](Self::Permanent) and [`OutcomeUnknown`](Self::OutcomeUnknown) (a call
+    /// made again could do twice what the first one may have done).
     pub const fn is_transient(self) -> bool {
-        !matches!(self, Self::Permanent)
+        !matches!(self, Self::Permanent | Self::OutcomeUnknown)
     }
 }
 
@@ -47,6 +57,7 @@ impl fmt::Display for StoreErrorKind {
             Self::Conflict => "a concurrent transaction conflicted",
             Self::Transient => "the store was unavailable",
             Self::Permanent => "the store rejected the statement",
+            Self::OutcomeUnknown => "the answer was lost: whether it took effect is unknown",
         })
     }
 }

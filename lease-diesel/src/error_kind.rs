@@ -38,6 +38,26 @@ pub(crate) fn database_message<'e>(
     }
 }
 
+/// Whether `error` leaves unknown what its statement did
+/// ([`Execute::answer_lost`](lease_sql::Execute::answer_lost)): diesel words a connection that
+/// closed or could not take the statement as a database error of its own kind, and a broken
+/// socket's or a server's farewell as one of an unknown kind with the message
+/// ([`lease_sql::ends_session`]). An error that is not diesel's (the pool's) had no answer
+/// either.
+pub(crate) fn answer_lost(error: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
+    match error.downcast_ref::<DieselError>() {
+        Some(DieselError::DatabaseError(
+            DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand,
+            _,
+        )) => true,
+        Some(DieselError::DatabaseError(_, information)) => {
+            lease_sql::ends_session(information.message())
+        }
+        Some(_) => false,
+        None => true,
+    }
+}
+
 /// Phrases of the servers' messages, lower case, and what they mean.
 const PHRASES: &[(&str, StoreErrorKind)] = &[
     // PostgreSQL 40P01; MariaDB 1213, also Galera's lost certification.
@@ -53,6 +73,10 @@ const PHRASES: &[(&str, StoreErrorKind)] = &[
     ("gone away", StoreErrorKind::Transient),
     ("lost connection", StoreErrorKind::Transient),
     ("connection reset", StoreErrorKind::Transient),
+    // The MariaDB driver under diesel-async words every failure of its socket so
+    // (`Input/output error: ...`), a connection the server closed included.
+    ("input/output error", StoreErrorKind::Transient),
+    ("connection closed", StoreErrorKind::Transient),
     ("broken pipe", StoreErrorKind::Transient),
     ("shutting down", StoreErrorKind::Transient),
     ("shutdown in progress", StoreErrorKind::Transient),
@@ -124,6 +148,11 @@ mod tests {
                 "terminating connection due to administrator command",
                 StoreErrorKind::Transient,
             ),
+            // A MariaDB connection cut under the statement.
+            (
+                "Input/output error: Input/output error: connection closed",
+                StoreErrorKind::Transient,
+            ),
             (
                 "permission denied for table leases",
                 StoreErrorKind::Permanent,
@@ -133,6 +162,21 @@ mod tests {
             let error = database(DatabaseErrorKind::Unknown, message);
             assert_eq!(error_kind(&*error), kind, "{message}");
         }
+    }
+
+    #[test]
+    fn lost_answers() {
+        let closed = database(DatabaseErrorKind::ClosedConnection, "closed");
+        assert!(answer_lost(&*closed));
+        let cut = database(
+            DatabaseErrorKind::Unknown,
+            "Input/output error: Input/output error: connection closed",
+        );
+        assert!(answer_lost(&*cut));
+        let answered = database(DatabaseErrorKind::Unknown, "deadlock detected");
+        assert!(!answer_lost(&*answered));
+        let not_found: Box<dyn std::error::Error + Send + Sync> = Box::new(DieselError::NotFound);
+        assert!(!answer_lost(&*not_found));
     }
 
     #[test]

@@ -105,6 +105,10 @@ impl<P: DieselPool> Execute for DieselExecutor<P> {
         crate::error_kind::database_message(error)
     }
 
+    fn answer_lost(&self, error: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
+        crate::error_kind::answer_lost(error)
+    }
+
     async fn int_pairs(&self, query: Query<'_>) -> Result<Vec<(i64, i64)>, BoxError> {
         self.run(query.into()).await
     }

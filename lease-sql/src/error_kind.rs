@@ -65,6 +65,36 @@ pub fn sqlite_error_kind(code: i32) -> StoreErrorKind {
     }
 }
 
+/// Phrases, lower case, of the messages with which a server, or a driver that words a broken
+/// connection as a database error, ends the session: PostgreSQL's `terminating connection`
+/// (57P01 and 57P02, a shutdown or `pg_terminate_backend`) and `server closed the connection`;
+/// MariaDB's 1053 (`Server shutdown in progress`), 1927 (`Connection was killed`) and the
+/// client's 2006 and 2013 (`server has gone away`, `Lost connection`); a socket's reset or
+/// broken pipe, and a failure of the socket as a driver words it as a database error
+/// (diesel-async's MariaDB connection: `Input/output error: ... connection closed`).
+const SESSION_ENDED: &[&str] = &[
+    "input/output error",
+    "connection closed",
+    "terminating connection",
+    "server closed the connection",
+    "shutdown in progress",
+    "connection was killed",
+    "gone away",
+    "lost connection",
+    "connection reset",
+    "broken pipe",
+];
+
+/// Whether a database's `message` says that the session ended while the statement it answers
+/// was in flight, so that whether the statement took effect is unknown: a server shutting
+/// down or killing the connection may do so after a `COMMIT` committed and before its answer
+/// went out. What [`Execute::answer_lost`](crate::Execute::answer_lost) reads in the messages
+/// of the database's errors.
+pub fn ends_session(message: &str) -> bool {
+    let message = message.to_ascii_lowercase();
+    SESSION_ENDED.iter().any(|phrase| message.contains(phrase))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,6 +130,30 @@ mod tests {
         assert_eq!(mysql_error_kind(2013), StoreErrorKind::Transient);
         assert_eq!(mysql_error_kind(1054), StoreErrorKind::Permanent);
         assert_eq!(mysql_error_kind(1142), StoreErrorKind::Permanent);
+    }
+
+    #[test]
+    fn session_ending_messages() {
+        for ended in [
+            "terminating connection due to administrator command",
+            "FATAL: terminating connection due to unexpected postmaster exit",
+            "Server shutdown in progress",
+            "Connection was killed",
+            "MySQL server has gone away",
+            "Lost connection to server during query",
+            "Connection reset by peer (os error 104)",
+            "Input/output error: Input/output error: connection closed",
+        ] {
+            assert!(ends_session(ended), "{ended}");
+        }
+        for answered in [
+            "deadlock detected",
+            "lease_not_held",
+            "cannot execute UPDATE in a read-only transaction",
+            "Lock wait timeout exceeded; try restarting transaction",
+        ] {
+            assert!(!ends_session(answered), "{answered}");
+        }
     }
 
     #[test]

@@ -75,6 +75,26 @@ pub trait Execute: std::fmt::Debug + Send + Sync + 'static {
         None
     }
 
+    /// Whether `error` leaves unknown what the statement it failed did: no answer came (the
+    /// connection broke with the statement on its way or its answer not yet read), or the
+    /// server ended the session in answering ([`ends_session`](crate::ends_session): shutting
+    /// down, the connection killed), which it may do after the statement took effect.
+    /// [`SqlStore::commit_failed`](crate::SqlStore::commit_failed) reads a fenced commit's
+    /// failure by it.
+    ///
+    /// The default: with a [`database_message`](Execute::database_message), whether that
+    /// message ends the session; without one, whether the error is
+    /// [`Transient`](StoreErrorKind::Transient) (a failure of the connection, not of the
+    /// statement), which an executor that cannot tell the database's messages reads for every
+    /// transient failure: the cautious reading. A driver that wraps its connection failures as
+    /// database errors (as diesel does) says so itself.
+    fn answer_lost(&self, error: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
+        match self.database_message(error) {
+            Some(message) => crate::ends_session(message),
+            None => self.classify(error) == StoreErrorKind::Transient,
+        }
+    }
+
     /// Rows of two integers: try-acquire's `(fence, won)`.
     async fn int_pairs(&self, query: Query<'_>) -> Result<Vec<(i64, i64)>, BoxError>;
 

@@ -32,7 +32,7 @@ mod template;
 pub use after_commit::AfterCommit;
 pub use database_error::DatabaseError;
 pub use dialect::Dialect;
-pub use error_kind::{mysql_error_kind, postgres_error_kind, sqlite_error_kind};
+pub use error_kind::{ends_session, mysql_error_kind, postgres_error_kind, sqlite_error_kind};
 pub use execute::{Connect, ConnectWith, Execute, ExecuteOn, OnConnection};
 pub use fenced_begin::FencedBegin;
 pub use inline::{InlineError, mysql_literal, postgres_literal};

@@ -421,9 +421,10 @@ impl<X: Execute> SqlStore<X> {
     /// was committed, and the transaction is aborted (PostgreSQL) or still open (MariaDB,
     /// SQLite): roll it back or drop it. [`Error::Store`] with [`Operation::Fence`] when the
     /// message failed (a commit that lost a Galera certification is a
-    /// [`Conflict`](StoreErrorKind::Conflict), and nothing was committed); when the connection
-    /// failed after the message was sent, whether the commit happened is unknown, as with any
-    /// `COMMIT` whose answer is lost. On PostgreSQL, [`Error::Store`] of the
+    /// [`Conflict`](StoreErrorKind::Conflict), and nothing was committed); of the kind
+    /// [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown) when no answer came (the connection
+    /// broke after the message went out): the commit may have happened, as with any `COMMIT`
+    /// whose answer is lost ([`commit_failed`](SqlStore::commit_failed)). On PostgreSQL, [`Error::Store`] of the
     /// [`Permanent`](StoreErrorKind::Permanent) kind whose source is
     /// [`SnapshotIsolation`](crate::SnapshotIsolation) when the transaction reads from a
     /// snapshot: nothing was committed, and the lease stays held.
@@ -724,6 +725,33 @@ impl<X: Execute> SqlStore<X> {
         self.failure(Operation::Fence, Some(lease.name()))(error)
     }
 
+    /// What a failed commit of a fenced transaction says, whether the check came with it or
+    /// before it: where the database answered, as [`fence_refused`](SqlStore::fence_refused)
+    /// reads it (nothing was committed); where the answer was lost
+    /// ([`Execute::answer_lost`]: the connection broke, or the server ended the session, with
+    /// the commit on its way), the store error of [`Operation::Fence`] of the kind
+    /// [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown), since the commit may have reached
+    /// the server and committed before its answer was lost. The lease is not marked lost by
+    /// it. For a driver whose own transaction object sends the `COMMIT` (lease-sqlx's after a
+    /// check at the start); [`end_fenced`](SqlStore::end_fenced) and
+    /// [`commit_fenced`](SqlStore::commit_fenced) call it.
+    pub fn commit_failed(&self, lease: &LeaseHandle, error: BoxError) -> Error {
+        if !self.executor.answer_lost(&*error) {
+            return self.fence_refused(lease, error);
+        }
+        tracing::warn!(
+            lease = %lease.name(),
+            fence = %lease.fence(),
+            "fenced commit sent, its answer lost: whether it committed is unknown"
+        );
+        self.store_error(
+            Operation::Fence,
+            Some(lease.name()),
+            StoreErrorKind::OutcomeUnknown,
+            error,
+        )
+    }
+
     /// Ends a fenced transaction [`begin_message`](SqlStore::begin_message) began, as `commit`
     /// says: the check and the commit in one message (through the statement the connection
     /// prepared, [`FencedCommit::Prepared`], or with the check's text, as
@@ -756,7 +784,7 @@ impl<X: Execute> SqlStore<X> {
                 self.executor
                     .batch_on(connection, format!("COMMIT{}", then.suffix()))
                     .await
-                    .map_err(self.failure(Operation::Fence, Some(handle.name())))?;
+                    .map_err(|error| self.commit_failed(handle, error))?;
                 return Ok(handle.fence());
             }
         };
@@ -853,7 +881,7 @@ impl<X: Execute> SqlStore<X> {
             self.executor
                 .batch_on(connection, commit)
                 .await
-                .map_err(failed)?;
+                .map_err(|error| self.commit_failed(lease, error))?;
             return Ok(lease.fence());
         };
         let message = message.map_err(|e| failed(Box::new(e)))?;
@@ -861,7 +889,7 @@ impl<X: Execute> SqlStore<X> {
         self.executor
             .batch_on(connection, message)
             .await
-            .map_err(|error| self.fence_refused(lease, error))?;
+            .map_err(|error| self.commit_failed(lease, error))?;
         Ok(lease.fence())
     }
 
@@ -874,12 +902,24 @@ impl<X: Execute> SqlStore<X> {
     ) -> impl Fn(BoxError) -> Error + Copy + 'a {
         move |source| {
             let kind = self.executor.classify(&*source);
-            let source = match self.executor.describe(&*source) {
-                Some(message) => Box::new(DatabaseError::new(message, source)),
-                None => source,
-            };
-            Error::store_of_kind(operation, name, kind, source)
+            self.store_error(operation, name, kind, source)
         }
+    }
+
+    /// The store error of `operation` on `name` of `kind`, wrapping the driver's error with the
+    /// database's own words where the executor reads them.
+    fn store_error(
+        &self,
+        operation: Operation,
+        name: Option<&LeaseName>,
+        kind: StoreErrorKind,
+        source: BoxError,
+    ) -> Error {
+        let source = match self.executor.describe(&*source) {
+            Some(message) => Box::new(DatabaseError::new(message, source)),
+            None => source,
+        };
+        Error::store_of_kind(operation, name, kind, source)
     }
 
     /// Whether the database rolled a statement back for a conflict with a concurrent

@@ -316,7 +316,7 @@ where
         FencedCommit::CheckFirst | FencedCommit::Checked => transaction
             .commit()
             .await
-            .map_err(|e| failed(store, handle, e))?,
+            .map_err(|e| store.commit_failed(handle, e.into()))?,
         FencedCommit::Inline | FencedCommit::Prepared => {
             let committed = store
                 .end_fenced(&mut *transaction, lease, commit, AfterCommit::Begin)

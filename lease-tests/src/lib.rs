@@ -13,6 +13,7 @@ mod failure;
 mod fenced;
 mod harness;
 pub mod history;
+pub mod lost_answer;
 mod memory;
 pub mod no_connection;
 #[cfg(feature = "runtime-tokio")]

@@ -16,6 +16,7 @@
 //! proxy.stall();                                  // a black hole: bytes stop, sockets stay
 //! proxy.pass();                                   // heals: held bytes flow on
 //! proxy.delay(Duration::from_millis(200));        // every chunk arrives 200 ms late
+//! proxy.hold_answers();                           // requests go through, answers wait
 //! proxy.cut();                                    // every connection reset, new ones closed
 //! println!("{:?}", proxy.stats());
 //! # Ok(()) }
@@ -44,6 +45,20 @@ pub enum Mode {
     /// Resets every open connection at once and closes every new one as soon as it is accepted
     /// (a partition that rejects packets).
     Cut,
+    /// Forwards what the client sends and holds what the server answers, as
+    /// [`Stall`](Self::Stall) holds both: a request reaches the server, which acts on it, and
+    /// its answer waits (a one-way partition). Followed by [`cut`](FaultProxy::cut), the client
+    /// never learns what its last request did.
+    HoldAnswers,
+}
+
+/// Which way a chunk goes through the proxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    /// From the client to the server: a request.
+    Request,
+    /// From the server to the client: an answer.
+    Answer,
 }
 
 /// What the proxy has done so far.
@@ -131,6 +146,18 @@ impl FaultProxy {
         })
     }
 
+    /// Starts a proxy (as [`start`](FaultProxy::start)) in front of the server `url` names:
+    /// its port, on 127.0.0.1.
+    ///
+    /// # Errors
+    /// When `url` names no port, or no port can be bound.
+    pub fn in_front_of(url: &str) -> io::Result<Self> {
+        let port = url_port(url).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, format!("no port in {url}"))
+        })?;
+        Self::start(port)
+    }
+
     /// The port it listens on, on 127.0.0.1.
     pub fn port(&self) -> u16 {
         self.port
@@ -195,6 +222,12 @@ impl FaultProxy {
         self.set(Mode::Stall);
     }
 
+    /// Forwards requests and holds answers (see [`Mode::HoldAnswers`]).
+    pub fn hold_answers(&self) {
+        self.shared.faults.fetch_add(1, Ordering::Relaxed);
+        self.set(Mode::HoldAnswers);
+    }
+
     /// Resets every open connection and closes new ones (see [`Mode::Cut`]) until
     /// [`pass`](FaultProxy::pass).
     pub fn cut(&self) {
@@ -252,9 +285,9 @@ impl Shared {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Waits until `chunk` may be forwarded: `true` to forward it now, `false` when the
-    /// connection is cut.
-    fn may_forward(&self) -> bool {
+    /// Waits until a chunk going `direction` may be forwarded: `true` to forward it now,
+    /// `false` when the connection is cut.
+    fn may_forward(&self, direction: Direction) -> bool {
         let mut state = self.lock();
         loop {
             if self.stopping.load(Ordering::SeqCst) {
@@ -262,13 +295,14 @@ impl Shared {
             }
             match state.mode {
                 Mode::Pass => return true,
+                Mode::HoldAnswers if direction == Direction::Request => return true,
                 Mode::Cut => return false,
                 Mode::Delay(by) => {
                     drop(state);
                     std::thread::sleep(by);
                     return true;
                 }
-                Mode::Stall => {
+                Mode::Stall | Mode::HoldAnswers => {
                     // Woken by every mode change; a timeout too, so a stop is noticed.
                     state = self
                         .changed
@@ -286,6 +320,16 @@ impl Shared {
             let _ = server.shutdown(Shutdown::Both);
         }
     }
+}
+
+/// The port of `scheme://[user@]host:port/...`.
+fn url_port(url: &str) -> Option<u16> {
+    let (_, rest) = url.split_once("://")?;
+    let authority = rest.split('/').next()?;
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    host.rsplit_once(':')?.1.parse().ok()
 }
 
 fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
@@ -343,24 +387,24 @@ fn connect(client: TcpStream, shared: &Arc<Shared>) {
         let shared = Arc::clone(shared);
         std::thread::Builder::new()
             .name("fault-proxy-up".to_owned())
-            .spawn(move || pump(client_read, server, id, &shared))
+            .spawn(move || pump(client_read, server, Direction::Request, id, &shared))
     };
-    pump(server_read, client, id, shared);
+    pump(server_read, client, Direction::Answer, id, shared);
     if let Ok(upstream) = upstream {
         let _ = upstream.join();
     }
 }
 
-/// Copies `from` into `to` chunk by chunk, each as the mode allows, until either side closes
-/// or the connection is cut; then closes both.
-fn pump(mut from: TcpStream, mut to: TcpStream, id: u64, shared: &Shared) {
+/// Copies `from` into `to` chunk by chunk, each as the mode allows chunks going `direction`,
+/// until either side closes or the connection is cut; then closes both.
+fn pump(mut from: TcpStream, mut to: TcpStream, direction: Direction, id: u64, shared: &Shared) {
     let mut buffer = vec![0_u8; 16 * 1024];
     loop {
         let read = match from.read(&mut buffer) {
             Ok(0) | Err(_) => break,
             Ok(read) => read,
         };
-        if !shared.may_forward() || to.write_all(&buffer[..read]).is_err() {
+        if !shared.may_forward(direction) || to.write_all(&buffer[..read]).is_err() {
             break;
         }
         shared.bytes.fetch_add(read as u64, Ordering::Relaxed);

@@ -1,0 +1,212 @@
+//! A fenced commit whose answer is lost: the commit reaches the server, which commits, and the
+//! connection breaks before the answer reaches the client. The store must not report it as a
+//! failure that committed nothing (a transient error a retry loop runs the work again for, the
+//! second run of a job that does damage twice): its error is of the kind
+//! [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown), and not transient. The lease stays held
+//! and the store works on.
+//!
+//! The case runs on any SQL store over a network (lease-sql's [`SqlStore`] over a driver's
+//! [`Execute`]): the store's connections go through a [`FaultProxy`] that lets the commit
+//! through and holds its answer ([`FaultProxy::hold_answers`]) until the commit shows from
+//! another connection, then cuts them. [`judge`] is its verdict on what the write answered,
+//! a function of its own so that its negative controls (an answer that reads as "nothing
+//! committed" fails it) run without a server.
+
+use std::time::{Duration, Instant};
+
+use lease_core::runtime::Runtime;
+use lease_core::{BoxError, Error, LeaseClient, LeaseHandle, Operation, StoreErrorKind};
+use lease_sql::{Execute, Query, SqlStore};
+
+use crate::proxy::FaultProxy;
+
+/// How long the held commit may take to show from another connection.
+const COMMITTED_WITHIN: Duration = Duration::from_secs(10);
+
+/// How often the other connection looks.
+const POLL: Duration = Duration::from_millis(10);
+
+/// The case, on the server at `url`. `connect` makes a store on a table (the URL and the
+/// table's name; a pool of one connection keeps the case simple) and is called twice: for the
+/// store the lease and the checks use, at `url`, and for the store the writes go through, at
+/// the proxy's URL. `write` runs `sql` (an insert) in a fenced transaction through the store
+/// it is given, under the lease, and calls its last argument once the insert ran, before the
+/// commit: the case then holds the answers.
+///
+/// # Errors
+/// A description of the first thing that went otherwise.
+///
+/// # Cancel safety
+/// Not cancel safe: dropped while the proxy holds the commit's answer, the proxy goes with it
+/// and the write answers with an error; the lease is released in the background and the notes
+/// table stays.
+pub async fn fenced_commit_whose_answer_is_lost<X, C, W, R>(
+    url: &str,
+    connect: C,
+    write: W,
+    runtime: R,
+) -> Result<(), BoxError>
+where
+    X: Execute + Clone,
+    C: AsyncFn(&str, &str) -> Result<SqlStore<X>, BoxError>,
+    W: AsyncFn(&SqlStore<X>, &LeaseHandle, &str, &(dyn Fn() + Sync)) -> Result<(), BoxError>,
+    R: Runtime + Clone,
+{
+    let table = crate::env::unique_table("lost_answer");
+    let direct = connect(url, &table).await?;
+    direct.setup().await?;
+    let notes = format!("{table}_notes");
+    direct
+        .executor()
+        .batch(&format!("CREATE TABLE {notes} (n BIGINT NOT NULL)"))
+        .await?;
+    let proxy = FaultProxy::in_front_of(url)?;
+    let proxied = connect(&proxy.rewrite_url(url), &table).await?;
+    let client = LeaseClient::new(direct.clone(), runtime.clone());
+    let guard = client
+        .try_acquire("notice")
+        .await?
+        .ok_or("a fresh lease was not free")?;
+    let handle = guard.handle();
+    let insert = format!("INSERT INTO {notes} (n) VALUES (1)");
+    let written = async || -> Result<usize, BoxError> {
+        let rows = direct
+            .executor()
+            .ints(Query::new(format!("SELECT n FROM {notes}"), Vec::new()))
+            .await?;
+        Ok(rows.len())
+    };
+
+    // The control: with the answers passing, the write commits and says so.
+    write(&proxied, &handle, &insert, &|| {}).await?;
+    if written().await? != 1 {
+        return Err("a fenced write that answered Ok did not commit".into());
+    }
+
+    // The commit goes through, its answer is held until the commit shows, then cut.
+    let hold = || proxy.hold_answers();
+    let cut_once_committed = async {
+        let deadline = Instant::now() + COMMITTED_WITHIN;
+        let committed = loop {
+            if written().await? == 2 {
+                break true;
+            }
+            if Instant::now() > deadline {
+                break false;
+            }
+            runtime.sleep(POLL).await;
+        };
+        proxy.cut();
+        Ok::<_, BoxError>(committed)
+    };
+    let (answer, committed) =
+        futures::join!(write(&proxied, &handle, &insert, &hold), cut_once_committed);
+    proxy.pass();
+    if !committed? {
+        return Err(format!(
+            "the commit whose answer was held did not show within {COMMITTED_WITHIN:?}"
+        )
+        .into());
+    }
+    if answer.is_ok() {
+        return Err(
+            "the fenced write answered Ok while its answer was held: its connection \
+             does not go through the proxy (a driver that moves to the server's Unix socket?)"
+                .into(),
+        );
+    }
+    judge(&answer)?;
+    if !guard.is_held() {
+        return Err("a fenced commit whose answer was lost marked the lease lost".into());
+    }
+
+    // The lease is still held, and the store's pool opens a new connection for the next write.
+    write(&proxied, &handle, &insert, &|| {}).await?;
+    if written().await? != 3 {
+        return Err("the fenced write after the lost answer did not commit".into());
+    }
+    guard.release().await?;
+    direct
+        .executor()
+        .batch(&format!("DROP TABLE {notes}"))
+        .await?;
+    Ok(())
+}
+
+/// The verdict on what a fenced write answered when its commit committed and the answer was
+/// lost: an error of [`Operation::Fence`] of the kind
+/// [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown), which is not transient. Anything else
+/// (`Ok`, which no answer can say; a transient error, which invites running the work again;
+/// [`Error::NotHeld`], which says nothing committed) fails it.
+///
+/// # Errors
+/// What the write answered, and why that is wrong.
+pub fn judge(answer: &Result<(), BoxError>) -> Result<(), String> {
+    let error = match answer {
+        Ok(()) => return Err("a fenced commit whose answer was lost answered Ok".to_owned()),
+        Err(error) => error,
+    };
+    match error.downcast_ref::<Error>() {
+        Some(
+            error @ Error::Store {
+                operation: Operation::Fence,
+                kind: StoreErrorKind::OutcomeUnknown,
+                ..
+            },
+        ) if !error.is_transient() => Ok(()),
+        _ => Err(format!(
+            "a fenced commit that committed and whose answer was lost answered {error:?} \
+             ({error}), not a fence error of the kind OutcomeUnknown"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use lease_core::{Fence, LeaseName};
+
+    use super::*;
+
+    fn store_error(operation: Operation, kind: StoreErrorKind) -> Result<(), BoxError> {
+        let name = LeaseName::new("notice").unwrap();
+        Err(Error::store_of_kind(operation, Some(&name), kind, "connection reset").into())
+    }
+
+    #[test]
+    fn an_unknown_outcome_passes() {
+        judge(&store_error(
+            Operation::Fence,
+            StoreErrorKind::OutcomeUnknown,
+        ))
+        .unwrap();
+    }
+
+    /// The negative controls: every answer that says or suggests that nothing committed.
+    #[test]
+    fn answers_that_hide_the_commit_fail() {
+        for kind in [
+            StoreErrorKind::Transient,
+            StoreErrorKind::Conflict,
+            StoreErrorKind::ReadOnly,
+            StoreErrorKind::Permanent,
+        ] {
+            assert!(
+                judge(&store_error(Operation::Fence, kind)).is_err(),
+                "{kind:?}"
+            );
+        }
+        assert!(
+            judge(&store_error(
+                Operation::Renew,
+                StoreErrorKind::OutcomeUnknown
+            ))
+            .is_err()
+        );
+        assert!(judge(&Ok(())).is_err());
+        let not_held = Error::NotHeld {
+            name: LeaseName::new("notice").unwrap(),
+            fence: Fence::new(1),
+        };
+        assert!(judge(&Err(not_held.into())).is_err());
+    }
+}
