@@ -68,7 +68,9 @@ type Manager<P> = <<P as DieselPool>::Connection as AsyncConnection>::Transactio
 /// `work`'s own error; [`Error::NotHeld`] when the check found the lease gone or it was lost
 /// before the commit (nothing was committed); [`Error::Store`] with
 /// [`Operation::Fence`](lease_core::Operation::Fence) when the transaction could not begin, or
-/// the check or the commit failed; diesel's
+/// the check or the commit failed (nothing was committed), or of the kind
+/// [`OutcomeUnknown`](lease_core::StoreErrorKind::OutcomeUnknown) when the commit's answer was
+/// lost (it may have committed: find out before running `work` again); diesel's
 /// [`AlreadyInTransaction`](diesel::result::Error::AlreadyInTransaction) for a `connection`
 /// already in a transaction (the fenced commit would commit it), and diesel's error when a
 /// rollback failed.

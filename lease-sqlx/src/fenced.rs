@@ -57,8 +57,10 @@ use crate::{SqlxDatabase, SqlxExecutor, SqlxStore};
 /// [`Operation::Fence`] when the check or the commit failed (a commit that lost a Galera
 /// certification is a conflict; on PostgreSQL, a transaction reading from a snapshot is
 /// refused with [`SnapshotIsolation`](lease_sql::SnapshotIsolation) as the source, the lease
-/// still held): nothing was committed, unless the connection failed after the message went
-/// out, when, as with any `COMMIT` whose answer is lost, it is unknown.
+/// still held): nothing was committed; unless the error is of the kind
+/// [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown), when the connection failed after the
+/// message went out and, as with any `COMMIT` whose answer is lost, the commit may have
+/// happened.
 ///
 /// # Cancel safety
 /// Dropped before the message is sent, the transaction rolls back; dropped after, the commit
@@ -130,7 +132,9 @@ where
 /// # Errors
 /// `work`'s own error; [`Error::NotHeld`] when the check found the lease gone or it was lost
 /// before the commit (nothing was committed); [`Error::Store`] with [`Operation::Fence`] when the
-/// transaction could not begin or commit.
+/// transaction could not begin or commit (nothing was committed), or of the kind
+/// [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown) when the commit's answer was lost (it may
+/// have committed: find out before running `work` again).
 ///
 /// # Cancel safety
 /// Dropped before the commit, the transaction rolls back (sqlx rolls back a dropped

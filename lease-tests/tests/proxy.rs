@@ -1,5 +1,5 @@
-//! The fault proxy passes, delays, stalls and cuts the connections made through it, and leaves
-//! other connections to the same server alone.
+//! The fault proxy passes, delays, stalls, holds the answers of and cuts the connections made
+//! through it, and leaves other connections to the same server alone.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
@@ -110,4 +110,67 @@ fn rewrites_urls_to_its_port() {
         proxy.rewrite_url("mysql://u:p@localhost:3306/db?ssl-mode=disabled"),
         format!("mysql://u:p@127.0.0.1:{port}/db?ssl-mode=disabled")
     );
+}
+
+/// An echo server on a free port of 127.0.0.1 that also tells `received` every chunk it reads.
+fn telling_echo_server(received: std::sync::mpsc::Sender<Vec<u8>>) -> u16 {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let received = received.clone();
+            std::thread::spawn(move || {
+                let mut buffer = [0_u8; 1024];
+                while let Ok(read @ 1..) = stream.read(&mut buffer) {
+                    let _ = received.send(buffer[..read].to_vec());
+                    if stream.write_all(&buffer[..read]).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn holds_answers_while_requests_go_through() {
+    let (tell, told) = std::sync::mpsc::channel();
+    let server = telling_echo_server(tell);
+    let proxy = FaultProxy::start(server).unwrap();
+    let mut through = connect(proxy.port());
+    assert_eq!(round_trip(&mut through, b"ping").unwrap(), b"ping");
+    assert_eq!(told.recv_timeout(Duration::from_secs(5)).unwrap(), b"ping");
+
+    proxy.hold_answers();
+    assert_eq!(proxy.mode(), Mode::HoldAnswers);
+    through
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    assert!(
+        round_trip(&mut through, b"sent").is_err(),
+        "an answer came through while answers were held"
+    );
+    // The request reached the server all the same.
+    assert_eq!(told.recv_timeout(Duration::from_secs(5)).unwrap(), b"sent");
+
+    // Cut, the client never gets the answer.
+    proxy.cut();
+    let mut echoed = [0_u8; 4];
+    assert!(
+        through.read_exact(&mut echoed).is_err(),
+        "a held answer came through a cut"
+    );
+    assert_eq!(proxy.stats().faults, 2);
+}
+
+#[test]
+fn starts_in_front_of_a_urls_server() {
+    let proxy = FaultProxy::in_front_of("postgres://postgres@127.0.0.1:5999/test").unwrap();
+    assert_eq!(proxy.upstream_port(), 5999);
+    let proxy = FaultProxy::in_front_of("mysql://u:p@localhost:3307/db?ssl-mode=disabled").unwrap();
+    assert_eq!(proxy.upstream_port(), 3307);
+    let error = FaultProxy::in_front_of("sqlite::memory:").unwrap_err();
+    assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
 }
