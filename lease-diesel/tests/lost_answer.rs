@@ -14,7 +14,7 @@ use lease_diesel::{CheckAt, DieselPool, DieselStore};
 use lease_tests::{env, lost_answer};
 
 /// A store on `table` at `url` on PostgreSQL, with a pool of one connection.
-async fn postgres(url: &str, table: &str) -> Result<PgStore, BoxError> {
+async fn postgres_store(url: &str, table: &str) -> Result<PgStore, BoxError> {
     let pool = Pool::builder(lease_diesel::postgres_manager(url))
         .max_size(1)
         .build()?;
@@ -24,7 +24,7 @@ async fn postgres(url: &str, table: &str) -> Result<PgStore, BoxError> {
 /// A store on `table` at `url` on MariaDB, with a pool of one connection, kept on TCP: the
 /// MariaDB driver under diesel-async moves a connection to 127.0.0.1 onto the server's Unix
 /// socket (`prefer_socket`), past the proxy.
-async fn mariadb(url: &str, table: &str) -> Result<MariaDbStore, BoxError> {
+async fn mariadb_store(url: &str, table: &str) -> Result<MariaDbStore, BoxError> {
     let manager = AsyncDieselConnectionManager::<AsyncMysqlConnection>::new(format!(
         "{url}?prefer_socket=false"
     ));
@@ -57,52 +57,34 @@ where
     .await
 }
 
-async fn postgres_at_commit(
+async fn postgres_write(
+    at: CheckAt,
     store: &PgStore,
     lease: &LeaseHandle,
     sql: &str,
     then: &(dyn Fn() + Sync),
 ) -> Result<(), BoxError> {
     let mut connection = store.pool().get().await?;
-    write(CheckAt::Commit, store, &mut connection, lease, sql, then).await
+    write(at, store, &mut connection, lease, sql, then).await
 }
 
-async fn postgres_at_begin(
-    store: &PgStore,
-    lease: &LeaseHandle,
-    sql: &str,
-    then: &(dyn Fn() + Sync),
-) -> Result<(), BoxError> {
-    let mut connection = store.pool().get().await?;
-    write(CheckAt::Begin, store, &mut connection, lease, sql, then).await
-}
-
-async fn mariadb_at_commit(
+async fn mariadb_write(
+    at: CheckAt,
     store: &MariaDbStore,
     lease: &LeaseHandle,
     sql: &str,
     then: &(dyn Fn() + Sync),
 ) -> Result<(), BoxError> {
     let mut connection = store.pool().get().await?;
-    write(CheckAt::Commit, store, &mut connection, lease, sql, then).await
-}
-
-async fn mariadb_at_begin(
-    store: &MariaDbStore,
-    lease: &LeaseHandle,
-    sql: &str,
-    then: &(dyn Fn() + Sync),
-) -> Result<(), BoxError> {
-    let mut connection = store.pool().get().await?;
-    write(CheckAt::Begin, store, &mut connection, lease, sql, then).await
+    write(at, store, &mut connection, lease, sql, then).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_check_with_the_commit() {
+async fn postgres() {
     lost_answer::fenced_commit_whose_answer_is_lost(
         &env::postgres_url(),
-        postgres,
-        postgres_at_commit,
+        postgres_store,
+        postgres_write,
         TokioRuntime,
     )
     .await
@@ -110,35 +92,11 @@ async fn postgres_check_with_the_commit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_check_with_the_begin() {
-    lost_answer::fenced_commit_whose_answer_is_lost(
-        &env::postgres_url(),
-        postgres,
-        postgres_at_begin,
-        TokioRuntime,
-    )
-    .await
-    .unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mariadb_check_with_the_commit() {
+async fn mariadb() {
     lost_answer::fenced_commit_whose_answer_is_lost(
         &env::mysql_url(),
-        mariadb,
-        mariadb_at_commit,
-        TokioRuntime,
-    )
-    .await
-    .unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mariadb_check_with_the_begin() {
-    lost_answer::fenced_commit_whose_answer_is_lost(
-        &env::mysql_url(),
-        mariadb,
-        mariadb_at_begin,
+        mariadb_store,
+        mariadb_write,
         TokioRuntime,
     )
     .await

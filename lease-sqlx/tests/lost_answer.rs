@@ -48,40 +48,12 @@ where
     .await
 }
 
-async fn at_commit<DB>(
-    store: &SqlxStore<DB>,
-    lease: &LeaseHandle,
-    sql: &str,
-    then: &(dyn Fn() + Sync),
-) -> Result<(), BoxError>
-where
-    DB: SqlxDatabase,
-    SqlxExecutor<DB>: for<'c> ExecuteOn<&'c mut DB::Connection>,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-{
-    write(CheckAt::Commit, store, lease, sql, then).await
-}
-
-async fn at_begin<DB>(
-    store: &SqlxStore<DB>,
-    lease: &LeaseHandle,
-    sql: &str,
-    then: &(dyn Fn() + Sync),
-) -> Result<(), BoxError>
-where
-    DB: SqlxDatabase,
-    SqlxExecutor<DB>: for<'c> ExecuteOn<&'c mut DB::Connection>,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-{
-    write(CheckAt::Begin, store, lease, sql, then).await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_check_with_the_commit() {
+async fn postgres() {
     lost_answer::fenced_commit_whose_answer_is_lost(
         &env::postgres_url(),
         connect::<Postgres>,
-        at_commit,
+        write::<Postgres>,
         TokioRuntime,
     )
     .await
@@ -89,35 +61,11 @@ async fn postgres_check_with_the_commit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_check_with_the_begin() {
-    lost_answer::fenced_commit_whose_answer_is_lost(
-        &env::postgres_url(),
-        connect::<Postgres>,
-        at_begin,
-        TokioRuntime,
-    )
-    .await
-    .unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mariadb_check_with_the_commit() {
+async fn mariadb() {
     lost_answer::fenced_commit_whose_answer_is_lost(
         &env::mysql_url(),
         connect::<MySql>,
-        at_commit,
-        TokioRuntime,
-    )
-    .await
-    .unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mariadb_check_with_the_begin() {
-    lost_answer::fenced_commit_whose_answer_is_lost(
-        &env::mysql_url(),
-        connect::<MySql>,
-        at_begin,
+        write::<MySql>,
         TokioRuntime,
     )
     .await

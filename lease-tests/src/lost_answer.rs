@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use lease_core::runtime::Runtime;
 use lease_core::{BoxError, Error, LeaseClient, LeaseHandle, Operation, StoreErrorKind};
-use lease_sql::{Execute, Query, SqlStore};
+use lease_sql::{CheckAt, Execute, Query, SqlStore};
 
 use crate::proxy::FaultProxy;
 
@@ -26,15 +26,17 @@ const COMMITTED_WITHIN: Duration = Duration::from_secs(10);
 /// How often the other connection looks.
 const POLL: Duration = Duration::from_millis(10);
 
-/// The case, on the server at `url`. `connect` makes a store on a table (the URL and the
-/// table's name; a pool of one connection keeps the case simple) and is called twice: for the
-/// store the lease and the checks use, at `url`, and for the store the writes go through, at
-/// the proxy's URL. `write` runs `sql` (an insert) in a fenced transaction through the store
-/// it is given, under the lease, and calls its last argument once the insert ran, before the
-/// commit: the case then holds the answers.
+/// The case, on the server at `url`, once for each place of the check ([`CheckAt::Commit`]:
+/// the check and the `COMMIT` in one message; [`CheckAt::Begin`]: a plain `COMMIT` after the
+/// check with the `BEGIN`). `connect` makes a store on a table (the URL and the table's name; a
+/// pool of one connection keeps the case simple) and is called twice a place: for the store the
+/// lease and the checks use, at `url`, and for the store the writes go through, at the proxy's
+/// URL. `write` runs `sql` (an insert) in a fenced transaction checked where it is told,
+/// through the store it is given, under the lease, and calls its last argument once the insert
+/// ran, before the commit: the case then holds the answers.
 ///
 /// # Errors
-/// A description of the first thing that went otherwise.
+/// A description of the first thing that went otherwise, naming the place of the check.
 ///
 /// # Cancel safety
 /// Not cancel safe: dropped while the proxy holds the commit's answer, the proxy goes with it
@@ -46,6 +48,34 @@ pub async fn fenced_commit_whose_answer_is_lost<X, C, W, R>(
     write: W,
     runtime: R,
 ) -> Result<(), BoxError>
+where
+    X: Execute + Clone,
+    C: AsyncFn(&str, &str) -> Result<SqlStore<X>, BoxError>,
+    W: AsyncFn(
+        CheckAt,
+        &SqlStore<X>,
+        &LeaseHandle,
+        &str,
+        &(dyn Fn() + Sync),
+    ) -> Result<(), BoxError>,
+    R: Runtime + Clone,
+{
+    for at in [CheckAt::Commit, CheckAt::Begin] {
+        let written = async |store: &SqlStore<X>,
+                             lease: &LeaseHandle,
+                             sql: &str,
+                             then: &(dyn Fn() + Sync)| {
+            write(at, store, lease, sql, then).await
+        };
+        lost_at(url, &connect, written, runtime.clone())
+            .await
+            .map_err(|error| format!("the check at {at:?}: {error}"))?;
+    }
+    Ok(())
+}
+
+/// The case with the check in one place: `write` runs the fenced transaction.
+async fn lost_at<X, C, W, R>(url: &str, connect: &C, write: W, runtime: R) -> Result<(), BoxError>
 where
     X: Execute + Clone,
     C: AsyncFn(&str, &str) -> Result<SqlStore<X>, BoxError>,
