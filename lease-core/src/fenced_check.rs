@@ -17,18 +17,25 @@ pub enum FencedCheck {
     /// The lease was gone (expired, taken over or released): the transaction committed nothing.
     NotHeld,
     /// The check could not tell: the statement failed (the connection, a serialization
-    /// failure, a transaction that cannot be fenced). The transaction committed nothing,
-    /// unless the failure came after the commit was sent with the check.
+    /// failure, a transaction that cannot be fenced). The transaction committed nothing.
     Failed,
+    /// The check went out with the commit, and their answer was lost (the connection broke,
+    /// or the server ended the session, on the way): the transaction may have committed, and
+    /// its caller got a store error of the kind
+    /// [`OutcomeUnknown`](crate::StoreErrorKind::OutcomeUnknown). Every one calls for a look
+    /// at what that transaction wrote. (A transaction checked before its commit counts its
+    /// check as passed, and a lost answer to its commit shows only in the caller's error.)
+    Unknown,
 }
 
 impl FencedCheck {
-    /// The value of the `result` label: `passed`, `not_held` or `failed`.
+    /// The value of the `result` label: `passed`, `not_held`, `failed` or `unknown`.
     pub fn label(self) -> &'static str {
         match self {
             Self::Passed => "passed",
             Self::NotHeld => "not_held",
             Self::Failed => "failed",
+            Self::Unknown => "unknown",
         }
     }
 }

@@ -18,7 +18,8 @@ pub(crate) const RELEASES: &str = "lease_releases_total";
 /// `lease_losses_total{lease, store, reason}`: reason `rejected`, `deadline_passed`,
 /// `not_held` or `shut_down`.
 pub(crate) const LOSSES: &str = "lease_losses_total";
-/// `lease_fenced_checks_total{lease, store, result}`: result `passed`, `not_held` or `failed`.
+/// `lease_fenced_checks_total{lease, store, result}`: result `passed`, `not_held`, `failed` or
+/// `unknown`.
 pub(crate) const FENCED_CHECKS: &str = "lease_fenced_checks_total";
 /// `lease_held{lease, store}`: 1 while this client holds the lease, 0 once it does not.
 pub(crate) const HELD: &str = "lease_held";

@@ -77,12 +77,15 @@ pub struct FencedChecks {
     pub not_held: u64,
     /// [`FencedCheck::Failed`]: the check's statement failed.
     pub failed: u64,
+    /// [`FencedCheck::Unknown`]: the answer to the check and the commit was lost; the
+    /// transaction may have committed.
+    pub unknown: u64,
 }
 
 impl FencedChecks {
     /// Every check, however it ended.
     pub fn total(&self) -> u64 {
-        self.passed + self.not_held + self.failed
+        self.passed + self.not_held + self.failed + self.unknown
     }
 }
 
@@ -212,6 +215,7 @@ pub(crate) struct Stats {
     fenced_passed: AtomicU64,
     fenced_not_held: AtomicU64,
     fenced_failed: AtomicU64,
+    fenced_unknown: AtomicU64,
     acquire_calls: Calls,
     renew_calls: Calls,
     release_calls: Calls,
@@ -239,6 +243,7 @@ impl Stats {
             fenced_passed: AtomicU64::new(0),
             fenced_not_held: AtomicU64::new(0),
             fenced_failed: AtomicU64::new(0),
+            fenced_unknown: AtomicU64::new(0),
             acquire_calls: Calls::default(),
             renew_calls: Calls::default(),
             release_calls: Calls::default(),
@@ -315,6 +320,7 @@ impl Stats {
             FencedCheck::Passed => &self.fenced_passed,
             FencedCheck::NotHeld => &self.fenced_not_held,
             FencedCheck::Failed => &self.fenced_failed,
+            FencedCheck::Unknown => &self.fenced_unknown,
         });
         #[cfg(feature = "metrics")]
         crate::metrics::fenced_check(&self.store, name, check);
@@ -353,6 +359,7 @@ impl Stats {
                 passed: load(&self.fenced_passed),
                 not_held: load(&self.fenced_not_held),
                 failed: load(&self.fenced_failed),
+                unknown: load(&self.fenced_unknown),
             },
         }
     }

@@ -187,6 +187,7 @@ async fn fenced_checks_are_counted_by_outcome_and_change_nothing_else() {
     handle.record_fenced_check(FencedCheck::Passed);
     handle.record_fenced_check(FencedCheck::Failed);
     handle.record_fenced_check(FencedCheck::NotHeld);
+    handle.record_fenced_check(FencedCheck::Unknown);
 
     let stats = client.stats();
     let checks = stats.fenced_checks;
@@ -195,9 +196,10 @@ async fn fenced_checks_are_counted_by_outcome_and_change_nothing_else() {
             checks.passed,
             checks.not_held,
             checks.failed,
+            checks.unknown,
             checks.total()
         ),
-        (2, 1, 1, 4)
+        (2, 1, 1, 1, 5)
     );
     // Counting is all it does: the lease stays held until a store marks it lost.
     assert!(guard.is_held());
@@ -207,10 +209,11 @@ async fn fenced_checks_are_counted_by_outcome_and_change_nothing_else() {
         [
             FencedCheck::Passed,
             FencedCheck::NotHeld,
-            FencedCheck::Failed
+            FencedCheck::Failed,
+            FencedCheck::Unknown
         ]
         .map(FencedCheck::label),
-        ["passed", "not_held", "failed"]
+        ["passed", "not_held", "failed", "unknown"]
     );
 }
 

@@ -223,7 +223,8 @@ const WRITE_LIMIT: Duration = Duration::from_secs(15);
 /// <fence>` after each commit, `refused <fence>` when the check refused a write, `failed
 /// <error>` when a call failed otherwise, then `stats
 /// writes=<n> refused=<n> errors=<n> acquisitions=<n> checks_passed=<n> checks_not_held=<n>
-/// checks_failed=<n>` (the last three as the client counted its fenced checks) and `end`.
+/// checks_failed=<n> checks_unknown=<n>` (the last four as the client counted its fenced
+/// checks) and `end`.
 ///
 /// # Errors
 /// When the store cannot be reached at the start, or a write took longer than 15 s.
@@ -307,8 +308,8 @@ pub async fn fenced<F: StoreFactory + FencedWrites>(
     let checks = client.stats().fenced_checks;
     println!(
         "stats writes={writes} refused={refused} errors={errors} acquisitions={acquisitions} \
-         checks_passed={} checks_not_held={} checks_failed={}",
-        checks.passed, checks.not_held, checks.failed
+         checks_passed={} checks_not_held={} checks_failed={} checks_unknown={}",
+        checks.passed, checks.not_held, checks.failed, checks.unknown
     );
     println!("end");
     Ok(())

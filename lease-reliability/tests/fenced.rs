@@ -373,7 +373,7 @@ fn run_once<F: StoreFactory + FencedWrites>(
         };
         let (writes, worker_refused) = (field("writes"), field("refused"));
         let (passed, not_held) = (field("checks_passed"), field("checks_not_held"));
-        let failed = field("checks_failed");
+        let (failed, unknown) = (field("checks_failed"), field("checks_unknown"));
         refused += worker_refused;
         errors += field("errors");
         checks_not_held += not_held;
@@ -383,7 +383,7 @@ fn run_once<F: StoreFactory + FencedWrites>(
         // unfenced worker ran no check.
         let agrees = match checked {
             Some(_) => passed >= writes && not_held <= worker_refused,
-            None => passed + not_held + failed == 0,
+            None => passed + not_held + failed + unknown == 0,
         };
         if !agrees {
             problems.push(format!(

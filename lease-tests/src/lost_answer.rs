@@ -61,25 +61,31 @@ where
     R: Runtime + Clone,
 {
     for at in [CheckAt::Commit, CheckAt::Begin] {
-        let written = async |store: &SqlStore<X>,
-                             lease: &LeaseHandle,
-                             sql: &str,
-                             then: &(dyn Fn() + Sync)| {
-            write(at, store, lease, sql, then).await
-        };
-        lost_at(url, &connect, written, runtime.clone())
+        lost_at(at, url, &connect, &write, runtime.clone())
             .await
             .map_err(|error| format!("the check at {at:?}: {error}"))?;
     }
     Ok(())
 }
 
-/// The case with the check in one place: `write` runs the fenced transaction.
-async fn lost_at<X, C, W, R>(url: &str, connect: &C, write: W, runtime: R) -> Result<(), BoxError>
+/// The case with the check at `at`.
+async fn lost_at<X, C, W, R>(
+    at: CheckAt,
+    url: &str,
+    connect: &C,
+    write: &W,
+    runtime: R,
+) -> Result<(), BoxError>
 where
     X: Execute + Clone,
     C: AsyncFn(&str, &str) -> Result<SqlStore<X>, BoxError>,
-    W: AsyncFn(&SqlStore<X>, &LeaseHandle, &str, &(dyn Fn() + Sync)) -> Result<(), BoxError>,
+    W: AsyncFn(
+        CheckAt,
+        &SqlStore<X>,
+        &LeaseHandle,
+        &str,
+        &(dyn Fn() + Sync),
+    ) -> Result<(), BoxError>,
     R: Runtime + Clone,
 {
     let table = crate::env::unique_table("lost_answer");
@@ -108,7 +114,7 @@ where
     };
 
     // The control: with the answers passing, the write commits and says so.
-    write(&proxied, &handle, &insert, &|| {}).await?;
+    write(at, &proxied, &handle, &insert, &|| {}).await?;
     if written().await? != 1 {
         return Err("a fenced write that answered Ok did not commit".into());
     }
@@ -129,8 +135,10 @@ where
         proxy.cut();
         Ok::<_, BoxError>(committed)
     };
-    let (answer, committed) =
-        futures::join!(write(&proxied, &handle, &insert, &hold), cut_once_committed);
+    let (answer, committed) = futures::join!(
+        write(at, &proxied, &handle, &insert, &hold),
+        cut_once_committed
+    );
     proxy.pass();
     if !committed? {
         return Err(format!(
@@ -149,9 +157,24 @@ where
     if !guard.is_held() {
         return Err("a fenced commit whose answer was lost marked the lease lost".into());
     }
+    // The client counts a check whose answer was lost with the commit's as unknown; a check
+    // made before the commit passed.
+    let checks = client.stats().fenced_checks;
+    let counted = (checks.passed, checks.unknown);
+    let expected = match at {
+        CheckAt::Commit => (1, 1),
+        _ => (2, 0),
+    };
+    if counted != expected {
+        return Err(format!(
+            "the client counted {checks:?} after a fenced write and a lost answer, \
+             not (passed, unknown) = {expected:?}"
+        )
+        .into());
+    }
 
     // The lease is still held, and the store's pool opens a new connection for the next write.
-    write(&proxied, &handle, &insert, &|| {}).await?;
+    write(at, &proxied, &handle, &insert, &|| {}).await?;
     if written().await? != 3 {
         return Err("the fenced write after the lost answer did not commit".into());
     }
