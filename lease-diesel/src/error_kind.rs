@@ -77,6 +77,8 @@ const PHRASES: &[(&str, StoreErrorKind)] = &[
     // (`Input/output error: ...`), a connection the server closed included.
     ("input/output error", StoreErrorKind::Transient),
     ("connection closed", StoreErrorKind::Transient),
+    // MariaDB 1927, a `KILL` of the connection, as sqlx's reading of the number has it.
+    ("connection was killed", StoreErrorKind::Transient),
     ("broken pipe", StoreErrorKind::Transient),
     ("shutting down", StoreErrorKind::Transient),
     ("shutdown in progress", StoreErrorKind::Transient),
@@ -148,11 +150,12 @@ mod tests {
                 "terminating connection due to administrator command",
                 StoreErrorKind::Transient,
             ),
-            // A MariaDB connection cut under the statement.
+            // A MariaDB connection cut or killed under the statement.
             (
                 "Input/output error: Input/output error: connection closed",
                 StoreErrorKind::Transient,
             ),
+            ("Connection was killed", StoreErrorKind::Transient),
             (
                 "permission denied for table leases",
                 StoreErrorKind::Permanent,

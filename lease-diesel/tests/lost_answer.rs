@@ -102,3 +102,17 @@ async fn mariadb() {
     .await
     .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_connection_killed_under_a_statement() {
+    lost_answer::killed_under_a_statement(&env::postgres_url(), postgres_store, TokioRuntime)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_connection_killed_under_a_statement() {
+    lost_answer::killed_under_a_statement(&env::mysql_url(), mariadb_store, TokioRuntime)
+        .await
+        .unwrap();
+}

@@ -71,3 +71,17 @@ async fn mariadb() {
     .await
     .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_connection_killed_under_a_statement() {
+    lost_answer::killed_under_a_statement(&env::postgres_url(), connect::<Postgres>, TokioRuntime)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_connection_killed_under_a_statement() {
+    lost_answer::killed_under_a_statement(&env::mysql_url(), connect::<MySql>, TokioRuntime)
+        .await
+        .unwrap();
+}

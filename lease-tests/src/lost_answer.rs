@@ -186,6 +186,109 @@ where
     Ok(())
 }
 
+/// How long the killed statement would sleep if nobody killed it.
+const SLEEP_SECONDS: u32 = 30;
+
+/// A statement whose connection the server kills while it runs (MariaDB's `KILL`,
+/// PostgreSQL's `pg_terminate_backend`, what an operator or a failover tool does) fails with an
+/// error the store's executor reads as [`Transient`](StoreErrorKind::Transient) (the next
+/// connection may work), whose answer is lost ([`Execute::answer_lost`]: had it been a
+/// commit, it might have committed). `connect` makes a store on a table at `url` with a pool
+/// of one connection, so that the statements of one store share its connection; it is called
+/// twice, for the store whose connection is killed and for the one that kills it; `runtime`
+/// paces the wait for the statement to run.
+///
+/// # Errors
+/// A description of the first thing that went otherwise.
+///
+/// # Cancel safety
+/// Cancel safe: dropped half-way, the sleeping statement ends by itself within
+/// 30 s, and nothing is left behind.
+pub async fn killed_under_a_statement<X, C, R>(
+    url: &str,
+    connect: C,
+    runtime: R,
+) -> Result<(), BoxError>
+where
+    X: Execute + Clone,
+    C: AsyncFn(&str, &str) -> Result<SqlStore<X>, BoxError>,
+    R: Runtime,
+{
+    let table = crate::env::unique_table("killed");
+    let victim = connect(url, &table).await?;
+    let killer = connect(url, &table).await?;
+    let (who, sleep, busy, kill): (&str, String, &str, &str) = match victim.executor().dialect() {
+        lease_sql::Dialect::Postgres => (
+            "SELECT pg_backend_pid()::int8",
+            format!("SELECT pg_sleep({SLEEP_SECONDS})"),
+            "SELECT count(*)::int8 FROM pg_stat_activity WHERE pid = {id} AND state = 'active'",
+            "SELECT pg_terminate_backend({id})",
+        ),
+        lease_sql::Dialect::MySql => (
+            "SELECT CAST(CONNECTION_ID() AS SIGNED)",
+            format!("SELECT SLEEP({SLEEP_SECONDS})"),
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = {id} AND COMMAND = 'Query'",
+            "KILL {id}",
+        ),
+        other => {
+            return Err(format!("{other:?} has no connection to kill").into());
+        }
+    };
+    let id = victim
+        .executor()
+        .ints(Query::new(who.to_owned(), Vec::new()))
+        .await?
+        .first()
+        .copied()
+        .ok_or("no connection id")?;
+    let killing = async {
+        let deadline = Instant::now() + COMMITTED_WITHIN;
+        loop {
+            let running = killer
+                .executor()
+                .ints(Query::new(
+                    busy.replace("{id}", &id.to_string()),
+                    Vec::new(),
+                ))
+                .await?;
+            if running.first() == Some(&1) {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(format!("connection {id} never ran the sleep").into());
+            }
+            runtime.sleep(POLL).await;
+        }
+        killer
+            .executor()
+            .batch(&kill.replace("{id}", &id.to_string()))
+            .await?;
+        Ok::<_, BoxError>(())
+    };
+    let (slept, killed) = futures::join!(victim.executor().batch(&sleep), killing);
+    killed?;
+    let error = match slept {
+        Ok(()) => return Err(format!("the sleep of connection {id} outlived its killing").into()),
+        Err(error) => error,
+    };
+    let kind = victim.executor().classify(&*error);
+    if kind != StoreErrorKind::Transient {
+        return Err(format!(
+            "a statement whose connection was killed failed with {error:?} ({error}), \
+             read as {kind:?}, not as transient"
+        )
+        .into());
+    }
+    if !victim.executor().answer_lost(&*error) {
+        return Err(format!(
+            "a statement whose connection was killed failed with {error:?} ({error}), \
+             read as answered"
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// The verdict on what a fenced write answered when its commit committed and the answer was
 /// lost: an error of [`Operation::Fence`] of the kind
 /// [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown), which is not transient. Anything else
