@@ -21,8 +21,10 @@ use lease_tests::spans::SpanCapture;
 use lease_tests::{FreshStore, TestBackend, env};
 use tracing::instrument::WithSubscriber;
 
-/// The TTL of the leases here: short, so that a transaction outlives the expiry its snapshot saw.
-const TTL: Duration = Duration::from_millis(1200);
+/// The TTL of the leases here: short, so that a transaction outlives the expiry its snapshot saw,
+/// and long enough that its store timeout (a third of it) outlasts a slow statement of a loaded
+/// machine (at a fifth of 1.2 s, an acquisition once timed out in a full test run).
+const TTL: Duration = Duration::from_secs(2);
 
 /// A fresh store on `SERIALIZABLE` connections, a protected table beside it, and a client whose
 /// renewer keeps its leases for as long as they are held. `None` when the server is missing
@@ -49,7 +51,7 @@ async fn fixture() -> Option<(
     let client = LeaseClient::builder(fresh.store().clone(), TokioRuntime)
         .ttl(Ttl::new(TTL).unwrap())
         .renew_every(TTL / 4)
-        .store_timeout(TTL / 5)
+        .store_timeout(TTL / 3)
         .build()
         .unwrap();
     Some((fresh, pool, notices, client))
