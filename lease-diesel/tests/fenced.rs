@@ -63,7 +63,9 @@ impl Fixture {
             .store_timeout(ttl / 5)
             .build()
             .unwrap();
-        let guard = client.try_acquire(name).await.unwrap().unwrap();
+        // A wait rather than one try: it rides out a statement a loaded machine makes outlast
+        // a short lease's store timeout.
+        let guard = client.acquire(name, Duration::from_secs(10)).await.unwrap();
         Some(Self {
             store,
             table,

@@ -150,7 +150,12 @@ where
     // A takeover attempted while a fenced transaction is open waits for it, then gets a
     // greater fence: the holder's write commits before the new holder's first statement.
     let short = fixture.client(Duration::from_millis(1_500));
-    let holder = short.try_acquire("sweep").await.unwrap().unwrap();
+    // A wait rather than one try: it rides out a statement a loaded machine makes outlast the
+    // short lease's store timeout.
+    let holder = short
+        .acquire("sweep", Duration::from_secs(10))
+        .await
+        .unwrap();
     let pool = fixture.store.executor().pool().clone();
     let mut tx = pool.begin().await.unwrap();
     fixture.store.fence(&mut *tx, &holder).await.unwrap();
