@@ -58,7 +58,10 @@ pub(crate) fn answer_lost(error: &(dyn std::error::Error + Send + Sync + 'static
     }
 }
 
-/// Phrases of the servers' messages, lower case, and what they mean.
+/// Phrases of the servers' messages, lower case, and what they mean; besides them, every
+/// message of a session that ended ([`lease_sql::ends_session`]: a connection lost, reset,
+/// killed or closed by a server shutting down, and the MariaDB driver's `Input/output error`)
+/// is [`Transient`](StoreErrorKind::Transient).
 const PHRASES: &[(&str, StoreErrorKind)] = &[
     // PostgreSQL 40P01; MariaDB 1213, also Galera's lost certification.
     ("deadlock", StoreErrorKind::Conflict),
@@ -70,20 +73,8 @@ const PHRASES: &[(&str, StoreErrorKind)] = &[
     ("wsrep", StoreErrorKind::Transient),
     ("lock wait timeout", StoreErrorKind::Transient),
     ("too many connections", StoreErrorKind::Transient),
-    ("gone away", StoreErrorKind::Transient),
-    ("lost connection", StoreErrorKind::Transient),
-    ("connection reset", StoreErrorKind::Transient),
-    // The MariaDB driver under diesel-async words every failure of its socket so
-    // (`Input/output error: ...`), a connection the server closed included.
-    ("input/output error", StoreErrorKind::Transient),
-    ("connection closed", StoreErrorKind::Transient),
-    // MariaDB 1927, a `KILL` of the connection, as sqlx's reading of the number has it.
-    ("connection was killed", StoreErrorKind::Transient),
-    ("broken pipe", StoreErrorKind::Transient),
     ("shutting down", StoreErrorKind::Transient),
-    ("shutdown in progress", StoreErrorKind::Transient),
     ("starting up", StoreErrorKind::Transient),
-    ("terminating connection", StoreErrorKind::Transient),
     ("statement timeout", StoreErrorKind::Transient),
     ("max_statement_time", StoreErrorKind::Transient),
     // SQLite's SQLITE_BUSY and SQLITE_LOCKED.
@@ -92,11 +83,12 @@ const PHRASES: &[(&str, StoreErrorKind)] = &[
 ];
 
 fn message_kind(message: &str) -> StoreErrorKind {
-    let message = message.to_ascii_lowercase();
-    PHRASES
-        .iter()
-        .find(|(phrase, _)| message.contains(phrase))
-        .map_or(StoreErrorKind::Permanent, |&(_, kind)| kind)
+    let lower = message.to_ascii_lowercase();
+    match PHRASES.iter().find(|(phrase, _)| lower.contains(phrase)) {
+        Some(&(_, kind)) => kind,
+        None if lease_sql::ends_session(message) => StoreErrorKind::Transient,
+        None => StoreErrorKind::Permanent,
+    }
 }
 
 #[cfg(test)]
