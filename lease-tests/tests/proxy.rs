@@ -9,22 +9,8 @@ use lease_tests::proxy::{FaultProxy, Mode};
 
 /// An echo server on a free port of 127.0.0.1, one thread per connection.
 fn echo_server() -> u16 {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            std::thread::spawn(move || {
-                let mut buffer = [0_u8; 1024];
-                while let Ok(read @ 1..) = stream.read(&mut buffer) {
-                    if stream.write_all(&buffer[..read]).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    port
+    // Nobody listens: what it would tell goes nowhere.
+    telling_echo_server(std::sync::mpsc::channel().0)
 }
 
 fn connect(port: u16) -> TcpStream {
@@ -112,7 +98,8 @@ fn rewrites_urls_to_its_port() {
     );
 }
 
-/// An echo server on a free port of 127.0.0.1 that also tells `received` every chunk it reads.
+/// An echo server on a free port of 127.0.0.1, one thread per connection, that also tells
+/// `received` every chunk it reads.
 fn telling_echo_server(received: std::sync::mpsc::Sender<Vec<u8>>) -> u16 {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     let port = listener.local_addr().unwrap().port();
