@@ -259,15 +259,27 @@ pub async fn takeover_waits_for_fenced_transaction<B: TestBackend>(ctx: &Context
     // takeover may finish only after that. (Set after the commit's answer instead, it would
     // race the contender's answer, which the server may send first.)
     let committing = AtomicBool::new(false);
+    // Set when the job's work begins: the check has run, and the transaction holds the row.
+    let working = AtomicBool::new(false);
     let hold = async {
+        working.store(true, Ordering::SeqCst);
         ctx.sleep(ttl + Duration::from_millis(1_000)).await;
         committing.store(true, Ordering::SeqCst);
     };
     let handle = holder.handle();
     let write = writes.write(&handle, 1, Box::pin(hold));
     let take = async {
-        // Once the transaction holds the row, and until well past the lease's TTL.
-        ctx.sleep(Duration::from_millis(200)).await;
+        // Once the transaction holds the row (a fixed pause here raced a slow begin on a loaded
+        // machine: the takeover came before the check), and until well past the lease's TTL.
+        let mut looks = 0;
+        while !working.load(Ordering::SeqCst) {
+            looks += 1;
+            ensure!(
+                looks <= 2_000,
+                "the fenced transaction's work did not begin within 2,000 looks 10 ms apart"
+            );
+            ctx.sleep(Duration::from_millis(10)).await;
+        }
         writes.expire(holder.name()).await?;
         let guard = contender.acquire("sweep", Duration::from_secs(20)).await?;
         Ok::<_, CaseFailure>((guard, committing.load(Ordering::SeqCst)))
