@@ -3,6 +3,7 @@
 //! write answers an error of the kind `OutcomeUnknown`, the lease still held. Through
 //! `lease_diesel::fenced` (the check with the commit) and `fenced_with(.., CheckAt::Begin, ..)`
 //! (the check with the `BEGIN`, then a plain `COMMIT`).
+//! Not on SQLite, which runs in the process: no connection there loses an answer.
 #![cfg(all(feature = "postgres", feature = "mysql", feature = "deadpool"))]
 
 use diesel_async::pooled_connection::AsyncDieselConnectionManager;

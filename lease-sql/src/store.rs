@@ -424,8 +424,8 @@ impl<X: Execute> SqlStore<X> {
     /// [`Conflict`](StoreErrorKind::Conflict), and nothing was committed); of the kind
     /// [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown) when no answer came (the connection
     /// broke after the message went out): the commit may have happened, as with any `COMMIT`
-    /// whose answer is lost ([`commit_failed`](SqlStore::commit_failed)). On PostgreSQL, [`Error::Store`] of the
-    /// [`Permanent`](StoreErrorKind::Permanent) kind whose source is
+    /// whose answer is lost ([`commit_failed`](SqlStore::commit_failed)). On PostgreSQL,
+    /// [`Error::Store`] of the [`Permanent`](StoreErrorKind::Permanent) kind whose source is
     /// [`SnapshotIsolation`](crate::SnapshotIsolation) when the transaction reads from a
     /// snapshot: nothing was committed, and the lease stays held.
     ///

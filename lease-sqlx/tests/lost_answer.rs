@@ -3,6 +3,7 @@
 //! the kind `OutcomeUnknown`, the lease still held. Through `lease_sqlx::fenced` (the check with
 //! the commit, lease-sql's message) and `fenced_with(.., CheckAt::Begin, ..)` (the check with
 //! the `BEGIN`, then sqlx's own `COMMIT`).
+//! Not on SQLite, which runs in the process: no connection there loses an answer.
 #![cfg(all(feature = "postgres", feature = "mysql"))]
 
 use lease_core::runtime::TokioRuntime;

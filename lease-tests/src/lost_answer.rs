@@ -11,6 +11,10 @@
 //! another connection, then cuts them. [`judge`] is its verdict on what the write answered,
 //! a function of its own so that its negative controls (an answer that reads as "nothing
 //! committed" fails it) run without a server.
+//!
+//! Not for SQLite: it runs in the process, with no connection whose answer could be lost or
+//! that a server could kill; the drivers' test files run the cases on PostgreSQL and MariaDB
+//! only, and say so.
 
 use std::time::{Duration, Instant};
 

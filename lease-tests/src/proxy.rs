@@ -169,14 +169,11 @@ impl FaultProxy {
     /// # Panics
     /// When `url` has no `host:port` after its `scheme://` and optional `user@`.
     pub fn rewrite_url(&self, url: &str) -> String {
-        let (scheme, rest) = url.split_once("://").expect("a URL with a scheme");
-        let authority_end = rest.find('/').unwrap_or(rest.len());
-        let (authority, path) = rest.split_at(authority_end);
-        let (user, _host) = match authority.rsplit_once('@') {
-            Some((user, host)) => (format!("{user}@"), host),
-            None => (String::new(), authority),
-        };
-        format!("{scheme}://{user}127.0.0.1:{}{path}", self.port)
+        let parts = UrlParts::of(url).expect("a URL with a scheme");
+        format!(
+            "{}://{}127.0.0.1:{}{}",
+            parts.scheme, parts.user, self.port, parts.path
+        )
     }
 
     /// Sends new connections to `upstream_port` on 127.0.0.1 from now on, as a moved virtual
@@ -322,14 +319,37 @@ impl Shared {
     }
 }
 
+/// The pieces of `scheme://[user@]host[:port][/path...]` the proxy reads and rewrites.
+struct UrlParts<'a> {
+    scheme: &'a str,
+    /// `user@` (with the `@`), or empty.
+    user: &'a str,
+    /// `host` or `host:port`.
+    host: &'a str,
+    /// Everything from the first `/` after the host on, or empty.
+    path: &'a str,
+}
+
+impl<'a> UrlParts<'a> {
+    fn of(url: &'a str) -> Option<Self> {
+        let (scheme, rest) = url.split_once("://")?;
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let (user, host) = match authority.rfind('@') {
+            Some(at) => authority.split_at(at + 1),
+            None => ("", authority),
+        };
+        Some(Self {
+            scheme,
+            user,
+            host,
+            path,
+        })
+    }
+}
+
 /// The port of `scheme://[user@]host:port/...`.
 fn url_port(url: &str) -> Option<u16> {
-    let (_, rest) = url.split_once("://")?;
-    let authority = rest.split('/').next()?;
-    let host = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host);
-    host.rsplit_once(':')?.1.parse().ok()
+    UrlParts::of(url)?.host.rsplit_once(':')?.1.parse().ok()
 }
 
 fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
