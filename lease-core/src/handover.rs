@@ -50,7 +50,9 @@ impl Releases {
     }
 
     /// Interest in the next release of `name`. Call it *before* the attempt that may fail, so a
-    /// release between that attempt and the wait is not missed.
+    /// release between that attempt and the wait is not missed. A release before the
+    /// subscription is open reaches no subscriber: opening it wakes every waiter to try again
+    /// (see [`Releases::subscribed`]).
     pub(crate) fn listen(
         self: &Arc<Self>,
         name: &LeaseName,
@@ -83,6 +85,16 @@ impl Releases {
             let _ = waiter.send(());
         }
     }
+
+    /// Wakes every waiter, whatever its lease: the subscription has just opened, and a release
+    /// between a waiter's attempt and that moment was pushed to nobody. Each waiter tries once
+    /// more, then waits with the subscription live.
+    fn subscribed(&self) {
+        let waiters = std::mem::take(&mut self.state().waiters);
+        for waiter in waiters.into_values().flatten() {
+            let _ = waiter.send(());
+        }
+    }
 }
 
 /// Waits for `released` or the `pause`, whichever comes first.
@@ -109,7 +121,13 @@ async fn subscribe(
         Either::Right(_) => return,
     };
     let mut events = match events {
-        Ok(Some(events)) => events,
+        Ok(Some(events)) => {
+            match releases.upgrade() {
+                Some(releases) => releases.subscribed(),
+                None => return,
+            }
+            events
+        }
         Ok(None) => {
             if let Some(releases) = releases.upgrade() {
                 releases.state().unsupported = true;

@@ -24,7 +24,7 @@ pub(crate) const FENCED_CHECKS: &str = "lease_fenced_checks_total";
 /// `lease_held{lease, store}`: 1 while this client holds the lease, 0 once it does not.
 pub(crate) const HELD: &str = "lease_held";
 /// `lease_store_call_duration_seconds{store, operation, outcome}`: operation `acquire`,
-/// `renew_many` or `release`; outcome `ok`, `error` or `timeout`.
+/// `renew_many`, `release` or `subscribe`; outcome `ok`, `error` or `timeout`.
 pub(crate) const STORE_CALL_DURATION: &str = "lease_store_call_duration_seconds";
 
 /// The label value of a loss reason.

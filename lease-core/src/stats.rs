@@ -41,6 +41,11 @@ pub struct ClientStats {
     pub renew_calls: CallStats,
     /// [`LeaseStore::release`](crate::LeaseStore::release) calls.
     pub release_calls: CallStats,
+    /// [`LeaseStore::release_events`](crate::LeaseStore::release_events) calls: the client's
+    /// subscription to releases, opened by its first wait in
+    /// [`acquire`](crate::LeaseClient::acquire) and again after the stream ends. An error here
+    /// means the client's waiters poll.
+    pub subscribe_calls: CallStats,
     /// Fenced checks of this client's leases, by how they ended (the SQL stores' fenced
     /// transactions; see [`FencedCheck`]).
     pub fenced_checks: FencedChecks,
@@ -219,6 +224,7 @@ pub(crate) struct Stats {
     acquire_calls: Calls,
     renew_calls: Calls,
     release_calls: Calls,
+    subscribe_calls: Calls,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -247,6 +253,7 @@ impl Stats {
             acquire_calls: Calls::default(),
             renew_calls: Calls::default(),
             release_calls: Calls::default(),
+            subscribe_calls: Calls::default(),
         }
     }
 
@@ -261,6 +268,7 @@ impl Stats {
             Operation::Acquire => &self.acquire_calls,
             Operation::RenewMany | Operation::Renew => &self.renew_calls,
             Operation::Release => &self.release_calls,
+            Operation::Subscribe => &self.subscribe_calls,
             _ => return,
         };
         calls.record(took, outcome);
@@ -355,6 +363,7 @@ impl Stats {
             acquire_calls: self.acquire_calls.snapshot(),
             renew_calls: self.renew_calls.snapshot(),
             release_calls: self.release_calls.snapshot(),
+            subscribe_calls: self.subscribe_calls.snapshot(),
             fenced_checks: FencedChecks {
                 passed: load(&self.fenced_passed),
                 not_held: load(&self.fenced_not_held),

@@ -284,6 +284,44 @@ async fn a_store_without_release_events_is_polled() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_release_before_the_subscription_opens_still_wakes_the_waiter() {
+    // The waiter's subscription takes 2 s to open; the release at 1 s is pushed to nobody.
+    let store = Faulty::new(tokio_memory());
+    store.push_releases_after(Duration::from_secs(2));
+    let holder = fast_client(store.clone());
+    let waiter = LeaseClient::builder(store.clone(), TokioRuntime)
+        .store_timeout(Duration::from_secs(5))
+        .acquire_backoff(Duration::from_secs(20), Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let guard = holder.try_acquire("sweep").await.unwrap().unwrap();
+    let started = Instant::now();
+    let waiting = tokio::spawn(async move {
+        let taken = waiter.acquire("sweep", Duration::from_secs(600)).await;
+        (taken, Instant::now(), waiter.stats())
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    guard.release().await.unwrap();
+    let (taken, taken_at, stats) = waiting.await.unwrap();
+    assert_eq!(taken.unwrap().fence().get(), 2);
+    // The first pause is at least 10 s: only the subscription's opening can have woken it.
+    let waited = taken_at - started;
+    assert!(
+        waited < Duration::from_millis(2_010),
+        "taken {waited:?} after the wait began"
+    );
+    assert_eq!(
+        (stats.subscribe_calls.calls, stats.subscribe_calls.errors),
+        (1, 0),
+        "{stats:?}"
+    );
+    assert_eq!(
+        stats.acquire_calls.calls, 2,
+        "the first attempt, and one on waking"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_renewal_in_flight_cannot_extend_a_lease_released_with_a_minimum_hold() {
     let store = Faulty::new(tokio_memory());
     let client = fast_client(store.clone());

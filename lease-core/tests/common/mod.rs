@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use lease_core::{
     Error, Fence, HolderId, LeaseClient, LeaseInfo, LeaseName, LeaseStore, MemoryStore, Operation,
-    StoreErrorKind, Ttl, async_trait, runtime::TokioRuntime,
+    ReleaseEvents, StoreErrorKind, Ttl, async_trait, runtime::TokioRuntime,
 };
 
 /// What the wrapped store does with each call.
@@ -32,6 +32,8 @@ pub struct Faulty {
     acquire_delay: std::sync::atomic::AtomicU64,
     /// Milliseconds every acquisition's answer waits after the store ran it.
     answer_delay: std::sync::atomic::AtomicU64,
+    /// Milliseconds opening the release events takes; `u64::MAX` (the default) forwards none.
+    subscribe_delay: std::sync::atomic::AtomicU64,
     pub acquires: AtomicUsize,
     pub renews: AtomicUsize,
     pub renew_manys: AtomicUsize,
@@ -47,6 +49,7 @@ impl Faulty {
             renew_delay: std::sync::atomic::AtomicU64::new(0),
             acquire_delay: std::sync::atomic::AtomicU64::new(0),
             answer_delay: std::sync::atomic::AtomicU64::new(0),
+            subscribe_delay: std::sync::atomic::AtomicU64::new(u64::MAX),
             acquires: AtomicUsize::new(0),
             renews: AtomicUsize::new(0),
             renew_manys: AtomicUsize::new(0),
@@ -72,6 +75,13 @@ impl Faulty {
     /// Delays every acquisition's answer after the store ran it: a slow network on the way back.
     pub fn delay_acquire_answers(&self, delay: Duration) {
         self.answer_delay
+            .store(delay.as_millis() as u64, Ordering::SeqCst);
+    }
+
+    /// Forwards the memory store's release events, opening them only after `delay`: a
+    /// subscription that takes a while to connect. Without this, the wrapper pushes no releases.
+    pub fn push_releases_after(&self, delay: Duration) {
+        self.subscribe_delay
             .store(delay.as_millis() as u64, Ordering::SeqCst);
     }
 
@@ -174,6 +184,16 @@ impl LeaseStore for Faulty {
     async fn prune(&self, released_for: Duration) -> Result<u64, Error> {
         self.gate(Operation::Prune).await?;
         self.inner.prune(released_for).await
+    }
+
+    async fn release_events(&self) -> Result<Option<ReleaseEvents>, Error> {
+        let delay = self.subscribe_delay.load(Ordering::SeqCst);
+        if delay == u64::MAX {
+            return Ok(None);
+        }
+        self.gate(Operation::Subscribe).await?;
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+        self.inner.release_events().await
     }
 }
 

@@ -30,14 +30,14 @@ struct Released {
 }
 
 /// Runs `client.acquire(lease)` while, beside it on the same task, the incumbent keeps the
-/// lease for `hold` and then releases it.
+/// lease until `hold` completes and then releases it.
 async fn wait_while_held<B: TestBackend, S: LeaseStore + ?Sized>(
     ctx: &Context<B>,
     store: &S,
     client: &LeaseClient,
     lease: &LeaseName,
     incumbent: &HolderId,
-    hold: Duration,
+    hold: impl Future<Output = ()>,
 ) -> (Waited, Released) {
     let waiting = async {
         let guard = client.acquire(lease.clone(), ACQUIRE_LIMIT).await;
@@ -47,7 +47,7 @@ async fn wait_while_held<B: TestBackend, S: LeaseStore + ?Sized>(
         }
     };
     let releasing = async {
-        ctx.sleep(hold).await;
+        hold.await;
         let started = ctx.runtime().now();
         Released {
             released: store.release(lease, incumbent, Duration::ZERO).await,
@@ -55,6 +55,22 @@ async fn wait_while_held<B: TestBackend, S: LeaseStore + ?Sized>(
         }
     };
     futures::join!(waiting, releasing)
+}
+
+/// Returns once `client` has opened its subscription to releases (or failed to) and tried
+/// once more after it opened, so a release from now on reaches it through the subscription;
+/// or after [`ACQUIRE_LIMIT`], whichever comes first. Looks every 20 ms.
+async fn until_subscribed<B: TestBackend>(ctx: &Context<B>, client: &LeaseClient) {
+    let look = Duration::from_millis(20);
+    let looks = ACQUIRE_LIMIT.as_millis() / look.as_millis();
+    for _ in 0..looks {
+        let stats = client.stats();
+        let subscribe = stats.subscribe_calls;
+        if subscribe.errors > 0 || (subscribe.calls > 0 && stats.acquire_calls.calls >= 2) {
+            return;
+        }
+        ctx.sleep(look).await;
+    }
 }
 
 /// While another holder has the lease, `acquire` keeps waiting (it neither returns nor takes
@@ -87,7 +103,7 @@ pub async fn acquire_waits_for_the_release<B: TestBackend>(ctx: &Context<B>) -> 
         .store_timeout(STORE_TIMEOUT)
         .acquire_backoff(Duration::from_millis(50), longest_pause)
         .build()?;
-    let hold = longest_pause * 4;
+    let hold = ctx.sleep(longest_pause * 4);
     let (waited, released) = wait_while_held(ctx, &*store, &client, &lease, &incumbent, hold).await;
     let guard = waited.guard?;
     ensure!(
@@ -128,8 +144,9 @@ pub async fn acquire_waits_for_the_release<B: TestBackend>(ctx: &Context<B>) -> 
 /// that forgets to forward `release_events` does.
 ///
 /// # Errors
-/// A [`CaseFailure`] when the backend says its stores push releases and the store answers none, or
-/// the waiter does not take the released lease within 2.5 s of the release, and, [as any
+/// A [`CaseFailure`] when the backend says its stores push releases and the store answers none,
+/// the client's subscription to releases fails, or the waiter, subscribed, does not take the
+/// released lease within 2.5 s of the release, and, [as any
 /// case](crate::cases#errors), when a call it needs fails.
 ///
 /// # Cancel safety
@@ -165,16 +182,25 @@ pub async fn release_wakes_a_waiter<B: TestBackend>(ctx: &Context<B>) -> CaseRes
     // seconds away.
     let first_pause = Duration::from_secs(10);
     let next_poll = first_pause / 2;
-    // Long enough for the client's subscription to be open before the release.
-    let hold = Duration::from_millis(1500);
     let wake_limit = Duration::from_millis(2500);
     let client = LeaseClient::builder(Arc::clone(&store), ctx.runtime().clone())
         .ttl(Ttl::from_secs(10)?)
         .store_timeout(STORE_TIMEOUT)
         .acquire_backoff(first_pause, first_pause)
         .build()?;
+    // Released once the client's subscription is open and it has tried again since: a release
+    // before that is one no subscription could push, which the client's retry on opening covers
+    // (lease-core's own tests prove that part).
+    let hold = until_subscribed(ctx, &client);
     let started = ctx.runtime().now();
     let (waited, released) = wait_while_held(ctx, &*store, &client, &lease, &incumbent, hold).await;
+    let subscribe = client.stats().subscribe_calls;
+    ensure!(
+        subscribe.calls > 0 && subscribe.errors == 0,
+        "the client's subscription to releases failed ({} of {} calls): its waiters poll",
+        subscribe.errors,
+        subscribe.calls
+    );
     let guard = waited.guard?;
     ensure!(
         released.released?,
