@@ -4,6 +4,7 @@
 use std::future::Future;
 
 use diesel::QueryResult;
+use lease_core::{BoxError, ReleaseEvents};
 use lease_sql::Dialect;
 
 use crate::statement::OwnedQuery;
@@ -65,6 +66,18 @@ pub trait DieselConnection:
         query: &'c OwnedQuery,
     ) -> impl Future<Output = QueryResult<()>> + Send + 'c;
 
+    /// The names of leases released on `channel`, pushed by the database to this connection,
+    /// which the stream then owns (it closes with the stream). `None` where the database
+    /// pushes none: the default, and MariaDB's and SQLite's.
+    #[doc(hidden)]
+    fn release_events(
+        self,
+        channel: &str,
+    ) -> impl Future<Output = Result<Option<ReleaseEvents>, BoxError>> + Send {
+        let _ = (self, channel);
+        std::future::ready(Ok(None))
+    }
+
     /// Marks the connection broken, so that its pool (deadpool or bb8, which both ask
     /// diesel-async whether a connection is broken before they reuse it) closes it instead.
     #[doc(hidden)]
@@ -81,10 +94,17 @@ pub(crate) mod sealed {
 
 /// Implements [`DieselConnection`] for one connection type: the same code for each of the three,
 /// diesel-async's `RunQueryDsl` on a [`Statement`](crate::statement::Statement) of the row's
-/// SQL types, and `SimpleAsyncConnection` for DDL. Also implements `DieselPool` for its deadpool
-/// and bb8 pools.
+/// SQL types, and `SimpleAsyncConnection` for DDL. Where the database pushes releases,
+/// `release_events` names the function that listens on a connection (PostgreSQL's). Also
+/// implements `DieselPool` for its deadpool and bb8 pools.
 macro_rules! diesel_connection {
-    ($conn:ty, dialect = $dialect:expr, name = $name:literal $(,)?) => {
+    (
+        $conn:ty,
+        dialect = $dialect:expr,
+        name = $name:literal
+        $(, release_events = $listen:path)?
+        $(,)?
+    ) => {
         impl $crate::connection::sealed::Sealed for $conn {}
 
         impl $crate::DieselConnection for $conn {
@@ -155,6 +175,17 @@ macro_rules! diesel_connection {
             ) -> impl std::future::Future<Output = diesel::QueryResult<()>> + Send + 'c {
                 diesel_async::SimpleAsyncConnection::batch_execute(self, query.sql())
             }
+
+            $(
+                fn release_events(
+                    self,
+                    channel: &str,
+                ) -> impl std::future::Future<
+                    Output = Result<Option<lease_core::ReleaseEvents>, lease_core::BoxError>,
+                > + Send {
+                    $listen(self, channel)
+                }
+            )?
         }
 
         $crate::pool::diesel_pools!($conn);

@@ -5,7 +5,7 @@ use std::fmt;
 use std::future::Future;
 
 use diesel::QueryResult;
-use lease_core::{BoxError, StoreErrorKind, async_trait};
+use lease_core::{BoxError, ReleaseEvents, StoreErrorKind, async_trait};
 use lease_sql::{Dialect, Execute, ExecuteOn, LeaseRow, OnConnection, PoolState, Query};
 
 use crate::connection::LeaseTuple;
@@ -136,6 +136,18 @@ impl<P: DieselPool> Execute for DieselExecutor<P> {
     async fn batch(&self, sql: &str) -> Result<(), BoxError> {
         let Done = self.run(OwnedQuery::without_params(sql)).await?;
         Ok(())
+    }
+
+    /// On PostgreSQL, `LISTEN` on a connection of its own, made with the pool's manager but
+    /// outside the pool ([`DieselPool`]'s `dedicated`), so no connection of the pool is pinned;
+    /// the stream ends when that connection fails, and lease-core polls until its next wait
+    /// subscribes again. `None` on MariaDB and SQLite.
+    async fn release_events(&self, channel: &str) -> Result<Option<ReleaseEvents>, BoxError> {
+        if <P::Connection as DieselConnection>::DIALECT != Dialect::Postgres {
+            return Ok(None);
+        }
+        let connection = self.pool.dedicated().await?;
+        connection.release_events(channel).await
     }
 }
 

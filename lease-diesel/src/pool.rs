@@ -35,6 +35,12 @@ pub trait DieselPool: sealed::Sealed + Clone + Send + Sync + 'static {
     /// How many connections are open, and how many of them are idle.
     #[doc(hidden)]
     fn state(&self) -> lease_sql::PoolState;
+
+    /// A connection made with the pool's own manager (so to the same server, with the same
+    /// settings) that is not the pool's: it neither counts against the pool's size nor goes
+    /// back to it. The store listens for releases on one.
+    #[doc(hidden)]
+    fn dedicated(&self) -> impl Future<Output = Result<Self::Connection, BoxError>> + Send;
 }
 
 pub(crate) mod sealed {
@@ -62,6 +68,16 @@ macro_rules! diesel_pools {
             ) -> impl std::future::Future<Output = Result<Self::Pooled, lease_core::BoxError>>
             + Send {
                 async move { self.get().await.map_err(Into::into) }
+            }
+
+            fn dedicated(
+                &self,
+            ) -> impl std::future::Future<Output = Result<$conn, lease_core::BoxError>> + Send {
+                async move {
+                    deadpool::managed::Manager::create(self.manager())
+                        .await
+                        .map_err(Into::into)
+                }
             }
 
             fn state(&self) -> lease_sql::PoolState {
@@ -98,6 +114,12 @@ macro_rules! diesel_pools {
                         got => got.map_err(Into::into),
                     }
                 }
+            }
+
+            fn dedicated(
+                &self,
+            ) -> impl std::future::Future<Output = Result<$conn, lease_core::BoxError>> + Send {
+                async move { self.dedicated_connection().await.map_err(Into::into) }
             }
 
             fn state(&self) -> lease_sql::PoolState {

@@ -1,14 +1,45 @@
 //! PostgreSQL through `AsyncPgConnection`, and connections whose errors keep their cause.
 
+use std::future::ready;
+
 use diesel_async::AsyncPgConnection;
-use futures::FutureExt;
 use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use lease_core::{BoxError, LeaseName, ReleaseEvents};
 
 crate::connection::diesel_connection!(
     diesel_async::AsyncPgConnection,
     dialect = lease_sql::Dialect::Postgres,
     name = "postgres",
+    release_events = listen,
 );
+
+/// Listens for a table's releases on `connection`, which the stream then owns: `LISTEN` on
+/// `channel`, then the lease named by each notification's payload, until the connection fails
+/// or closes (diesel-async's connection task then drops the sender of its notifications).
+async fn listen(
+    mut connection: AsyncPgConnection,
+    channel: &str,
+) -> Result<Option<ReleaseEvents>, BoxError> {
+    let listen = lease_sql::postgres_listen(channel);
+    diesel_async::SimpleAsyncConnection::batch_execute(&mut connection, &listen).await?;
+    let notifications = futures::stream::unfold(connection, |mut connection| async move {
+        let next = std::pin::pin!(connection.notifications_stream())
+            .next()
+            .await;
+        next.map(|notification| (notification, connection))
+    });
+    let names = notifications
+        .take_while(|notification| ready(notification.is_ok()))
+        .filter_map(|notification| {
+            ready(
+                notification
+                    .ok()
+                    .and_then(|notification| LeaseName::new(notification.payload).ok()),
+            )
+        });
+    Ok(Some(names.boxed()))
+}
 
 /// A connection manager for the PostgreSQL database at `url`, for `deadpool::Pool::builder` or
 /// `bb8::Pool::builder`, whose failed connections say why they failed: its connections are made

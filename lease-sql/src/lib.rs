@@ -40,6 +40,7 @@ pub use migration::{Layout, Migration, MigrationFile};
 pub use not_held::{NOT_HELD_MARKER, is_not_held};
 pub use pieces::Piece;
 pub use pool_state::PoolState;
+pub use postgres::listen as postgres_listen;
 pub use prepared_fence::PreparedFence;
 pub use query::{Param, Query, RenewManyResult};
 pub use rows::{

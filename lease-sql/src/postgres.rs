@@ -171,6 +171,15 @@ pub(crate) fn release_channel(table: &str) -> String {
     format!("{}~{hash:016x}", &channel[..LIMIT - 17])
 }
 
+/// `LISTEN` on `channel`, a table's release channel
+/// ([`Statements::release_channel`](crate::Statements::release_channel)), quoted as an
+/// identifier: for a driver that listens with a statement of its own (lease-diesel; sqlx's
+/// `PgListener` quotes the channel itself). Sent on a connection outside the store's pool, which
+/// then receives the releases' notifications until it closes.
+pub fn listen(channel: &str) -> String {
+    format!("LISTEN \"{}\"", channel.replace('"', "\"\""))
+}
+
 /// The DDL under a transaction-level advisory lock, in one message that is one implicit
 /// transaction, so the lock is held until the table exists. The key is the one every lease
 /// store takes for setup, whatever its driver, so their setups wait for each other too.

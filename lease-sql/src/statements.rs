@@ -608,6 +608,11 @@ mod tests {
                 .contains("pg_notify(E'lease:jobs.leases', name)")
         );
         assert_eq!(notifying.params(), release.params());
+        assert_eq!(
+            crate::postgres_listen(pg.release_channel().unwrap()),
+            r#"LISTEN "lease:jobs.leases""#
+        );
+        assert_eq!(crate::postgres_listen(r#"a"b"#), r#"LISTEN "a""b""#);
         for dialect in [Dialect::MySql, Dialect::Sqlite] {
             let s =
                 Statements::new(dialect, &TableName::default()).with_release_notifications(true);

@@ -245,6 +245,8 @@ pub struct Backend<D, P> {
     through_fenced: Option<CheckAt>,
     /// Whether the connections' transactions are `SERIALIZABLE` by default (PostgreSQL only).
     serializable: bool,
+    /// Whether the stores notify releases and listen for them (PostgreSQL only).
+    notifying: bool,
     kinds: PhantomData<fn() -> (D, P)>,
 }
 
@@ -254,6 +256,7 @@ impl<D: Database, P: TestPool<Connection = D::Connection>> Backend<D, P> {
             name: format!("diesel-{}-{}", D::NAME, P::POOL),
             through_fenced: None,
             serializable: false,
+            notifying: false,
             kinds: PhantomData,
         }
     }
@@ -279,6 +282,14 @@ impl<D: Database, P: TestPool<Connection = D::Connection>> Backend<D, P> {
         self
     }
 
+    /// The same backend whose stores notify releases and listen for them
+    /// (`with_notifications(true)`): a waiter is woken by the release itself.
+    pub fn notifying(mut self) -> Self {
+        self.name.push_str("-notifications");
+        self.notifying = true;
+        self
+    }
+
     /// A store on a fresh table over a pool of `size`, with the pool and the table's name.
     pub async fn make(&self, size: u32) -> Result<(DieselStore<P>, String), BoxError> {
         let table = env::unique_table("lease_diesel");
@@ -288,7 +299,7 @@ impl<D: Database, P: TestPool<Connection = D::Connection>> Backend<D, P> {
             D::url(&table)
         };
         let pool = P::build(D::manager(url), size)?;
-        let store = DieselStore::with_table(pool, &table)?;
+        let store = DieselStore::with_table(pool, &table)?.with_notifications(self.notifying);
         store.setup().await?;
         Ok((store, table))
     }
@@ -347,6 +358,10 @@ where
 
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn pushes_releases(&self) -> bool {
+        self.notifying
     }
 
     async fn available(&self) -> Result<(), BoxError> {
