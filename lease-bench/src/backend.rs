@@ -104,7 +104,7 @@ pub struct PoolSettings {
     /// Whether it checks every connection at checkout: sqlx's `test_before_acquire` (on by
     /// default), deadpool's `RecyclingMethod::Verified` (diesel-async's default).
     pub ping: bool,
-    /// PostgreSQL through sqlx: releases notify waiters (`LISTEN/NOTIFY`).
+    /// PostgreSQL (through sqlx or diesel): releases notify waiters (`LISTEN/NOTIFY`).
     pub notifications: bool,
 }
 
@@ -151,11 +151,12 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
 /// A [`Target`] on a deadpool pool of `size` made by `manager` (a macro: diesel-async's pools
 /// are only pools for concrete connection types).
 macro_rules! diesel_target {
-    ($manager:expr, $size:expr, $table:expr, $file:expr) => {{
+    ($manager:expr, $settings:expr, $table:expr, $file:expr) => {{
         let pool = deadpool::Pool::builder($manager)
-            .max_size($size as usize)
+            .max_size($settings.size as usize)
             .build()?;
-        let store = DieselStore::with_table(pool.clone(), $table)?;
+        let store = DieselStore::with_table(pool.clone(), $table)?
+            .with_notifications($settings.notifications);
         store.setup().await?;
         let protected = ProtectedTable::new(store.clone(), store.statements().dialect(), $table);
         let mut raw = DieselRaw::new(pool, store.statements().clone(), $table);
@@ -260,7 +261,7 @@ pub async fn open(
                 servers.postgres_url()?,
                 manager_config(settings.ping),
             );
-            diesel_target!(manager, size, &table, None::<std::path::PathBuf>)
+            diesel_target!(manager, settings, &table, None::<std::path::PathBuf>)
         }
         Backend::DieselMariaDb => {
             let mut url = servers.mysql_url()?;
@@ -274,7 +275,7 @@ pub async fn open(
                 url,
                 manager_config(settings.ping),
             );
-            diesel_target!(manager, size, &table, None::<std::path::PathBuf>)
+            diesel_target!(manager, settings, &table, None::<std::path::PathBuf>)
         }
         Backend::DieselSqlite => {
             let file = servers.sqlite_file(&table);
@@ -299,7 +300,7 @@ pub async fn open(
                 file.to_string_lossy(),
                 config,
             );
-            diesel_target!(manager, size, &table, Some(file))
+            diesel_target!(manager, settings, &table, Some(file))
         }
     };
     Ok(target)

@@ -155,8 +155,8 @@ impl<X: Execute> SqlStore<X> {
     ///
     /// On, a release that frees a lease also runs `pg_notify` on the table's channel (see
     /// [`Statements::release_channel`]) in the same statement, and
-    /// [`release_events`](LeaseStore::release_events) listens there where the driver can (see
-    /// [`Execute::release_events`]), so a `LeaseClient::acquire` waiting for the lease takes it
+    /// [`release_events`](LeaseStore::release_events) listens there where the driver can
+    /// (lease-sqlx and lease-diesel both do; see [`Execute::release_events`]), so a `LeaseClient::acquire` waiting for the lease takes it
     /// within milliseconds instead of at its next poll. Polling stays: a notification only wakes
     /// a waiter early.
     ///

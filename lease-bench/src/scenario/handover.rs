@@ -1,5 +1,5 @@
 //! Scenario 4: how long a lease takes to change hands. From a graceful release to a waiting
-//! instance holding it, by polling and (PostgreSQL through sqlx) woken by `LISTEN/NOTIFY`; from
+//! instance holding it, by polling and (PostgreSQL) woken by `LISTEN/NOTIFY`; from
 //! an instance's graceful shutdown (`LeaseClient::shutdown`) to the next instance holding each of
 //! its leases; and from a holder's crash to the takeover, about one TTL.
 
@@ -57,7 +57,7 @@ pub async fn run(
         ],
     );
     let mut ways = vec![false];
-    if backend == Backend::SqlxPostgres {
+    if matches!(backend, Backend::SqlxPostgres | Backend::DieselPostgres) {
         ways.push(true);
     }
     for notifications in ways {
@@ -100,8 +100,8 @@ pub async fn run(
     table.note(format!(
         "Crash: a holder takes the lease with a TTL of {crash_ttl:?} and is never heard of again; a waiter calls `acquire` at once; timed from the holder's acquisition. Polling waiters back off from 50 ms, doubling to at most 5 s, with jitter (the defaults)."
     ));
-    if backend == Backend::SqlxPostgres {
-        table.note("Notifications: `PgLeaseStore::with_notifications(true)`: the release statement notifies, and the waiter's client listens on one dedicated connection.");
+    if matches!(backend, Backend::SqlxPostgres | Backend::DieselPostgres) {
+        table.note("Notifications: `with_notifications(true)`: the release statement notifies, and the waiter's client listens on one dedicated connection, outside the pool.");
     }
     report.add(table);
     Ok(())
