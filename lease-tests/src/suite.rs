@@ -51,6 +51,8 @@ macro_rules! conformance_suite {
                 names_are_byte_exact_and_listed_in_byte_order,
                 acquire_waits_for_the_release,
                 release_wakes_a_waiter,
+                releases_are_pushed_only_when_they_free_the_lease,
+                listening_takes_no_connection_of_the_pool,
                 campaign_takes_over_when_the_leader_resigns,
                 shutdown_hands_every_lease_over,
                 schedule_runs_each_round_on_one_instance,

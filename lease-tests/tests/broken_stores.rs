@@ -190,6 +190,18 @@ catches!(
     "release_events answered None"
 );
 catches!(
+    pushing_unfreed_releases_breaks_what_is_pushed,
+    ReleasePushesUnfreed,
+    releases_are_pushed_only_when_they_free_the_lease,
+    "the first lease pushed"
+);
+catches!(
+    unforwarded_release_events_break_what_is_pushed,
+    ReleaseEventsNotForwarded,
+    releases_are_pushed_only_when_they_free_the_lease,
+    "release_events answered None"
+);
+catches!(
     misreported_fence_breaks_what_a_leader_says,
     AcquireMisreportsFence,
     campaign_takes_over_when_the_leader_resigns,

@@ -54,6 +54,22 @@ pub async fn lost_signal_after_takeover<B: TestBackend>(ctx: &Context<B>) -> Cas
         guard.is_held(),
         "{lease} was not held after two renewal periods"
     );
+    // The takeover follows a renewal at once, so the next is a whole period away: a renewal
+    // between the release and the rival's acquisition would find the lease free, which every
+    // store refuses, and the case could not tell a store that renews for anybody from one
+    // that does not.
+    let renewals = client.stats().renewals;
+    let renewed = ctx
+        .within(period * 3, async {
+            while client.stats().renewals == renewals {
+                ctx.sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+    ensure!(
+        renewed.is_some(),
+        "{lease} was not renewed within three renewal periods"
+    );
 
     ensure!(
         store

@@ -57,6 +57,7 @@ mod observed;
 mod outage;
 mod pool;
 mod prune;
+mod pushed;
 mod reentry;
 mod release_count;
 mod ride_out;
@@ -98,6 +99,9 @@ pub use observed::stats_and_health_follow_the_store;
 pub use outage::unreachable_store_returns_errors;
 pub use pool::no_connection_held;
 pub use prune::prune_deletes_only_rows_free_longer_than_the_bound;
+pub use pushed::{
+    listening_takes_no_connection_of_the_pool, releases_are_pushed_only_when_they_free_the_lease,
+};
 pub use reentry::holder_cannot_take_its_own_lease_twice;
 pub use release_count::fences_keep_counting_across_releases;
 pub use ride_out::acquire_rides_out_a_store_outage;

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use lease_core::{HolderId, LeaseClient, LeaseGuard, LeaseName, LeaseStore, Runtime, Ttl};
 
+use super::pushed::{not_pushed, release_events};
 use super::{long_ttl, name};
 use crate::failure::{ensure, ensure_eq};
 use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
@@ -155,22 +156,8 @@ pub async fn acquire_waits_for_the_release<B: TestBackend>(ctx: &Context<B>) -> 
 /// releases closes with the client.
 pub async fn release_wakes_a_waiter<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let store = ctx.store().await?;
-    let events = store.release_events().await?;
-    match (events, ctx.backend().pushes_releases()) {
-        (Some(_), _) => {}
-        (None, false) => {
-            return Ok(Verdict::NotApplicable(format!(
-                "{}'s store pushes no releases (release_events answers None): waiters poll",
-                ctx.backend().name()
-            )));
-        }
-        (None, true) => {
-            return Err(CaseFailure::new(format!(
-                "{} says its stores push releases, but release_events answered None: a wrapper \
-                 that does not forward release_events leaves every waiter polling",
-                ctx.backend().name()
-            )));
-        }
+    if release_events(ctx, &*store).await?.is_none() {
+        return Ok(not_pushed(ctx));
     }
     let lease = name("alerts");
     let incumbent = HolderId::generate();

@@ -6,6 +6,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::StreamExt;
+use futures::channel::mpsc::UnboundedSender;
 use lease_core::{
     BoxError, Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, MemoryStore, ReleaseEvents,
     Ttl,
@@ -47,6 +49,9 @@ pub enum Flaw {
     /// Forwards everything to a store that pushes releases except `release_events`, which
     /// answers `None`: the mistake of a wrapper store.
     ReleaseEventsNotForwarded,
+    /// Release events push every release, also one a minimum hold keeps taken and a stale
+    /// holder's that frees nothing.
+    ReleasePushesUnfreed,
     /// Acquire answers a fence one above the one the row holds.
     AcquireMisreportsFence,
     /// Release answers that it released, and leaves the lease taken until it expires.
@@ -114,6 +119,8 @@ pub struct BrokenStore {
     /// One store per name, for [`Flaw::ReleaseResetsFence`] (a release replaces it) and
     /// [`Flaw::PruneResetsFence`] (a prune that deletes its row does).
     per_name: Mutex<HashMap<LeaseName, MemoryStore>>,
+    /// The subscribers of [`Flaw::ReleasePushesUnfreed`], told of every release.
+    pushed_to: Mutex<Vec<UnboundedSender<LeaseName>>>,
 }
 
 impl fmt::Debug for BrokenStore {
@@ -130,6 +137,7 @@ impl BrokenStore {
             flaw,
             inner: MemoryStore::new(),
             per_name: Mutex::new(HashMap::new()),
+            pushed_to: Mutex::new(Vec::new()),
         }
     }
 
@@ -243,6 +251,12 @@ impl LeaseStore for BrokenStore {
         if self.flaw == Flaw::ReleaseKeepsLease {
             return Ok(true);
         }
+        if self.flaw == Flaw::ReleasePushesUnfreed {
+            self.pushed_to
+                .lock()
+                .unwrap()
+                .retain(|subscriber| subscriber.unbounded_send(name.clone()).is_ok());
+        }
         let name = &self.name(name);
         let store = self.store(name);
         let holder = match (self.flaw, store.inspect(name).await?) {
@@ -319,6 +333,11 @@ impl LeaseStore for BrokenStore {
     async fn release_events(&self) -> Result<Option<ReleaseEvents>, Error> {
         if self.flaw == Flaw::ReleaseEventsNotForwarded {
             return Ok(None);
+        }
+        if self.flaw == Flaw::ReleasePushesUnfreed {
+            let (subscriber, events) = futures::channel::mpsc::unbounded();
+            self.pushed_to.lock().unwrap().push(subscriber);
+            return Ok(Some(events.boxed()));
         }
         self.inner.release_events().await
     }
