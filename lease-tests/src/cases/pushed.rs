@@ -16,7 +16,7 @@ const PUSH_LIMIT: Duration = Duration::from_secs(10);
 const QUIET: Duration = Duration::from_millis(300);
 /// How long a statement through a pool of one may take while the store listens; a connection
 /// pinned by the listening would make it wait for the pool's timeout instead.
-const STATEMENT_LIMIT: Duration = Duration::from_secs(3);
+const STATEMENT_LIMIT: Duration = Duration::from_secs(5);
 
 /// The store's release events, or `None` where the backend says its stores push none (the
 /// case does not apply: [`not_pushed`] says so).
@@ -129,7 +129,7 @@ pub async fn releases_are_pushed_only_when_they_free_the_lease<B: TestBackend>(
 ///
 /// # Errors
 /// A [`CaseFailure`] when the backend says its stores push releases and the store answers none,
-/// a statement through the pool does not answer within three seconds while the store listens,
+/// a statement through the pool does not answer within five seconds while the store listens,
 /// or the pool reports more than one connection, and, [as any case](crate::cases#errors), when
 /// a call it needs fails.
 ///
