@@ -33,11 +33,17 @@ pub struct Config {
     pub node: String,
     /// How long a shutdown lets running work finish before it stops it.
     pub grace: Duration,
+    /// Whether releases notify the instances waiting for them (PostgreSQL only: `pg_notify`
+    /// and `LISTEN`), so a rolling deploy hands each leadership over within milliseconds of the
+    /// old instance's shutdown instead of at the next instance's poll. Default: on. Turn it off
+    /// behind PgBouncer in transaction pooling mode, where `LISTEN` hears nothing.
+    pub notifications: bool,
 }
 
 impl Config {
     /// A configuration on `database_url` with the other settings at their defaults: the
-    /// `leases` table, port 8080 on loopback, the host's name, a grace period of 10 s.
+    /// `leases` table, port 8080 on loopback, the host's name, a grace period of 10 s, release
+    /// notifications on.
     pub fn new(database_url: impl Into<String>) -> Self {
         Self {
             database_url: database_url.into(),
@@ -45,6 +51,7 @@ impl Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             node: gethostname::gethostname().to_string_lossy().into_owned(),
             grace: Duration::from_secs(10),
+            notifications: true,
         }
     }
 }
@@ -59,6 +66,7 @@ impl std::fmt::Debug for Config {
             .field("listen", &self.listen)
             .field("node", &self.node)
             .field("grace", &self.grace)
+            .field("notifications", &self.notifications)
             .finish()
     }
 }
@@ -81,7 +89,7 @@ pub async fn run(
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<ShutdownReport, BoxError> {
     let metrics = PrometheusBuilder::new().install_recorder()?;
-    let store = store::connect(&config.database_url, &config.table).await?;
+    let store = store::connect(&config.database_url, &config.table, config.notifications).await?;
     let client = LeaseClient::builder(store, TokioRuntime)
         .store_label(config.table.as_str())
         .build()?;

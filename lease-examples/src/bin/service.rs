@@ -2,10 +2,11 @@
 //!
 //! Environment: `DATABASE_URL` (required: `postgres://...`, `mysql://...` or `sqlite:...`),
 //! `LEASE_TABLE` (default `leases`), `LISTEN` (default `127.0.0.1:8080`; port 0 picks one),
-//! `NODE` (default the host name), `GRACE_SECS` (default 10). Prints `listening on <address>`
-//! once it serves, and on SIGTERM or Ctrl-C shuts down gracefully, prints what the shutdown did,
-//! and exits 0 (1 when some lease could not be handed back). When it cannot start, it prints the
-//! error with its causes and exits 1.
+//! `NODE` (default the host name), `GRACE_SECS` (default 10), `NOTIFICATIONS` (`on`, the
+//! default, or `off`: whether releases notify waiting instances, on PostgreSQL). Prints
+//! `listening on <address>` once it serves, and on SIGTERM or Ctrl-C shuts down gracefully,
+//! prints what the shutdown did, and exits 0 (1 when some lease could not be handed back). When
+//! it cannot start, it prints the error with its causes and exits 1.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -32,6 +33,14 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
         Err(_) => {}
+    }
+    match std::env::var("NOTIFICATIONS").as_deref() {
+        Ok("on") | Err(_) => {}
+        Ok("off") => config.notifications = false,
+        Ok(other) => {
+            eprintln!("NOTIFICATIONS: `on` or `off`, not `{other}`");
+            return ExitCode::from(2);
+        }
     }
     match std::env::var("GRACE_SECS").map(|secs| secs.parse()) {
         Ok(Ok(secs)) => config.grace = Duration::from_secs(secs),

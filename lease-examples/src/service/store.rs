@@ -7,14 +7,19 @@ use lease_sqlx::sqlx::{MySql, Postgres, Sqlite};
 use lease_sqlx::{Connect, SqlxExecutor, SqlxStore};
 
 /// A store on the database at `url` (`postgres://`, `mysql://` or `sqlite:`), its `table`
-/// created if it is missing.
-pub(super) async fn connect(url: &str, table: &str) -> Result<Arc<DynLeaseStore>, BoxError> {
+/// created if it is missing, its releases notifying waiters where `notifications` says so (on
+/// PostgreSQL; elsewhere the setting changes nothing).
+pub(super) async fn connect(
+    url: &str,
+    table: &str,
+    notifications: bool,
+) -> Result<Arc<DynLeaseStore>, BoxError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        set_up::<Postgres>(url, table).await
+        set_up::<Postgres>(url, table, notifications).await
     } else if url.starts_with("mysql://") {
-        set_up::<MySql>(url, table).await
+        set_up::<MySql>(url, table, notifications).await
     } else if url.starts_with("sqlite:") {
-        set_up::<Sqlite>(url, table).await
+        set_up::<Sqlite>(url, table, notifications).await
     } else {
         Err(format!(
             "not a postgres://, mysql:// or sqlite: URL: {}",
@@ -25,12 +30,18 @@ pub(super) async fn connect(url: &str, table: &str) -> Result<Arc<DynLeaseStore>
 }
 
 /// A store of `DB` at `url` on `table`, the table set up.
-async fn set_up<DB>(url: &str, table: &str) -> Result<Arc<DynLeaseStore>, BoxError>
+async fn set_up<DB>(
+    url: &str,
+    table: &str,
+    notifications: bool,
+) -> Result<Arc<DynLeaseStore>, BoxError>
 where
     DB: lease_sqlx::SqlxDatabase,
     SqlxExecutor<DB>: Connect,
 {
-    let store = SqlxStore::<DB>::connect_with_table(url, table).await?;
+    let store = SqlxStore::<DB>::connect_with_table(url, table)
+        .await?
+        .with_notifications(notifications);
     store.setup().await?;
     Ok(Arc::new(store))
 }
