@@ -20,7 +20,7 @@ const DIAGNOSIS_TIMEOUT: Duration = Duration::from_secs(1);
 /// `timed_out`: where `connect` succeeds, the server accepts connections and the pool's were
 /// all in use; where it does not answer in time, the pool's timeout is the truest answer.
 ///
-/// `connect` is a connection made with the pool's own manager (bb8's `dedicated_connection`),
+/// `connect` is a connection made with the pool's own manager (`DieselPool::dedicated`),
 /// so it reaches the same server with the same settings.
 pub(crate) async fn why_none<C, E>(
     timed_out: BoxError,

@@ -107,7 +107,7 @@ macro_rules! diesel_pools {
                         Err(timed_out @ diesel_async::pooled_connection::bb8::RunError::TimedOut) => {
                             Err($crate::acquire::why_none(
                                 timed_out.into(),
-                                self.dedicated_connection(),
+                                $crate::DieselPool::dedicated(self),
                             )
                             .await)
                         }
