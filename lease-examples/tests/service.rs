@@ -278,16 +278,11 @@ async fn on_mariadb() {
     on_server::<MySql>("mariadb", &env::mysql_url()).await;
 }
 
-/// A store that cannot be opened (a SQLite file in a directory that does not exist): the
-/// service exits 1 and prints the store's error with the database's answer as its cause, once,
-/// not "lease store failed to set up" alone.
-#[test]
-fn a_store_that_cannot_be_opened_is_reported_with_its_cause() {
-    let missing =
-        std::env::temp_dir().join(format!("lease-service-missing-{}", std::process::id()));
-    let url = format!("sqlite:{}", missing.join("leases.db").display());
+/// Starts the service with `vars` and waits (at most 30 s, then kills it and fails) for it to
+/// exit on its own: its exit status and what it printed to standard error.
+fn exit_of(vars: &[(&str, &str)]) -> (std::process::ExitStatus, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_lease-service"))
-        .env("DATABASE_URL", &url)
+        .envs(vars.iter().copied())
         .env("LISTEN", "127.0.0.1:0")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -302,7 +297,7 @@ fn a_store_that_cannot_be_opened_is_reported_with_its_cause() {
         if started.elapsed() > limit {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("still running {limit:?} after it was started on {url}");
+            panic!("still running {limit:?} after it was started with {vars:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -313,6 +308,36 @@ fn a_store_that_cannot_be_opened_is_reported_with_its_cause() {
         .unwrap()
         .read_to_string(&mut stderr)
         .unwrap();
+    (status, stderr)
+}
+
+/// A setting it cannot read stops it before it opens anything: `NOTIFICATIONS` is `on` or
+/// `off`, and anything else exits 2 naming the setting and the value.
+#[test]
+fn a_notifications_setting_other_than_on_or_off_is_refused() {
+    let url = format!(
+        "sqlite:{}?mode=rwc",
+        std::env::temp_dir()
+            .join(format!("lease-service-setting-{}.db", std::process::id()))
+            .display()
+    );
+    let (status, stderr) = exit_of(&[("DATABASE_URL", &url), ("NOTIFICATIONS", "maybe")]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("NOTIFICATIONS: `on` or `off`, not `maybe`"),
+        "{stderr:?}"
+    );
+}
+
+/// A store that cannot be opened (a SQLite file in a directory that does not exist): the
+/// service exits 1 and prints the store's error with the database's answer as its cause, once,
+/// not "lease store failed to set up" alone.
+#[test]
+fn a_store_that_cannot_be_opened_is_reported_with_its_cause() {
+    let missing =
+        std::env::temp_dir().join(format!("lease-service-missing-{}", std::process::id()));
+    let url = format!("sqlite:{}", missing.join("leases.db").display());
+    let (status, stderr) = exit_of(&[("DATABASE_URL", &url)]);
     assert_eq!(status.code(), Some(1), "{stderr}");
     let cause = "unable to open database file";
     assert!(
