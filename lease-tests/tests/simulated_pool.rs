@@ -1,5 +1,6 @@
 //! The whole suite against a memory store behind a simulated one-statement-per-connection pool,
-//! so the pool case runs on every `cargo test`, not only where a database is.
+//! so the pool cases (a held lease, and listening for releases, take no connection) run on
+//! every `cargo test`, not only where a database is; and their negative controls.
 
 #[path = "support/pool.rs"]
 mod pool;
@@ -34,4 +35,36 @@ async fn leases_that_pin_connections_break_no_connection_held() {
         failure.message().contains("lease store failed to acquire"),
         "{failure}"
     );
+}
+
+/// The negative control of listening: a subscription to releases that keeps a connection of the
+/// pool, as a `LISTEN` on a pooled connection would, leaves a pool of one with none for the
+/// statements, which then wait until the case gives up on them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listening_on_a_pooled_connection_breaks_listening_takes_no_connection() {
+    let result = run_case(
+        SimulatedPool::listening_on_the_pool(),
+        TokioRuntime,
+        |ctx| async move { cases::listening_takes_no_connection_of_the_pool(&*ctx).await },
+    )
+    .await;
+    let failure = result.expect_err("listening on a pooled connection passed the case");
+    assert!(
+        failure
+            .message()
+            .contains("the listening holds the pool's connection"),
+        "{failure}"
+    );
+}
+
+/// The honest pool passes the listening case rather than reporting it not applicable, so the
+/// control above fails for the connection it keeps and for nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_honest_pool_listens_without_a_connection() {
+    let verdict = run_case(SimulatedPool::honest(), TokioRuntime, |ctx| async move {
+        cases::listening_takes_no_connection_of_the_pool(&*ctx).await
+    })
+    .await
+    .expect("the honest pool failed the listening case");
+    assert_eq!(verdict, lease_tests::Verdict::Passed);
 }

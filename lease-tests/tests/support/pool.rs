@@ -1,14 +1,20 @@
 //! A memory store behind a simulated pool: every statement takes one of a fixed number of
-//! "connections" for its duration. In pinning mode a taken lease keeps the connection it was
-//! taken on until it is released, as a session advisory lock does.
+//! "connections" for its duration. Its releases are pushed as the memory store pushes them,
+//! with no connection of the pool taken for the listening. Two broken modes serve as negative
+//! controls: in pinning mode a taken lease keeps the connection it was taken on until it is
+//! released, as a session advisory lock does; in listening-on-the-pool mode a subscription to
+//! releases keeps a connection of the pool for as long as it listens, as a `LISTEN` on a pooled
+//! connection would.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::StreamExt;
 use lease_core::{
-    BoxError, Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, MemoryStore, Operation, Ttl,
+    BoxError, Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, MemoryStore, Operation,
+    ReleaseEvents, Ttl,
 };
 use lease_tests::{FreshStore, PoolState, PooledStore, TestBackend};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -16,19 +22,38 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 /// Connections of the pool behind stores made for the cases that do not ask for a size.
 const DEFAULT_CONNECTIONS: u32 = 8;
 
-/// The backend: honest (a connection per statement) or pinning (a connection per held lease).
+/// What the pool's connections are taken for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// A connection per statement, for the statement's duration; listening takes none.
+    Honest,
+    /// Also a connection per held lease, until its release.
+    Pinning,
+    /// Also a connection per subscription to releases, for as long as it listens.
+    ListeningOnThePool,
+}
+
+/// The backend of stores behind a simulated pool, honest or broken as its [`Mode`] says.
 #[derive(Debug, Clone, Copy)]
 pub struct SimulatedPool {
-    pinning: bool,
+    mode: Mode,
 }
 
 impl SimulatedPool {
     pub fn honest() -> Self {
-        Self { pinning: false }
+        Self { mode: Mode::Honest }
     }
 
     pub fn pinning() -> Self {
-        Self { pinning: true }
+        Self {
+            mode: Mode::Pinning,
+        }
+    }
+
+    pub fn listening_on_the_pool() -> Self {
+        Self {
+            mode: Mode::ListeningOnThePool,
+        }
     }
 }
 
@@ -37,17 +62,21 @@ impl TestBackend for SimulatedPool {
     type Store = PooledMemory;
 
     fn name(&self) -> &str {
-        if self.pinning {
-            "memory-pinning-pool"
-        } else {
-            "memory-pool"
+        match self.mode {
+            Mode::Honest => "memory-pool",
+            Mode::Pinning => "memory-pinning-pool",
+            Mode::ListeningOnThePool => "memory-pool-listening-on-the-pool",
         }
+    }
+
+    fn pushes_releases(&self) -> bool {
+        true
     }
 
     async fn store(&self) -> Result<FreshStore<PooledMemory>, BoxError> {
         Ok(FreshStore::new(PooledMemory::new(
             DEFAULT_CONNECTIONS,
-            self.pinning,
+            self.mode,
         )))
     }
 
@@ -55,7 +84,7 @@ impl TestBackend for SimulatedPool {
         &self,
         connections: u32,
     ) -> Result<Option<PooledStore<PooledMemory>>, BoxError> {
-        let store = PooledMemory::new(connections, self.pinning);
+        let store = PooledMemory::new(connections, self.mode);
         let (for_probe, for_stats) = (store.connections.clone(), store.connections.clone());
         Ok(Some(PooledStore::new(
             FreshStore::new(store),
@@ -77,17 +106,19 @@ impl TestBackend for SimulatedPool {
 #[derive(Debug)]
 pub struct PooledMemory {
     inner: MemoryStore,
+    mode: Mode,
     connections: Arc<Semaphore>,
     /// The connection each held lease pins, in pinning mode.
     pinned: Option<Mutex<HashMap<LeaseName, OwnedSemaphorePermit>>>,
 }
 
 impl PooledMemory {
-    fn new(connections: u32, pinning: bool) -> Self {
+    fn new(connections: u32, mode: Mode) -> Self {
         Self {
             inner: MemoryStore::new(),
+            mode,
             connections: Arc::new(Semaphore::new(connections as usize)),
-            pinned: pinning.then(|| Mutex::new(HashMap::new())),
+            pinned: (mode == Mode::Pinning).then(|| Mutex::new(HashMap::new())),
         }
     }
 
@@ -156,5 +187,23 @@ impl LeaseStore for PooledMemory {
     async fn prune(&self, released_for: Duration) -> Result<u64, Error> {
         let _connection = self.connection(Operation::Prune, None).await?;
         self.inner.prune(released_for).await
+    }
+    async fn release_events(&self) -> Result<Option<ReleaseEvents>, Error> {
+        let Some(events) = self.inner.release_events().await? else {
+            return Ok(None);
+        };
+        if self.mode != Mode::ListeningOnThePool {
+            return Ok(Some(events));
+        }
+        // The connection is kept by the stream, and given back when the stream is dropped.
+        let connection = self.connection(Operation::Subscribe, None).await?;
+        Ok(Some(
+            events
+                .map(move |name| {
+                    let _listening = &connection;
+                    name
+                })
+                .boxed(),
+        ))
     }
 }
