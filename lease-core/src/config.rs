@@ -42,7 +42,9 @@ pub struct LeaseConfig {
     pub renew_batch: usize,
     /// The first and the longest pause between attempts of
     /// [`acquire`](crate::LeaseClient::acquire); each pause is drawn at random up to a limit that
-    /// doubles from the first to the longest. Default: 50 ms and 5 s.
+    /// doubles from the first to the longest. Default: 50 ms and 5 s. The longest also bounds
+    /// how long a campaign that does not lead waits between attempts
+    /// ([`campaign_retry`](LeaseConfig::campaign_retry)).
     pub acquire_backoff: (Duration, Duration),
     /// What `run_exclusive` does when the lease is lost. Default: [`OnLoss::Cancel`].
     pub on_loss: OnLoss,
@@ -61,6 +63,16 @@ impl LeaseConfig {
             acquire_backoff: (Duration::from_millis(50), Duration::from_secs(5)),
             on_loss: OnLoss::Cancel,
         }
+    }
+
+    /// How long a leader campaign ([`LeaseClient::campaign`](crate::LeaseClient::campaign))
+    /// waits between attempts while another process leads: the renewal period, at most the
+    /// longest pause of [`acquire_backoff`](LeaseConfig::acquire_backoff) (5 s with the
+    /// defaults, where the renewal period is 30 s). A release the store pushes wakes the
+    /// campaign at once; on a store that pushes none, this is how long a leader's clean
+    /// shutdown can leave the leadership free.
+    pub fn campaign_retry(&self) -> Duration {
+        self.renew_every.min(self.acquire_backoff.1)
     }
 
     /// How long after a renewal was sent this process still believes it holds the lease.
@@ -118,6 +130,7 @@ mod tests {
         let config = LeaseConfig::default();
         assert_eq!(config.ttl.get(), Duration::from_secs(120));
         assert_eq!(config.renew_every, Duration::from_secs(30));
+        assert_eq!(config.campaign_retry(), Duration::from_secs(5));
         assert_eq!(config.safety_margin, Duration::from_secs(12));
         assert!(config.validate().is_ok());
     }

@@ -196,7 +196,7 @@ async fn run_campaign(
     token: Token,
 ) {
     let clock = client.clock().clone();
-    let retry = ticks(client.config().renew_every);
+    let retry = ticks(client.config().campaign_retry());
     let first_pause = client.config().acquire_backoff;
     let mut backoff = Backoff::new(first_pause);
     // Keeps the renewer going where the runtime cannot spawn it; waits idle where it can.

@@ -2,11 +2,13 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use common::{fast_client, tokio_memory};
+use common::{Faulty, fast_client, tokio_memory};
 use futures::StreamExt;
-use lease_core::LeaseStore;
+use lease_core::runtime::TokioRuntime;
+use lease_core::{LeaseClient, LeaseStore};
 
 #[tokio::test(start_paused = true)]
 async fn leadership_passes_on_when_the_leader_resigns_or_goes_away() {
@@ -74,4 +76,38 @@ async fn a_leader_that_loses_its_lease_stops_leading_and_campaigns_again() {
     // higher fence.
     assert_eq!(changes.next().await, Some(true));
     assert!(leader.fence().unwrap() > info.fence);
+}
+
+/// On a store that pushes no releases, a campaign that does not lead tries again every
+/// `campaign_retry` (5 s with the defaults), not every renewal period (30 s): a leader's clean
+/// shutdown leaves the leadership free for at most that long.
+#[tokio::test(start_paused = true)]
+async fn without_pushed_releases_a_follower_leads_within_the_campaign_retry() {
+    let store = Faulty::new(tokio_memory());
+    let (a, b) = (
+        LeaseClient::new(Arc::clone(&store), TokioRuntime),
+        LeaseClient::new(Arc::clone(&store), TokioRuntime),
+    );
+    let retry = b.config().campaign_retry();
+    assert_eq!(retry, Duration::from_secs(5));
+    assert!(retry < b.config().renew_every);
+
+    let first = a.campaign("alerts").unwrap();
+    assert_eq!(first.changes().next().await, Some(true));
+    let first_fence = first.fence().unwrap();
+    let second = b.campaign("alerts").unwrap();
+    let mut second_changes = second.changes();
+    // Past the follower's first attempt, and a second into its renewal period.
+    tokio::time::sleep(Duration::from_secs(31)).await;
+    assert!(!second.is_leader(), "two leaders at once");
+
+    first.resign().await;
+    let resigned = tokio::time::Instant::now();
+    assert_eq!(second_changes.next().await, Some(true));
+    let free_for = resigned.elapsed();
+    assert!(
+        free_for <= retry + Duration::from_millis(100),
+        "the leadership stayed free for {free_for:?} after a clean resignation"
+    );
+    assert!(second.fence().unwrap() > first_fence);
 }

@@ -1,7 +1,8 @@
 //! The example service as a process, against SQLite, PostgreSQL and MariaDB: it serves
 //! `/health/ready` and `/metrics` while its jobs hold their leases, and on SIGTERM it exits
 //! within its grace period having handed every lease back (the mail checks' kept for their
-//! minimum hold). A service that cannot open its store says why.
+//! minimum hold); in a rolling deploy the next instance then leads. A service that cannot open
+//! its store says why.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -37,11 +38,16 @@ impl Drop for Service {
 
 impl Service {
     fn start(url: &str, table: &str) -> Self {
+        Self::start_as(url, table, NODE)
+    }
+
+    /// The service as the instance of `node`.
+    fn start_as(url: &str, table: &str, node: &str) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_lease-service"))
             .env("DATABASE_URL", url)
             .env("LEASE_TABLE", table)
             .env("LISTEN", "127.0.0.1:0")
-            .env("NODE", NODE)
+            .env("NODE", node)
             .env("GRACE_SECS", GRACE.as_secs().to_string())
             .stdout(Stdio::piped())
             .spawn()
@@ -102,10 +108,16 @@ impl Service {
 
     /// Waits until `/health/ready` answers 200 with both leader jobs held.
     fn wait_ready(&self) -> String {
+        self.wait_ready_holding(2)
+    }
+
+    /// Waits until `/health/ready` answers 200 with `held` leases held.
+    fn wait_ready_holding(&self, held: usize) -> String {
+        let held = format!("held={held} ");
         let started = Instant::now();
         loop {
             let (status, body) = self.get("/health/ready");
-            if status == 200 && body.contains("held=2") {
+            if status == 200 && body.contains(&held) {
                 return body;
             }
             assert!(
@@ -231,6 +243,67 @@ async fn serves_and_hands_every_lease_back_on_sigterm(
     );
 }
 
+/// How long the next instance may take to lead once the first has exited: on PostgreSQL the
+/// release's notification wakes its campaign at once; on MariaDB and SQLite the campaign tries
+/// again every `LeaseConfig::campaign_retry`, 5 s with the service's settings; the rest is room
+/// for a loaded machine.
+const HANDOVER_WITHIN: Duration = Duration::from_secs(20);
+
+/// A rolling deploy on `store`'s table at `url`: a second instance starts beside the leading
+/// one and holds only its own node's lease while the first leads; on the first's SIGTERM the
+/// second takes the leadership of `alerts` with a greater fence, and then hands it back on its
+/// own SIGTERM.
+async fn the_next_instance_leads_after_a_sigterm(url: &str, table: &str, store: &impl LeaseStore) {
+    let alerts = name("alerts");
+    let mut first = Service::start_as(url, table, "node-a");
+    first.wait_ready();
+    let led = store
+        .inspect(&alerts)
+        .await
+        .unwrap()
+        .expect("the first instance leads alerts");
+    let mut second = Service::start_as(url, table, "node-b");
+    let ready = second.wait_ready_holding(1);
+    let still = store.inspect(&alerts).await.unwrap();
+    assert_eq!(
+        still.as_ref().map(|info| (&info.holder, info.fence)),
+        Some((&led.holder, led.fence)),
+        "alerts changed hands while its leader ran ({ready})"
+    );
+
+    let (_, report) = first.terminate();
+    assert!(report.contains("0 failed"), "{report}");
+    let exited = Instant::now();
+    let taken = loop {
+        let info = store.inspect(&alerts).await.unwrap();
+        if let Some(info) = info.filter(|info| info.fence > led.fence && !info.is_expired()) {
+            break info;
+        }
+        assert!(
+            exited.elapsed() < HANDOVER_WITHIN,
+            "alerts not led again within {HANDOVER_WITHIN:?} of the first instance's exit"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    eprintln!(
+        "{table}: alerts led again {:?} after the first instance exited",
+        exited.elapsed()
+    );
+    assert_ne!(taken.holder, led.holder, "{taken:?}");
+    second.wait_ready();
+    assert_eq!(store.inspect(&name("uptime:node-a")).await.unwrap(), None);
+
+    let (_, report) = second.terminate();
+    assert!(report.contains("0 failed"), "{report}");
+    for lease in ["alerts", "uptime:node-b"] {
+        assert_eq!(
+            store.inspect(&name(lease)).await.unwrap(),
+            None,
+            "{lease} still taken after the second shutdown ({report})"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_sqlite() {
     let dir = std::env::temp_dir().join(format!("lease-service-{}", std::process::id()));
@@ -240,6 +313,12 @@ async fn on_sqlite() {
     let store = SqliteLeaseStore::connect(&url).await.unwrap();
     store.setup().await.unwrap();
     serves_and_hands_every_lease_back_on_sigterm(&url, table, &store).await;
+    store
+        .executor()
+        .batch(&format!("DELETE FROM {table}"))
+        .await
+        .unwrap();
+    the_next_instance_leads_after_a_sigterm(&url, table, &store).await;
     store.pool().close().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -261,6 +340,12 @@ where
     };
     store.setup().await.unwrap();
     serves_and_hands_every_lease_back_on_sigterm(url, &table, &store).await;
+    store
+        .executor()
+        .batch(&format!("DELETE FROM {table}"))
+        .await
+        .unwrap();
+    the_next_instance_leads_after_a_sigterm(url, &table, &store).await;
     store
         .executor()
         .batch(&format!("DROP TABLE IF EXISTS {table}"))
