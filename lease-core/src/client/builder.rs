@@ -115,7 +115,9 @@ impl LeaseClientBuilder {
         self
     }
 
-    /// The first and the longest pause between attempts of [`LeaseClient::acquire`].
+    /// The first and the longest pause between attempts of [`LeaseClient::acquire`]; the
+    /// longest also bounds how long a campaign that does not lead waits between attempts
+    /// ([`LeaseConfig::campaign_retry`]).
     pub fn acquire_backoff(mut self, first: Duration, longest: Duration) -> Self {
         self.acquire_backoff = Some((first, longest));
         self

@@ -8,7 +8,9 @@ use crate::{Error, IntoLeaseName, Leader, LeaseClient};
 impl LeaseClient {
     /// Starts campaigning for leadership on `name`, on a task of the runtime.
     ///
-    /// The campaign ends, giving leadership back, when the client's
+    /// While another process leads, the campaign tries again every
+    /// [`campaign_retry`](crate::LeaseConfig::campaign_retry) (at most 5 s by default), and at
+    /// once when the store pushes the leader's release. The campaign ends, giving leadership back, when the client's
     /// [`shutdown`](LeaseClient::shutdown) begins.
     ///
     /// # Errors
