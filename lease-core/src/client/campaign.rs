@@ -10,8 +10,8 @@ impl LeaseClient {
     ///
     /// While another process leads, the campaign tries again every
     /// [`campaign_retry`](crate::LeaseConfig::campaign_retry) (at most 5 s by default), and at
-    /// once when the store pushes the leader's release. The campaign ends, giving leadership back, when the client's
-    /// [`shutdown`](LeaseClient::shutdown) begins.
+    /// once when the store pushes the leader's release. The campaign ends, giving leadership
+    /// back, when the client's [`shutdown`](LeaseClient::shutdown) begins.
     ///
     /// # Errors
     /// [`Error::InvalidName`]; [`Error::ShuttingDown`] once the client's shutdown has begun;
