@@ -253,7 +253,12 @@ const HANDOVER_WITHIN: Duration = Duration::from_secs(20);
 /// one and holds only its own node's lease while the first leads; on the first's SIGTERM the
 /// second takes the leadership of `alerts` with a greater fence, and then hands it back on its
 /// own SIGTERM.
-async fn the_next_instance_leads_after_a_sigterm(url: &str, table: &str, store: &impl LeaseStore) {
+async fn the_next_instance_leads_after_a_sigterm(
+    label: &str,
+    url: &str,
+    table: &str,
+    store: &impl LeaseStore,
+) {
     let alerts = name("alerts");
     let mut first = Service::start_as(url, table, "node-a");
     first.wait_ready();
@@ -286,7 +291,7 @@ async fn the_next_instance_leads_after_a_sigterm(url: &str, table: &str, store: 
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     eprintln!(
-        "{table}: alerts led again {:?} after the first instance exited",
+        "{label}: alerts led again {:?} after the first instance exited",
         exited.elapsed()
     );
     assert_ne!(taken.holder, led.holder, "{taken:?}");
@@ -318,7 +323,7 @@ async fn on_sqlite() {
         .batch(&format!("DELETE FROM {table}"))
         .await
         .unwrap();
-    the_next_instance_leads_after_a_sigterm(&url, table, &store).await;
+    the_next_instance_leads_after_a_sigterm("sqlite", &url, table, &store).await;
     store.pool().close().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -345,7 +350,7 @@ where
         .batch(&format!("DELETE FROM {table}"))
         .await
         .unwrap();
-    the_next_instance_leads_after_a_sigterm(url, &table, &store).await;
+    the_next_instance_leads_after_a_sigterm(label, url, &table, &store).await;
     store
         .executor()
         .batch(&format!("DROP TABLE IF EXISTS {table}"))
