@@ -141,11 +141,10 @@ impl<P: DieselPool> Execute for DieselExecutor<P> {
     /// On PostgreSQL, `LISTEN` on a connection of its own, made with the pool's manager but
     /// outside the pool ([`DieselPool`]'s `dedicated`), so no connection of the pool is pinned;
     /// the stream ends when that connection fails, and lease-core polls until its next wait
-    /// subscribes again. `None` on MariaDB and SQLite.
+    /// subscribes again. `None` on MariaDB and SQLite, whose connections push nothing
+    /// ([`DieselConnection`]'s `release_events`); the store asks only where lease-sql names a
+    /// release channel, which is on PostgreSQL alone.
     async fn release_events(&self, channel: &str) -> Result<Option<ReleaseEvents>, BoxError> {
-        if <P::Connection as DieselConnection>::DIALECT != Dialect::Postgres {
-            return Ok(None);
-        }
         let connection = self.pool.dedicated().await?;
         connection.release_events(channel).await
     }

@@ -156,9 +156,9 @@ impl<X: Execute> SqlStore<X> {
     /// On, a release that frees a lease also runs `pg_notify` on the table's channel (see
     /// [`Statements::release_channel`]) in the same statement, and
     /// [`release_events`](LeaseStore::release_events) listens there where the driver can
-    /// (lease-sqlx and lease-diesel both do; see [`Execute::release_events`]), so a `LeaseClient::acquire` waiting for the lease takes it
-    /// within milliseconds instead of at its next poll. Polling stays: a notification only wakes
-    /// a waiter early.
+    /// (lease-sqlx and lease-diesel both do; see [`Execute::release_events`]), so a
+    /// `LeaseClient::acquire` waiting for the lease takes it within milliseconds instead of at
+    /// its next poll. Polling stays: a notification only wakes a waiter early.
     ///
     /// What it costs: PostgreSQL serialises the commits of transactions that notify, so releases
     /// queue briefly behind each other under heavy churn; and each client that waits holds one
