@@ -6,6 +6,7 @@ use lease_sql::{AfterCommit, CheckAt, Execute, ExecuteOn, FencedCommit};
 use sqlx::{AssertSqlSafe, SqlSafeStr, Transaction};
 use tracing::Instrument;
 
+use crate::fenced_connection::FencedConnection;
 use crate::{SqlxDatabase, SqlxExecutor, SqlxStore};
 
 /// Commits `transaction` if the lease is still held, with the fenced check and the `COMMIT` in
@@ -137,8 +138,11 @@ where
 /// have committed: find out before running `work` again).
 ///
 /// # Cancel safety
-/// Dropped before the commit, the transaction rolls back (sqlx rolls back a dropped
-/// transaction) and nothing is written.
+/// Dropped before the commit, the transaction rolls back and nothing is written: its
+/// connection is closed, not given back to the pool, so the server ends the transaction with
+/// the session, a begin still in flight included (sqlx rolls back a dropped transaction, but
+/// not one whose `BEGIN` has not answered yet). Dropped while the commit is in flight, the
+/// commit may or may not have happened.
 pub async fn fenced<DB, T, E, F>(
     store: &SqlxStore<DB>,
     lease: &(impl AsRef<LeaseHandle> + Sync),
@@ -193,10 +197,16 @@ where
     F: AsyncFnOnce(&mut DB::Connection) -> Result<T, E>,
     E: From<Error>,
 {
-    let mut connection = crate::acquire::acquire(store.executor().pool())
-        .await
-        .map_err(|e| failed(store, lease.as_ref(), e))?;
-    match in_transaction(store, &mut connection, lease, at, work).await {
+    let mut connection = FencedConnection::new(
+        crate::acquire::acquire(store.executor().pool())
+            .await
+            .map_err(|e| failed(store, lease.as_ref(), e))?,
+    );
+    let outcome = in_transaction(store, connection.connection(), lease, at, work).await;
+    // Until here a dropped future closes the connection (a begin in flight leaves the server's
+    // transaction open where sqlx does not see it); from here it goes back to the pool.
+    connection.ended();
+    match outcome {
         Ok(done) => done,
         Err(error) => {
             // The transaction is gone by now; its connection must not go back to the pool

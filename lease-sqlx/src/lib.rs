@@ -24,6 +24,7 @@ mod describe;
 mod error_kind;
 mod executor;
 mod fenced;
+mod fenced_connection;
 
 #[cfg(feature = "mysql")]
 mod mysql;
