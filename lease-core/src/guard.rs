@@ -337,9 +337,10 @@ impl LeaseHandle {
         self.held.record_fenced_check(check);
     }
 
-    /// Whether [`mark_not_held`](LeaseHandle::mark_not_held) marked it lost.
-    pub(crate) fn is_marked_not_held(&self) -> bool {
-        self.held.is_marked_not_held()
+    /// How the lease was lost, if it was (its deadline passing included); `None` while held and
+    /// once released.
+    pub(crate) fn loss(&self) -> Option<LossReason> {
+        self.held.loss()
     }
 }
 

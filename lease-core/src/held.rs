@@ -157,11 +157,6 @@ impl Held {
         self.loss().is_none() && self.loss.load(Ordering::Acquire) == HELD
     }
 
-    /// Whether it was marked lost by a fenced check.
-    pub(crate) fn is_marked_not_held(&self) -> bool {
-        self.loss.load(Ordering::Acquire) == NOT_HELD
-    }
-
     /// Marks the lease given back. Returns how it had been lost, if it was lost first.
     pub(crate) fn mark_released(&self) -> Option<LossReason> {
         let loss = self.loss();

@@ -105,6 +105,96 @@ async fn on_loss_finish_lets_the_work_end_and_says_so() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn the_work_is_dropped_before_the_lease_is_released() {
+    /// Records how many releases the store had seen when the work's future was dropped.
+    struct SeenAtDrop<'a>(&'a Faulty, &'a AtomicUsize);
+    impl Drop for SeenAtDrop<'_> {
+        fn drop(&mut self) {
+            self.1
+                .store(self.0.releases.load(Ordering::SeqCst) + 1, Ordering::SeqCst);
+        }
+    }
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(store.clone());
+    let seen = AtomicUsize::new(0);
+    let outcome: Option<RunOutcome<()>> = client
+        .run_exclusive("alerts", |lease| {
+            let (store, seen) = (&store, &seen);
+            async move {
+                // What the work owns (a child task, an open transaction) lives as long as
+                // this.
+                let _owned = SeenAtDrop(store, seen);
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let _ = lease.mark_not_held();
+                futures::future::pending().await
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        Some(RunOutcome::Cancelled {
+            reason: LossReason::NotHeld
+        })
+    );
+    assert_eq!(store.releases.load(Ordering::SeqCst), 1, "released once");
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        1,
+        "the work's future was dropped after the release was sent: the next holder could \
+         start while it still owned what it held"
+    );
+}
+
+/// A runtime whose clock jumps when told: a process that was stopped (a paused VM, a long
+/// pause of the whole process) sees its clock move on at once when it resumes.
+#[derive(Debug, Clone, Default)]
+struct Stoppable(Arc<std::sync::atomic::AtomicU64>);
+
+impl Stoppable {
+    /// The process was stopped for `duration`, and resumes now.
+    fn stopped_for(&self, duration: Duration) {
+        self.0
+            .fetch_add(duration.as_nanos() as u64, Ordering::SeqCst);
+    }
+}
+
+impl Runtime for Stoppable {
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(duration))
+    }
+
+    fn now(&self) -> std::time::Instant {
+        tokio::time::Instant::now().into_std() + Duration::from_nanos(self.0.load(Ordering::SeqCst))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn work_that_ends_as_its_deadline_passes_did_not_finish_under_the_lease() {
+    let runtime = Stoppable::default();
+    let client = LeaseClient::builder(tokio_memory(), runtime.clone())
+        .ttl(Ttl::from_secs(1).unwrap())
+        .build()
+        .unwrap();
+    let outcome = client
+        .run_exclusive("alerts", |_| async {
+            // Stopped past the lease's deadline, the process resumes to the work's end and to
+            // the deadline at once; the work is polled first.
+            runtime.stopped_for(Duration::from_secs(10));
+            "done"
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        Some(RunOutcome::FinishedAfterLoss {
+            output: "done",
+            reason: LossReason::DeadlinePassed
+        })
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn min_hold_keeps_the_next_instance_out_for_the_period() {
     let store = tokio_memory();
     let options = RunOptions::default().min_hold(Duration::from_secs(15 * 60));
@@ -162,6 +252,28 @@ async fn without_spawn_the_work_drives_renewal_for_every_lease() {
     }
     assert_eq!(seen.load(Ordering::SeqCst), 4);
     assert!(store.renew_manys.load(Ordering::SeqCst) >= 15);
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_spawn_a_minimum_hold_release_does_not_wait_for_the_renewal_it_stopped() {
+    let store = Faulty::new(tokio_memory());
+    // Each renewal takes 200 ms: the work ends while the one sent at 250 ms is in flight.
+    store.delay_renewals(Duration::from_millis(200));
+    let client = LeaseClient::builder(store.clone(), NoSpawn)
+        .ttl(Ttl::from_secs(1).unwrap())
+        .build()
+        .unwrap();
+    let options = RunOptions::default().min_hold(Duration::from_secs(60));
+    let run = client.run_exclusive_with("mail-checks", options, |_| async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    });
+    let outcome = tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("the release waited forever for a renewal nobody drove")
+        .unwrap();
+    assert_eq!(outcome, Some(RunOutcome::Finished(())));
+    assert!(store.renew_manys.load(Ordering::SeqCst) >= 1);
+    assert_eq!(store.releases.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test(start_paused = true)]

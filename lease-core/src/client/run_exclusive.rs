@@ -26,10 +26,12 @@ pub enum RunOutcome<T> {
     /// The lease was lost while the work ran, and the work was let finish ([`OnLoss::Finish`]).
     /// It may have overlapped with another holder's run.
     ///
-    /// Also the outcome of work that ends by itself after its lease was marked
+    /// Also the outcome of work that ends by itself after its lease was lost, whatever
+    /// [`OnLoss`] says, so its output is kept: work whose lease was marked
     /// [`NotHeld`](LossReason::NotHeld) (a fenced check failed, see
-    /// [`LeaseHandle::mark_not_held`]), whatever [`OnLoss`] says, so its output (usually that
-    /// check's [`Error::NotHeld`]) is kept.
+    /// [`LeaseHandle::mark_not_held`]; the output is usually that check's [`Error::NotHeld`]), or
+    /// that ends as its deadline passes (a process paused past it wakes to both at once: whether
+    /// the lease was still held is read when the work ends, not from which was seen first).
     FinishedAfterLoss {
         /// What the work returned.
         output: T,
@@ -80,9 +82,9 @@ impl LeaseClient {
     /// Takes the lease `name`, runs `work` while keeping the lease renewed, and releases it when
     /// the work ends. `None` when somebody else holds the lease: this round is theirs.
     ///
-    /// When the lease is lost while the work runs, the work is cancelled (its future dropped)
-    /// and the outcome says so; [`OnLoss::Finish`] lets it run to its end instead. The work gets
-    /// a [`LeaseHandle`] for the fence to pass downstream.
+    /// When the lease is lost while the work runs, the work is cancelled (its future dropped,
+    /// before the release is sent) and the outcome says so; [`OnLoss::Finish`] lets it run to
+    /// its end instead. The work gets a [`LeaseHandle`] for the fence to pass downstream.
     ///
     /// Renewal runs on this task alongside the work where the runtime cannot spawn, so this needs
     /// nothing but a timer.
@@ -156,51 +158,59 @@ impl LeaseClient {
         };
         let on_loss = options.on_loss.unwrap_or(self.config().on_loss);
         let handle = guard.handle();
-        let work = std::pin::pin!(work(guard.handle()));
-        // A shutdown's grace period running out stops the work as a loss does.
-        let cancelled = self.shutdown_state().cancelling();
-        let lost = std::pin::pin!(async {
-            match future::select(std::pin::pin!(handle.lost()), cancelled).await {
-                Either::Left((reason, _)) => reason,
-                Either::Right(_) => LossReason::ShutDown,
-            }
-        });
         // One renewer future for the whole call: it may hold the renewer's lock, which a second
-        // one would wait for forever.
+        // one would wait for forever. It is driven until the release has answered: where the
+        // runtime cannot spawn, a renewal it has in flight holds what a release with a minimum
+        // hold waits for.
         let mut renewer = std::pin::pin!(self.inner.renewer.run_unless_spawned());
-        let outcome = match future::select(work, future::select(lost, renewer.as_mut())).await {
-            // Work that found its lease gone through a fenced check, and returned: not a clean
-            // finish, whatever the on-loss setting (the work ended by itself).
-            Either::Left((output, _)) if handle.is_marked_not_held() => {
-                RunOutcome::FinishedAfterLoss {
-                    output,
-                    reason: LossReason::NotHeld,
+        let outcome = {
+            // Pinned in this block, so the work's future (and whatever it owns: tasks it joins,
+            // an open transaction and its row locks) is dropped before the lease is released,
+            // not after: once released, the next holder may start at once.
+            let work = std::pin::pin!(work(guard.handle()));
+            // A shutdown's grace period running out stops the work as a loss does.
+            let cancelled = self.shutdown_state().cancelling();
+            let lost = std::pin::pin!(async {
+                match future::select(std::pin::pin!(handle.lost()), cancelled).await {
+                    Either::Left((reason, _)) => reason,
+                    Either::Right(_) => LossReason::ShutDown,
                 }
-            }
-            Either::Left((output, _)) => RunOutcome::Finished(output),
-            Either::Right((Either::Right((never, _)), _)) => match never {},
-            Either::Right((Either::Left((LossReason::ShutDown, _)), _)) => {
-                tracing::info!(lease = %guard.name(), fence = %guard.fence(), "the shutdown's grace period ran out; work stopped");
-                RunOutcome::Cancelled {
-                    reason: LossReason::ShutDown,
-                }
-            }
-            Either::Right((Either::Left((reason, _)), work)) => match on_loss {
-                OnLoss::Cancel => RunOutcome::Cancelled { reason },
-                OnLoss::Finish => {
-                    tracing::warn!(lease = %guard.name(), fence = %guard.fence(), %reason, "lease lost; letting the work finish as configured");
-                    let cancelled = self.shutdown_state().cancelling();
-                    match future::select(work, future::select(renewer, cancelled)).await {
-                        Either::Left((output, _)) => {
-                            RunOutcome::FinishedAfterLoss { output, reason }
-                        }
-                        Either::Right((Either::Right(_), _)) => RunOutcome::Cancelled {
-                            reason: LossReason::ShutDown,
-                        },
-                        Either::Right((Either::Left((never, _)), _)) => match never {},
+            });
+            match future::select(work, future::select(lost, renewer.as_mut())).await {
+                // The work ended by itself; whether the lease was still held then is read now,
+                // not from which future was polled first: work that ends after a pause past its
+                // deadline, or after a fenced check found the lease gone (whatever the on-loss
+                // setting), did not finish under the lease.
+                Either::Left((output, _)) => match handle.loss() {
+                    None => RunOutcome::Finished(output),
+                    Some(reason) => RunOutcome::FinishedAfterLoss { output, reason },
+                },
+                Either::Right((Either::Right((never, _)), _)) => match never {},
+                Either::Right((Either::Left((LossReason::ShutDown, _)), _)) => {
+                    tracing::info!(lease = %guard.name(), fence = %guard.fence(), "the shutdown's grace period ran out; work stopped");
+                    RunOutcome::Cancelled {
+                        reason: LossReason::ShutDown,
                     }
                 }
-            },
+                Either::Right((Either::Left((reason, _)), work)) => match on_loss {
+                    OnLoss::Cancel => RunOutcome::Cancelled { reason },
+                    OnLoss::Finish => {
+                        tracing::warn!(lease = %guard.name(), fence = %guard.fence(), %reason, "lease lost; letting the work finish as configured");
+                        let cancelled = self.shutdown_state().cancelling();
+                        match future::select(work, future::select(renewer.as_mut(), cancelled))
+                            .await
+                        {
+                            Either::Left((output, _)) => {
+                                RunOutcome::FinishedAfterLoss { output, reason }
+                            }
+                            Either::Right((Either::Right(_), _)) => RunOutcome::Cancelled {
+                                reason: LossReason::ShutDown,
+                            },
+                            Either::Right((Either::Left((never, _)), _)) => match never {},
+                        }
+                    }
+                },
+            }
         };
         token.shutdown().record_run(matches!(
             outcome,
@@ -209,7 +219,12 @@ impl LeaseClient {
             }
         ));
         // After a loss the release is expected to fail; after a clean finish it is worth a word.
-        if let Err(error) = guard.release_after(options.min_hold).await
+        let release = std::pin::pin!(guard.release_after(options.min_hold));
+        let released = match future::select(release, renewer).await {
+            Either::Left((released, _)) => released,
+            Either::Right((never, _)) => match never {},
+        };
+        if let Err(error) = released
             && let RunOutcome::Finished(_) = outcome
         {
             tracing::warn!(
