@@ -280,11 +280,22 @@ impl Renewer {
     }
 
     async fn renew_batch(&self, batch: &[Arc<Held>]) {
+        let in_flight = self.in_flight.lock().await;
+        // Read under the lock: a lease released since the round began (its guard marks it
+        // released before it waits for this lock) must not be renewed after its release, which
+        // would cut a minimum hold short or stretch it by a TTL.
+        let batch: Vec<Arc<Held>> = batch
+            .iter()
+            .filter(|held| held.is_held())
+            .cloned()
+            .collect();
+        if batch.is_empty() {
+            return;
+        }
         let leases: Vec<(LeaseName, HolderId)> = batch
             .iter()
             .map(|held| (held.name().clone(), held.holder().clone()))
             .collect();
-        let in_flight = self.in_flight.lock().await;
         let sent = self.clock().now();
         let answer = self.store.renew_many(&leases, self.ttl).await;
         drop(in_flight);
@@ -314,7 +325,7 @@ impl Renewer {
                     error = &error as &dyn std::error::Error,
                     "lease renewal failed; retrying"
                 );
-                for held in batch {
+                for held in &batch {
                     held.set_next_renewal(retry);
                     self.store.stats().renewed(held.name(), Renewed::Failed);
                 }
@@ -403,6 +414,51 @@ mod tests {
         renewer.forget(&first);
         tokio::time::advance(period(renewer)).await;
         settle().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_released_after_its_round_began_is_not_renewed_after_its_release() {
+        let renewer = renewer();
+        let name = LeaseName::new("mail-checks").expect("a valid name");
+        let holder = HolderId::generate();
+        let fence = renewer
+            .store
+            .try_acquire(&name, &holder, renewer.ttl)
+            .await
+            .expect("the store answers")
+            .expect("free");
+        let held = renewer.hold(name.clone(), holder.clone(), fence, renewer.clock().now());
+        // A round took the lease as due; before its batch is sent, the guard releases it with a
+        // minimum hold, as `release_after` does.
+        let batch = [Arc::clone(&held)];
+        renewer.forget(&held);
+        assert_eq!(held.mark_released(), None);
+        renewer.no_renewal_in_flight().await;
+        let hold = Duration::from_secs(15 * 60);
+        assert!(
+            renewer
+                .store
+                .release(&name, &holder, hold)
+                .await
+                .expect("the store answers"),
+            "the holder's release"
+        );
+        renewer.renew_batch(&batch).await;
+        let info = renewer
+            .store
+            .unbounded()
+            .inspect(&name)
+            .await
+            .expect("the store answers")
+            .expect("still taken");
+        let held_for = info
+            .expires_at
+            .duration_since(info.taken_at)
+            .expect("expires after it was taken");
+        assert!(
+            held_for >= hold,
+            "a renewal sent after the release cut the minimum hold to {held_for:?}"
+        );
     }
 
     #[tokio::test(start_paused = true)]
