@@ -21,7 +21,8 @@ impl Backoff {
 
     pub(crate) fn next_pause(&mut self) -> Duration {
         let limit = self.limit;
-        self.limit = (limit * 2).min(self.longest);
+        // Saturating: a longest pause of `Duration::MAX` means no cap, not an overflow.
+        self.limit = limit.saturating_mul(2).min(self.longest);
         let half = limit / 2;
         half + half.mul_f64(rand::random::<f64>())
     }
@@ -42,5 +43,15 @@ mod tests {
                 "{pause:?} for {limit:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_longest_pause_without_a_cap_never_overflows() {
+        let mut backoff = Backoff::new((Duration::from_secs(1), Duration::MAX));
+        for _ in 0..200 {
+            let pause = backoff.next_pause();
+            assert!(pause >= Duration::from_millis(500), "{pause:?}");
+        }
+        assert_eq!(backoff.limit, Duration::MAX, "the limit saturates");
     }
 }

@@ -51,7 +51,7 @@ pub use name::LeaseName;
 pub use runtime::Runtime;
 pub use schedule::{Schedule, ScheduleStats, Scheduled};
 pub use stats::{CallStats, ClientStats, FencedChecks, Losses};
-pub use store::{DynLeaseStore, LeaseStore, ReleaseEvents};
+pub use store::{DynLeaseStore, LeaseStore, MAX_MIN_HOLD, ReleaseEvents};
 pub use store_error_kind::StoreErrorKind;
 pub use ttl::Ttl;
 

@@ -10,7 +10,9 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use futures::channel::mpsc;
 
-use crate::{Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, ReleaseEvents, Ttl};
+use crate::{
+    Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, MAX_MIN_HOLD, ReleaseEvents, Ttl,
+};
 
 /// Leases in memory: the reference store, with exactly the semantics every database store has.
 ///
@@ -182,7 +184,12 @@ impl LeaseStore for MemoryStore {
         let now = self.now();
         let freed = match self.rows().get_mut(name) {
             Some(row) if row.held_by(holder, now) => {
-                let hold_until = row.taken_at + min_hold;
+                // Cut to `MAX_MIN_HOLD` as every store does; where even that would leave the
+                // platform's `Instant`, the lease is kept until it expires.
+                let hold_until = row
+                    .taken_at
+                    .checked_add(min_hold.min(MAX_MIN_HOLD))
+                    .unwrap_or(row.expires_at);
                 if hold_until > now {
                     row.expires_at = hold_until;
                     false

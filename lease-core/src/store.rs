@@ -9,6 +9,11 @@ use futures::stream::BoxStream;
 
 use crate::{Error, Fence, HolderId, LeaseInfo, LeaseName, Ttl};
 
+/// The longest minimum hold a store keeps a lease for: a longer `min_hold` given to
+/// [`LeaseStore::release`] is cut to this. A thousand years keeps every store's time arithmetic
+/// in range (MariaDB's `DATETIME` ends in 9999).
+pub const MAX_MIN_HOLD: Duration = Duration::from_secs(1000 * 365 * 24 * 60 * 60);
+
 /// Where leases live: a table in a database, or memory.
 ///
 /// A store is the storage half only. Each method is **one atomic statement** that borrows a
@@ -96,7 +101,8 @@ pub trait LeaseStore: Send + Sync + Debug + 'static {
     ///
     /// With a non-zero `min_hold` the lease stays taken until `min_hold` after it was taken (when
     /// that is still ahead), so the same work is not run again by the next instance straight
-    /// away: at most once per period. The fence is never reset.
+    /// away: at most once per period. A `min_hold` longer than [`MAX_MIN_HOLD`] is cut to it.
+    /// The fence is never reset.
     ///
     /// # Errors
     /// [`Error::Store`] with [`Operation::Release`](crate::Operation::Release) and the name when

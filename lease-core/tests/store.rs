@@ -207,6 +207,33 @@ async fn release_with_min_hold_keeps_the_lease_until_then() {
     );
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_minimum_hold_without_end_keeps_the_lease_taken_without_panicking() {
+    let store = tokio_memory();
+    let (sweep, holder) = (name("sweep"), HolderId::generate());
+    store
+        .try_acquire(&sweep, &holder, ttl(1_000))
+        .await
+        .unwrap();
+    // Cut to MAX_MIN_HOLD, as every store cuts it, not added to the time it was taken.
+    assert!(
+        store.release(&sweep, &holder, Duration::MAX).await.unwrap(),
+        "the holder's release"
+    );
+    tokio::time::advance(Duration::from_secs(365 * 24 * 60 * 60)).await;
+    assert_eq!(
+        store
+            .try_acquire(&sweep, &HolderId::generate(), ttl(1_000))
+            .await
+            .unwrap(),
+        None,
+        "still held a year on"
+    );
+    let info = store.inspect(&sweep).await.unwrap().expect("held");
+    let held_for = info.expires_at.duration_since(info.taken_at).unwrap();
+    assert_eq!(held_for, lease_core::MAX_MIN_HOLD);
+}
+
 #[tokio::test]
 async fn inspect_and_list_report_what_was_taken_in_the_stores_time() {
     let store = MemoryStore::new();

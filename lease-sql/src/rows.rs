@@ -5,9 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use lease_core::{BoxError, Fence, HolderId, LeaseInfo, LeaseName, Ttl};
 
-/// The longest minimum hold a release sends: longer ones are cut to this. A thousand years keeps
-/// every dialect's time arithmetic in range (MariaDB's `DATETIME` ends in 9999).
-pub const MAX_MIN_HOLD: Duration = Duration::from_secs(1000 * 365 * 24 * 60 * 60);
+pub use lease_core::MAX_MIN_HOLD;
 
 /// A TTL as the statements bind it: microseconds.
 pub fn ttl_micros(ttl: Ttl) -> i64 {
