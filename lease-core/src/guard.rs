@@ -16,8 +16,9 @@ use crate::{Error, Fence, FencedCheck, HolderId, LeaseName, LossReason};
 /// [`lost`](LeaseGuard::lost); pass [`fence`](LeaseGuard::fence) with every write downstream.
 ///
 /// Release it with [`release`](LeaseGuard::release) when the work is done. Dropped without
-/// release, it is released in the background where the runtime can spawn; otherwise the lease
-/// lapses after its TTL.
+/// release, it is released in the background where the runtime can spawn (also after its
+/// deadline passed, when the store may still have it); otherwise the lease lapses after its
+/// TTL.
 #[must_use = "a guard dropped at once gives the lease back"]
 pub struct LeaseGuard {
     handle: LeaseHandle,
@@ -183,8 +184,13 @@ impl Drop for LeaseGuard {
         }
         let held = Arc::clone(&self.handle.held);
         self.renewer.forget(&held);
-        if held.mark_released().is_some() {
-            return;
+        match held.mark_released() {
+            // Given up here before the store's expiry: the row may still name this holder (for
+            // the safety margin at least, a whole TTL after a renewal that committed unanswered),
+            // so free it for the next instance rather than leave it to lapse.
+            None | Some(LossReason::DeadlinePassed) => {}
+            // Taken over, found gone, or given back by the shutdown that stopped it.
+            Some(LossReason::Rejected | LossReason::NotHeld | LossReason::ShutDown) => return,
         }
         let token = self.releasing();
         let store = self.store.clone();

@@ -192,6 +192,25 @@ async fn a_dropped_guard_is_released_in_the_background() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_guard_dropped_after_its_deadline_passed_frees_the_lease_the_store_still_has() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(store.clone());
+    let guard = client.try_acquire("alerts").await.unwrap().unwrap();
+    store.set(Mode::Fail);
+    assert_eq!(guard.lost().await, LossReason::DeadlinePassed);
+    // The store answers again while it still has the lease (the holder gave up first).
+    store.set(Mode::Pass);
+    assert!(store.inner.inspect(guard.name()).await.unwrap().is_some());
+    drop(guard);
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(
+        store.inner.inspect(&name("alerts")).await.unwrap(),
+        None,
+        "the dropped guard left the lease to lapse"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn release_after_min_hold_keeps_others_out_until_then() {
     let store = tokio_memory();
     let client = fast_client(store.clone());
