@@ -10,6 +10,9 @@ use lease_core::StoreErrorKind;
 ///   a write) is [`ReadOnly`](StoreErrorKind::ReadOnly);
 /// - `40001` (serialization failure) and `40P01` (deadlock) are
 ///   [`Conflict`](StoreErrorKind::Conflict);
+/// - `40003` (statement completion unknown: a `COMMIT` whose outcome the server cannot tell,
+///   which CockroachDB answers as "result is ambiguous") is
+///   [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown), not transient: it may have committed;
 /// - class `08` (connection exception), class `53` (insufficient resources, such as too many
 ///   connections), class `58` (system error), the rest of class `40`, `55P03` (lock not
 ///   available), `57014` (statement timeout or cancel) and `57P01`..`57P05` (shutdown, cannot
@@ -20,6 +23,7 @@ pub fn postgres_error_kind(sqlstate: &str) -> StoreErrorKind {
     match sqlstate {
         "25006" => StoreErrorKind::ReadOnly,
         "40001" | "40P01" => StoreErrorKind::Conflict,
+        "40003" => StoreErrorKind::OutcomeUnknown,
         "55P03" | "57014" | "57P01" | "57P02" | "57P03" | "57P04" | "57P05" => {
             StoreErrorKind::Transient
         }
@@ -34,7 +38,10 @@ pub fn postgres_error_kind(sqlstate: &str) -> StoreErrorKind {
 ///
 /// - 1290 (the server runs with `--read-only`), 1836 (read-only mode) and 1792 (a read-only
 ///   transaction) are [`ReadOnly`](StoreErrorKind::ReadOnly);
-/// - 1213 (deadlock, also how Galera reports a write that lost certification) is
+/// - 1213 (deadlock, also how Galera reports a write that lost certification) and 1020
+///   (`Record has changed since last read`: under `innodb_snapshot_isolation`, the default
+///   from MariaDB 11.6.2, a locking read of a row a concurrent transaction changed since the
+///   transaction's read view; the transaction is rolled back) are
 ///   [`Conflict`](StoreErrorKind::Conflict);
 /// - 1040 (too many connections), 1047 (a Galera node not ready for statements), 1053 (server
 ///   shutdown), 1205 (lock wait timeout), 1927 (connection killed), 1969 and 3024 (statement
@@ -44,7 +51,7 @@ pub fn postgres_error_kind(sqlstate: &str) -> StoreErrorKind {
 pub fn mysql_error_kind(number: u16) -> StoreErrorKind {
     match number {
         1290 | 1792 | 1836 => StoreErrorKind::ReadOnly,
-        1213 => StoreErrorKind::Conflict,
+        1020 | 1213 => StoreErrorKind::Conflict,
         1040 | 1047 | 1053 | 1205 | 1927 | 1969 | 2002 | 2003 | 2006 | 2013 | 3024 | 4031 => {
             StoreErrorKind::Transient
         }
@@ -104,8 +111,9 @@ mod tests {
         assert_eq!(postgres_error_kind("25006"), StoreErrorKind::ReadOnly);
         assert_eq!(postgres_error_kind("40001"), StoreErrorKind::Conflict);
         assert_eq!(postgres_error_kind("40P01"), StoreErrorKind::Conflict);
+        assert_eq!(postgres_error_kind("40003"), StoreErrorKind::OutcomeUnknown);
         for transient in [
-            "08006", "08001", "53300", "57P01", "57P03", "57014", "40003",
+            "08006", "08001", "53300", "57P01", "57P03", "57014", "40002",
         ] {
             assert_eq!(
                 postgres_error_kind(transient),
@@ -126,6 +134,7 @@ mod tests {
     fn mysql_numbers() {
         assert_eq!(mysql_error_kind(1290), StoreErrorKind::ReadOnly);
         assert_eq!(mysql_error_kind(1213), StoreErrorKind::Conflict);
+        assert_eq!(mysql_error_kind(1020), StoreErrorKind::Conflict);
         assert_eq!(mysql_error_kind(1047), StoreErrorKind::Transient);
         assert_eq!(mysql_error_kind(2013), StoreErrorKind::Transient);
         assert_eq!(mysql_error_kind(1054), StoreErrorKind::Permanent);

@@ -57,7 +57,7 @@ pub(crate) fn sql(t: &str) -> DialectSql {
     // `SNAPSHOT_PREDATES_MARKER` and the level (not a constant, so never folded).
     let level = "current_setting('transaction_isolation')";
     let unmatched_fence = format!(
-        "SELECT CAST(CASE WHEN {level} = 'read committed'\n    \
+        "SELECT CAST(CASE WHEN {level} IN ('read committed', 'read uncommitted')\n    \
              OR EXISTS (SELECT 1 FROM {t} WHERE name = $1::text AND fence >= $2::int8) THEN '1'\n    \
              ELSE '{SNAPSHOT_PREDATES_MARKER}' || {level} END AS int)"
     );

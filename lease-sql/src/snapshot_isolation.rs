@@ -23,7 +23,11 @@
 //! again, marking nothing lost.
 //!
 //! MariaDB's `UPDATE` reads the latest version of the row whatever the isolation level, and
-//! SQLite checks at the start: neither has the guard.
+//! SQLite checks at the start: neither has the guard. With `innodb_snapshot_isolation` on (the
+//! default from MariaDB 11.6.2), a transaction that read before a renewal committed cannot
+//! update the row: the check fails with error 1020, which
+//! [`mysql_error_kind`](crate::mysql_error_kind) reads as a
+//! [`Conflict`](lease_core::StoreErrorKind::Conflict), nothing committed.
 
 use std::fmt;
 
@@ -31,12 +35,13 @@ use std::fmt;
 /// no quote, `?` or `$`, so that it sits inside the statements' text as it is.
 pub const SNAPSHOT_MARKER: &str = "lease-sql: the check with the commit needs read committed, not ";
 
-/// PostgreSQL's guard: one statement that answers `1` under `READ COMMITTED` and otherwise
+/// PostgreSQL's guard: one statement that answers `1` under `READ COMMITTED` (and `READ
+/// UNCOMMITTED`, which PostgreSQL runs as `READ COMMITTED`) and otherwise
 /// fails, its cast's message naming [`SNAPSHOT_MARKER`] and the level. The level is not a
 /// constant, so the planner cannot fold the `ELSE` branch into an error of its own.
 pub(crate) fn snapshot_guard() -> String {
     format!(
-        "SELECT CAST(CASE WHEN current_setting('transaction_isolation') = 'read committed' THEN '1' \
+        "SELECT CAST(CASE WHEN current_setting('transaction_isolation') IN ('read committed', 'read uncommitted') THEN '1' \
          ELSE '{SNAPSHOT_MARKER}' || current_setting('transaction_isolation') END AS int)"
     )
 }
