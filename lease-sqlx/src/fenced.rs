@@ -63,10 +63,16 @@ use crate::{SqlxDatabase, SqlxExecutor, SqlxStore};
 /// message went out and, as with any `COMMIT` whose answer is lost, the commit may have
 /// happened.
 ///
+/// `transaction` must be the outermost one: the message's `COMMIT` commits whatever
+/// transaction the connection is in, so a nested `Transaction` (a savepoint, from
+/// `tx.begin()`) would commit its outer transaction with it. sqlx does not tell the depth, so
+/// this is yours to keep.
+///
 /// # Cancel safety
-/// Dropped before the message is sent, the transaction rolls back; dropped after, the commit
-/// may or may not have happened (the connection is then closed, as sqlx does with a statement
-/// cut half-way).
+/// Dropped before the message is sent, the transaction rolls back. Dropped after, the commit
+/// may or may not have happened; the dropped transaction rolls back what is left (the empty
+/// transaction the message began after its commit, or the one whose check failed) with the
+/// connection's next use, which reads the rest of the commit's answer first.
 pub async fn commit_fenced<DB>(
     store: &SqlxStore<DB>,
     mut transaction: Transaction<'_, DB>,
@@ -79,11 +85,30 @@ where
     let committed = store
         .commit_fenced(&mut *transaction, lease, AfterCommit::Begin)
         .await;
-    // Committed or not, the transaction object ends here. Dropped, it queues a `ROLLBACK`:
-    // of the empty transaction the message began after its commit, or of the transaction
-    // whose check failed. sqlx sends it with the connection's next message.
-    drop(transaction);
-    committed
+    end(transaction, committed).await
+}
+
+/// Ends `transaction` after its fenced commit answered `committed`. Committed, the dropped
+/// transaction queues the `ROLLBACK` of the empty transaction the message began after its
+/// commit, which holds nothing; sqlx sends it with the connection's next message. Refused, it is
+/// rolled back at once: on MariaDB, a check that found the lease taken over keeps a lock on the
+/// new holder's row (`REPEATABLE READ` keeps the locks of the rows it read) until then, and a
+/// connection the caller keeps may send nothing for a while. With the answer lost, the
+/// connection is broken and there is nothing to roll back.
+async fn end<DB: sqlx::Database, T>(
+    transaction: Transaction<'_, DB>,
+    committed: Result<T, Error>,
+) -> Result<T, Error> {
+    match committed {
+        Err(error) if error.store_error_kind() != Some(StoreErrorKind::OutcomeUnknown) => {
+            let _ = transaction.rollback().await;
+            Err(error)
+        }
+        committed => {
+            drop(transaction);
+            committed
+        }
+    }
 }
 
 /// Runs `work` in a fenced transaction of its own: it commits when `work` answers `Ok` and the
@@ -335,10 +360,7 @@ where
             let committed = store
                 .end_fenced(&mut *transaction, lease, commit, AfterCommit::Begin)
                 .await;
-            // As in `commit_fenced`: the dropped transaction queues the `ROLLBACK` of the
-            // empty transaction the message began after its commit.
-            drop(transaction);
-            committed?;
+            end(transaction, committed).await?;
         }
     }
     Ok(Ok(output))

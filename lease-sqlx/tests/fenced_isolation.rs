@@ -10,6 +10,9 @@
 //!
 //! PostgreSQL at `READ UNCOMMITTED`, which it runs as `READ COMMITTED`: the check with the
 //! commit reads the latest row there too, so the snapshot guard lets it run.
+//!
+//! MariaDB at `REPEATABLE READ` keeps the lock of every row a statement read: a refused
+//! `commit_fenced` must not leave it on the new holder's row.
 
 use std::time::Duration;
 
@@ -161,6 +164,53 @@ async fn postgres_read_uncommitted_is_read_committed_to_the_check_with_the_commi
         .unwrap();
     assert_eq!(level, "read uncommitted", "the connections' level");
     guard.release().await.unwrap();
+    sqlx::raw_sql(AssertSqlSafe(format!("DROP TABLE {table}")))
+        .execute(&pool)
+        .await
+        .unwrap();
+}
+
+/// MariaDB at `REPEATABLE READ` keeps a lock on every row a statement read, matched or not: a
+/// check of a lease taken over since locks the new holder's row. `commit_fenced` rolls the
+/// transaction back at once when the check refuses, so the new holder's renewal does not wait
+/// for the stale holder's connection to be used again (here a connection of its own, which
+/// sends nothing more).
+#[tokio::test]
+async fn mariadb_a_refused_commit_fenced_leaves_no_lock_on_the_new_holders_row() {
+    let url = env::mysql_url();
+    let pool = match sqlx::MySqlPool::connect(&url).await {
+        Ok(pool) => pool,
+        Err(e) => return env::skip_or_fail("mariadb", &e.to_string()),
+    };
+    let table = env::unique_table("lease_sqlx_refused_lock");
+    let store = MySqlLeaseStore::with_table(pool.clone(), &table).unwrap();
+    store.setup().await.unwrap();
+    let stale = LeaseClient::new(store.clone(), TokioRuntime);
+    let guard = stale.try_acquire("notices").await.unwrap().unwrap();
+    let handle = guard.handle();
+    guard.release().await.unwrap();
+    let next = LeaseClient::new(store.clone(), TokioRuntime);
+    let taken = next.try_acquire("notices").await.unwrap().unwrap();
+
+    let mut own = <sqlx::MySqlConnection as sqlx::Connection>::connect(&url)
+        .await
+        .unwrap();
+    let tx = sqlx::Connection::begin(&mut own).await.unwrap();
+    let refused = lease_sqlx::commit_fenced(&store, tx, &handle).await;
+    assert!(
+        matches!(refused, Err(lease_core::Error::NotHeld { .. })),
+        "{refused:?}"
+    );
+    let ttl = Ttl::new(Duration::from_secs(120)).unwrap();
+    let renewed = tokio::time::timeout(
+        Duration::from_secs(5),
+        store.renew(taken.name(), taken.holder(), ttl),
+    )
+    .await
+    .expect("the new holder's renewal waited for the stale holder's lock");
+    assert!(renewed.unwrap(), "the new holder renews");
+    drop(own);
+    taken.release().await.unwrap();
     sqlx::raw_sql(AssertSqlSafe(format!("DROP TABLE {table}")))
         .execute(&pool)
         .await
