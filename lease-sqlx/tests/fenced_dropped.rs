@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use lease_core::runtime::TokioRuntime;
 use lease_core::{Error, LeaseClient, LeaseGuard};
-use lease_sqlx::sqlx::{self, AssertSqlSafe, Connection, Pool, SqlSafeStr};
+use lease_sqlx::sqlx::{self, AssertSqlSafe, Connection, SqlSafeStr};
 use lease_sqlx::{CheckAt, MySqlLeaseStore, PgLeaseStore, SqlxDatabase, SqlxStore};
 use lease_tests::env;
 
