@@ -332,7 +332,8 @@ impl<X: Execute> SqlStore<X> {
     /// [`Error::NotHeld`] when the lease is gone (expired, taken over, released), after marking
     /// it lost, so that its `lost()` and `run_exclusive` react at once: roll the transaction back
     /// (on PostgreSQL the check of an expired lease fails the statement, which aborts the
-    /// transaction, and keeps the row locked until the rollback). [`Error::Store`] with
+    /// transaction and releases its locks at once; the session still waits for the rollback).
+    /// [`Error::Store`] with
     /// [`Operation::Fence`] when the statement failed (also when the database refused it for its
     /// isolation level, such as a serialization failure, without marking the lease lost), and
     /// of the [`Permanent`](StoreErrorKind::Permanent) kind, its source
