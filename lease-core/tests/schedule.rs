@@ -50,7 +50,19 @@ fn sweep(
     instance: &'static str,
     work_for: Duration,
 ) -> Scheduled {
-    let (runs, started) = (runs.clone(), Instant::now());
+    sweep_since(client, schedule, runs, instance, work_for, Instant::now())
+}
+
+/// [`sweep`], recording each run's start since `started`.
+fn sweep_since(
+    client: &LeaseClient,
+    schedule: Schedule,
+    runs: &Runs,
+    instance: &'static str,
+    work_for: Duration,
+    started: Instant,
+) -> Scheduled {
+    let runs = runs.clone();
     client
         .schedule("sweep", schedule, move |_| {
             runs.record(started, instance);
@@ -82,6 +94,40 @@ async fn the_control_instances_on_separate_stores_run_every_round_twice() {
     let _b = sweep(&b, every(10), &runs, "b", Duration::from_secs(1));
     tokio::time::sleep(Duration::from_secs(25)).await;
     assert_eq!(runs.times(), [0, 0, 10_000, 10_000, 20_000, 20_000]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn by_default_a_round_is_not_run_again_by_an_instance_that_tries_it_later() {
+    let store = tokio_memory();
+    let runs = Runs::default();
+    let (a, b) = (fast_client(store.clone()), fast_client(store.clone()));
+    let started = Instant::now();
+    // The rounds of b fall 3 s after a's (it started later, or its clock differs): a's work has
+    // ended by then, and only the hold keeps b from running the round again.
+    let _a = sweep_since(&a, every(10), &runs, "a", Duration::from_secs(1), started);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let _b = sweep_since(&b, every(10), &runs, "b", Duration::from_secs(1), started);
+    tokio::time::sleep(Duration::from_secs(25)).await;
+    assert_eq!(runs.times(), [0, 10_000, 20_000], "{:?}", runs.0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_control_without_a_hold_the_later_instance_runs_each_round_again() {
+    let store = tokio_memory();
+    let runs = Runs::default();
+    let (a, b) = (fast_client(store.clone()), fast_client(store.clone()));
+    let started = Instant::now();
+    let schedule = every(10).min_hold(Duration::ZERO);
+    let _a = sweep_since(&a, schedule, &runs, "a", Duration::from_secs(1), started);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let _b = sweep_since(&b, schedule, &runs, "b", Duration::from_secs(1), started);
+    tokio::time::sleep(Duration::from_secs(25)).await;
+    assert_eq!(
+        runs.times(),
+        [0, 3_000, 10_000, 13_000, 20_000, 23_000],
+        "{:?}",
+        runs.0
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -201,6 +247,16 @@ async fn stop_waits_for_the_running_round_and_gives_the_lease_back() {
     assert_eq!(stopping.elapsed(), Duration::from_secs(2));
     assert!(view.is_stopped());
     assert_eq!(view.stats().ran, 1);
+    // Given back with the round's hold (9 s from its start, by default): kept until then, so
+    // nobody runs the round again, and free after it.
+    assert!(
+        fast_client(store.clone())
+            .try_acquire("sweep")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    tokio::time::sleep(Duration::from_secs(6)).await;
     assert!(
         fast_client(store)
             .try_acquire("sweep")

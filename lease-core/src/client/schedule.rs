@@ -16,8 +16,9 @@ use crate::{Error, IntoLeaseName, Leader, LeaseClient, LossReason, RunOptions, R
 impl LeaseClient {
     /// Runs `work` on `schedule`: at each round every instance tries to take the lease `name`,
     /// and the one that wins runs the work under it, kept renewed, and gives it back when it
-    /// ends (after [`Schedule::min_hold`] if set); the others skip the round. On a task of the
-    /// runtime.
+    /// ends, kept taken until its hold ends ([`Schedule::hold`]: by default the period less the
+    /// jitter and a tenth of the period); the others skip the round, also those that try it
+    /// after the work has ended. On a task of the runtime.
     ///
     /// A round still running when the next falls is not started again: the rounds it overran
     /// are skipped and counted ([`ScheduleStats::missed`](crate::ScheduleStats::missed)). The
@@ -104,7 +105,10 @@ impl LeaseClient {
     /// Runs `work` on `schedule` on the elected leader: the instances campaign for the lease
     /// `name` (see [`campaign`](LeaseClient::campaign)), and at each round the one that leads
     /// runs the work under the current term's lease; the others skip the round. For frequent
-    /// work: one acquisition, then renewals, instead of one every round. Work whose lease is lost
+    /// work: one acquisition, then renewals, instead of one every round. The schedule's hold
+    /// does not apply: the term's lease stays taken while the leader leads, and a new leader
+    /// runs the rounds of its own schedule (on the same boundaries, for an aligned one). Work
+    /// whose lease is lost
     /// while it runs is stopped. The campaign ends, giving leadership back, when the schedule
     /// stops; the client's shutdown gives leadership back at once, and so stops a running round
     /// at once rather than after the grace period.

@@ -13,7 +13,8 @@ pub(crate) use self::ticks::Ticks;
 
 /// When a job's rounds fall: every period, from the moment the schedule starts or on the
 /// clock's boundaries, each round delayed by a random jitter; and how long a round's lease is
-/// kept at least. Run one with [`LeaseClient::schedule`](crate::LeaseClient::schedule) (whichever
+/// kept at least ([`min_hold`](Schedule::min_hold), by default most of the period, so that each
+/// round runs on one instance). Run one with [`LeaseClient::schedule`](crate::LeaseClient::schedule) (whichever
 /// instance wins the round runs it) or
 /// [`LeaseClient::schedule_on_leader`](crate::LeaseClient::schedule_on_leader) (the elected
 /// leader runs every round).
@@ -33,6 +34,9 @@ pub(crate) use self::ticks::Ticks;
 /// // Every 15 minutes from start, at most once per 14 minutes across all instances.
 /// let checks = Schedule::every(Duration::from_secs(900))?.min_hold(Duration::from_secs(840));
 /// assert_eq!(checks.period(), Duration::from_secs(900));
+/// // Without a minimum hold of its own, a round's lease is kept the period less the jitter and
+/// // a tenth of the period: 53 minutes here.
+/// assert_eq!(hourly.hold(), Duration::from_secs(3600 - 60 - 360));
 /// # let _ = hourly; Ok(()) }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +46,8 @@ pub struct Schedule {
     aligned: bool,
     offset: Duration,
     jitter: Duration,
-    min_hold: Duration,
+    /// `None` until set: then [`hold`](Schedule::hold) is the default.
+    min_hold: Option<Duration>,
 }
 
 impl Schedule {
@@ -61,7 +66,7 @@ impl Schedule {
             aligned: false,
             offset: Duration::ZERO,
             jitter: Duration::ZERO,
-            min_hold: Duration::ZERO,
+            min_hold: None,
         })
     }
 
@@ -93,9 +98,29 @@ impl Schedule {
     /// ends sooner: at most one run per `min_hold` across all instances. Choose a little under
     /// the period, so the next round's run is not blocked by this one's hold (see
     /// [`RunOptions::min_hold`](crate::RunOptions::min_hold)).
+    ///
+    /// Unset, the hold is the period less the jitter and a tenth of the period (see
+    /// [`hold`](Schedule::hold)). Without a hold, an instance that tries a round after its
+    /// winner has finished (its jitter fell later, its clock differs, its rounds count from
+    /// another start) would run the round again. `min_hold(Duration::ZERO)` gives the lease
+    /// back as soon as the work ends: for work that is harmless to run again, or rounds you
+    /// deduplicate yourself.
     pub fn min_hold(mut self, min_hold: Duration) -> Self {
-        self.min_hold = min_hold;
+        self.min_hold = Some(min_hold);
         self
+    }
+
+    /// How long each round's lease is kept at least: the [`min_hold`](Schedule::min_hold) set,
+    /// or else the period less the jitter and a tenth of the period. The winner's next round
+    /// falls at least the period less the jitter after this one, so its own hold never keeps it
+    /// out; an instance that tries the same round later (within the jitter, or on a clock that
+    /// differs by less than the rest) finds the lease still taken and skips it.
+    pub fn hold(&self) -> Duration {
+        self.min_hold.unwrap_or_else(|| {
+            self.period
+                .saturating_sub(self.jitter)
+                .saturating_sub(self.period / 10)
+        })
     }
 
     /// The time between two rounds.
@@ -113,9 +138,5 @@ impl Schedule {
 
     pub(crate) fn jitter_limit(&self) -> Duration {
         self.jitter
-    }
-
-    pub(crate) fn hold(&self) -> Duration {
-        self.min_hold
     }
 }

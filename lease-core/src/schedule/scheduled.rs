@@ -153,7 +153,8 @@ impl Scheduled {
     }
 
     /// Stops the schedule, for every clone of this handle: no new round starts. Returns once
-    /// the round that runs, if one does, has ended and given its lease back.
+    /// the round that runs, if one does, has ended and given its lease back (kept until the
+    /// round's [hold](crate::Schedule::hold) ends).
     ///
     /// # Cancel safety
     /// Cancel safe: once polled, the schedule stops whatever happens; cancelling only stops the
