@@ -331,3 +331,24 @@ async fn a_report_is_empty_for_a_client_that_held_nothing() {
     assert_eq!(report, ShutdownReport::default());
     let _ = LeaseClient::clone(&client);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_waits_for_the_give_back_of_an_acquisition_that_timed_out() {
+    let store = Faulty::new(tokio_memory());
+    let client = LeaseClient::builder(Arc::clone(&store), lease_core::runtime::TokioRuntime)
+        .ttl(lease_core::Ttl::from_secs(60).unwrap())
+        .renew_every(Duration::from_secs(10))
+        .store_timeout(Duration::from_millis(250))
+        .build()
+        .unwrap();
+    // The statement takes the lease, its answer comes too late: the acquisition times out and
+    // gives the lease back in the background.
+    store.delay_acquire_answers(Duration::from_millis(400));
+    assert!(client.try_acquire("sweep").await.is_err(), "timed out");
+    let report = client.shutdown(GRACE).await;
+    assert_eq!(
+        report.released, 1,
+        "the shutdown did not wait for the give-back: {report:?}"
+    );
+    assert!(free(&store.inner, "sweep").await, "given back by then");
+}

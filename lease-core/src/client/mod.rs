@@ -160,15 +160,20 @@ impl LeaseClient {
     /// client's own retries included) for a whole TTL. Releases it for that holder in the
     /// background, at once and again one store timeout later, for a statement that was still
     /// running the first time; each release is conditioned on the holder, so it frees nothing
-    /// else. Where the runtime cannot spawn, the lease lapses after its TTL.
-    fn give_back_unanswered(&self, name: &LeaseName, holder: &HolderId) {
+    /// else. `token`, the acquisition's, counts it as a release in flight until it ends, so a
+    /// shutdown waits for it (within its grace period) rather than let the process exit first.
+    /// Where the runtime cannot spawn, the lease lapses after its TTL.
+    fn give_back_unanswered(&self, name: &LeaseName, holder: &HolderId, mut token: Token) {
         let (store, name, holder) = (self.inner.store.clone(), name.clone(), holder.clone());
+        token.become_kind(Kind::Releasing);
         let task = Box::pin(async move {
             for attempt in 0..2 {
                 if attempt > 0 {
                     store.clock().runtime().sleep(store.timeout()).await;
                 }
-                if let Ok(true) = store.release(&name, &holder, Duration::ZERO).await {
+                let released = store.release(&name, &holder, Duration::ZERO).await;
+                if let Ok(true) = released {
+                    token.shutdown().record_release(&released);
                     tracing::debug!(lease = %name, %holder, "gave back a lease an unanswered acquisition took");
                     return;
                 }
@@ -203,7 +208,11 @@ impl LeaseClient {
     /// Whether this client keeps its leases: healthy while every held lease was renewed within
     /// its renewal period (plus one store timeout for the call) and the client is not shutting
     /// down. For a readiness probe: it turns unhealthy while renewals fail, well before the
-    /// leases' deadlines pass (see [`Health`]).
+    /// leases' deadlines pass (see [`Health`]). Once those deadlines have passed, the leases are
+    /// lost and no longer counted: a client that holds nothing reads healthy, whether the store
+    /// answers or not (it keeps nothing it could lose). A probe that must also fail while the
+    /// store is unreachable asks the store itself, or reads the failed calls of
+    /// [`stats`](LeaseClient::stats).
     pub fn health(&self) -> Health {
         self.inner
             .renewer
@@ -233,8 +242,9 @@ impl LeaseClient {
     /// already in flight then is given straight back); [`Error::Store`] when the store fails
     /// or does not answer within [`LeaseConfig::store_timeout`] (if the statement did take the
     /// lease, a release for its holder follows in the background, at once and one store timeout
-    /// later, so it does not keep everybody out for a TTL; where the runtime cannot spawn, or
-    /// both releases come too early, it lapses within one TTL).
+    /// later, so it does not keep everybody out for a TTL, and a shutdown waits for it within
+    /// its grace period; where the runtime cannot spawn, or both releases come too early, it
+    /// lapses within one TTL).
     ///
     /// # Cancel safety
     /// Not cancel safe. Cancelled before the store answers, the statement may still have taken
@@ -262,7 +272,7 @@ impl LeaseClient {
             Err(error) => {
                 stats.acquired(&name, Acquired::Failed);
                 if crate::timed_store::is_timeout(&error) {
-                    self.give_back_unanswered(&name, &holder);
+                    self.give_back_unanswered(&name, &holder, token);
                 }
                 return Err(error);
             }
