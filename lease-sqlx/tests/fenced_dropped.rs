@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use lease_core::runtime::TokioRuntime;
 use lease_core::{Error, LeaseClient, LeaseGuard};
-use lease_sqlx::sqlx::{self, AssertSqlSafe, Connection, SqlSafeStr};
-use lease_sqlx::{CheckAt, MySqlLeaseStore, PgLeaseStore, SqlxDatabase, SqlxStore};
+use lease_sqlx::sqlx::{self, AssertSqlSafe, Connection, Pool, SqlSafeStr};
+use lease_sqlx::{CheckAt, Execute, ExecuteOn, SqlxDatabase, SqlxExecutor, SqlxStore};
 use lease_tests::env;
 
 /// How long the dropped future waits for the row before it is dropped: long enough for its
@@ -60,6 +60,65 @@ where
     tokio::time::sleep(SETTLE).await;
 }
 
+/// What a case leaves for its check and its cleanup: the lease's table, the connection that
+/// locked its row, and the client and guard (kept until the check ran).
+struct Dropped<DB: sqlx::Database> {
+    table: String,
+    blocker: DB::Connection,
+    _held: (LeaseClient, LeaseGuard),
+}
+
+/// Takes a lease through `pool`, locks its row from another connection, and drops a begin
+/// that waits for it: `fenced_with(.., CheckAt::Begin, ..)`'s through the library, or sqlx's
+/// own `Transaction::begin` with a message of the same shape on `pool`'s connection.
+async fn drop_a_begin_in_flight<DB>(
+    pool: &Pool<DB>,
+    url: &str,
+    through_the_library: bool,
+) -> Dropped<DB>
+where
+    DB: SqlxDatabase,
+    SqlxExecutor<DB>: Execute + for<'c> ExecuteOn<&'c mut DB::Connection>,
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+{
+    let table = env::unique_table("lease_sqlx_fenced_dropped");
+    let store = SqlxStore::with_table(pool.clone(), &table).unwrap();
+    let (client, guard, lock) = held(&store, &table).await;
+    let mut blocker = <DB::Connection as Connection>::connect(url).await.unwrap();
+    sqlx::raw_sql("BEGIN").execute(&mut blocker).await.unwrap();
+    sqlx::raw_sql(AssertSqlSafe(lock.clone()))
+        .execute(&mut blocker)
+        .await
+        .unwrap();
+    if through_the_library {
+        let begin =
+            lease_sqlx::fenced_with(&store, &guard, CheckAt::Begin, async |_| Ok::<_, Error>(()));
+        drop_while_waiting::<DB, _>(begin, &mut blocker).await;
+    } else {
+        let mut connection = pool.acquire().await.unwrap();
+        let statement = AssertSqlSafe(format!("BEGIN; {lock}")).into_sql_str();
+        let begin = sqlx::Transaction::<DB>::begin(&mut *connection, Some(statement));
+        drop_while_waiting::<DB, _>(begin, &mut blocker).await;
+    }
+    Dropped {
+        table,
+        blocker,
+        _held: (client, guard),
+    }
+}
+
+/// Closes `pool` and drops the case's table through the connection that locked its row.
+async fn clean_up<DB>(pool: Pool<DB>, mut dropped: Dropped<DB>)
+where
+    DB: sqlx::Database,
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+{
+    pool.close().await;
+    let _ = sqlx::raw_sql(AssertSqlSafe(format!("DROP TABLE {}", dropped.table)))
+        .execute(&mut dropped.blocker)
+        .await;
+}
+
 async fn postgres_transaction_left_open(through_the_library: bool) -> bool {
     let url = env::postgres_url();
     let pool = match sqlx::postgres::PgPoolOptions::new()
@@ -73,25 +132,7 @@ async fn postgres_transaction_left_open(through_the_library: bool) -> bool {
             return through_the_library;
         }
     };
-    let table = env::unique_table("lease_sqlx_fenced_dropped");
-    let store = PgLeaseStore::with_table(pool.clone(), &table).unwrap();
-    let (_client, guard, lock) = held(&store, &table).await;
-    let mut blocker = sqlx::PgConnection::connect(&url).await.unwrap();
-    sqlx::raw_sql("BEGIN").execute(&mut blocker).await.unwrap();
-    sqlx::raw_sql(AssertSqlSafe(lock.clone()))
-        .execute(&mut blocker)
-        .await
-        .unwrap();
-    if through_the_library {
-        let begin =
-            lease_sqlx::fenced_with(&store, &guard, CheckAt::Begin, async |_| Ok::<_, Error>(()));
-        drop_while_waiting::<sqlx::Postgres, _>(begin, &mut blocker).await;
-    } else {
-        let mut connection = pool.acquire().await.unwrap();
-        let statement = AssertSqlSafe(format!("BEGIN; {lock}")).into_sql_str();
-        let begin = sqlx::Transaction::<sqlx::Postgres>::begin(&mut *connection, Some(statement));
-        drop_while_waiting::<sqlx::Postgres, _>(begin, &mut blocker).await;
-    }
+    let dropped = drop_a_begin_in_flight(&pool, &url, through_the_library).await;
     // Two statements, one after the other, on the pool's one connection: in transactions of
     // their own, they get two transaction ids; inside one left open, the same.
     let mut ids = Vec::new();
@@ -102,13 +143,8 @@ async fn postgres_transaction_left_open(through_the_library: bool) -> bool {
             .unwrap();
         ids.push(id);
     }
-    let left_open = ids[0] == ids[1];
-    // Whatever the outcome, free the row: a fresh connection, and the table goes.
-    pool.close().await;
-    let _ = sqlx::raw_sql(AssertSqlSafe(format!("DROP TABLE {table}")))
-        .execute(&mut blocker)
-        .await;
-    left_open
+    clean_up(pool, dropped).await;
+    ids[0] == ids[1]
 }
 
 async fn mariadb_transaction_left_open(through_the_library: bool) -> bool {
@@ -124,33 +160,12 @@ async fn mariadb_transaction_left_open(through_the_library: bool) -> bool {
             return through_the_library;
         }
     };
-    let table = env::unique_table("lease_sqlx_fenced_dropped");
-    let store = MySqlLeaseStore::with_table(pool.clone(), &table).unwrap();
-    let (_client, guard, lock) = held(&store, &table).await;
-    let mut blocker = sqlx::MySqlConnection::connect(&url).await.unwrap();
-    sqlx::raw_sql("BEGIN").execute(&mut blocker).await.unwrap();
-    sqlx::raw_sql(AssertSqlSafe(lock.clone()))
-        .execute(&mut blocker)
-        .await
-        .unwrap();
-    if through_the_library {
-        let begin =
-            lease_sqlx::fenced_with(&store, &guard, CheckAt::Begin, async |_| Ok::<_, Error>(()));
-        drop_while_waiting::<sqlx::MySql, _>(begin, &mut blocker).await;
-    } else {
-        let mut connection = pool.acquire().await.unwrap();
-        let statement = AssertSqlSafe(format!("BEGIN; {lock}")).into_sql_str();
-        let begin = sqlx::Transaction::<sqlx::MySql>::begin(&mut *connection, Some(statement));
-        drop_while_waiting::<sqlx::MySql, _>(begin, &mut blocker).await;
-    }
+    let dropped = drop_a_begin_in_flight(&pool, &url, through_the_library).await;
     let in_transaction: u64 = sqlx::query_scalar("SELECT @@in_transaction")
         .fetch_one(&pool)
         .await
         .unwrap();
-    pool.close().await;
-    let _ = sqlx::raw_sql(AssertSqlSafe(format!("DROP TABLE {table}")))
-        .execute(&mut blocker)
-        .await;
+    clean_up(pool, dropped).await;
     in_transaction == 1
 }
 
