@@ -401,6 +401,20 @@ mod tests {
         }
     }
 
+    /// Takes the free lease `name` from the renewer's store and holds it there, as an
+    /// acquisition does.
+    async fn take(renewer: &Arc<Renewer>, name: &str) -> Arc<Held> {
+        let name = LeaseName::new(name).expect("a valid name");
+        let holder = HolderId::generate();
+        let fence = renewer
+            .store
+            .try_acquire(&name, &holder, renewer.ttl)
+            .await
+            .expect("the store answers")
+            .expect("free");
+        renewer.hold(name, holder, fence, renewer.clock().now())
+    }
+
     /// Starts the loop with a first lease and gives it back at once, as a job that takes one
     /// lease at a time does, then lets the loop run a round with nothing to renew.
     async fn leave_with_nothing_to_renew(renewer: &Arc<Renewer>) {
@@ -419,15 +433,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_lease_released_after_its_round_began_is_not_renewed_after_its_release() {
         let renewer = renewer();
-        let name = LeaseName::new("mail-checks").expect("a valid name");
-        let holder = HolderId::generate();
-        let fence = renewer
-            .store
-            .try_acquire(&name, &holder, renewer.ttl)
-            .await
-            .expect("the store answers")
-            .expect("free");
-        let held = renewer.hold(name.clone(), holder.clone(), fence, renewer.clock().now());
+        let held = take(&renewer, "mail-checks").await;
+        let (name, holder) = (held.name().clone(), held.holder().clone());
         // A round took the lease as due; before its batch is sent, the guard releases it with a
         // minimum hold, as `release_after` does.
         let batch = [Arc::clone(&held)];
@@ -487,15 +494,7 @@ mod tests {
         let renewer = renewer();
         leave_with_nothing_to_renew(&renewer).await;
         // Not woken for it, the loop must still renew it before its deadline.
-        let name = LeaseName::new("second").expect("a valid name");
-        let holder = HolderId::generate();
-        let fence = renewer
-            .store
-            .try_acquire(&name, &holder, renewer.ttl)
-            .await
-            .expect("the store answers")
-            .expect("free");
-        let second = renewer.hold(name, holder, fence, renewer.clock().now());
+        let second = take(&renewer, "second").await;
         let deadline = second.deadline();
         for _ in 0..40 {
             tokio::time::advance(period(&renewer) / 8).await;
