@@ -111,6 +111,24 @@ async fn by_default_a_round_is_not_run_again_by_an_instance_that_tries_it_later(
     assert_eq!(runs.times(), [0, 10_000, 20_000], "{:?}", runs.0);
 }
 
+#[test]
+fn the_default_hold_outlasts_any_jitter_and_ends_before_the_winners_next_round() {
+    let period = Duration::from_secs(3600);
+    for jitter in (0..=1800).step_by(60).map(Duration::from_secs) {
+        let hold = Schedule::every(period).unwrap().jitter(jitter).hold();
+        // Every attempt of a round falls within the jitter of the winner's; the winner's next
+        // falls at least the period less the jitter after its own.
+        assert!(
+            hold >= jitter && hold <= period - jitter,
+            "a hold of {hold:?} for a jitter of {jitter:?}"
+        );
+    }
+    let set = Schedule::every(period)
+        .unwrap()
+        .min_hold(Duration::from_secs(60));
+    assert_eq!(set.hold(), Duration::from_secs(60), "a hold set is kept");
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_control_without_a_hold_the_later_instance_runs_each_round_again() {
     let store = tokio_memory();

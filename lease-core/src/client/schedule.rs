@@ -17,8 +17,8 @@ impl LeaseClient {
     /// Runs `work` on `schedule`: at each round every instance tries to take the lease `name`,
     /// and the one that wins runs the work under it, kept renewed, and gives it back when it
     /// ends, kept taken until its hold ends ([`Schedule::hold`]: by default the period less the
-    /// jitter and a tenth of the period); the others skip the round, also those that try it
-    /// after the work has ended. On a task of the runtime.
+    /// jitter and a tenth of the period, at least half the period); the others skip the round,
+    /// also those that try it after the work has ended. On a task of the runtime.
     ///
     /// A round still running when the next falls is not started again: the rounds it overran
     /// are skipped and counted ([`ScheduleStats::missed`](crate::ScheduleStats::missed)). The

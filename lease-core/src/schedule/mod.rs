@@ -99,8 +99,8 @@ impl Schedule {
     /// the period, so the next round's run is not blocked by this one's hold (see
     /// [`RunOptions::min_hold`](crate::RunOptions::min_hold)).
     ///
-    /// Unset, the hold is the period less the jitter and a tenth of the period (see
-    /// [`hold`](Schedule::hold)). Without a hold, an instance that tries a round after its
+    /// Unset, the hold is the period less the jitter and a tenth of the period, at least half
+    /// the period (see [`hold`](Schedule::hold)). Without a hold, an instance that tries a round after its
     /// winner has finished (its jitter fell later, its clock differs, its rounds count from
     /// another start) would run the round again. `min_hold(Duration::ZERO)` gives the lease
     /// back as soon as the work ends: for work that is harmless to run again, or rounds you
@@ -111,15 +111,17 @@ impl Schedule {
     }
 
     /// How long each round's lease is kept at least: the [`min_hold`](Schedule::min_hold) set,
-    /// or else the period less the jitter and a tenth of the period. The winner's next round
-    /// falls at least the period less the jitter after this one, so its own hold never keeps it
-    /// out; an instance that tries the same round later (within the jitter, or on a clock that
-    /// differs by less than the rest) finds the lease still taken and skips it.
+    /// or else the period less the jitter and a tenth of the period, and at least half the
+    /// period. The winner's next round falls at least the period less the jitter after this
+    /// one, so its own hold never keeps it out; an instance that tries the same round later
+    /// (within the jitter, which is below half the period, or on a clock that differs by less
+    /// than the rest) finds the lease still taken and skips it.
     pub fn hold(&self) -> Duration {
         self.min_hold.unwrap_or_else(|| {
             self.period
                 .saturating_sub(self.jitter)
                 .saturating_sub(self.period / 10)
+                .max(self.period / 2)
         })
     }
 
