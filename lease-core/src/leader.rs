@@ -13,6 +13,7 @@ use crate::clock::ticks;
 use crate::guard::LeaseHandle;
 use crate::handover;
 use crate::shutdown::Token;
+use crate::signal::Signal;
 use crate::{Error, Fence, LeaseClient, LeaseName};
 
 /// Leader election on one lease name: the campaign keeps trying to take the lease, holds it while
@@ -45,6 +46,8 @@ pub struct Leader {
 struct Shared {
     name: LeaseName,
     state: Mutex<State>,
+    /// Fired once the campaign's first attempt has answered (or the campaign ended first).
+    attempted: Signal,
 }
 
 struct State {
@@ -117,6 +120,13 @@ impl Leader {
         self.shared.state().error.clone()
     }
 
+    /// Completes once the campaign's first attempt has answered, led or not (at once after
+    /// that, and if the campaign ended first): until then, that this process does not lead says
+    /// nothing yet.
+    pub(crate) fn first_attempt(&self) -> impl Future<Output = ()> + Send + Unpin + 'static {
+        self.shared.attempted.fired()
+    }
+
     /// Ends the campaign, for every clone of this `Leader`, and gives the lease back; returns
     /// once it is given back.
     ///
@@ -154,6 +164,7 @@ impl Leader {
                 error: None,
                 stop: Some(stop),
             }),
+            attempted: Signal::new(),
         });
         let campaign = run_campaign(client, Arc::downgrade(&shared), name, stopped, token);
         (Self { shared }, campaign.boxed())
@@ -173,6 +184,8 @@ impl Shared {
         state.current = None;
         state.ended = true;
         state.watchers.clear();
+        drop(state);
+        self.attempted.fire();
     }
 
     fn set(&self, current: Option<LeaseHandle>) {
@@ -229,6 +242,7 @@ async fn run_campaign(
                     break None;
                 };
                 leader.set(Some(guard.handle()));
+                leader.attempted.fire();
                 // No strong reference while leading, so dropping the last `Leader` stops this.
                 drop(leader);
                 let term = events.until_stopped(guard.lost()).await;
@@ -266,6 +280,9 @@ async fn run_campaign(
                 break None;
             }
         };
+        if let Some(leader) = shared.upgrade() {
+            leader.attempted.fire();
+        }
         let wait = handover::pause(
             released,
             clock.sleep_until(clock.now().saturating_add(pause)),

@@ -236,6 +236,35 @@ async fn the_leader_runs_every_round_and_another_takes_over_when_it_shuts_down()
 }
 
 #[tokio::test(start_paused = true)]
+async fn the_leaders_first_round_runs_as_the_schedule_starts() {
+    let runs = Runs::default();
+    let started = Instant::now();
+    // A store that answers after a round trip, as a database does: the first round falls
+    // before the campaign's first attempt has answered.
+    let store = common::Faulty::new(tokio_memory());
+    store.delay_acquires(Duration::from_millis(20));
+    let client = fast_client(store);
+    // An hourly round: a first round skipped would leave the job undone for an hour.
+    let alerts = client
+        .schedule_on_leader("alerts", every(3600), {
+            let runs = runs.clone();
+            move |_| {
+                runs.record(started, "a");
+                async {}
+            }
+        })
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        runs.times(),
+        [20],
+        "the first round ran, once the campaign led"
+    );
+    let stats = alerts.stats();
+    assert_eq!((stats.ran, stats.skipped), (1, 0), "{stats:?}");
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_shutdown_lets_the_running_round_finish_and_starts_no_other() {
     let store = tokio_memory();
     let runs = Runs::default();

@@ -136,6 +136,9 @@ impl LeaseClient {
         let round = move |rounds: Arc<Rounds>| {
             let (client, work, leader) = (client.clone(), Arc::clone(&work), term.clone());
             async move {
+                // The first round falls as the schedule starts, before the campaign's first
+                // attempt has answered: not leading yet says nothing until it has.
+                leader.first_attempt().await;
                 let Some(lease) = leader.lease() else {
                     return Some(Round::Skipped);
                 };
