@@ -11,7 +11,10 @@ use crate::signal::Signal;
 /// What a [`Token`] stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
-    /// An acquisition in flight, then the guard it gave, until the guard is released or dropped.
+    /// An acquisition in flight, until it answered (a guard, nothing, or a lease taken as the
+    /// shutdown began, given back).
+    Acquiring,
+    /// A guard an acquisition gave, until it is released or dropped.
     Guard,
     /// A release statement in flight, of a guard released or dropped.
     Releasing,
@@ -26,6 +29,7 @@ pub(crate) enum Kind {
 /// How many of each kind are running.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Running {
+    pub(crate) acquiring: usize,
     pub(crate) guards: usize,
     pub(crate) releasing: usize,
     pub(crate) runs: usize,
@@ -36,6 +40,7 @@ pub(crate) struct Running {
 impl Running {
     fn count(&mut self, kind: Kind) -> &mut usize {
         match kind {
+            Kind::Acquiring => &mut self.acquiring,
             Kind::Guard => &mut self.guards,
             Kind::Releasing => &mut self.releasing,
             Kind::Run => &mut self.runs,
@@ -51,7 +56,12 @@ impl Running {
 
     /// Nothing runs but guards that their owners hold: every call and statement has ended.
     pub(crate) fn is_settled(&self) -> bool {
-        self.releasing == 0 && self.runs == 0 && self.campaigns == 0 && self.schedules == 0
+        self.unsettled() == 0
+    }
+
+    /// How many calls and statements still run: everything but the guards their owners hold.
+    pub(crate) fn unsettled(&self) -> usize {
+        self.acquiring + self.releasing + self.runs + self.campaigns + self.schedules
     }
 }
 

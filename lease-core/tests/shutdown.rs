@@ -352,3 +352,37 @@ async fn a_shutdown_waits_for_the_give_back_of_an_acquisition_that_timed_out() {
     );
     assert!(free(&store.inner, "sweep").await, "given back by then");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_waits_for_an_acquisition_in_flight_and_its_give_back() {
+    let store = Faulty::new(tokio_memory());
+    let client = LeaseClient::builder(Arc::clone(&store), lease_core::runtime::TokioRuntime)
+        .ttl(lease_core::Ttl::from_secs(60).unwrap())
+        .renew_every(Duration::from_secs(10))
+        .store_timeout(Duration::from_secs(8))
+        .build()
+        .unwrap();
+    // A guard its owner keeps past the grace period, so the shutdown releases it itself.
+    let kept = client.try_acquire("report").await.unwrap().unwrap();
+    // An acquisition that reaches the store 6 s after it was sent: after the grace period and
+    // the forced release, it takes the lease, and gives it straight back.
+    store.delay_acquires(Duration::from_secs(6));
+    let acquisition = tokio::spawn({
+        let client = client.clone();
+        async move { client.try_acquire("sweep").await }
+    });
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let report = client.shutdown(GRACE).await;
+    assert_eq!(
+        (report.forced, report.released, report.unfinished),
+        (1, 2, 0),
+        "the shutdown did not wait for the acquisition in flight: {report:?}"
+    );
+    assert!(report.is_clean(), "{report:?}");
+    assert!(free(&store.inner, "sweep").await, "given back by then");
+    assert!(matches!(
+        acquisition.await.unwrap(),
+        Err(Error::ShuttingDown { .. })
+    ));
+    drop(kept);
+}

@@ -167,17 +167,20 @@ impl LeaseClient {
         let (store, name, holder) = (self.inner.store.clone(), name.clone(), holder.clone());
         token.become_kind(Kind::Releasing);
         let task = Box::pin(async move {
+            let mut released = Ok(false);
             for attempt in 0..2 {
                 if attempt > 0 {
                     store.clock().runtime().sleep(store.timeout()).await;
                 }
-                let released = store.release(&name, &holder, Duration::ZERO).await;
+                released = store.release(&name, &holder, Duration::ZERO).await;
                 if let Ok(true) = released {
-                    token.shutdown().record_release(&released);
                     tracing::debug!(lease = %name, %holder, "gave back a lease an unanswered acquisition took");
-                    return;
+                    break;
                 }
             }
+            // `false` twice: the acquisition most likely took nothing. A failed last try may
+            // leave a lease taken: the shutdown's report counts it.
+            token.shutdown().record_release(&released);
         });
         let _ = self.clock().runtime().spawn(task);
     }
@@ -253,7 +256,7 @@ impl LeaseClient {
     /// this returns, so none is lost.
     pub async fn try_acquire(&self, name: impl IntoLeaseName) -> Result<Option<LeaseGuard>, Error> {
         let name = name.into_lease_name()?;
-        let token = self.enter(Kind::Guard, &name)?;
+        let mut token = self.enter(Kind::Acquiring, &name)?;
         let inner = &self.inner;
         let holder = HolderId::generate();
         let sent = self.clock().now();
@@ -279,7 +282,9 @@ impl LeaseClient {
         };
         stats.acquired(&name, Acquired::Won);
         if inner.shutdown.is_closing() {
-            // Sent before the shutdown began, answered after: give it straight back.
+            // Sent before the shutdown began, answered after: give it straight back, counted as
+            // a release in flight, which the shutdown waits for.
+            token.become_kind(Kind::Releasing);
             let released = inner.store.release(&name, &holder, Duration::ZERO).await;
             inner.shutdown.record_release(&released);
             tracing::debug!(lease = %name, %fence, "lease taken as the client shut down; given back");
@@ -287,6 +292,7 @@ impl LeaseClient {
         }
         tracing::debug!(lease = %name, %fence, %holder, "lease taken");
         let held = inner.renewer.hold(name, holder, fence, sent);
+        token.become_kind(Kind::Guard);
         Ok(Some(LeaseGuard::new(
             held,
             Arc::clone(&inner.renewer),

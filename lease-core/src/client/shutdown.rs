@@ -138,7 +138,7 @@ impl LeaseClient {
             resigned: tally.resigned,
             forced,
             failed: tally.failed,
-            unfinished: running.releasing + running.runs + running.campaigns + running.schedules,
+            unfinished: running.unsettled(),
             elapsed: Duration::from_nanos(clock.now().saturating_sub(started)),
         };
         if report.is_clean() {
