@@ -32,7 +32,7 @@ impl<P: DieselPool> DieselExecutor<P> {
     }
 
     /// Takes a connection and runs `query` on it, reading the answer as `R`.
-    async fn run<R: Answer>(&self, query: OwnedQuery) -> Result<R, BoxError> {
+    async fn run<R: Answer>(&self, query: OwnedQuery, failed: AfterError) -> Result<R, BoxError> {
         let pool = self.pool.clone();
         let abandoned = Abandoned::default();
         let caller = abandoned.clone();
@@ -44,14 +44,16 @@ impl<P: DieselPool> DieselExecutor<P> {
             let answer = R::run(&mut *connection, &query)
                 .await
                 .map_err(BoxError::from);
-            if let Err(error) = &answer
-                && error_kind(&**error) == StoreErrorKind::ReadOnly
-            {
-                // Its server accepts no writes (a standby, or a primary a switchover demoted):
-                // the pool discards it, and its next connection goes to whatever server the
-                // URL names now.
-                tracing::warn!(%error, "the server is read-only: closing its connection");
-                connection.discard();
+            if let Err(error) = &answer {
+                if error_kind(&**error) == StoreErrorKind::ReadOnly {
+                    // Its server accepts no writes (a standby, or a primary a switchover
+                    // demoted): the pool discards it, and its next connection goes to whatever
+                    // server the URL names now.
+                    tracing::warn!(%error, "the server is read-only: closing its connection");
+                    connection.discard();
+                } else if failed == AfterError::Discard {
+                    connection.discard();
+                }
             }
             // The connection goes back to the pool here, before the answer is looked at.
             drop(connection);
@@ -59,6 +61,15 @@ impl<P: DieselPool> DieselExecutor<P> {
         })
         .await
     }
+}
+
+/// What becomes of a pooled connection whose statement failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AfterError {
+    /// Back to the pool, unless its server is read-only.
+    Keep,
+    /// Discarded: a script may have stopped inside a transaction of its own.
+    Discard,
 }
 
 impl<P: DieselPool> From<P> for DieselExecutor<P> {
@@ -110,31 +121,37 @@ impl<P: DieselPool> Execute for DieselExecutor<P> {
     }
 
     async fn int_pairs(&self, query: Query<'_>) -> Result<Vec<(i64, i64)>, BoxError> {
-        self.run(query.into()).await
+        self.run(query.into(), AfterError::Keep).await
     }
 
     async fn ints(&self, query: Query<'_>) -> Result<Vec<i64>, BoxError> {
-        let rows: Vec<(i64,)> = self.run(query.into()).await?;
+        let rows: Vec<(i64,)> = self.run(query.into(), AfterError::Keep).await?;
         Ok(rows.into_iter().map(|(int,)| int).collect())
     }
 
     async fn text_pairs(&self, query: Query<'_>) -> Result<Vec<(String, String)>, BoxError> {
-        self.run(query.into()).await
+        self.run(query.into(), AfterError::Keep).await
     }
 
     async fn lease_rows(&self, query: Query<'_>) -> Result<Vec<LeaseRow>, BoxError> {
-        let rows: Vec<LeaseTuple> = self.run(query.into()).await?;
+        let rows: Vec<LeaseTuple> = self.run(query.into(), AfterError::Keep).await?;
         Ok(rows.into_iter().map(LeaseRow::from).collect())
     }
 
     async fn affected(&self, query: Query<'_>) -> Result<u64, BoxError> {
-        let Affected(count) = self.run(query.into()).await?;
+        let Affected(count) = self.run(query.into(), AfterError::Keep).await?;
         // A count of rows always fits.
         Ok(count as u64)
     }
 
+    /// A script that failed part-way may have left the connection inside a transaction it
+    /// began (SQLite's rebuild of a table, `BEGIN IMMEDIATE` to `COMMIT`, holding the
+    /// database's write lock), which diesel's transaction manager does not see: the pool
+    /// discards the connection, whatever the error.
     async fn batch(&self, sql: &str) -> Result<(), BoxError> {
-        let Done = self.run(OwnedQuery::without_params(sql)).await?;
+        let Done = self
+            .run(OwnedQuery::without_params(sql), AfterError::Discard)
+            .await?;
         Ok(())
     }
 

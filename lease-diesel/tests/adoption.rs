@@ -43,6 +43,11 @@ macro_rules! adoption_cases {
             }
 
             #[tokio::test(flavor = "multi_thread")]
+            async fn failed_upgrade_leaves_no_transaction_open() {
+                on_fresh_table::<$ty, deadpool::Pool<$conn>, _>(adoption::failed_upgrade_leaves_no_transaction_open).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread")]
             async fn counter_fences_are_overtaken() {
                 on_fresh_table::<$ty, deadpool::Pool<$conn>, _>(adoption::counter_fences_are_overtaken).await;
             }

@@ -50,6 +50,11 @@ macro_rules! adoption_cases {
             }
 
             #[tokio::test]
+            async fn failed_upgrade_leaves_no_transaction_open() {
+                on_fresh_table::<$ty, _>(adoption::failed_upgrade_leaves_no_transaction_open).await;
+            }
+
+            #[tokio::test]
             async fn counter_fences_are_overtaken() {
                 on_fresh_table::<$ty, _>(adoption::counter_fences_are_overtaken).await;
             }

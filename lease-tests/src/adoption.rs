@@ -550,3 +550,52 @@ pub async fn missing_table_is_refused_by_verify<X: Execute>(
     store.verify().await?;
     Ok(())
 }
+
+/// A failed upgrade leaves no transaction open on the store's pooled connections.
+///
+/// On SQLite the upgrade of the story's table rebuilds it in one script, `BEGIN IMMEDIATE` to
+/// `COMMIT`; a view over the table fails its rename part-way, before the `COMMIT`. The
+/// connection must not go back to the pool inside that transaction, holding the database's
+/// write lock: every writer would wait for it, and what the store's next statements on it
+/// wrote would roll back when the pool finally dropped it. So the case then begins and
+/// commits a transaction on every connection of a pool of two: each must succeed. On
+/// PostgreSQL and MariaDB the upgrade is statements the server ends with their error (or that
+/// succeed despite the view); the case checks the same there.
+///
+/// # Errors
+/// When the upgrade succeeds on SQLite (the case would test nothing), or a transaction after
+/// it cannot begin or commit.
+pub async fn failed_upgrade_leaves_no_transaction_open<X: Execute>(
+    store: &SqlStore<X>,
+    table: &str,
+) -> Result<(), BoxError> {
+    let dialect = store.statements().dialect();
+    let run = |sql: String| async move { store.executor().batch(&sql).await };
+    run(story_table(dialect, table)).await?;
+    for row in story_rows(dialect, table) {
+        run(row).await?;
+    }
+    let view = format!("{table}_view");
+    run(format!("CREATE VIEW {view} AS SELECT name FROM {table}")).await?;
+    let checked = async {
+        let upgraded = store.upgrade().await;
+        if dialect == Dialect::Sqlite && upgraded.is_ok() {
+            return Err::<(), BoxError>("the view did not fail SQLite's rebuild".into());
+        }
+        let begin = match dialect {
+            Dialect::Sqlite => "BEGIN IMMEDIATE; COMMIT;",
+            _ => "BEGIN; COMMIT;",
+        };
+        // Twice the pool's size, so each connection takes one at least once the first are
+        // back (the pools hand out their idle connections in turn).
+        for attempt in 0..4 {
+            store.executor().batch(begin).await.map_err(|error| {
+                format!("a transaction after the failed upgrade ({attempt}): {error}")
+            })?;
+        }
+        Ok(())
+    }
+    .await;
+    run(format!("DROP VIEW {view}")).await?;
+    checked
+}
