@@ -89,3 +89,11 @@ async fn mariadb_port_is_refused_then_upgraded_in_utc() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mariadb_unsigned_fence_is_refused_then_upgraded() {
+    on_fresh_table::<MariaDb, deadpool::Pool<AsyncMysqlConnection>, _>(
+        adoption::mariadb_unsigned_fence_is_refused_then_upgraded,
+    )
+    .await;
+}

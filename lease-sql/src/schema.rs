@@ -305,7 +305,7 @@ impl SchemaCheck {
 fn describe(fix: Fix) -> &'static str {
     match fix {
         Fix::AddFence => "the store needs a fence",
-        Fix::WidenFence => "fences need 64 bits",
+        Fix::WidenFence => "fences need a signed 64-bit integer",
         Fix::FenceNotNull => "every lease needs a fence",
         Fix::HolderNullable => "a released lease has no holder",
         Fix::BinaryName | Fix::BinaryHolder => {
@@ -505,6 +505,34 @@ mod tests {
             why.contains("column expires_at is date, the store needs DATETIME(6), in UTC"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn a_mariadb_fence_that_is_unsigned_or_narrow_is_made_a_signed_bigint() {
+        let check = SchemaCheck::new(Dialect::MySql, &TableName::default());
+        let table = |fence: &str| {
+            rows(&[
+                ("name", "varbinary;NO;0;1"),
+                ("holder", "varbinary;YES;0;0"),
+                ("fence", fence),
+                ("taken_at", "datetime(6);NO;0;0"),
+                ("expires_at", "datetime(6);NO;0;0"),
+            ])
+        };
+        assert!(check.verdict(&table("bigint;NO;0;0")).is_ok());
+        for fence in [
+            "bigint unsigned;NO;0;0",
+            "int unsigned;NO;0;0",
+            "int;NO;0;0",
+        ] {
+            let (why, sql) = mismatch(check.verdict(&table(fence)));
+            assert!(why.contains("signed 64-bit"), "{fence}: {why}");
+            assert_eq!(
+                sql.unwrap(),
+                "ALTER TABLE `leases`\n    MODIFY fence BIGINT NOT NULL;",
+                "{fence}"
+            );
+        }
     }
 
     #[test]

@@ -599,3 +599,54 @@ pub async fn failed_upgrade_leaves_no_transaction_open<X: Execute>(
     run(format!("DROP VIEW {view}")).await?;
     checked
 }
+
+/// MariaDB: a table whose fence is `BIGINT UNSIGNED` (the catalog's `DATA_TYPE` reads `bigint`
+/// for it, and sqlx reads no `i64` from it: every acquisition would commit and then fail to read
+/// its fence, leaving the lease taken by nobody). `verify` refuses it with the `MODIFY` that
+/// makes the fence signed; after `upgrade` a lease is taken and read back with its fence.
+///
+/// # Errors
+/// When `verify` accepts the table, `upgrade` changes nothing, or a lease cannot be taken and
+/// read back after it.
+pub async fn mariadb_unsigned_fence_is_refused_then_upgraded<X: Execute>(
+    store: &SqlStore<X>,
+    table: &str,
+) -> Result<(), BoxError> {
+    store
+        .executor()
+        .batch(&format!(
+            "CREATE TABLE {table} (\n    \
+                 name VARBINARY(255) NOT NULL PRIMARY KEY,\n    \
+                 holder VARBINARY(1024) NULL,\n    \
+                 fence BIGINT UNSIGNED NOT NULL,\n    \
+                 taken_at DATETIME(6) NOT NULL,\n    \
+                 expires_at DATETIME(6) NOT NULL\n\
+             )"
+        ))
+        .await?;
+    match store.verify().await {
+        Err(Error::SchemaMismatch {
+            mismatch,
+            upgrade: Some(sql),
+            ..
+        }) if mismatch.contains("signed 64-bit")
+            && sql.contains("MODIFY fence BIGINT NOT NULL") => {}
+        other => return Err(format!("verify of an unsigned fence answered {other:?}").into()),
+    }
+    if !store.upgrade().await? {
+        return Err("upgrade changed nothing".into());
+    }
+    let digest = name("digest");
+    let fence = store
+        .try_acquire(&digest, &HolderId::generate(), Ttl::from_secs(30)?)
+        .await?
+        .ok_or("a new lease was not free")?;
+    let info = store
+        .inspect(&digest)
+        .await?
+        .ok_or("the lease taken is not listed")?;
+    if info.fence != fence {
+        return Err(format!("took fence {fence}, read back {}", info.fence).into());
+    }
+    Ok(())
+}

@@ -5,13 +5,15 @@ use super::{Column, Fit, Fix};
 /// One row per column of the table `?` (in the schema `?` when given, else the connection's
 /// database): its name and `type;nullable;default;key`. `key` says the column alone is the
 /// primary key, or the first column of a unique key. Times carry their precision
-/// (`datetime(6)`).
+/// (`datetime(6)`), and unsigned integers say so (`bigint unsigned`: `DATA_TYPE` alone reads
+/// `bigint` for them, and sqlx reads no `i64` from such a column).
 pub(super) fn columns(schema: bool) -> String {
     let schema = if schema { "?" } else { "DATABASE()" };
     format!(
         "SELECT CAST(c.COLUMN_NAME AS CHAR),\n       \
              CAST(CONCAT_WS(';',\n           \
-                 IF(c.DATA_TYPE IN ('datetime', 'timestamp', 'time'), CONCAT(c.DATA_TYPE, '(', c.DATETIME_PRECISION, ')'), c.DATA_TYPE),\n           \
+                 IF(c.DATA_TYPE IN ('datetime', 'timestamp', 'time'), CONCAT(c.DATA_TYPE, '(', c.DATETIME_PRECISION, ')'),\n              \
+                     IF(c.COLUMN_TYPE LIKE '%unsigned%', CONCAT(c.DATA_TYPE, ' unsigned'), c.DATA_TYPE)),\n           \
                  c.IS_NULLABLE,\n           \
                  IF(c.COLUMN_DEFAULT IS NOT NULL OR c.EXTRA LIKE '%auto_increment%' OR c.EXTRA LIKE '%GENERATED%', '1', '0'),\n           \
                  IF(c.COLUMN_KEY = 'UNI' OR (c.COLUMN_KEY = 'PRI' AND (\n               \
@@ -36,9 +38,11 @@ pub(super) fn fit(column: Column, data_type: &str) -> Fit {
         Column::Holder if collated || text => Fit::Upgrade(Fix::BinaryHolder),
         Column::Name => Fit::Wrong("VARBINARY(255)"),
         Column::Holder => Fit::Wrong("VARBINARY(1024)"),
-        Column::Fence => match data_type {
-            "bigint" => Fit::Fits,
-            "int" | "mediumint" | "smallint" | "tinyint" => Fit::Upgrade(Fix::WidenFence),
+        Column::Fence => match data_type.trim_end_matches(" unsigned") {
+            "bigint" if data_type == "bigint" => Fit::Fits,
+            "bigint" | "int" | "mediumint" | "smallint" | "tinyint" => {
+                Fit::Upgrade(Fix::WidenFence)
+            }
             _ => Fit::Wrong("BIGINT"),
         },
         Column::TakenAt | Column::ExpiresAt if data_type == "datetime(6)" => Fit::Fits,
