@@ -53,6 +53,11 @@ macro_rules! adoption_cases {
             }
 
             #[tokio::test(flavor = "multi_thread")]
+            async fn partial_key_on_name_is_refused() {
+                on_fresh_table::<$ty, deadpool::Pool<$conn>, _>(adoption::partial_key_on_name_is_refused).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread")]
             async fn unrelated_table_is_refused() {
                 on_fresh_table::<$ty, deadpool::Pool<$conn>, _>(adoption::unrelated_table_is_refused).await;
             }

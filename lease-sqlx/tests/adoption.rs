@@ -60,6 +60,11 @@ macro_rules! adoption_cases {
             }
 
             #[tokio::test]
+            async fn partial_key_on_name_is_refused() {
+                on_fresh_table::<$ty, _>(adoption::partial_key_on_name_is_refused).await;
+            }
+
+            #[tokio::test]
             async fn unrelated_table_is_refused() {
                 on_fresh_table::<$ty, _>(adoption::unrelated_table_is_refused).await;
             }

@@ -650,3 +650,44 @@ pub async fn mariadb_unsigned_fence_is_refused_then_upgraded<X: Execute>(
     }
     Ok(())
 }
+
+/// A table whose only key on `name` covers part of it is refused: on PostgreSQL and SQLite a
+/// partial unique index (`WHERE holder IS NOT NULL`), which is no conflict target for the
+/// store's `ON CONFLICT (name)` (every acquisition would fail); on MariaDB a primary key on a
+/// prefix (`name(4)`), under which two names that share the prefix collide (taking one would
+/// take over the other's row).
+///
+/// # Errors
+/// When `verify` accepts the table, or refuses it for another reason.
+pub async fn partial_key_on_name_is_refused<X: Execute>(
+    store: &SqlStore<X>,
+    table: &str,
+) -> Result<(), BoxError> {
+    let sql = match store.statements().dialect() {
+        Dialect::Postgres => format!(
+            "CREATE TABLE {table} (name text COLLATE \"C\" NOT NULL, holder text, \
+             fence bigint NOT NULL, taken_at timestamptz NOT NULL, expires_at timestamptz NOT NULL);\n\
+             CREATE UNIQUE INDEX {table}_name ON {table} (name) WHERE holder IS NOT NULL;"
+        ),
+        Dialect::MySql => format!(
+            "CREATE TABLE {table} (name VARBINARY(255) NOT NULL, holder VARBINARY(1024) NULL, \
+             fence BIGINT NOT NULL, taken_at DATETIME(6) NOT NULL, expires_at DATETIME(6) NOT NULL, \
+             PRIMARY KEY (name(4)))"
+        ),
+        Dialect::Sqlite => format!(
+            "CREATE TABLE {table} (name TEXT NOT NULL, holder TEXT, fence INTEGER NOT NULL, \
+             taken_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);\n\
+             CREATE UNIQUE INDEX {table}_name ON {table} (name) WHERE holder IS NOT NULL;"
+        ),
+        other => return Err(format!("no partial key written for {other:?}").into()),
+    };
+    store.executor().batch(&sql).await?;
+    match store.verify().await {
+        Err(Error::SchemaMismatch { mismatch, .. })
+            if mismatch.contains("column name is not the primary key") =>
+        {
+            Ok(())
+        }
+        other => Err(format!("verify of a partial key on name answered {other:?}").into()),
+    }
+}

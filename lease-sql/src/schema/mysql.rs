@@ -3,8 +3,9 @@
 use super::{Column, Fit, Fix};
 
 /// One row per column of the table `?` (in the schema `?` when given, else the connection's
-/// database): its name and `type;nullable;default;key`. `key` says the column alone is the
-/// primary key, or the first column of a unique key. Times carry their precision
+/// database): its name and `type;nullable;default;key`. `key` says the column alone, whole,
+/// is the primary key or a unique key: a key on a prefix of it (`PRIMARY KEY (name(4))`) would
+/// let two names that share the prefix collide. Times carry their precision
 /// (`datetime(6)`), and unsigned integers say so (`bigint unsigned`: `DATA_TYPE` alone reads
 /// `bigint` for them, and sqlx reads no `i64` from such a column).
 pub(super) fn columns(schema: bool) -> String {
@@ -16,10 +17,13 @@ pub(super) fn columns(schema: bool) -> String {
                      IF(c.COLUMN_TYPE LIKE '%unsigned%', CONCAT(c.DATA_TYPE, ' unsigned'), c.DATA_TYPE)),\n           \
                  c.IS_NULLABLE,\n           \
                  IF(c.COLUMN_DEFAULT IS NOT NULL OR c.EXTRA LIKE '%auto_increment%' OR c.EXTRA LIKE '%GENERATED%', '1', '0'),\n           \
-                 IF(c.COLUMN_KEY = 'UNI' OR (c.COLUMN_KEY = 'PRI' AND (\n               \
-                     SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE k\n               \
-                     WHERE k.TABLE_SCHEMA = c.TABLE_SCHEMA AND k.TABLE_NAME = c.TABLE_NAME AND k.CONSTRAINT_NAME = 'PRIMARY'\n           \
-                 ) = 1), '1', '0')\n       \
+                 IF(EXISTS (\n               \
+                     SELECT 1 FROM information_schema.STATISTICS s\n               \
+                     WHERE s.TABLE_SCHEMA = c.TABLE_SCHEMA AND s.TABLE_NAME = c.TABLE_NAME AND s.COLUMN_NAME = c.COLUMN_NAME\n                   \
+                         AND s.NON_UNIQUE = 0 AND s.SUB_PART IS NULL\n                   \
+                         AND (SELECT COUNT(*) FROM information_schema.STATISTICS o\n                        \
+                              WHERE o.TABLE_SCHEMA = s.TABLE_SCHEMA AND o.TABLE_NAME = s.TABLE_NAME AND o.INDEX_NAME = s.INDEX_NAME) = 1\n           \
+                 ), '1', '0')\n       \
              ) AS CHAR)\n\
          FROM information_schema.COLUMNS c\n\
          WHERE c.TABLE_NAME = ? AND c.TABLE_SCHEMA = {schema}\n\

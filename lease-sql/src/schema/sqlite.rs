@@ -6,7 +6,8 @@ use crate::TableName;
 
 /// One row per column of the table `?1` (in the attached schema `?2` when given): its name and
 /// `type;nullable;default;key`. `key` says a unique index (the primary key's among them) has
-/// this column alone.
+/// this column alone, over every row: a partial one (`WHERE ...`) is no conflict target for the
+/// store's `ON CONFLICT (name)`.
 pub(super) fn columns(schema: bool) -> String {
     let (table, index) = if schema {
         (
@@ -23,7 +24,7 @@ pub(super) fn columns(schema: bool) -> String {
              CASE WHEN c.dflt_value IS NOT NULL THEN '1' ELSE '0' END || ';' ||\n       \
              CASE WHEN EXISTS (\n           \
                  SELECT 1 FROM {list} AS i\n           \
-                 WHERE i.\"unique\"\n               \
+                 WHERE i.\"unique\" AND NOT i.partial\n               \
                      AND (SELECT count(*) FROM pragma_index_info(i.name{schema})) = 1\n               \
                      AND (SELECT ii.name FROM pragma_index_info(i.name{schema}) AS ii) = c.name\n       \
              ) THEN '1' ELSE '0' END\n\
