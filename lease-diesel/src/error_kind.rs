@@ -65,6 +65,11 @@ pub(crate) fn answer_lost(error: &(dyn std::error::Error + Send + Sync + 'static
 const PHRASES: &[(&str, StoreErrorKind)] = &[
     // PostgreSQL 40P01; MariaDB 1213, also Galera's lost certification.
     ("deadlock", StoreErrorKind::Conflict),
+    // MariaDB 1020, under `innodb_snapshot_isolation`: a row changed since the read view.
+    (
+        "record has changed since last read",
+        StoreErrorKind::Conflict,
+    ),
     // MariaDB 1290 (`--read-only`) and 1836; PostgreSQL 25006 as a standby words it.
     ("read-only", StoreErrorKind::ReadOnly),
     ("read only", StoreErrorKind::ReadOnly),
@@ -77,6 +82,12 @@ const PHRASES: &[(&str, StoreErrorKind)] = &[
     ("starting up", StoreErrorKind::Transient),
     ("statement timeout", StoreErrorKind::Transient),
     ("max_statement_time", StoreErrorKind::Transient),
+    // PostgreSQL 55P03 (`canceling statement due to lock timeout`) and 57014 (`... due to
+    // user request`, a cancel), as lease-sqlx reads their codes.
+    ("lock timeout", StoreErrorKind::Transient),
+    ("canceling statement", StoreErrorKind::Transient),
+    // MariaDB 4031: disconnected by the server for inactivity.
+    ("inactivity", StoreErrorKind::Transient),
     // SQLite's SQLITE_BUSY and SQLITE_LOCKED.
     ("database is locked", StoreErrorKind::Transient),
     ("database table is locked", StoreErrorKind::Transient),
@@ -138,6 +149,22 @@ mod tests {
                 StoreErrorKind::Transient,
             ),
             ("database is locked", StoreErrorKind::Transient),
+            (
+                "canceling statement due to lock timeout",
+                StoreErrorKind::Transient,
+            ),
+            (
+                "canceling statement due to user request",
+                StoreErrorKind::Transient,
+            ),
+            (
+                "The client was disconnected by the server because of inactivity. See wait_timeout and interactive_timeout for configuring this behavior.",
+                StoreErrorKind::Transient,
+            ),
+            (
+                "Record has changed since last read in table 'leases'",
+                StoreErrorKind::Conflict,
+            ),
             (
                 "terminating connection due to administrator command",
                 StoreErrorKind::Transient,
