@@ -410,8 +410,8 @@ impl Statements {
     /// [`distinct_pairs`](crate::distinct_pairs)); what it returns is
     /// [`Dialect::renew_many_result`].
     ///
-    /// Parameters: PostgreSQL `$1` the names as `text[]`, `$2` the holders as `text[]`, `$3`
-    /// the TTL in microseconds; MariaDB each name and holder in turn, then the TTL; SQLite `?1`
+    /// Parameters: PostgreSQL `$1` the names and `$2` the holders, each a JSON array of texts
+    /// (cast with `::jsonb`), `$3` the TTL in microseconds; MariaDB each name and holder in turn, then the TTL; SQLite `?1`
     /// the TTL, then each name and holder in turn.
     ///
     /// # Panics

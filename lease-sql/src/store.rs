@@ -221,7 +221,8 @@ impl<X: Execute> SqlStore<X> {
     /// (run it in your migrations, or call [`upgrade`](SqlStore::upgrade)).
     ///
     /// It needs the `CREATE` privilege on the schema (PostgreSQL) or database (MariaDB); the
-    /// store itself needs only `SELECT, INSERT, UPDATE` on the table. Those who run their own
+    /// store itself needs only `SELECT, INSERT, UPDATE` on the table (and `DELETE` for
+    /// [`prune`](lease_core::LeaseStore::prune)). Those who run their own
     /// migrations can skip it, create the table with [`Migration`](crate::Migration) and call
     /// [`verify`](SqlStore::verify) instead. The schema of a `schema.table` name must exist
     /// already.
@@ -1038,7 +1039,10 @@ impl<X: Execute> LeaseStore for SqlStore<X> {
     }
 
     /// One statement per batch of at most [`Dialect::renew_many_batch`](crate::Dialect) distinct
-    /// pairs; the answer comes back by position, never by matching names.
+    /// pairs; the answer comes back for each pair asked, in order: by position in the batch
+    /// (PostgreSQL), by the distinct `(name, holder)` pairs the statement returns (SQLite), or
+    /// by a count, and one by one when it falls short (MariaDB, see
+    /// [`RenewManyResult`](crate::RenewManyResult)).
     async fn renew_many(
         &self,
         leases: &[(LeaseName, HolderId)],

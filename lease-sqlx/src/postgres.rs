@@ -124,9 +124,10 @@ impl SqlxExecutor<Postgres> {
 }
 
 /// Listens to a table's release notifications on a connection of its own: a pool of one, made
-/// with this pool's connect options, so no connection of the store's pool is pinned. The stream
-/// ends when that connection fails for good; lease-core then polls and subscribes again at the
-/// next wait.
+/// with this pool's connect options, so no connection of the store's pool is pinned. sqlx's
+/// listener reconnects by itself after a lost connection (releases in the gap are not pushed:
+/// the waiters' next poll finds them); the stream ends only when reconnecting fails, and
+/// lease-core then polls and subscribes again at the next wait.
 async fn listen(pool: &PgPool, channel: &str) -> Result<Option<ReleaseEvents>, BoxError> {
     let dedicated = PgPoolOptions::new()
         .max_connections(1)
