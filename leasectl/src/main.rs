@@ -29,6 +29,9 @@ pub(crate) enum Failure {
     /// The database failed, the lease is unknown, nothing was released, or the table does not
     /// fit: exit code 1.
     Failed(String),
+    /// As `Failed`, its message already printed (each round of `watch` says why it failed as
+    /// it goes): exit code 1, nothing printed again.
+    Reported,
 }
 
 fn main() -> ExitCode {
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
             eprintln!("leasectl: {message}");
             ExitCode::FAILURE
         }
+        Err(Failure::Reported) => ExitCode::FAILURE,
     }
 }
 

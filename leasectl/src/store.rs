@@ -40,13 +40,14 @@ pub(crate) fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _password)) => format!("{scheme}://{user}:***@{host}{path}"),
-            None => url.to_owned(),
-        },
+    // The user's part ends at the last `@`: a password that was not percent-encoded may hold
+    // `/`, `?` or `@` itself. An `@` in the query hides more than the password, never less.
+    let Some(at) = rest.rfind('@') else {
+        return url.to_owned();
+    };
+    let (userinfo, host) = (&rest[..at], &rest[at + 1..]);
+    match userinfo.split_once(':') {
+        Some((user, _password)) => format!("{scheme}://{user}:***@{host}"),
         None => url.to_owned(),
     }
 }
@@ -174,5 +175,11 @@ mod tests {
         assert_eq!(redact("mysql://root@db/test"), "mysql://root@db/test");
         assert_eq!(redact("sqlite:leases.db"), "sqlite:leases.db");
         assert_eq!(redact("postgres://u:p@ss@db/x"), "postgres://u:***@db/x");
+        // Not percent-encoded: a `/` in the password hides nothing.
+        assert_eq!(redact("postgres://u:pa/ss@db/x"), "postgres://u:***@db/x");
+        assert_eq!(
+            redact("mysql://u:p/a?s@db:3306/x?ssl-mode=required"),
+            "mysql://u:***@db:3306/x?ssl-mode=required"
+        );
     }
 }

@@ -47,13 +47,13 @@ pub(crate) async fn run(
                     ErrorChain(&error)
                 );
                 eprintln!("leasectl: {message}");
-                last = Err(Failure::Failed(message));
+                last = Err(Failure::Reported);
                 None
             }
             Err(_) => {
                 let message = format!("listing the leases took longer than {LIST_TIMEOUT:?}");
                 eprintln!("leasectl: {message}");
-                last = Err(Failure::Failed(message));
+                last = Err(Failure::Reported);
                 None
             }
         };
