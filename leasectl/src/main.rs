@@ -207,7 +207,8 @@ async fn release(
     if released {
         return Ok(format!(
             "released {name} (holder {}, fence {}); its holder finds out at its next renewal and \
-             stops, and the next instance may take it now\n",
+             stops, and the next instance may take it now (a lease kept only for a minimum hold \
+             after its work ended may now run again within its period)\n",
             info.holder, info.fence
         ));
     }

@@ -95,7 +95,8 @@ pub(crate) async fn open(url: &str, table: &TableName) -> Result<Store, Failure>
         Kind::Postgres => {
             let options = PgConnectOptions::from_str(url).map_err(invalid)?;
             let pool = pool_of_one(options).await.map_err(cannot)?;
-            Store::Postgres(PgLeaseStore::on_table(pool, table))
+            // A release notifies, so instances that listen take the lease at once.
+            Store::Postgres(PgLeaseStore::on_table(pool, table).with_notifications(true))
         }
         Kind::MySql => {
             // sqlx knows MariaDB by the MySQL scheme.

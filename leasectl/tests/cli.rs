@@ -448,6 +448,51 @@ async fn postgres() {
         .unwrap();
 }
 
+/// On PostgreSQL `release` notifies the table's channel, as a store with notifications does:
+/// instances listening for releases take the lease at once, not at their next poll.
+#[tokio::test]
+async fn postgres_release_notifies_the_listeners() {
+    let url = env::postgres_url();
+    let pool = match PgPoolOptions::new()
+        .max_connections(2)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect(&url)
+        .await
+    {
+        Ok(pool) => pool,
+        Err(error) => return env::skip_or_fail("postgres", &error.to_string()),
+    };
+    let table = env::unique_table("leasectl_notify");
+    let store = PgLeaseStore::with_table(pool.clone(), &table)
+        .unwrap()
+        .with_notifications(true);
+    store.setup().await.unwrap();
+    let minute = Ttl::from_secs(60).unwrap();
+    store
+        .try_acquire(&name("sweep"), &HolderId::generate(), minute)
+        .await
+        .unwrap()
+        .expect("free");
+    let mut released = store
+        .release_events()
+        .await
+        .unwrap()
+        .expect("PostgreSQL with notifications pushes releases");
+    let outcome = run(&url, Some(&table), &["release", "sweep", "--yes"]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    let pushed = tokio::time::timeout(
+        Duration::from_secs(5),
+        futures::StreamExt::next(&mut released),
+    )
+    .await
+    .expect("leasectl's release notified nobody");
+    assert_eq!(pushed, Some(name("sweep")));
+    drop(released);
+    pool.execute(sqlx::AssertSqlSafe(format!("DROP TABLE {table}")))
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn mariadb_by_either_scheme() {
     let url = env::mysql_url();
