@@ -7,7 +7,8 @@
 //! lease-sql's with its placeholders renumbered, the same text at every call. Unlike
 //! `diesel::sql_query`, the statement does not declare itself unsafe to cache: diesel and
 //! diesel-async then prepare it once per connection, keyed by that text, and later calls send
-//! only its parameters. lease-sql's inspect and list return computed columns that have no useful
+//! only its parameters. The exception is a text written for one call (a renew-many for a
+//! partial batch, [`lease_sql::Query::is_fixed`]), which is not kept. lease-sql's inspect and list return computed columns that have no useful
 //! name (PostgreSQL calls three of them `int8`), so the statement declares its row's SQL types
 //! and diesel reads the columns by position, like a tuple.
 
@@ -34,6 +35,9 @@ enum OwnedParam {
 pub struct OwnedQuery {
     sql: String,
     params: Vec<OwnedParam>,
+    /// Whether diesel may keep it prepared: only a text that is the same at every call
+    /// ([`lease_sql::Query::is_fixed`]).
+    fixed: bool,
 }
 
 impl OwnedQuery {
@@ -42,6 +46,7 @@ impl OwnedQuery {
         Self {
             sql: sql.to_owned(),
             params: Vec::new(),
+            fixed: false,
         }
     }
 
@@ -53,6 +58,7 @@ impl OwnedQuery {
 
 impl From<lease_sql::Query<'_>> for OwnedQuery {
     fn from(query: lease_sql::Query<'_>) -> Self {
+        let fixed = query.is_fixed();
         let (sql, params) = query.into_parts();
         let params = params
             .into_iter()
@@ -64,6 +70,7 @@ impl From<lease_sql::Query<'_>> for OwnedQuery {
         Self {
             sql: sql.into_owned(),
             params,
+            fixed,
         }
     }
 }
@@ -102,6 +109,11 @@ where
     i64: ToSql<BigInt, DB>,
 {
     fn walk_ast<'b>(&'b self, mut pass: AstPass<'_, 'b, DB>) -> QueryResult<()> {
+        if !self.query.fixed {
+            // Written for this call (a renew-many for one batch size): kept prepared, every
+            // size would hold a statement on the server for the connection's life.
+            pass.unsafe_to_cache_prepared();
+        }
         for piece in Piece::split(&self.query.sql) {
             match piece {
                 Piece::Sql(sql) => pass.push_sql(sql),
@@ -130,4 +142,40 @@ impl<ST> QueryId for Statement<'_, ST> {
 /// Rows of `ST`, read by position. A statement that only reports a count is `Untyped`.
 impl<ST: 'static> Query for Statement<'_, ST> {
     type SqlType = ST;
+}
+
+#[cfg(all(test, feature = "mysql"))]
+mod tests {
+    use super::*;
+    use diesel::query_builder::QueryFragment;
+    use lease_core::Ttl;
+    use lease_sql::{Dialect, Statements, TableName};
+
+    /// Whether diesel may keep `query` prepared, as MariaDB's backend asks it.
+    fn cached(query: lease_sql::Query<'_>) -> bool {
+        let owned = OwnedQuery::from(query);
+        Execute::new(&owned)
+            .is_safe_to_cache_prepared(&diesel::mysql::Mysql)
+            .unwrap()
+    }
+
+    #[test]
+    fn only_texts_fixed_for_every_call_are_kept_prepared() {
+        let statements = Statements::new(Dialect::MySql, &TableName::default());
+        let ttl = Ttl::from_secs(60).unwrap();
+        let full: Vec<(String, String)> = (0..Dialect::MySql.renew_many_batch())
+            .map(|i| (format!("lease-{i}"), format!("holder-{i}")))
+            .collect();
+        let full: Vec<(&str, &str)> = full.iter().map(|(n, h)| (n.as_str(), h.as_str())).collect();
+        assert!(cached(statements.renew_many(&full, ttl)), "a full batch");
+        assert!(
+            !cached(statements.renew_many(&full[..3], ttl)),
+            "a batch of three, written for its size"
+        );
+        let name = lease_core::LeaseName::new("sweep").unwrap();
+        assert!(
+            cached(statements.inspect(&name)),
+            "the statements' own texts"
+        );
+    }
 }

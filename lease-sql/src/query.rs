@@ -55,6 +55,16 @@ impl<'a> Query<'a> {
         &self.params
     }
 
+    /// Whether the text is the same at every call of its statement, so that a driver may
+    /// prepare it once per connection and keep it. The statements' own texts are; a renew-many
+    /// for a batch smaller than the full one is written for its size (on MariaDB and SQLite), and
+    /// so is a query made with [`new`](Query::new): kept prepared, each size would hold a
+    /// prepared statement on the server for as long as the connection lives (MariaDB caps them
+    /// server-wide, `max_prepared_stmt_count`).
+    pub fn is_fixed(&self) -> bool {
+        matches!(self.sql, Cow::Borrowed(_))
+    }
+
     /// The statement's text and its parameters, to hand to a driver by value.
     pub fn into_parts(self) -> (Cow<'a, str>, Vec<Param<'a>>) {
         (self.sql, self.params)

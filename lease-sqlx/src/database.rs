@@ -15,7 +15,7 @@ pub type ConnectOptionsOf<DB> = <<DB as Database>::Connection as Connection>::Op
 /// A sqlx database with lease statements: `Postgres`, `MySql` (MariaDB) or `Sqlite`, each
 /// behind its feature. Sealed: the SQL for each lives in `lease-sql`; each database's impl is in
 /// its own module (`postgres.rs`, `mysql.rs`, `sqlite.rs`).
-pub trait SqlxDatabase: Database + sealed::Sealed {
+pub trait SqlxDatabase: Database + sqlx::database::HasStatementCache + sealed::Sealed {
     /// Which statements it runs.
     #[doc(hidden)]
     const DIALECT: Dialect;

@@ -132,13 +132,18 @@ fn close_if_read_only<DB: SqlxDatabase>(
     error
 }
 
+/// `query` bound, kept in the connection's statement cache only when its text is fixed
+/// ([`Query::is_fixed`]): a renew-many written for one batch size would push the store's other
+/// statements out of sqlx's cache.
 fn prepared<'q, DB: SqlxDatabase>(
     query: Query<'q>,
 ) -> sqlx::query::Query<'q, DB, <DB as Database>::Arguments> {
+    let fixed = query.is_fixed();
     let (sql, params) = query.into_parts();
     params
         .into_iter()
         .fold(sqlx::query(AssertSqlSafe(sql.into_owned())), DB::bind)
+        .persistent(fixed)
 }
 
 #[async_trait]
@@ -303,5 +308,30 @@ where
                 .map_ok(drop)
                 .err_into(),
         )
+    }
+}
+
+#[cfg(all(test, feature = "mysql"))]
+mod tests {
+    use super::*;
+    use lease_core::{LeaseName, Ttl};
+    use lease_sql::{Statements, TableName};
+
+    #[test]
+    fn only_texts_fixed_for_every_call_stay_in_the_statement_cache() {
+        let statements = Statements::new(Dialect::MySql, &TableName::default());
+        let ttl = Ttl::from_secs(60).unwrap();
+        let full: Vec<(String, String)> = (0..Dialect::MySql.renew_many_batch())
+            .map(|i| (format!("lease-{i}"), format!("holder-{i}")))
+            .collect();
+        let full: Vec<(&str, &str)> = full.iter().map(|(n, h)| (n.as_str(), h.as_str())).collect();
+        let kept = |query| sqlx::Execute::persistent(&prepared::<sqlx::MySql>(query));
+        assert!(kept(statements.renew_many(&full, ttl)), "a full batch");
+        assert!(
+            !kept(statements.renew_many(&full[..3], ttl)),
+            "a batch of three, written for its size"
+        );
+        let name = LeaseName::new("sweep").unwrap();
+        assert!(kept(statements.inspect(&name)), "the statements' own texts");
     }
 }
