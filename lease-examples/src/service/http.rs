@@ -24,7 +24,10 @@ pub(super) fn router(client: LeaseClient, metrics: PrometheusHandle) -> Router {
 }
 
 /// 200 while every held lease is renewed in time and the client is not shutting down; 503
-/// otherwise, so a load balancer takes the instance out before its leases are lost.
+/// otherwise, so a load balancer takes the instance out before its leases are lost. Once they
+/// are lost (their deadlines passed while the database was unreachable), the client holds
+/// nothing and this reads ready again: whether the instance can serve without its database is
+/// for a check of its own requests to say, not the leases'.
 async fn ready(State(app): State<App>) -> (StatusCode, String) {
     let health = app.client.health();
     let status = if health.is_healthy() {
