@@ -48,6 +48,8 @@ struct Shared {
     state: Mutex<State>,
     /// Fired once the campaign's first attempt has answered (or the campaign ended first).
     attempted: Signal,
+    /// Fired once the campaign has ended, its lease given back.
+    ended: Signal,
 }
 
 struct State {
@@ -128,20 +130,27 @@ impl Leader {
     }
 
     /// Ends the campaign, for every clone of this `Leader`, and gives the lease back; returns
-    /// once it is given back.
+    /// once it is given back (also when another clone resigned first: each waits for the end).
     ///
     /// # Cancel safety
     /// Once polled, cancelling it does not undo the resignation: the campaign still ends and
     /// gives the lease back, only nobody waits for that. Dropped before its first poll, it is
     /// a dropped `Leader`: the campaign ends if it was the last clone.
     pub async fn resign(self) {
-        let Some(stop) = self.shared.state().stop.take() else {
-            return;
-        };
-        let (done, released) = oneshot::channel();
-        if stop.send(done).is_ok() {
-            // The campaign answers once it has released, or drops the sender if it already ended.
-            let _ = released.await;
+        let ended = self.shared.ended.fired();
+        let stop = self.shared.state().stop.take();
+        let released = stop.and_then(|stop| {
+            let (done, released) = oneshot::channel();
+            stop.send(done).is_ok().then_some(released)
+        });
+        match released {
+            // The campaign answers once it has released, or drops the sender if its future is
+            // gone without ending (a runtime shut down).
+            Some(released) => {
+                let _ = released.await;
+            }
+            // Another clone resigned first, or the campaign had ended.
+            None => ended.await,
         }
     }
 
@@ -165,6 +174,7 @@ impl Leader {
                 stop: Some(stop),
             }),
             attempted: Signal::new(),
+            ended: Signal::new(),
         });
         let campaign = run_campaign(client, Arc::downgrade(&shared), name, stopped, token);
         (Self { shared }, campaign.boxed())
@@ -186,6 +196,7 @@ impl Shared {
         state.watchers.clear();
         drop(state);
         self.attempted.fire();
+        self.ended.fire();
     }
 
     fn set(&self, current: Option<LeaseHandle>) {

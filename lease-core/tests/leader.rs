@@ -111,3 +111,25 @@ async fn without_pushed_releases_a_follower_leads_within_the_campaign_retry() {
     );
     assert!(second.fence().unwrap() > first_fence);
 }
+
+#[tokio::test(start_paused = true)]
+async fn every_clone_that_resigns_returns_once_the_lease_is_given_back() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(store.clone());
+    let leader = client.campaign("alerts").unwrap();
+    assert_eq!(leader.changes().next().await, Some(true));
+    // Giving the lease back takes a round trip.
+    store.delay_releases(Duration::from_millis(200));
+    let (first, second) = (leader.clone(), leader);
+    let resigning = tokio::spawn(first.resign());
+    // The first clone has asked the campaign to stop; the second finds it asked already.
+    tokio::task::yield_now().await;
+    second.resign().await;
+    let name = lease_core::LeaseName::new("alerts").unwrap();
+    assert_eq!(
+        store.inner.inspect(&name).await.unwrap(),
+        None,
+        "the second resignation returned before the lease was given back"
+    );
+    resigning.await.unwrap();
+}

@@ -32,6 +32,8 @@ pub struct Faulty {
     acquire_delay: std::sync::atomic::AtomicU64,
     /// Milliseconds every acquisition's answer waits after the store ran it.
     answer_delay: std::sync::atomic::AtomicU64,
+    /// Milliseconds every release waits before it reaches the store.
+    release_delay: std::sync::atomic::AtomicU64,
     /// Milliseconds opening the release events takes; `u64::MAX` (the default) forwards none.
     subscribe_delay: std::sync::atomic::AtomicU64,
     pub acquires: AtomicUsize,
@@ -49,6 +51,7 @@ impl Faulty {
             renew_delay: std::sync::atomic::AtomicU64::new(0),
             acquire_delay: std::sync::atomic::AtomicU64::new(0),
             answer_delay: std::sync::atomic::AtomicU64::new(0),
+            release_delay: std::sync::atomic::AtomicU64::new(0),
             subscribe_delay: std::sync::atomic::AtomicU64::new(u64::MAX),
             acquires: AtomicUsize::new(0),
             renews: AtomicUsize::new(0),
@@ -75,6 +78,11 @@ impl Faulty {
     /// Delays every acquisition's answer after the store ran it: a slow network on the way back.
     pub fn delay_acquire_answers(&self, delay: Duration) {
         self.answer_delay
+            .store(delay.as_millis() as u64, Ordering::SeqCst);
+    }
+
+    pub fn delay_releases(&self, delay: Duration) {
+        self.release_delay
             .store(delay.as_millis() as u64, Ordering::SeqCst);
     }
 
@@ -168,6 +176,10 @@ impl LeaseStore for Faulty {
     ) -> Result<bool, Error> {
         self.releases.fetch_add(1, Ordering::SeqCst);
         self.gate(Operation::Release).await?;
+        let delay = self.release_delay.load(Ordering::SeqCst);
+        if delay > 0 {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+        }
         self.inner.release(name, holder, min_hold).await
     }
 
