@@ -132,6 +132,16 @@ fn name(name: &str) -> LeaseName {
     LeaseName::new(name).expect("a valid name")
 }
 
+/// Creates the story's table as `table`, with its two rows, through the store's executor.
+async fn create_story_table<X: Execute>(store: &SqlStore<X>, table: &str) -> Result<(), BoxError> {
+    let dialect = store.statements().dialect();
+    store.executor().batch(&story_table(dialect, table)).await?;
+    for row in story_rows(dialect, table) {
+        store.executor().batch(&row).await?;
+    }
+    Ok(())
+}
+
 /// On the story's table with a live row: without the check, the first acquisition fails on the
 /// database (the control: this is what a user met); `setup` and `verify` refuse the table with
 /// [`Error::SchemaMismatch`] carrying the upgrade; `upgrade` applies it, after which the table
@@ -150,11 +160,7 @@ pub async fn story_table_is_refused_then_upgraded<X: Execute>(
     table: &str,
 ) -> Result<(), BoxError> {
     let dialect = store.statements().dialect();
-    let run = |sql: String| async move { store.executor().batch(&sql).await };
-    run(story_table(dialect, table)).await?;
-    for row in story_rows(dialect, table) {
-        run(row).await?;
-    }
+    create_story_table(store, table).await?;
     let ttl = Ttl::from_secs(30)?;
 
     // The control: the store's statements do not work on this table. The error reads cleanly:
@@ -571,10 +577,7 @@ pub async fn failed_upgrade_leaves_no_transaction_open<X: Execute>(
 ) -> Result<(), BoxError> {
     let dialect = store.statements().dialect();
     let run = |sql: String| async move { store.executor().batch(&sql).await };
-    run(story_table(dialect, table)).await?;
-    for row in story_rows(dialect, table) {
-        run(row).await?;
-    }
+    create_story_table(store, table).await?;
     let view = format!("{table}_view");
     run(format!("CREATE VIEW {view} AS SELECT name FROM {table}")).await?;
     let checked = async {

@@ -426,17 +426,27 @@ async fn sqlite() {
     exercise(Arc::new(store), &url, None).await;
 }
 
+/// A pool of two on the local PostgreSQL; `None` when it is missing (and skipping is allowed).
+async fn postgres_pool(url: &str) -> Option<sqlx::PgPool> {
+    match PgPoolOptions::new()
+        .max_connections(2)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect(url)
+        .await
+    {
+        Ok(pool) => Some(pool),
+        Err(error) => {
+            env::skip_or_fail("postgres", &error.to_string());
+            None
+        }
+    }
+}
+
 #[tokio::test]
 async fn postgres() {
     let url = env::postgres_url();
-    let pool = match PgPoolOptions::new()
-        .max_connections(2)
-        .acquire_timeout(Duration::from_secs(5))
-        .connect(&url)
-        .await
-    {
-        Ok(pool) => pool,
-        Err(error) => return env::skip_or_fail("postgres", &error.to_string()),
+    let Some(pool) = postgres_pool(&url).await else {
+        return;
     };
     let table = env::unique_table("leasectl");
     let store = PgLeaseStore::with_table(pool.clone(), &table).unwrap();
@@ -453,14 +463,8 @@ async fn postgres() {
 #[tokio::test]
 async fn postgres_release_notifies_the_listeners() {
     let url = env::postgres_url();
-    let pool = match PgPoolOptions::new()
-        .max_connections(2)
-        .acquire_timeout(Duration::from_secs(5))
-        .connect(&url)
-        .await
-    {
-        Ok(pool) => pool,
-        Err(error) => return env::skip_or_fail("postgres", &error.to_string()),
+    let Some(pool) = postgres_pool(&url).await else {
+        return;
     };
     let table = env::unique_table("leasectl_notify");
     let store = PgLeaseStore::with_table(pool.clone(), &table)
