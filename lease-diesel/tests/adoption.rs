@@ -58,6 +58,11 @@ macro_rules! adoption_cases {
             }
 
             #[tokio::test(flavor = "multi_thread")]
+            async fn nullable_expiry_is_filled_then_free() {
+                on_fresh_table::<$ty, deadpool::Pool<$conn>, _>(adoption::nullable_expiry_is_filled_then_free).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread")]
             async fn unrelated_table_is_refused() {
                 on_fresh_table::<$ty, deadpool::Pool<$conn>, _>(adoption::unrelated_table_is_refused).await;
             }

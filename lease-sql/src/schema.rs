@@ -30,6 +30,11 @@ pub(crate) enum Fix {
     FenceNotNull,
     /// Let `holder` be `NULL`: a released lease has none.
     HolderNullable,
+    /// Make `taken_at` `NOT NULL`, setting `NULL`s to the database's time.
+    TakenAtNotNull,
+    /// Make `expires_at` `NOT NULL`, setting `NULL`s to the database's time: a lease without an
+    /// expiry is free from the upgrade on.
+    ExpiresAtNotNull,
     /// Make `name` compare byte for byte (MariaDB: `VARBINARY`).
     BinaryName,
     /// Make `holder` compare byte for byte (MariaDB: `VARBINARY`).
@@ -237,6 +242,17 @@ impl SchemaCheck {
                 Column::Fence if facts.nullable => {
                     fixes.push((Fix::FenceNotNull, "column fence may be NULL".to_owned()))
                 }
+                Column::TakenAt if facts.nullable => fixes.push((
+                    Fix::TakenAtNotNull,
+                    "column taken_at may be NULL: the store reads a time from every lease"
+                        .to_owned(),
+                )),
+                Column::ExpiresAt if facts.nullable => fixes.push((
+                    Fix::ExpiresAtNotNull,
+                    "column expires_at may be NULL: a lease without an expiry could never be \
+                     taken over"
+                        .to_owned(),
+                )),
                 _ => {}
             }
         }
@@ -302,12 +318,22 @@ impl SchemaCheck {
     }
 }
 
+/// The `UPDATE` that gives every row both times before they become `NOT NULL`, `now` (the
+/// dialect's clock) where one is missing: a lease without an expiry is free from the upgrade on.
+fn fill_times(t: &str, now: &str) -> String {
+    format!(
+        "UPDATE {t} SET taken_at = coalesce(taken_at, {now}), expires_at = coalesce(expires_at, {now})\n    \
+             WHERE taken_at IS NULL OR expires_at IS NULL;\n"
+    )
+}
+
 fn describe(fix: Fix) -> &'static str {
     match fix {
         Fix::AddFence => "the store needs a fence",
         Fix::WidenFence => "fences need a signed 64-bit integer",
         Fix::FenceNotNull => "every lease needs a fence",
         Fix::HolderNullable => "a released lease has no holder",
+        Fix::TakenAtNotNull | Fix::ExpiresAtNotNull => "every lease needs its times",
         Fix::BinaryName | Fix::BinaryHolder => {
             "compared by a collation, so names that differ in case or trailing spaces would be \
              one lease; the store compares bytes"
@@ -401,6 +427,59 @@ mod tests {
     }
 
     #[test]
+    fn nullable_times_are_filled_then_made_not_null_on_each_dialect() {
+        let table = TableName::default();
+        for (dialect, text, fence, time, fill, not_null) in [
+            (
+                Dialect::Postgres,
+                "text",
+                "bigint",
+                TZ,
+                "coalesce(expires_at, statement_timestamp())",
+                "ALTER COLUMN expires_at SET NOT NULL",
+            ),
+            (
+                Dialect::MySql,
+                "varbinary",
+                "bigint",
+                "datetime(6)",
+                "coalesce(expires_at, UTC_TIMESTAMP(6))",
+                "MODIFY expires_at DATETIME(6) NOT NULL",
+            ),
+            (
+                Dialect::Sqlite,
+                "text",
+                "integer",
+                "integer",
+                "coalesce(expires_at, CAST(round(unixepoch('subsec') * 1000) AS INTEGER))",
+                "CREATE TABLE \"leases_upgrade\"",
+            ),
+        ] {
+            let nullable = rows(&[
+                ("name", &format!("{text};NO;0;1")),
+                ("holder", &format!("{text};YES;0;0")),
+                ("fence", &format!("{fence};NO;0;0")),
+                ("taken_at", &format!("{time};NO;0;0")),
+                ("expires_at", &format!("{time};YES;0;0")),
+            ]);
+            let (why, sql) = mismatch(SchemaCheck::new(dialect, &table).verdict(&nullable));
+            assert!(
+                why.contains("column expires_at may be NULL") && !why.contains("taken_at"),
+                "{dialect:?}: {why}"
+            );
+            let sql = sql.unwrap();
+            assert!(sql.contains(fill), "{dialect:?}: {sql}");
+            assert!(sql.contains(not_null), "{dialect:?}: {sql}");
+            if dialect != Dialect::Sqlite {
+                assert!(
+                    sql.find(fill) < sql.find("ALTER TABLE"),
+                    "{dialect:?}: the rows are filled after the column is changed: {sql}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn an_earlier_lease_table_gets_the_sql_of_each_dialect() {
         let story = |dialect| {
             let (text, time) = match dialect {
@@ -451,9 +530,10 @@ mod tests {
             "{sql}"
         );
         assert!(
-            sql.contains("SELECT name, holder, 0, taken_at, expires_at FROM \"jobs\".\"leases\""),
+            sql.contains("SELECT name, holder, 0, coalesce(taken_at, "),
             "{sql}"
         );
+        assert!(sql.contains("\n    FROM \"jobs\".\"leases\";"), "{sql}");
         assert!(
             sql.contains("ALTER TABLE \"jobs\".\"leases_upgrade\" RENAME TO \"leases\""),
             "{sql}"

@@ -27,7 +27,7 @@ pub fn sqlite_pragmas() -> String {
 
 /// The statement's time in whole Unix milliseconds. `round` rather than a plain cast, because
 /// the seconds come as a floating-point number that may sit just below the millisecond.
-const NOW: &str = "CAST(round(unixepoch('subsec') * 1000) AS INTEGER)";
+pub(crate) const NOW: &str = "CAST(round(unixepoch('subsec') * 1000) AS INTEGER)";
 
 pub(crate) fn sql(t: &str) -> DialectSql {
     // Durations arrive in microseconds like on every dialect; the table holds milliseconds.

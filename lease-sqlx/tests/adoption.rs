@@ -65,6 +65,11 @@ macro_rules! adoption_cases {
             }
 
             #[tokio::test]
+            async fn nullable_expiry_is_filled_then_free() {
+                on_fresh_table::<$ty, _>(adoption::nullable_expiry_is_filled_then_free).await;
+            }
+
+            #[tokio::test]
             async fn unrelated_table_is_refused() {
                 on_fresh_table::<$ty, _>(adoption::unrelated_table_is_refused).await;
             }

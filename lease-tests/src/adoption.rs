@@ -694,3 +694,72 @@ pub async fn partial_key_on_name_is_refused<X: Execute>(
         other => Err(format!("verify of a partial key on name answered {other:?}").into()),
     }
 }
+
+/// A lease table whose `expires_at` may be `NULL`, holding a row without an expiry (written by
+/// the service's own code, not by a store), is refused with the SQL that fills the missing
+/// times and makes them `NOT NULL`; after the upgrade the row's lease is free (the store's
+/// statements never match a `NULL` expiry: unfilled, the lease could never be taken), and the
+/// next acquisition takes it with a greater fence.
+///
+/// # Errors
+/// When `verify` accepts the table, the upgrade fails or changes nothing, or the lease without
+/// an expiry cannot be taken after it.
+pub async fn nullable_expiry_is_filled_then_free<X: Execute>(
+    store: &SqlStore<X>,
+    table: &str,
+) -> Result<(), BoxError> {
+    let (create, now) = match store.statements().dialect() {
+        Dialect::Postgres => (
+            format!(
+                "CREATE TABLE {table} (name text COLLATE \"C\" NOT NULL PRIMARY KEY, holder text, \
+                 fence bigint NOT NULL, taken_at timestamptz NOT NULL, expires_at timestamptz)"
+            ),
+            "now()",
+        ),
+        Dialect::MySql => (
+            format!(
+                "CREATE TABLE {table} (name VARBINARY(255) NOT NULL PRIMARY KEY, \
+                 holder VARBINARY(1024) NULL, fence BIGINT NOT NULL, \
+                 taken_at DATETIME(6) NOT NULL, expires_at DATETIME(6) NULL)"
+            ),
+            "UTC_TIMESTAMP(6)",
+        ),
+        Dialect::Sqlite => (
+            format!(
+                "CREATE TABLE {table} (name TEXT NOT NULL PRIMARY KEY, holder TEXT, \
+                 fence INTEGER NOT NULL, taken_at INTEGER NOT NULL, expires_at INTEGER)"
+            ),
+            "CAST(unixepoch('subsec') * 1000 AS INTEGER)",
+        ),
+        other => return Err(format!("no table written for {other:?}").into()),
+    };
+    store.executor().batch(&create).await?;
+    store
+        .executor()
+        .batch(&format!(
+            "INSERT INTO {table} (name, holder, fence, taken_at, expires_at) \
+             VALUES ('report', 'old-instance', 3, {now}, NULL)"
+        ))
+        .await?;
+    match store.verify().await {
+        Err(Error::SchemaMismatch {
+            mismatch,
+            upgrade: Some(_),
+            ..
+        }) if mismatch.contains("column expires_at may be NULL") => {}
+        other => return Err(format!("verify of a nullable expiry answered {other:?}").into()),
+    }
+    if !store.upgrade().await? {
+        return Err("upgrade changed nothing".into());
+    }
+    store.verify().await?;
+    let report = name("report");
+    let fence = store
+        .try_acquire(&report, &HolderId::generate(), Ttl::from_secs(30)?)
+        .await?
+        .ok_or("the lease without an expiry was not free after the upgrade")?;
+    if fence.get() <= 3 {
+        return Err(format!("took fence {fence} over the row's fence 3").into());
+    }
+    Ok(())
+}

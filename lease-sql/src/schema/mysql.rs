@@ -60,7 +60,7 @@ pub(super) fn fit(column: Column, data_type: &str) -> Fit {
     }
 }
 
-/// One `ALTER TABLE` (after the `UPDATE` that a `NOT NULL` fence needs). `MODIFY` keeps the
+/// One `ALTER TABLE` (after the `UPDATE`s that `NOT NULL` columns need). `MODIFY` keeps the
 /// primary key; converting `VARCHAR` or `TEXT` to `VARBINARY` keeps each value's bytes.
 ///
 /// A `TIMESTAMP` holds an instant (seconds since the epoch, in UTC) and MariaDB converts it to
@@ -96,16 +96,26 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
             Fix::AddFence => push("ADD COLUMN fence BIGINT NOT NULL DEFAULT 0"),
             Fix::WidenFence => push("MODIFY fence BIGINT NOT NULL"),
             Fix::FenceNotNull => {
-                before = format!("UPDATE {t} SET fence = 0 WHERE fence IS NULL;\n");
+                before.push_str(&format!("UPDATE {t} SET fence = 0 WHERE fence IS NULL;\n"));
                 push("MODIFY fence BIGINT NOT NULL");
             }
             Fix::BinaryName => push("MODIFY name VARBINARY(255) NOT NULL"),
             Fix::HolderNullable | Fix::BinaryHolder => push("MODIFY holder VARBINARY(1024) NULL"),
-            Fix::PreciseTakenAt | Fix::UtcTakenAt => push("MODIFY taken_at DATETIME(6) NOT NULL"),
-            Fix::PreciseExpiresAt | Fix::UtcExpiresAt => {
+            Fix::PreciseTakenAt | Fix::UtcTakenAt | Fix::TakenAtNotNull => {
+                push("MODIFY taken_at DATETIME(6) NOT NULL")
+            }
+            Fix::PreciseExpiresAt | Fix::UtcExpiresAt | Fix::ExpiresAtNotNull => {
                 push("MODIFY expires_at DATETIME(6) NOT NULL")
             }
         }
+    }
+    if fixes
+        .iter()
+        .any(|fix| matches!(fix, Fix::TakenAtNotNull | Fix::ExpiresAtNotNull))
+    {
+        // `UTC_TIMESTAMP(6)`: a `TIMESTAMP` column reads it in the session's zone, `+00:00`
+        // whenever the upgrade converts one.
+        before.push_str(&super::fill_times(t, "UTC_TIMESTAMP(6)"));
     }
     format!(
         "{open}{before}ALTER TABLE {t}\n    {};{close}",

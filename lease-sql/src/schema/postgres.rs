@@ -37,7 +37,7 @@ pub(super) fn fit(column: Column, data_type: &str) -> Fit {
     }
 }
 
-/// One `ALTER TABLE` (after the `UPDATE` that a `NOT NULL` fence needs): a single statement,
+/// One `ALTER TABLE` (after the `UPDATE`s that `NOT NULL` columns need): a single statement,
 /// so the table is locked once. Adding a column with a constant default rewrites nothing.
 pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
     let mut before = String::new();
@@ -47,10 +47,12 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
             Fix::AddFence => actions.push("ADD COLUMN fence bigint NOT NULL DEFAULT 0"),
             Fix::WidenFence => actions.push("ALTER COLUMN fence TYPE bigint"),
             Fix::FenceNotNull => {
-                before = format!("UPDATE {t} SET fence = 0 WHERE fence IS NULL;\n");
+                before.push_str(&format!("UPDATE {t} SET fence = 0 WHERE fence IS NULL;\n"));
                 actions.push("ALTER COLUMN fence SET NOT NULL");
             }
             Fix::HolderNullable => actions.push("ALTER COLUMN holder DROP NOT NULL"),
+            Fix::TakenAtNotNull => actions.push("ALTER COLUMN taken_at SET NOT NULL"),
+            Fix::ExpiresAtNotNull => actions.push("ALTER COLUMN expires_at SET NOT NULL"),
             // MariaDB's alone.
             Fix::BinaryName
             | Fix::BinaryHolder
@@ -59,6 +61,12 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
             | Fix::UtcTakenAt
             | Fix::UtcExpiresAt => {}
         }
+    }
+    if fixes
+        .iter()
+        .any(|fix| matches!(fix, Fix::TakenAtNotNull | Fix::ExpiresAtNotNull))
+    {
+        before.push_str(&super::fill_times(t, "statement_timestamp()"));
     }
     format!("{before}ALTER TABLE {t}\n    {};", actions.join(",\n    "))
 }

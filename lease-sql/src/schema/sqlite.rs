@@ -52,7 +52,8 @@ pub(super) fn fit(column: Column, data_type: &str) -> Fit {
 
 /// A missing fence alone is added in place. Anything else needs the table rebuilt (SQLite
 /// cannot change a column), in one transaction: the store's table made anew beside it, the
-/// rows copied, the old table dropped and the new one renamed. `None` when the table has
+/// rows copied (a missing fence as `0`, a missing time as the upgrade's), the old table
+/// dropped and the new one renamed. `None` when the table has
 /// columns of its own, which a rebuild would drop.
 pub(super) fn upgrade(
     table: &TableName,
@@ -78,11 +79,14 @@ pub(super) fn upgrade(
         .create_table
         .replacen(" IF NOT EXISTS", "", 1);
     let fence = if has_fence { "coalesce(fence, 0)" } else { "0" };
+    // A lease without a time gets the upgrade's: without an expiry, it is free from then on.
+    let now = crate::sqlite::NOW;
     Some(format!(
         "BEGIN IMMEDIATE;\n\
          {create};\n\
          INSERT INTO {new_quoted} (name, holder, fence, taken_at, expires_at)\n    \
-             SELECT name, holder, {fence}, taken_at, expires_at FROM {quoted};\n\
+             SELECT name, holder, {fence}, coalesce(taken_at, {now}), coalesce(expires_at, {now})\n    \
+             FROM {quoted};\n\
          DROP TABLE {quoted};\n\
          ALTER TABLE {new_quoted} RENAME TO \"{}\";\n\
          COMMIT;",
