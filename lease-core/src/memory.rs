@@ -168,7 +168,7 @@ impl LeaseStore for MemoryStore {
         let now = self.now();
         match self.rows().get_mut(name) {
             Some(row) if row.held_by(holder, now) => {
-                row.expires_at = now + ttl.get();
+                row.expires_at = row.expires_at.max(now + ttl.get());
                 Ok(true)
             }
             _ => Ok(false),

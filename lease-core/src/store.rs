@@ -64,6 +64,11 @@ pub trait LeaseStore: Send + Sync + Debug + 'static {
     /// Extends the lease to `ttl` from now, only if `holder` holds it and it has not expired.
     /// `false` means it is lost.
     ///
+    /// A renewal never moves the expiry back: where the lease already runs longer (a
+    /// [`release`](LeaseStore::release) with a minimum hold that a renewal still on its way
+    /// reaches late, a larger TTL), it stays. Otherwise such a renewal would cut the hold short,
+    /// and another instance could run a scheduled job again within its period.
+    ///
     /// # Errors
     /// [`Error::Store`] with [`Operation::Renew`](crate::Operation::Renew) and the name when the
     /// store cannot be reached or the statement fails.

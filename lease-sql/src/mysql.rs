@@ -69,7 +69,7 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         ),
         renew: Template::new(
             format!(
-                "UPDATE {t} SET expires_at = {NOW} + INTERVAL ? MICROSECOND\n\
+                "UPDATE {t} SET expires_at = GREATEST(expires_at, {NOW} + INTERVAL ? MICROSECOND)\n\
                  WHERE name = ? AND holder = ? AND expires_at > {NOW}"
             ),
             &[Arg::Micros, Arg::Name, Arg::Holder],
@@ -122,7 +122,7 @@ pub(crate) fn renew_many_sql(t: &str, pairs: usize) -> String {
     }
     format!(
         "UPDATE {t} AS l JOIN ({rows}) AS r ON l.name = r.name AND l.holder = r.holder\n\
-         SET l.expires_at = {NOW} + INTERVAL ? MICROSECOND\n\
+         SET l.expires_at = GREATEST(l.expires_at, {NOW} + INTERVAL ? MICROSECOND)\n\
          WHERE l.expires_at > {NOW}"
     )
 }

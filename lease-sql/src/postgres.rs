@@ -104,7 +104,7 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         ),
         renew: Template::new(
             format!(
-                "UPDATE {t} SET expires_at = {NOW} + {ttl}\n\
+                "UPDATE {t} SET expires_at = GREATEST(expires_at, {NOW} + {ttl})\n\
                  WHERE name = $1::text AND holder = $2::text AND expires_at > {NOW}",
                 ttl = interval(3)
             ),
@@ -195,7 +195,7 @@ pub(crate) fn setup(create_table: &str) -> String {
 /// join on them alone may hash the whole table).
 pub(crate) fn renew_many_sql(t: &str) -> String {
     format!(
-        "UPDATE {t} AS l SET expires_at = {NOW} + {ttl}\n\
+        "UPDATE {t} AS l SET expires_at = GREATEST(l.expires_at, {NOW} + {ttl})\n\
          FROM ROWS FROM (jsonb_array_elements_text($1::jsonb), jsonb_array_elements_text($2::jsonb))\n    \
              WITH ORDINALITY AS r(name, holder, position)\n\
          WHERE l.name = ANY (ARRAY(SELECT jsonb_array_elements_text($1::jsonb)))\n    \

@@ -56,7 +56,7 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         ),
         renew: Template::new(
             format!(
-                "UPDATE {t} SET expires_at = {NOW} + ?3 / 1000\n\
+                "UPDATE {t} SET expires_at = max(expires_at, {NOW} + ?3 / 1000)\n\
                  WHERE name = ?1 AND holder = ?2 AND expires_at > {NOW}"
             ),
             &[Arg::Name, Arg::Holder, Arg::Micros],
@@ -100,7 +100,7 @@ pub(crate) fn renew_many_sql(t: &str, pairs: usize) -> String {
         .collect::<Vec<_>>()
         .join(", ");
     format!(
-        "UPDATE {t} AS l SET expires_at = {NOW} + ?1 / 1000\n\
+        "UPDATE {t} AS l SET expires_at = max(expires_at, {NOW} + ?1 / 1000)\n\
          FROM (VALUES {rows}) AS r\n\
          WHERE l.name = r.column1 AND l.holder = r.column2 AND l.expires_at > {NOW}\n\
          RETURNING name, holder"

@@ -40,6 +40,7 @@ macro_rules! conformance_suite {
                 renewed_lease_is_never_taken_over,
                 expired_lease_cannot_be_renewed,
                 release_with_min_hold_keeps_the_lease,
+                late_renewal_keeps_the_minimum_hold,
                 stale_holder_touches_nothing,
                 fences_strictly_increase,
                 fences_keep_counting_across_releases,

@@ -82,6 +82,12 @@ catches!(
     "within the minimum hold of its release: expected None"
 );
 catches!(
+    renewal_that_moves_the_expiry_back_breaks_the_minimum_hold,
+    RenewMovesExpiryBack,
+    late_renewal_keeps_the_minimum_hold,
+    "moved the expiry of"
+);
+catches!(
     renewal_that_ignores_the_holder_breaks_stale_holders,
     RenewIgnoresHolder,
     stale_holder_touches_nothing,

@@ -33,35 +33,25 @@ pub async fn renew_many_across_batches_duplicates_and_losses<B: TestBackend>(
 ) -> CaseResult {
     let store = ctx.store().await?;
     let short = Ttl::from_millis(400)?;
-    let mut leases = Vec::with_capacity(LEASES);
-    for i in 0..LEASES {
-        let lease = name(&format!("job:{i:04}"));
-        let holder = HolderId::generate();
-        ensure!(
-            store
-                .try_acquire(&lease, &holder, long_ttl())
-                .await?
-                .is_some(),
-            "{lease} was refused in a fresh store"
-        );
-        leases.push((lease, holder));
-    }
-    // Lost: every 97th lapses, and these are taken over once they lapsed.
+    // Lost: every 97th lapses (taken with a short TTL), and these are taken over once they
+    // lapsed.
     let taken_over: HashSet<usize> = TAKEN_OVER.into_iter().collect();
     let lost: HashSet<usize> = (0..LEASES)
         .filter(|i| i % 97 == 0 || taken_over.contains(i))
         .collect();
-    let mut shortened: Vec<usize> = lost.iter().copied().collect();
-    shortened.sort_unstable();
-    for &i in &shortened {
-        let (lease, holder) = &leases[i];
+    let mut leases = Vec::with_capacity(LEASES);
+    for i in 0..LEASES {
+        let lease = name(&format!("job:{i:04}"));
+        let holder = HolderId::generate();
+        let ttl = if lost.contains(&i) { short } else { long_ttl() };
         ensure!(
-            store.renew(lease, holder, short).await?,
-            "could not shorten {lease}"
+            store.try_acquire(&lease, &holder, ttl).await?.is_some(),
+            "{lease} was refused in a fresh store"
         );
+        leases.push((lease, holder));
     }
-    // The last one shortened lapses last.
-    let last = shortened.last().expect("some leases are lost");
+    // The last one taken with a short TTL lapses last.
+    let last = lost.iter().max().expect("some leases are lost");
     wait_until_expired(ctx, &*store, &leases[*last].0).await?;
     for &i in &TAKEN_OVER {
         let (lease, _) = &leases[i];

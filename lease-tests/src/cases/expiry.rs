@@ -282,3 +282,70 @@ pub async fn release_with_min_hold_keeps_the_lease<B: TestBackend>(ctx: &Context
     );
     Ok(Verdict::Passed)
 }
+
+/// A renewal that reaches a lease after its holder released it with a minimum hold (sent
+/// before the release, answered after it: a statement still on its way when the client
+/// stopped waiting for it) never moves the expiry back: the hold stays whole, whether the store
+/// answers the renewal `true` (it matched the row it still keeps for the holder) or `false`.
+/// Otherwise an hourly job's hold of most of an hour would end a TTL after the late renewal,
+/// and another instance could run the job again within the hour. The same through
+/// `renew_many`.
+///
+/// # Errors
+/// A [`CaseFailure`] when a renewal moves the expiry of a held-back lease earlier, or the lease
+/// can be taken within its hold, and, [as any case](crate::cases#errors), when a call it needs
+/// fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, `digest-hold` stays
+/// taken until its minimum hold of a minute runs out.
+pub async fn late_renewal_keeps_the_minimum_hold<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
+    let store = ctx.store().await?;
+    let (holder, other) = (HolderId::generate(), HolderId::generate());
+    let name = name("digest-hold");
+    let min_hold = Duration::from_secs(60);
+    store
+        .try_acquire(&name, &holder, short_ttl())
+        .await?
+        .ok_or_else(|| CaseFailure::new(format!("a fresh store refused {name}")))?;
+    ensure!(
+        store.release(&name, &holder, min_hold).await?,
+        "release of {name} with a minimum hold of {min_hold:?} failed"
+    );
+    let held = store.inspect(&name).await?.ok_or_else(|| {
+        CaseFailure::new(format!(
+            "inspect({name}) reported nothing within the minimum hold of its release"
+        ))
+    })?;
+    let hold_end = held.expires_at;
+    for call in ["renew", "renew_many"] {
+        let renewed = match call {
+            "renew" => store.renew(&name, &holder, short_ttl()).await?,
+            _ => store
+                .renew_many(&[(name.clone(), holder.clone())], short_ttl())
+                .await?
+                .first()
+                .copied()
+                .unwrap_or(false),
+        };
+        let after = store.inspect(&name).await?.ok_or_else(|| {
+            CaseFailure::new(format!(
+                "{name} was gone after a late {call} (answered {renewed}) within its minimum hold"
+            ))
+        })?;
+        ensure!(
+            after.expires_at >= hold_end,
+            "a late {call} (answered {renewed}) moved the expiry of {name}, released with a \
+             minimum hold of {min_hold:?}, back by {:?}",
+            hold_end
+                .duration_since(after.expires_at)
+                .unwrap_or_default()
+        );
+    }
+    ensure_eq!(
+        store.try_acquire(&name, &other, long_ttl()).await?,
+        None,
+        "acquiring {name} within the minimum hold of its release, after late renewals"
+    );
+    Ok(Verdict::Passed)
+}

@@ -81,7 +81,8 @@ pub use campaign::campaign_takes_over_when_the_leader_resigns;
 pub use exclusion::one_holder_among_contenders;
 pub use expiry::{
     expired_lease_cannot_be_renewed, expired_lease_is_taken_over,
-    release_with_min_hold_keeps_the_lease, renewed_lease_is_never_taken_over,
+    late_renewal_keeps_the_minimum_hold, release_with_min_hold_keeps_the_lease,
+    renewed_lease_is_never_taken_over,
 };
 pub use fence::fences_strictly_increase;
 pub use fenced::{

@@ -2,9 +2,10 @@
 //! exactly one winner, as they do for a lease never taken.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::join_all;
-use lease_core::{Fence, HolderId, LeaseStore, Ttl};
+use lease_core::{Fence, HolderId, LeaseStore};
 
 use super::{long_ttl, name, wait_until_expired};
 use crate::failure::{ensure, ensure_eq};
@@ -30,13 +31,14 @@ const ROUNDS: usize = 5;
 /// # Cancel safety
 /// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, the racing calls go with
 /// it, as they run on the case's own task, and `sweep` stays held by the last winner until its TTL
-/// runs out: a minute, or 200 ms once shortened for the next round.
+/// runs out: a minute, or about 200 ms once released with a short hold for the next round.
 pub async fn one_winner_on_every_takeover<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let store = ctx.store().await?;
     let lease = name("sweep");
     let mut last = Fence::new(0);
     for round in 0..ROUNDS {
         let holders: Vec<HolderId> = (0..CONTENDERS).map(|_| HolderId::generate()).collect();
+        let started = std::time::Instant::now();
         let attempts = join_all(holders.iter().map(|holder| {
             let (store, lease) = (Arc::clone(&store), lease.clone());
             async move { store.try_acquire(&lease, holder, long_ttl()).await }
@@ -65,12 +67,15 @@ pub async fn one_winner_on_every_takeover<B: TestBackend>(ctx: &Context<B>) -> C
             Some((winner.clone(), *fence)),
             "round {round}: holder and fence of {lease} after the race"
         );
-        // Free it for the next round: by letting it lapse (the takeover of an expired lease)
-        // or by releasing it (the takeover of a released row).
+        // Free it for the next round: by letting it lapse (the takeover of an expired lease
+        // whose row still names its holder: released with a minimum hold that ends about
+        // 200 ms from now, as the store's clock took the lease after `started`) or by releasing
+        // it (the takeover of a released row).
         if round % 2 == 0 {
+            let hold = started.elapsed() + Duration::from_millis(200);
             ensure!(
-                store.renew(&lease, winner, Ttl::from_millis(200)?).await?,
-                "round {round}: the winner could not renew {lease}"
+                store.release(&lease, winner, hold).await?,
+                "round {round}: the winner could not release {lease} with a hold of {hold:?}"
             );
             wait_until_expired(ctx, &*store, &lease).await?;
         } else {

@@ -58,6 +58,9 @@ pub enum Flaw {
     ReleaseKeepsLease,
     /// Release frees the lease at once, whatever minimum hold it was given.
     ReleaseIgnoresMinHold,
+    /// Renewal sets the expiry to the TTL from now, even where that is earlier than it was:
+    /// a renewal arriving after a release with a minimum hold cuts the hold short.
+    RenewMovesExpiryBack,
     /// Prune deletes every free row, however recently it was freed.
     PruneIgnoresBound,
     /// Prune deletes the rows it should, and a name whose row went starts its fences over.
@@ -224,6 +227,13 @@ impl LeaseStore for BrokenStore {
                 Ok(store.try_acquire(name, holder, ttl).await?.is_some())
             }
             (Flaw::RenewIgnoresHolder, Some(info)) => store.renew(name, &info.holder, ttl).await,
+            // The row is taken anew for the same holder, so its expiry is the TTL from now.
+            (Flaw::RenewMovesExpiryBack, Some(info))
+                if info.holder == *holder && !info.is_expired() =>
+            {
+                store.release(name, holder, Duration::ZERO).await?;
+                Ok(store.try_acquire(name, holder, ttl).await?.is_some())
+            }
             _ => store.renew(name, holder, ttl).await,
         }
     }
