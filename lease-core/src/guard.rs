@@ -134,6 +134,11 @@ impl LeaseGuard {
     /// once per period. A job that ends after two seconds with `min_hold` of 15 minutes is not
     /// run again by another instance until those 15 minutes have passed.
     ///
+    /// The release waits for a renewal in flight. One the client already stopped waiting for
+    /// (its store timeout fired while the statement still ran on the server) may reach the row
+    /// after the release: it never shortens the hold (a renewal never moves an expiry back),
+    /// and may keep the lease taken up to one TTL past the hold's end.
+    ///
     /// # Errors
     /// As [`release`](LeaseGuard::release).
     ///
