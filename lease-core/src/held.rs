@@ -1,7 +1,7 @@
 //! [`Held`]: what this process knows about one lease it holds.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 
 use futures::channel::oneshot;
 use futures::future::{self, FutureExt, Shared};
@@ -60,6 +60,9 @@ pub(crate) struct Held {
     /// Clock ticks at which the renewer should next renew it.
     next_renewal: AtomicU64,
     loss: AtomicU8,
+    /// Whether it still counts in the `lease_held` gauge of its name: from its creation until it
+    /// is lost or the renewer lets it go, whichever comes first.
+    counted: AtomicBool,
     notify: Mutex<Option<oneshot::Sender<()>>>,
     lost: Shared<oneshot::Receiver<()>>,
 }
@@ -76,6 +79,7 @@ impl Held {
         (deadline, next_renewal): (u64, u64),
     ) -> Self {
         let (notify, lost) = oneshot::channel();
+        stats.holding(&name, true);
         Self {
             id,
             name,
@@ -86,8 +90,18 @@ impl Held {
             deadline: AtomicU64::new(deadline),
             next_renewal: AtomicU64::new(next_renewal),
             loss: AtomicU8::new(HELD),
+            counted: AtomicBool::new(true),
             notify: Mutex::new(Some(notify)),
             lost: lost.shared(),
+        }
+    }
+
+    /// Stops counting it among the leases of its name held now (once, however often it is
+    /// called): another holding of the same name by this client, acquired after this one was
+    /// lost, keeps counting.
+    pub(crate) fn stop_counting(&self) {
+        if self.counted.swap(false, Ordering::AcqRel) {
+            self.stats.holding(&self.name, false);
         }
     }
 
@@ -178,7 +192,7 @@ impl Held {
             Ok(_) => {
                 tracing::warn!(lease = %self.name, fence = %self.fence, holder = %self.holder, %reason, "lease lost");
                 self.stats.lost(&self.name, reason);
-                self.stats.holding(&self.name, false);
+                self.stop_counting();
                 let notify = self
                     .notify
                     .lock()

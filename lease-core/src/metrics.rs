@@ -21,7 +21,9 @@ pub(crate) const LOSSES: &str = "lease_losses_total";
 /// `lease_fenced_checks_total{lease, store, result}`: result `passed`, `not_held`, `failed` or
 /// `unknown`.
 pub(crate) const FENCED_CHECKS: &str = "lease_fenced_checks_total";
-/// `lease_held{lease, store}`: 1 while this client holds the lease, 0 once it does not.
+/// `lease_held{lease, store}`: 1 while this client holds the lease, 0 once it does not. Counted
+/// up and down per holding, so a lost holding let go after the same name was acquired again
+/// leaves it at 1.
 pub(crate) const HELD: &str = "lease_held";
 /// `lease_store_call_duration_seconds{store, operation, outcome}`: operation `acquire`,
 /// `renew_many`, `release` or `subscribe`; outcome `ok`, `error` or `timeout`.
@@ -113,5 +115,5 @@ pub(crate) fn holding(store: &str, name: &LeaseName, holding: bool) {
         "lease" => name.as_str().to_owned(),
         "store" => store.to_owned(),
     )
-    .set(if holding { 1.0 } else { 0.0 });
+    .increment(if holding { 1.0 } else { -1.0 });
 }

@@ -152,7 +152,6 @@ impl Renewer {
     ) -> Arc<Held> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let next_renewal = sent.saturating_add(self.period);
-        self.store.stats().holding(&name, true);
         let held = Arc::new(Held::new(
             id,
             name,
@@ -185,7 +184,7 @@ impl Renewer {
     /// Stops renewing `held`.
     pub(crate) fn forget(&self, held: &Held) {
         if self.leases().remove(&held.id()).is_some() {
-            self.store.stats().holding(held.name(), false);
+            held.stop_counting();
         }
     }
 
@@ -255,10 +254,9 @@ impl Renewer {
         let horizon = self.clock().now().saturating_add(self.period / 2);
         let mut due = Vec::new();
         let mut next = None::<u64>;
-        let stats = self.store.stats();
         self.leases().retain(|_, held| {
             if !held.is_held() {
-                stats.holding(held.name(), false);
+                held.stop_counting();
                 return false;
             }
             let at = held.next_renewal();

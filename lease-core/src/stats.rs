@@ -111,8 +111,11 @@ pub struct CallStats {
 impl CallStats {
     /// The mean time of a call; `None` before the first.
     pub fn mean(&self) -> Option<Duration> {
-        let calls = u32::try_from(self.calls).ok().filter(|calls| *calls > 0)?;
-        Some(self.total / calls)
+        // In nanoseconds, exact for any count: the mean is at most the total, a `Duration`.
+        let nanos = self.total.as_nanos().checked_div(u128::from(self.calls))?;
+        let secs = u64::try_from(nanos / 1_000_000_000).ok()?;
+        let subsec = u32::try_from(nanos % 1_000_000_000).ok()?;
+        Some(Duration::new(secs, subsec))
     }
 }
 
@@ -335,7 +338,7 @@ impl Stats {
         let _ = name;
     }
 
-    /// Whether this client now holds `name` (taken) or no longer does (given back or lost).
+    /// One more holding of `name` by this client (taken), or one fewer (given back or lost).
     pub(crate) fn holding(&self, name: &LeaseName, holding: bool) {
         #[cfg(feature = "metrics")]
         crate::metrics::holding(&self.store, name, holding);
@@ -371,5 +374,27 @@ impl Stats {
                 unknown: load(&self.fenced_unknown),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mean_holds_past_four_billion_calls() {
+        let calls = CallStats {
+            calls: 1 << 32,
+            total: Duration::from_secs(1 << 32),
+            ..CallStats::default()
+        };
+        assert_eq!(calls.mean(), Some(Duration::from_secs(1)));
+        let calls = CallStats {
+            calls: 3,
+            total: Duration::from_nanos(10),
+            ..CallStats::default()
+        };
+        assert_eq!(calls.mean(), Some(Duration::from_nanos(3)));
+        assert_eq!(CallStats::default().mean(), None);
     }
 }

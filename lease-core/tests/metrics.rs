@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{Faulty, Mode, billing_client, paused_runtime, tokio_memory};
-use lease_core::FencedCheck;
+use lease_core::{FencedCheck, LeaseName};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
 /// A metric by name and labels, sorted, such as `lease_held{lease=sweep,store=billing}`.
@@ -29,7 +29,7 @@ fn statistics_are_emitted_under_their_documented_names_and_labels() {
         .expect("the only recorder of this binary");
 
     let runtime = paused_runtime();
-    runtime.block_on(async {
+    let relay_held = runtime.block_on(async {
         let store = Faulty::new(tokio_memory());
         let client = billing_client(Arc::clone(&store));
         let sweep = client.try_acquire("sweep").await.unwrap().unwrap();
@@ -42,6 +42,24 @@ fn statistics_are_emitted_under_their_documented_names_and_labels() {
         store.set(Mode::Fail);
         assert!(client.try_acquire("digest").await.is_err());
         let _ = report.lost().await;
+        // A lost holding let go after the name was acquired again leaves the gauge at 1: the
+        // second holding is kept past the snapshot.
+        store.set(Mode::Pass);
+        let relay = LeaseName::new("relay").unwrap();
+        let lost = client.try_acquire(relay.clone()).await.unwrap().unwrap();
+        let _ = lost.mark_not_held();
+        assert!(
+            client
+                .store()
+                .release(&relay, lost.holder(), Duration::ZERO)
+                .await
+                .unwrap()
+        );
+        let again = client.try_acquire(relay).await.unwrap().unwrap();
+        drop(lost);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(again.is_held());
+        again
     });
 
     let metrics: HashMap<String, DebugValue> = snapshotter
@@ -110,6 +128,12 @@ fn statistics_are_emitted_under_their_documented_names_and_labels() {
         1
     );
     assert_eq!(gauge("lease_held", &sweep), 0.0, "given back");
+    assert_eq!(
+        gauge("lease_held", &[("lease", "relay"), ("store", "billing")]),
+        1.0,
+        "held again after a lost holding of the same name was let go"
+    );
+    assert!(relay_held.is_held());
     assert_eq!(gauge("lease_held", &report), 0.0, "lost");
     match metrics.get(&key(
         "lease_store_call_duration_seconds",
@@ -119,7 +143,7 @@ fn statistics_are_emitted_under_their_documented_names_and_labels() {
             ("outcome", "ok"),
         ],
     )) {
-        Some(DebugValue::Histogram(values)) => assert_eq!(values.len(), 3, "{values:?}"),
+        Some(DebugValue::Histogram(values)) => assert_eq!(values.len(), 5, "{values:?}"),
         other => panic!("no acquire histogram: {other:?}; all: {metrics:#?}"),
     }
     assert!(
