@@ -335,8 +335,11 @@ impl Renewer {
         let stats = self.store.stats();
         for (held, renewed) in batch.iter().zip(renewed) {
             if !renewed {
-                stats.renewed(held.name(), Renewed::Rejected);
-                held.mark_lost(LossReason::Rejected);
+                // A lease given back while its renewal was on its way is not renewed either,
+                // and was not lost: only a lease still believed held counts a rejection.
+                if held.mark_lost(LossReason::Rejected).is_some() {
+                    stats.renewed(held.name(), Renewed::Rejected);
+                }
                 continue;
             }
             // Late: the answer came with less than the safety margin left before the deadline

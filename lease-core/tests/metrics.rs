@@ -38,6 +38,14 @@ fn statistics_are_emitted_under_their_documented_names_and_labels() {
         sweep.handle().record_fenced_check(FencedCheck::NotHeld);
         tokio::time::sleep(Duration::from_millis(300)).await;
         sweep.release().await.unwrap();
+        // A renewal on its way when the lease is given back answers `false` after the release:
+        // not a rejected renewal, as the lease was not lost.
+        let late = client.try_acquire("late").await.unwrap().unwrap();
+        store.delay_renewals(Duration::from_millis(200));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        late.release().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        store.delay_renewals(Duration::ZERO);
         let report = client.try_acquire("report").await.unwrap().unwrap();
         store.set(Mode::Fail);
         assert!(client.try_acquire("digest").await.is_err());
@@ -110,6 +118,19 @@ fn statistics_are_emitted_under_their_documented_names_and_labels() {
         1
     );
     assert!(counter("lease_renewals_total", &with(&report, ("result", "failed"))) >= 1);
+    let late = [("lease", "late"), ("store", "billing")];
+    assert!(
+        metrics.contains_key(&key("lease_releases_total", &late)),
+        "{metrics:#?}"
+    );
+    assert_eq!(
+        metrics.get(&key(
+            "lease_renewals_total",
+            &with(&late, ("result", "rejected"))
+        )),
+        None,
+        "a renewal answered after a clean release counted as rejected"
+    );
     assert_eq!(counter("lease_releases_total", &sweep), 1);
     let fenced_checks = "lease_fenced_checks_total";
     assert_eq!(
@@ -143,7 +164,7 @@ fn statistics_are_emitted_under_their_documented_names_and_labels() {
             ("outcome", "ok"),
         ],
     )) {
-        Some(DebugValue::Histogram(values)) => assert_eq!(values.len(), 5, "{values:?}"),
+        Some(DebugValue::Histogram(values)) => assert_eq!(values.len(), 6, "{values:?}"),
         other => panic!("no acquire histogram: {other:?}; all: {metrics:#?}"),
     }
     assert!(
