@@ -28,6 +28,34 @@ struct State {
     /// The store said it has no release events: only polling is left.
     unsupported: bool,
     waiters: HashMap<LeaseName, Vec<oneshot::Sender<()>>>,
+    /// How many names had waiters after the last sweep of those that gave up.
+    swept: usize,
+}
+
+impl State {
+    /// The least number of names kept before a sweep is worth its scan.
+    const SWEEP_FROM: usize = 64;
+
+    /// A new waiter for the next release of `name`. A waiter gives up when its receiver is
+    /// dropped (its attempt succeeded, or its acquisition ended), and nothing but a pushed
+    /// release of its name removes it: so the names whose waiters all gave up are swept
+    /// whenever their number has doubled since the last sweep (at most one scan per as many
+    /// waits), or per-entity names never released with a push (a minimum hold, a lapse) would
+    /// be kept for the client's life.
+    fn wait_for(&mut self, name: &LeaseName) -> oneshot::Receiver<()> {
+        let (wake, woken) = oneshot::channel();
+        let waiters = self.waiters.entry(name.clone()).or_default();
+        waiters.retain(|waiter| !waiter.is_canceled());
+        waiters.push(wake);
+        if self.waiters.len() >= self.swept.max(Self::SWEEP_FROM) * 2 {
+            self.waiters.retain(|_, waiters| {
+                waiters.retain(|waiter| !waiter.is_canceled());
+                !waiters.is_empty()
+            });
+            self.swept = self.waiters.len();
+        }
+        woken
+    }
 }
 
 /// Resolves when the lease it was made for is released; never, where releases are not pushed.
@@ -72,11 +100,7 @@ impl Releases {
             }
             state.subscribed = true;
         }
-        let (wake, woken) = oneshot::channel();
-        let waiters = state.waiters.entry(name.clone()).or_default();
-        waiters.retain(|waiter| !waiter.is_canceled());
-        waiters.push(wake);
-        Some(woken)
+        Some(state.wait_for(name))
     }
 
     fn released(&self, name: &LeaseName) {
@@ -159,5 +183,27 @@ async fn subscribe(
     tracing::debug!("release events ended; waiters poll until the next wait subscribes again");
     if let Some(releases) = releases.upgrade() {
         releases.state().subscribed = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_whose_waiters_gave_up_are_swept() {
+        let mut state = State::default();
+        let kept = LeaseName::new("kept").unwrap();
+        let waiting = state.wait_for(&kept);
+        for i in 0..10_000 {
+            drop(state.wait_for(&LeaseName::new(format!("entity:{i}")).unwrap()));
+        }
+        assert!(
+            state.waiters.len() <= State::SWEEP_FROM * 2,
+            "{} names kept for waiters that gave up",
+            state.waiters.len()
+        );
+        assert_eq!(state.waiters.get(&kept).map(Vec::len), Some(1));
+        drop(waiting);
     }
 }
