@@ -280,11 +280,16 @@ impl<X: Execute> SqlStore<X> {
     /// # Errors
     /// As [`verify`](SqlStore::verify), and [`Error::Store`] with [`Operation::Setup`] when the
     /// upgrade fails (the database then keeps the table as it was, where its DDL is
-    /// transactional: PostgreSQL, SQLite).
+    /// transactional: PostgreSQL, SQLite; on MariaDB the `UPDATE`s that fill a missing fence or
+    /// time may have committed before a failed `ALTER TABLE`, which leaves the table's shape as
+    /// it was, and running the upgrade again finishes it).
     ///
     /// # Cancel safety
-    /// Dropped half-way, the upgrade either ran or did not on PostgreSQL and SQLite; on MariaDB,
-    /// whose `ALTER TABLE` is one statement, likewise.
+    /// Dropped half-way, the upgrade either ran or did not on PostgreSQL and SQLite. On MariaDB
+    /// its statements commit one by one: the `UPDATE`s may have run without the `ALTER TABLE`
+    /// (run the upgrade again), and a connection dropped between them may keep the session's
+    /// time zone at `+00:00` until the pool closes it, which the store's statements do not
+    /// read.
     pub async fn upgrade(&self) -> Result<bool, Error> {
         let sql = match self.verify().await {
             Ok(()) => return Ok(false),

@@ -78,8 +78,8 @@ pub type PgLeaseStore = SqlStore<SqlxExecutor<Postgres>>;
 ///
 /// ```no_run
 /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+/// use lease_sqlx::sqlx::postgres::PgPoolOptions;
 /// use lease_sqlx::{PgLeaseStore, PgProtocol, SqlxExecutor};
-/// use sqlx::postgres::PgPoolOptions;
 ///
 /// // Port 6432: PgBouncer, pool_mode = transaction.
 /// let pool = PgPoolOptions::new()
@@ -99,7 +99,9 @@ pub enum PgProtocol {
     #[default]
     Prepared,
     /// Every statement as one simple-protocol message with its parameters as escaped literals:
-    /// correct behind PgBouncer (and other poolers) in transaction or statement pooling mode.
+    /// correct behind PgBouncer (and other poolers) in transaction pooling mode. Statement
+    /// pooling runs the store's operations (each one statement) but no fenced transaction,
+    /// which needs a transaction.
     SimpleInline,
 }
 
