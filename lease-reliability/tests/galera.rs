@@ -8,8 +8,13 @@
 //!   error.
 //! - Beside them, per driver, holders on two nodes take turns with one name: each holds for
 //!   two TTLs (so renewals must go through), writing to a protected table in fenced
-//!   transactions, and then releases; a write under the released lease is refused. Fences
-//!   increase from holder to holder and the committed writes hold no stale write.
+//!   transactions, and then releases; a write under the released lease is refused. Every
+//!   second turn ends instead with an operator's forced release on the other node and, at
+//!   once, a write of the holder, which still believes it holds the lease, on its own node:
+//!   nothing of it may commit, and at least one such write in the run must have been kept out
+//!   by the cluster (the check on the holder's node found the lease gone, or certification
+//!   failed the check's write of the row against the release), not by the holder's guard.
+//!   Fences increase from holder to holder and the committed writes hold no stale write.
 //! - Whether the contenders collide within the few hundred microseconds a write takes to reach
 //!   the other nodes is chance: some runs count dozens of conflicts, some none. So after them,
 //!   collisions are made on purpose: in each round one client per node and a second on node 0,
@@ -101,6 +106,9 @@ async fn turns<F: FencedWrites>(
     let clients: Vec<_> = stores.iter().map(|s| timing.client(s.clone())).collect();
     let mut fences = Vec::new();
     let mut turn = 0;
+    // Forced releases whose late write the cluster kept out (the check on the holder's node
+    // found the lease gone, or certification failed it), not the holder's guard.
+    let mut kept_out_by_cluster = 0;
     while Instant::now() < until {
         let node = turn % 2;
         turn += 1;
@@ -147,6 +155,45 @@ async fn turns<F: FencedWrites>(
         counts.expect(guard.is_held(), || {
             format!("holder {turn} on node {node} lost its lease with no fault: renewals failed")
         });
+        if turn % 2 == 0 {
+            // An operator's forced release on the other node, then at once a write of the
+            // holder, which still believes it holds the lease, on its own node: the check must
+            // keep it out there (the release replicated: `NotHeld`) or the cluster must (not
+            // yet applied: the check's write of the row fails certification against it).
+            let fence = guard.fence().get() as i64;
+            let before = committed_of(&factory, &stores[node], &protected, fence).await;
+            let not_held = clients[node].stats().fenced_checks.not_held;
+            let forced = format!("UPDATE {table} SET holder = NULL WHERE name = '{name}'");
+            if let Err(error) = factory.execute(&stores[1 - node], &forced).await {
+                counts.violation(format!("the forced release failed: {error}"));
+                break;
+            }
+            let late = factory
+                .write(
+                    &stores[node],
+                    guard.as_ref(),
+                    Some(CheckAt::Commit),
+                    &protected,
+                    &driver,
+                )
+                .await;
+            counts.operations += 1;
+            let after = committed_of(&factory, &stores[node], &protected, fence).await;
+            counts.expect(late.is_err() && before == after, || {
+                format!(
+                    "a fenced write after a forced release on the other node answered {late:?}; \
+                     committed writes of fence {fence}: {before:?} before, {after:?} after"
+                )
+            });
+            let by_database = clients[node].stats().fenced_checks.not_held > not_held;
+            let certified = late.as_ref().is_err_and(|e| !fenced::is_refusal(e));
+            if by_database || certified {
+                kept_out_by_cluster += 1;
+            }
+            // The lease is gone: its guard is lost, or learns it at its next renewal.
+            drop(guard);
+            continue;
+        }
         let handle = guard.handle();
         if let Err(error) = guard.release().await {
             counts.violation(format!("a release failed: {error}"));
@@ -172,6 +219,11 @@ async fn turns<F: FencedWrites>(
     counts.expect(fences.len() >= 2, || {
         format!("only {} turns: nothing changed hands", fences.len())
     });
+    counts.expect(kept_out_by_cluster >= 1, || {
+        "no write after a forced release was kept out by the cluster: every one was refused \
+         by the holder's own guard, so the nodes' check went untested"
+            .into()
+    });
     match factory.writes(&stores[0], &protected).await {
         Ok(writes) => {
             let verdict = fenced::check(&writes);
@@ -189,6 +241,18 @@ async fn turns<F: FencedWrites>(
         Err(error) => counts.violation(format!("the writes could not be read: {error}")),
     }
     counts
+}
+
+/// How many writes of `fence` the protected table holds, as `store`'s node reads it; `None`
+/// when they cannot be read.
+async fn committed_of<F: FencedWrites>(
+    factory: &F,
+    store: &F::Store,
+    protected: &Protected,
+    fence: i64,
+) -> Option<usize> {
+    let writes = factory.writes(store, protected).await.ok()?;
+    Some(writes.iter().filter(|write| write.fence == fence).count())
 }
 
 /// Collision rounds on `table` until the cluster at `urls` has counted a conflict (see the
