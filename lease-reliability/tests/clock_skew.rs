@@ -13,6 +13,12 @@
 //! libfaketime is found through `LEASE_TEST_LIBFAKETIME`, or in the usual library directories;
 //! scripts/test installs it (Debian's `libfaketime`). Without it the drivers are skipped, or
 //! fail under `LEASE_TEST_REQUIRE_ALL=1`.
+//!
+//! A database the skewed run cannot reach skips its suites' cases, which pass in the child run:
+//! the drivers count them from its `SKIPPED` lines, say so in a `SKIPPED` line of their own and
+//! in the RELIABILITY line, and fail under `LEASE_TEST_REQUIRE_ALL=1`. Only the cases that
+//! really ran (passed, neither skipped nor not applicable) are counted as operations and
+//! towards the floor of each suite.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -22,7 +28,7 @@ use lease_diesel::AsyncSqliteConnection;
 use lease_diesel::diesel_async::{AsyncMysqlConnection, AsyncPgConnection};
 use lease_reliability::backend::FactoryBackend;
 use lease_reliability::diesel::Diesel;
-use lease_reliability::factory::Sqlx;
+use lease_reliability::factory::{Sqlx, StoreFactory};
 use lease_reliability::report::Counts;
 use lease_sqlx::sqlx::{MySql, Postgres, Sqlite};
 use lease_tests::env;
@@ -108,6 +114,57 @@ fn libfaketime() -> Option<PathBuf> {
         .find(|lib| lib.is_file())
 }
 
+/// The skewed suites: the prefix of their tests' names, and the backend their `SKIPPED` and
+/// `NOT APPLICABLE` lines name.
+fn suites() -> [(&'static str, String); 6] {
+    [
+        ("skewed_postgres::", Sqlx::<Postgres>::new().label()),
+        ("skewed_mariadb::", Sqlx::<MySql>::new().label()),
+        ("skewed_sqlite::", Sqlx::<Sqlite>::new().label()),
+        (
+            "skewed_diesel_postgres::",
+            Diesel::<AsyncPgConnection>::new().label(),
+        ),
+        (
+            "skewed_diesel_mariadb::",
+            Diesel::<AsyncMysqlConnection>::new().label(),
+        ),
+        (
+            "skewed_diesel_sqlite::",
+            Diesel::<AsyncSqliteConnection>::new().label(),
+        ),
+    ]
+}
+
+/// The probe's test, which must pass in every skewed run.
+const PROBE: &str = "skewed_wall_clock_is_off";
+
+/// At least this many cases of a suite must really run (pass, neither skipped nor not
+/// applicable) unless its backend was skipped: the suite had sixteen when this was written, and
+/// only grew. Fewer means tests were filtered away.
+const CASES_AT_LEAST: u64 = 16;
+
+/// What the skewed run did with one suite.
+#[derive(Debug, Default)]
+struct Suite {
+    /// Tests that passed, including the skipped and not applicable cases (they pass too).
+    passed: u64,
+    /// Cases skipped because the backend could not run, and the first reason given.
+    skipped: u64,
+    why: Option<String>,
+    /// Cases that do not apply to the backend.
+    not_applicable: u64,
+}
+
+impl Suite {
+    /// The cases that really ran: passed, and neither skipped nor not applicable.
+    fn ran(&self) -> u64 {
+        self.passed
+            .saturating_sub(self.skipped)
+            .saturating_sub(self.not_applicable)
+    }
+}
+
 fn skewed(offset: &str, expect_secs: i64) {
     let Some(lib) = libfaketime() else {
         return env::skip_or_fail(
@@ -116,15 +173,25 @@ fn skewed(offset: &str, expect_secs: i64) {
         );
     };
     let output = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--test-threads=6", "skewed_"])
+        .args([
+            "--ignored",
+            "--test-threads=6",
+            "--format=pretty",
+            "skewed_",
+        ])
         .env("LD_PRELOAD", &lib)
         .env("FAKETIME", offset)
         .env("DONT_FAKE_MONOTONIC", "1")
         .env(EXPECT_VAR, expect_secs.to_string())
         .env(REFERENCE_VAR, unix_now().to_string())
+        // A backend that cannot run is judged here, as `env::skip_or_fail` would (a failure under
+        // LEASE_TEST_REQUIRE_ALL, else a loud skip): the child only reports it, with a SKIPPED
+        // line per case on its standard error, so that every skip is counted and named.
+        .env_remove(env::REQUIRE_ALL_VAR)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
     // `test result: ok. 49 passed; 0 failed; 0 ignored; ...`
     let summary = stdout
         .lines()
@@ -138,24 +205,124 @@ fn skewed(offset: &str, expect_secs: i64) {
             .and_then(|n| n.trim().rsplit(' ').next()?.parse::<u64>().ok())
             .unwrap_or(0)
     };
-    let (passed, failed) = (number("passed"), number("failed"));
-    let mut counts = Counts::new(
-        format!("clock-skew{offset}"),
-        "postgres,mariadb,sqlite/sqlx+diesel",
-    );
-    counts.operations = passed + failed;
-    counts.faults = 1;
-    counts.expect(output.status.success() && failed == 0, || {
+    let failed = number("failed");
+
+    // Per suite: `test skewed_postgres::case ... ok` on standard output; `SKIPPED postgres/sqlx:
+    // why (...)` and `NOT APPLICABLE postgres/sqlx::case: why` on standard error.
+    let suites = suites();
+    let mut runs: Vec<Suite> = suites.iter().map(|_| Suite::default()).collect();
+    let passed_tests: Vec<&str> = stdout
+        .lines()
+        .filter_map(|line| line.strip_prefix("test ")?.strip_suffix(" ... ok"))
+        .collect();
+    for ((prefix, _), run) in suites.iter().zip(&mut runs) {
+        run.passed = passed_tests
+            .iter()
+            .filter(|t| t.starts_with(prefix))
+            .count() as u64;
+    }
+    let probe_passed = passed_tests.contains(&PROBE);
+    let mut other_skips = Vec::new();
+    let hint = format!(" (set {}=1 to make this a failure)", env::REQUIRE_ALL_VAR);
+    for line in stderr.lines() {
+        if let Some((backend, why)) = line
+            .strip_prefix("SKIPPED ")
+            .and_then(|rest| rest.split_once(": "))
+        {
+            let why = why.strip_suffix(&hint).unwrap_or(why);
+            match suites.iter().position(|(_, label)| label == backend) {
+                Some(i) => {
+                    runs[i].skipped += 1;
+                    runs[i].why.get_or_insert_with(|| why.to_owned());
+                }
+                // Not a suite's backend: skipped all the same.
+                None => other_skips.push(format!("{backend}: {why}")),
+            }
+        } else if let Some(rest) = line.strip_prefix("NOT APPLICABLE ")
+            && let Some(i) = suites
+                .iter()
+                .position(|(_, label)| rest.starts_with(&format!("{label}::")))
+        {
+            runs[i].not_applicable += 1;
+        }
+    }
+    let ran: u64 = runs.iter().map(Suite::ran).sum::<u64>() + u64::from(probe_passed);
+    let skipped: u64 = runs.iter().map(|run| run.skipped).sum::<u64>() + other_skips.len() as u64;
+    let skipped_backends: Vec<&str> = suites
+        .iter()
+        .zip(&runs)
+        .filter(|(_, run)| run.skipped > 0)
+        .map(|((_, label), _)| label.as_str())
+        .chain(other_skips.iter().filter_map(|s| s.split(": ").next()))
+        .collect();
+
+    let all = "postgres,mariadb,sqlite/sqlx+diesel";
+    // The summary line shows a skip as loudly as the lines above it: the backend column names
+    // what did not run.
+    let backend = if skipped == 0 {
+        all.to_owned()
+    } else {
         format!(
-            "the suites failed with the wall clock {offset}:\n{stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
+            "{all} (SKIPPED {skipped} cases: {})",
+            skipped_backends.join(", ")
         )
+    };
+    let mut counts = Counts::new(format!("clock-skew{offset}"), backend);
+    counts.operations = ran + failed;
+    counts.faults = 1;
+    for ((prefix, label), run) in suites.iter().zip(&runs) {
+        eprintln!(
+            "clock-skew{offset} {label}: {} cases ran, {} not applicable, {} skipped",
+            run.ran(),
+            run.not_applicable,
+            run.skipped
+        );
+        if run.skipped > 0 {
+            // As `env::skip_or_fail`: a failure under LEASE_TEST_REQUIRE_ALL, else a SKIPPED
+            // line past the test harness's capture, so that plain `cargo test` shows it.
+            let why = run.why.as_deref().unwrap_or_default();
+            if env::require_all() {
+                counts.violation(format!(
+                    "{label} cannot run and {} is set: {} cases of {prefix} skipped with the wall \
+                     clock {offset}: {why}",
+                    env::REQUIRE_ALL_VAR,
+                    run.skipped
+                ));
+            } else {
+                env::report(&format!(
+                    "SKIPPED clock-skew{offset} {label}: {} of its {} cases did not run: \
+                     {why}{hint}",
+                    run.skipped, run.passed
+                ));
+            }
+        } else {
+            // Only the cases that really ran count: a skipped case passes too.
+            counts.expect(run.ran() >= CASES_AT_LEAST, || {
+                format!(
+                    "only {} cases of {prefix} ran with the wall clock {offset} ({} passed, {} \
+                     not applicable), fewer than {CASES_AT_LEAST}: tests were filtered away",
+                    run.ran(),
+                    run.passed,
+                    run.not_applicable
+                )
+            });
+        }
+    }
+    for skip in &other_skips {
+        if env::require_all() {
+            counts.violation(format!(
+                "{skip}: skipped with the wall clock {offset} while {} is set",
+                env::REQUIRE_ALL_VAR
+            ));
+        } else {
+            env::report(&format!("SKIPPED clock-skew{offset} {skip}{hint}"));
+        }
+    }
+    counts.expect(probe_passed, || {
+        format!("the probe {PROBE} did not pass with the wall clock {offset}: {summary}")
     });
-    // Six suites (three databases, two drivers) of at least the sixteen cases, and the probe:
-    // nothing was filtered away.
-    const AT_LEAST: u64 = 6 * 16 + 1;
-    counts.expect(passed >= AT_LEAST, || {
-        format!("only {passed} tests ran with the wall clock {offset}: {summary}")
+    counts.expect(output.status.success() && failed == 0, || {
+        format!("the suites failed with the wall clock {offset}:\n{stdout}\n{stderr}")
     });
     counts.conclude();
 }

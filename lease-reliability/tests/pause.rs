@@ -5,10 +5,10 @@
 //! step came before the new holder's acquisition. On PostgreSQL, MariaDB and SQLite.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::str::FromStr;
-use std::sync::mpsc;
-use std::time::Duration;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
 
 use lease_core::runtime::TokioRuntime;
 use lease_core::{LeaseClient, Ttl};
@@ -23,6 +23,20 @@ use lease_tests::history::now;
 const WORKER: &str = env!("CARGO_BIN_EXE_lease-reliability-worker");
 const NAME: &str = "sweep";
 const TTL_MS: u64 = 2_000;
+/// How often the worker steps, and how many steps it would do if it never saw the loss: about
+/// 33 minutes.
+const STEP_MS: u64 = 20;
+const STEPS: u64 = 100_000;
+/// How long after `SIGCONT` the worker may take to report the loss, release and exit. Its
+/// validity ran out during the pause (stopped for more than a TTL), so the first check after
+/// it resumes must say lost; then comes one release, bounded by its store timeout (a quarter
+/// of the TTL), and the exit. Five TTLs leave room for a loaded machine and stay far below
+/// what a worker that never sees its loss would step for (`STEPS` × `STEP_MS`).
+const RESUME_LIMIT: Duration = Duration::from_millis(5 * TTL_MS);
+/// How long the worker may take to exit once it printed `end`.
+const EXIT_LIMIT: Duration = Duration::from_secs(5);
+/// How long the stopped worker's threads may take to show as stopped once `kill -STOP` returned.
+const STOP_LIMIT: Duration = Duration::from_secs(5);
 
 fn signal(pid: u32, signal: &str) {
     let status = Command::new("kill")
@@ -35,7 +49,11 @@ fn signal(pid: u32, signal: &str) {
 /// How many times [`pause`] stops the worker at most.
 const PAUSE_ATTEMPTS: u32 = 20;
 
-/// Stops process `pid` and answers when the stop began.
+/// Stops process `pid` and answers an instant by which it was stopped: read once the `kill
+/// -STOP` command returned and, where `/proc` shows it, every thread of the process was seen
+/// stopped. A step the worker stamped before that instant may be legitimate (the signal takes
+/// effect some time after the command starts); one stamped after it means the worker ran while
+/// it should have been paused.
 ///
 /// On SQLite the write lock lives in the writing process: stopped half-way through a write (a
 /// renewal), the worker would keep every other writer out of the file until it resumed, and no
@@ -45,8 +63,9 @@ const PAUSE_ATTEMPTS: u32 = 20;
 /// statement without its client.
 async fn pause(db: Db, url: &str, pid: u32) -> u64 {
     for _ in 0..PAUSE_ATTEMPTS {
-        let stopped = now();
         signal(pid, "-STOP");
+        wait_stopped(pid).await;
+        let stopped = now();
         if db != Db::Sqlite || sqlite_writable(url).await {
             return stopped;
         }
@@ -54,6 +73,56 @@ async fn pause(db: Db, url: &str, pid: u32) -> u64 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     panic!("the worker held SQLite's write lock at each of {PAUSE_ATTEMPTS} stops");
+}
+
+/// Waits until every thread of process `pid` is stopped, as `/proc/<pid>/task/*/stat` shows
+/// (state `T`, or gone), for at most [`STOP_LIMIT`]. Where there is no `/proc`, it answers at
+/// once: the `kill` command has returned, which is as close as it can see.
+///
+/// # Panics
+/// When a thread still runs after [`STOP_LIMIT`].
+async fn wait_stopped(pid: u32) {
+    let tasks = format!("/proc/{pid}/task");
+    let started = Instant::now();
+    loop {
+        let Ok(entries) = std::fs::read_dir(&tasks) else {
+            return;
+        };
+        let running: Vec<String> = entries
+            .flatten()
+            .filter_map(|task| {
+                let stat = std::fs::read_to_string(task.path().join("stat")).ok()?;
+                // `tid (comm) state ...`: the command may hold spaces and parentheses.
+                let state = stat.rsplit_once(')')?.1.split_whitespace().next()?;
+                (!matches!(state, "T" | "t" | "Z" | "X")).then(|| format!("{stat:.60}"))
+            })
+            .collect();
+        if running.is_empty() {
+            return;
+        }
+        assert!(
+            started.elapsed() < STOP_LIMIT,
+            "the worker's threads still ran {STOP_LIMIT:?} after kill -STOP: {running:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Waits until `by` for the worker to exit; kills it if it has not by then. Answers its exit
+/// status, or `None` when it had to be killed.
+async fn exit_by(child: &mut Child, by: Instant) -> Option<ExitStatus> {
+    loop {
+        if let Some(status) = child.try_wait().expect("the worker's status") {
+            return Some(status);
+        }
+        if Instant::now() >= by {
+            // SIGKILL ends a stopped process too.
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Whether a write can begin on the SQLite database at `url` now: `BEGIN IMMEDIATE` on a
@@ -113,8 +182,8 @@ async fn paused<F: StoreFactory>(factory: F, driver: &str, url: String) -> Count
             format!("table={table}"),
             format!("name={NAME}"),
             format!("ttl_ms={TTL_MS}"),
-            "step_ms=20".to_owned(),
-            "steps=100000".to_owned(),
+            format!("step_ms={STEP_MS}"),
+            format!("steps={STEPS}"),
         ])
         .stdout(Stdio::piped())
         .spawn()
@@ -162,19 +231,55 @@ async fn paused<F: StoreFactory>(factory: F, driver: &str, url: String) -> Count
         )
     });
     let resumed = now();
+    let log_at_resume = log.len();
     signal(child.id(), "-CONT");
 
-    while let Ok(line) = next(Duration::from_secs(20)) {
-        let end = line.kind() == "end";
-        log.push(line);
-        if end {
+    // One deadline for everything after the resume, not a limit per line: a worker that never
+    // saw its loss would go on stepping, a line every STEP_MS, for half an hour.
+    let finish_by = Instant::now() + RESUME_LIMIT;
+    let mut ended = false;
+    while !ended {
+        let left = finish_by.saturating_duration_since(Instant::now());
+        if left.is_zero() {
             break;
         }
+        match received.recv_timeout(left) {
+            Ok(line) => {
+                ended = line.kind() == "end";
+                log.push(line);
+            }
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
+        }
     }
-    let status = child.wait().unwrap();
-    counts.expect(status.success(), || {
-        format!("the worker exited with {status}")
+    let after_resume = log.len() - log_at_resume;
+    counts.expect(ended, || {
+        let lost = log[log_at_resume..].iter().any(|l| l.kind() == "lost");
+        let steps = log[log_at_resume..]
+            .iter()
+            .filter(|l| l.kind() == "step")
+            .count();
+        format!(
+            "the worker did not end within {RESUME_LIMIT:?} of SIGCONT ({after_resume} lines \
+             since, {steps} of them steps, loss reported: {lost}): {}",
+            if lost {
+                "it reported the loss but did not finish"
+            } else {
+                "its guard never reported the loss"
+            }
+        )
     });
+    // After its `end` the worker only exits; without one it is killed at once.
+    let exit_limit = if ended { EXIT_LIMIT } else { Duration::ZERO };
+    match exit_by(&mut child, Instant::now() + exit_limit).await {
+        Some(status) => counts.expect(status.success(), || {
+            format!("the worker exited with {status}")
+        }),
+        None if ended => counts.violation(format!(
+            "the worker printed `end` but had not exited {EXIT_LIMIT:?} later, and was killed"
+        )),
+        // The violation above names why.
+        None => {}
+    }
 
     let steps: Vec<&Line> = log.iter().filter(|l| l.kind() == "step").collect();
     counts.operations += steps.len() as u64;
