@@ -10,7 +10,8 @@
 //! only from the database's check or its next renewal). The table
 //! records each write's fence and its place in commit order (see `lease_reliability::fenced`);
 //! the checker proves that no holder committed a write after the first committed write of a
-//! greater fence.
+//! greater fence, and the fenced runs of a database and driver together must count at least
+//! one write refused by the database's check itself (not only by a guard that already knew).
 //!
 //! Beside it the negative control: the same workers, the same faults, the same writes without
 //! the check. It must show stale writes, or the scenario proves nothing and fails.
@@ -478,6 +479,24 @@ fn run(db: Db, driver: Driver) {
             "no fenced write was ever refused".into()
         });
         reports.push(counts);
+    }
+    // Evidence that the database's check itself kept a write out, not only the holders'
+    // guards: a forced release (one in every run, the second fault) leaves the holder
+    // believing, so its next write, within a step, reaches the check unless a renewal told it
+    // first. Summed over the fenced runs, so a run whose forced releases a renewal all
+    // pre-empted does not fail alone.
+    let by_database: u64 = runs
+        .iter()
+        .filter_map(|(_, outcome)| Some((*outcome)?.checks_not_held))
+        .sum();
+    if let Some(first) = reports.first_mut() {
+        first.expect(by_database >= 1, || {
+            format!(
+                "no fenced write was refused by the database's check in any fenced run of \
+                 {backend}: every refusal came from a guard that already knew, so the check \
+                 went untested"
+            )
+        });
     }
     for (run, outcome) in [
         ("fenced", Some(&checked)),
