@@ -31,14 +31,13 @@ const ROUNDS: usize = 5;
 /// # Cancel safety
 /// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, the racing calls go with
 /// it, as they run on the case's own task, and `sweep` stays held by the last winner until its TTL
-/// runs out: a minute, or about 200 ms once released with a short hold for the next round.
+/// runs out: a minute, or about 500 ms once released with a short hold for the next round.
 pub async fn one_winner_on_every_takeover<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let store = ctx.store().await?;
     let lease = name("sweep");
     let mut last = Fence::new(0);
     for round in 0..ROUNDS {
         let holders: Vec<HolderId> = (0..CONTENDERS).map(|_| HolderId::generate()).collect();
-        let started = std::time::Instant::now();
         let attempts = join_all(holders.iter().map(|holder| {
             let (store, lease) = (Arc::clone(&store), lease.clone());
             async move { store.try_acquire(&lease, holder, long_ttl()).await }
@@ -62,17 +61,22 @@ pub async fn one_winner_on_every_takeover<B: TestBackend>(ctx: &Context<B>) -> C
         );
         last = *fence;
         let info = store.inspect(&lease).await?;
+        // How long the winner has held it, by the store's clock.
+        let held_for = info
+            .as_ref()
+            .and_then(|info| info.observed_at.duration_since(info.taken_at).ok())
+            .unwrap_or_default();
         ensure_eq!(
             info.map(|info| (info.holder, info.fence)),
             Some((winner.clone(), *fence)),
             "round {round}: holder and fence of {lease} after the race"
         );
         // Free it for the next round: by letting it lapse (the takeover of an expired lease
-        // whose row still names its holder: released with a minimum hold that ends about
-        // 200 ms from now, as the store's clock took the lease after `started`) or by releasing
-        // it (the takeover of a released row).
+        // whose row still names its holder: released with a minimum hold that ends 500 ms
+        // after the store's time of the inspect above, so the release keeps the holder) or by
+        // releasing it (the takeover of a released row).
         if round % 2 == 0 {
-            let hold = started.elapsed() + Duration::from_millis(200);
+            let hold = held_for + Duration::from_millis(500);
             ensure!(
                 store.release(&lease, winner, hold).await?,
                 "round {round}: the winner could not release {lease} with a hold of {hold:?}"
