@@ -190,10 +190,12 @@ impl Statements {
     /// The fenced check: inside the caller's transaction, one statement that succeeds only while
     /// the row still names `holder` and `fence` and has not expired by the database's clock (on
     /// PostgreSQL the statement's time, not the transaction's), locks the row until the
-    /// transaction ends (a takeover or a forced release then waits for it), and writes it: it
-    /// moves `expires_at` one step (a microsecond; SQLite: a millisecond) later, so that the
-    /// database sees a change (a certifying multi-primary cluster such as Galera sees the
-    /// conflict, and SQLite takes the write lock at once). Parameters: name, holder, fence.
+    /// transaction ends (a takeover or a forced release then waits for it), and writes it: on
+    /// PostgreSQL and MariaDB it moves `expires_at` a microsecond later, so that the database
+    /// sees a change (a certifying multi-primary cluster such as Galera sees the conflict); on
+    /// SQLite it assigns `expires_at` its own value, which takes the write lock at once (a step
+    /// of SQLite's millisecond per check would add up faster than the clock at a few thousand
+    /// checks a second, as a renewal never moves an expiry back). Parameters: name, holder, fence.
     /// Answers with its affected rows: 1 while held, else 0. On PostgreSQL it matches the row
     /// on holder and fence and reads the expiry after locking it, so that under a snapshot it
     /// never reports a lease still held as gone (see [`SqlStore::fence`](crate::SqlStore::fence)):

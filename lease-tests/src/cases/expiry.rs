@@ -298,14 +298,16 @@ pub async fn release_with_min_hold_keeps_the_lease<B: TestBackend>(ctx: &Context
 ///
 /// # Cancel safety
 /// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, `digest-hold` stays
-/// taken until its minimum hold of a minute runs out.
+/// taken until its minimum hold of two minutes runs out.
 pub async fn late_renewal_keeps_the_minimum_hold<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
     let store = ctx.store().await?;
     let (holder, other) = (HolderId::generate(), HolderId::generate());
     let name = name("digest-hold");
-    let min_hold = Duration::from_secs(60);
+    // Taken for a minute, so a stall before the release cannot let it lapse; the renewals ask
+    // for a short TTL, which would end well before the hold.
+    let min_hold = Duration::from_secs(120);
     store
-        .try_acquire(&name, &holder, short_ttl())
+        .try_acquire(&name, &holder, long_ttl())
         .await?
         .ok_or_else(|| CaseFailure::new(format!("a fresh store refused {name}")))?;
     ensure!(

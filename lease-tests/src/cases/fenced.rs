@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use lease_core::{Error, LeaseClient, LeaseGuard, LossReason};
+use lease_core::{Error, LeaseClient, LeaseGuard, LeaseStore, LossReason};
 use tracing::instrument::WithSubscriber;
 
 use super::client_of;
@@ -58,7 +58,8 @@ fn fence_outcomes(capture: &SpanCapture) -> Vec<String> {
 ///
 /// # Errors
 /// A [`CaseFailure`] when one of the holder's three fenced writes fails or does not commit, the
-/// checks cost the lease, the client's statistics do not count three checks passed
+/// checks cost the lease or moved its expiry by more than a few microseconds, the client's
+/// statistics do not count three checks passed
 /// ([`LeaseHandle::record_fenced_check`](lease_core::LeaseHandle::record_fenced_check)), or the
 /// writes did not run each check in a `lease.store` span of `lease.operation` = `fence` that
 /// recorded `lease.outcome` = `ok` (as lease-sql's stores do, wherever the check goes), and,
@@ -89,6 +90,22 @@ pub async fn fenced_write_commits_while_held<B: TestBackend>(ctx: &Context<B>) -
         "three fenced writes of the holder committed {written:?}"
     );
     ensure!(guard.is_held(), "the fenced checks cost the lease");
+    // A check may move the expiry by the smallest step (a microsecond), never by more: as a
+    // renewal never moves an expiry back, steps of a millisecond at thousands of checks a
+    // second would keep the lease taken long after its holder died.
+    let row = store
+        .inspect(guard.name())
+        .await?
+        .ok_or_else(|| CaseFailure::new("the lease checked three times is not listed"))?;
+    let span = row
+        .expires_at
+        .duration_since(row.taken_at)
+        .unwrap_or_default();
+    ensure!(
+        span <= Duration::from_secs(60) + Duration::from_micros(100),
+        "three fenced checks moved the expiry of a lease taken for 60 s to {span:?} after it \
+         was taken"
+    );
     let checks = client.stats().fenced_checks;
     ensure!(
         (checks.passed, checks.not_held, checks.failed) == (3, 0, 0),

@@ -81,7 +81,11 @@ pub async fn one_winner_on_every_takeover<B: TestBackend>(ctx: &Context<B>) -> C
                 store.release(&lease, winner, hold).await?,
                 "round {round}: the winner could not release {lease} with a hold of {hold:?}"
             );
-            wait_until_expired(ctx, &*store, &lease).await?;
+            // A release that reached the store after the hold ended freed the row at once: the
+            // next round then takes over a released row, as the odd rounds do.
+            if store.inspect(&lease).await?.is_some() {
+                wait_until_expired(ctx, &*store, &lease).await?;
+            }
         } else {
             ensure!(
                 store
