@@ -282,7 +282,9 @@ impl<X: Execute> SqlStore<X> {
     /// upgrade fails (the database then keeps the table as it was, where its DDL is
     /// transactional: PostgreSQL, SQLite; on MariaDB the `UPDATE`s that fill a missing fence or
     /// time may have committed before a failed `ALTER TABLE`, which leaves the table's shape as
-    /// it was, and running the upgrade again finishes it).
+    /// it was, and running the upgrade again finishes it: such as one that meets a `NULL`
+    /// another service inserted after them, under MariaDB's default strict mode; without it,
+    /// the `ALTER TABLE` would store that `NULL` as a zero date no store can read).
     ///
     /// # Cancel safety
     /// Dropped half-way, the upgrade either ran or did not on PostgreSQL and SQLite. On MariaDB
