@@ -11,7 +11,8 @@
 //! records each write's fence and its place in commit order (see `lease_reliability::fenced`);
 //! the checker proves that no holder committed a write after the first committed write of a
 //! greater fence, and the fenced runs of a database and driver together must count at least
-//! one write refused by the database's check itself (not only by a guard that already knew).
+//! one write refused by the database's check itself (not only by a guard that already knew),
+//! whenever they made two forced releases or more.
 //!
 //! Beside it the negative control: the same workers, the same faults, the same writes without
 //! the check. It must show stale writes, or the scenario proves nothing and fails.
@@ -483,13 +484,18 @@ fn run(db: Db, driver: Driver) {
     // Evidence that the database's check itself kept a write out, not only the holders'
     // guards: a forced release (one in every run, the second fault) leaves the holder
     // believing, so its next write, within a step, reaches the check unless a renewal told it
-    // first. Summed over the fenced runs, so a run whose forced releases a renewal all
-    // pre-empted does not fail alone.
-    let by_database: u64 = runs
-        .iter()
-        .filter_map(|(_, outcome)| Some((*outcome)?.checks_not_held))
-        .sum();
-    if let Some(first) = reports.first_mut() {
+    // first (about one in ten). Summed over the fenced runs, and asked only when they made two
+    // forced releases or more: a machine so loaded that the faults' window (the run's time
+    // less 1.5 s) held fewer says so instead of failing a correct store.
+    let fenced_runs = || runs.iter().filter_map(|(_, outcome)| *outcome);
+    let by_database: u64 = fenced_runs().map(|outcome| outcome.checks_not_held).sum();
+    let forced: u64 = fenced_runs().map(|outcome| outcome.kinds[3]).sum();
+    if forced < 2 {
+        eprintln!(
+            "{backend}: only {forced} forced releases in the fenced runs: the database's own \
+             refusals ({by_database}) are not required of this run"
+        );
+    } else if let Some(first) = reports.first_mut() {
         first.expect(by_database >= 1, || {
             format!(
                 "no fenced write was refused by the database's check in any fenced run of \

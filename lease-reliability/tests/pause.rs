@@ -110,6 +110,33 @@ async fn wait_stopped(pid: u32) {
 
 /// Waits until `by` for the worker to exit; kills it if it has not by then. Answers its exit
 /// status, or `None` when it had to be killed.
+/// The worker, killed and reaped when the test lets go of it: a panic while it is stopped
+/// (a takeover that fails, say) would otherwise leave it stopped, holding its connections,
+/// after the test binary has ended. `SIGKILL` ends a stopped process too; a worker already
+/// reaped is left alone.
+struct Reaped(Child);
+
+impl std::ops::Deref for Reaped {
+    type Target = Child;
+
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Reaped {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 async fn exit_by(child: &mut Child, by: Instant) -> Option<ExitStatus> {
     loop {
         if let Some(status) = child.try_wait().expect("the worker's status") {
@@ -173,21 +200,23 @@ async fn paused<F: StoreFactory>(factory: F, driver: &str, url: String) -> Count
     let store = factory.connect(&url, &table, 2).await.unwrap();
     factory.setup(&store).await.unwrap();
 
-    let mut child = Command::new(WORKER)
-        .args([
-            "mode=pause".to_owned(),
-            format!("db={}", factory.db()),
-            format!("driver={driver}"),
-            format!("url={url}"),
-            format!("table={table}"),
-            format!("name={NAME}"),
-            format!("ttl_ms={TTL_MS}"),
-            format!("step_ms={STEP_MS}"),
-            format!("steps={STEPS}"),
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the worker starts");
+    let mut child = Reaped(
+        Command::new(WORKER)
+            .args([
+                "mode=pause".to_owned(),
+                format!("db={}", factory.db()),
+                format!("driver={driver}"),
+                format!("url={url}"),
+                format!("table={table}"),
+                format!("name={NAME}"),
+                format!("ttl_ms={TTL_MS}"),
+                format!("step_ms={STEP_MS}"),
+                format!("steps={STEPS}"),
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the worker starts"),
+    );
     let (lines, received) = mpsc::channel();
     let stdout = child.stdout.take().unwrap();
     std::thread::spawn(move || {
