@@ -12,6 +12,7 @@ mod store;
 mod time;
 mod watch;
 
+use std::future::Future;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -83,15 +84,13 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     let opened = store::open(url, &table).await?;
     let store = opened.leases();
     let table = table.to_string();
-    let failed = |what: String| {
-        move |error: Error| Failure::Failed(format!("{what}: {}", ErrorChain(&error)))
-    };
     match cli.command {
         Command::List { output } => {
-            let leases = store
-                .list()
-                .await
-                .map_err(failed(format!("cannot list the leases in table {table}")))?;
+            let leases = answered(
+                format!("cannot list the leases in table {table}"),
+                store.list(),
+            )
+            .await?;
             print!(
                 "{}",
                 match output.output {
@@ -102,10 +101,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Show { name, output } => {
             let name = lease_name(&name)?;
-            let info = store
-                .inspect(&name)
-                .await
-                .map_err(failed(format!("cannot read lease {name:?}")))?
+            let info = answered(format!("cannot read lease {name:?}"), store.inspect(&name))
+                .await?
                 .ok_or_else(|| unknown(&name, &table))?;
             print!(
                 "{}",
@@ -127,10 +124,11 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             output,
         } => watch::run(store, &table, interval, count, output.output).await?,
         Command::Prune { released_for } => {
-            let deleted = store
-                .prune(released_for)
-                .await
-                .map_err(failed(format!("cannot prune the leases in table {table}")))?;
+            let deleted = answered(
+                format!("cannot prune the leases in table {table}"),
+                store.prune(released_for),
+            )
+            .await?;
             println!(
                 "deleted {deleted} lease row{} free for longer than {}",
                 if deleted == 1 { "" } else { "s" },
@@ -141,17 +139,45 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 }
             );
         }
-        Command::Check => match opened.verify().await {
-            Ok(()) => println!("table {table} fits the store"),
-            Err(error @ Error::SchemaMismatch { .. }) => {
-                return Err(Failure::Failed(error.to_string()));
+        Command::Check => {
+            let what = format!("cannot check table {table}");
+            match tokio::time::timeout(store::ANSWER_TIMEOUT, opened.verify()).await {
+                Ok(Ok(())) => println!("table {table} fits the store"),
+                Ok(Err(error @ Error::SchemaMismatch { .. })) => {
+                    return Err(Failure::Failed(error.to_string()));
+                }
+                Ok(Err(error)) => {
+                    return Err(Failure::Failed(format!("{what}: {}", ErrorChain(&error))));
+                }
+                Err(_) => return Err(no_answer(&what)),
             }
-            Err(error) => return Err(failed(format!("cannot check table {table}"))(error)),
-        },
+        }
         // Answered above, before connecting.
         Command::Migrations { .. } => {}
     }
     Ok(())
+}
+
+/// `call`'s answer, or a failure that says `what` could not be done, with the store's error or
+/// because no answer came within [`store::ANSWER_TIMEOUT`]: a lock held elsewhere (an
+/// `ALTER TABLE` waiting, a transaction left open in a console) would otherwise keep the tool
+/// waiting for good.
+async fn answered<T>(
+    what: String,
+    call: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Failure> {
+    match tokio::time::timeout(store::ANSWER_TIMEOUT, call).await {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(error)) => Err(Failure::Failed(format!("{what}: {}", ErrorChain(&error)))),
+        Err(_) => Err(no_answer(&what)),
+    }
+}
+
+fn no_answer(what: &str) -> Failure {
+    Failure::Failed(format!(
+        "{what}: the database did not answer within {} s (a lock held by another session?)",
+        store::ANSWER_TIMEOUT.as_secs()
+    ))
 }
 
 fn lease_name(name: &str) -> Result<LeaseName, Failure> {
@@ -172,16 +198,9 @@ async fn release(
     table: &str,
     yes: bool,
 ) -> Result<String, Failure> {
-    let read = |error: Error| {
-        Failure::Failed(format!(
-            "cannot read lease {name:?}: {}",
-            ErrorChain(&error)
-        ))
-    };
-    let info = store
-        .inspect(name)
-        .await
-        .map_err(read)?
+    let read = || format!("cannot read lease {name:?}");
+    let info = answered(read(), store.inspect(name))
+        .await?
         .ok_or_else(|| unknown(name, table))?;
     if info.is_expired() {
         return Ok(format!(
@@ -195,15 +214,26 @@ async fn release(
             render::show(&info)
         )));
     }
-    let released = store
-        .release(name, &info.holder, Duration::ZERO)
-        .await
-        .map_err(|error| {
+    let released = match tokio::time::timeout(
+        store::ANSWER_TIMEOUT,
+        store.release(name, &info.holder, Duration::ZERO),
+    )
+    .await
+    {
+        Ok(released) => released.map_err(|error| {
             Failure::Failed(format!(
                 "cannot release lease {name:?}: {}",
                 ErrorChain(&error)
             ))
-        })?;
+        })?,
+        Err(_) => {
+            return Err(Failure::Failed(format!(
+                "no answer to the release of lease {name:?} within {} s: it may or may not have \
+                 taken effect; see `leasectl show {name}`",
+                store::ANSWER_TIMEOUT.as_secs()
+            )));
+        }
+    };
     if released {
         return Ok(format!(
             "released {name} (holder {}, fence {}); its holder finds out at its next renewal and \
@@ -213,7 +243,7 @@ async fn release(
         ));
     }
     // The lease changed between the read and the release: say what it is now.
-    match store.inspect(name).await.map_err(read)? {
+    match answered(read(), store.inspect(name)).await? {
         None => Ok(format!(
             "{name} was released by its holder in the meantime: nothing left to release\n"
         )),

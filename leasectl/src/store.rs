@@ -16,6 +16,9 @@ use crate::Failure;
 /// How long connecting may take before the tool gives up.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long one statement may take, once connected, before the tool gives up on it.
+pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The databases the tool reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -35,8 +38,30 @@ fn kind(url: &str) -> Option<Kind> {
     }
 }
 
-/// `url` with its password, if any, replaced by `***`, for messages.
+/// `url` with its passwords, if any, replaced by `***`, for messages: the user's (`user:pass@`)
+/// and those of the query (`?password=...`, `sslpassword=...`, which sqlx reads too).
 pub(crate) fn redact(url: &str) -> String {
+    let url = redact_userinfo(url);
+    let Some((base, query)) = url.split_once('?') else {
+        return url;
+    };
+    let query: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((key, _))
+                if key.eq_ignore_ascii_case("password")
+                    || key.eq_ignore_ascii_case("sslpassword") =>
+            {
+                format!("{key}=***")
+            }
+            _ => pair.to_owned(),
+        })
+        .collect();
+    format!("{base}?{}", query.join("&"))
+}
+
+/// `url` with the password of its user's part, if any, replaced by `***`.
+fn redact_userinfo(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };

@@ -9,9 +9,6 @@ use crate::Failure;
 use crate::args::Output;
 use crate::{json, render};
 
-/// How long one list may take before the round counts as failed.
-const LIST_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// Lists every `interval`, `count` times or until Ctrl-C. Each round prints the list (text: the
 /// screen cleared first on a terminal, else a blank line between rounds; JSON: one document a
 /// line), or its error on standard error; the answer is the last round's.
@@ -30,7 +27,7 @@ pub(crate) async fn run(
     loop {
         round += 1;
         let listed = tokio::select! {
-            listed = tokio::time::timeout(LIST_TIMEOUT, store.list()) => listed,
+            listed = tokio::time::timeout(crate::store::ANSWER_TIMEOUT, store.list()) => listed,
             _ = &mut interrupted => return last,
         };
         let text = match listed {
@@ -51,7 +48,10 @@ pub(crate) async fn run(
                 None
             }
             Err(_) => {
-                let message = format!("listing the leases took longer than {LIST_TIMEOUT:?}");
+                let message = format!(
+                    "listing the leases took longer than {:?}",
+                    crate::store::ANSWER_TIMEOUT
+                );
                 eprintln!("leasectl: {message}");
                 last = Err(Failure::Reported);
                 None

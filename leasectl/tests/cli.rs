@@ -524,6 +524,47 @@ async fn mariadb_by_either_scheme() {
         .unwrap();
 }
 
+/// A table another session holds locked (an `ALTER TABLE` waiting, a transaction left open in
+/// a console) makes a command fail after the tool's own time limit, saying why, rather than
+/// wait for good.
+#[tokio::test]
+async fn a_locked_table_is_reported_not_waited_for() {
+    let url = env::postgres_url();
+    let Some(pool) = postgres_pool(&url).await else {
+        return;
+    };
+    let table = env::unique_table("leasectl_locked");
+    let store = PgLeaseStore::with_table(pool.clone(), &table).unwrap();
+    store.setup().await.unwrap();
+    let mut console = pool.begin().await.unwrap();
+    // The server ends the console's session after 25 s, so a tool that waits for the lock
+    // ends too, and fails the assertions below, rather than hang the test.
+    for statement in [
+        "SET idle_in_transaction_session_timeout = '25s'".to_owned(),
+        format!("LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE"),
+    ] {
+        sqlx::query(sqlx::AssertSqlSafe(statement))
+            .execute(&mut *console)
+            .await
+            .unwrap();
+    }
+    let started = std::time::Instant::now();
+    let outcome = run(&url, Some(&table), &["list"]);
+    let waited = started.elapsed();
+    // Ended by the server already, when the tool waited that long.
+    let _ = console.rollback().await;
+    pool.execute(sqlx::AssertSqlSafe(format!("DROP TABLE {table}")))
+        .await
+        .unwrap();
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains("did not answer within 10 s"),
+        "{outcome:?}"
+    );
+    assert_eq!(outcome.stderr.lines().count(), 1, "{outcome:?}");
+    assert!(waited < Duration::from_secs(30), "waited {waited:?}");
+}
+
 #[test]
 fn bad_urls_fail_with_a_clear_message_and_never_show_a_password() {
     let unsupported = leasectl(&["--database-url", "redis://localhost/0", "list"]);
@@ -547,6 +588,22 @@ fn bad_urls_fail_with_a_clear_message_and_never_show_a_password() {
         "{unreachable:?}"
     );
     assert!(!unreachable.stderr.contains("s3cret"), "{unreachable:?}");
+    // A password in the query, which sqlx reads as well, is hidden too.
+    let in_query = leasectl_with_env(
+        &["list"],
+        &[(
+            "DATABASE_URL",
+            "postgres://127.0.0.1:1/app?user=app&password=s3cret&sslmode=disable",
+        )],
+    );
+    assert_eq!(in_query.code, 1, "{in_query:?}");
+    assert!(
+        in_query
+            .stderr
+            .contains("postgres://127.0.0.1:1/app?user=app&password=***&sslmode=disable"),
+        "{in_query:?}"
+    );
+    assert!(!in_query.stderr.contains("s3cret"), "{in_query:?}");
     // Why, not only that a pool gave up waiting: the server's refusal, on each network database.
     for url in [
         "postgres://app:s3cret@127.0.0.1:1/app",
