@@ -13,7 +13,15 @@ async fn main() -> ExitCode {
     match lease_examples::notices::run().await {
         Ok(outcome) => {
             print!("{outcome}");
-            ExitCode::SUCCESS
+            if outcome.is_the_story() {
+                ExitCode::SUCCESS
+            } else {
+                eprintln!(
+                    "the demo did not show its story: expected two notices without the check, \
+                     one with it, and the resumed instance told its lease is no longer held"
+                );
+                ExitCode::FAILURE
+            }
         }
         Err(error) => {
             eprintln!("the demo failed: {}", lease_core::ErrorChain(&*error));

@@ -41,6 +41,14 @@ pub struct Outcome {
     pub refused: String,
 }
 
+impl Outcome {
+    /// Whether the demo showed its story: two notices without the check (the negative
+    /// control), one with it, and the resumed instance told that its lease is gone.
+    pub fn is_the_story(&self) -> bool {
+        self.unfenced == 2 && self.fenced == 1 && self.refused.contains("no longer held")
+    }
+}
+
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(

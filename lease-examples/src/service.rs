@@ -19,6 +19,10 @@ use metrics_exporter_prometheus::PrometheusBuilder;
 
 pub use self::jobs::{JOBS, Job};
 
+/// How long the HTTP server may take, once the leases are handed back, to end the requests in
+/// flight before its connections are closed.
+const HTTP_DRAIN: Duration = Duration::from_secs(2);
+
 /// What the service runs with.
 #[derive(Clone)]
 #[non_exhaustive]
@@ -110,7 +114,19 @@ pub async fn run(
     // Readiness turns false at once (the client reports it shuts down) while leases go back.
     let report = client.shutdown(config.grace).await;
     let _ = stopped_tx.send(());
-    server.await??;
+    // Requests in flight get a moment to end; a connection that sends nothing more (a client
+    // gone mid-request) does not keep the process from exiting.
+    let mut server = server;
+    match tokio::time::timeout(HTTP_DRAIN, &mut server).await {
+        Ok(served) => served??,
+        Err(_) => {
+            server.abort();
+            eprintln!(
+                "lease-service: HTTP connections still open {} s after the shutdown; closed",
+                HTTP_DRAIN.as_secs()
+            );
+        }
+    }
     drop(schedules);
     Ok(report)
 }

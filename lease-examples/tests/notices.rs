@@ -12,4 +12,13 @@ async fn the_fenced_check_keeps_a_paused_instance_from_sending_twice() {
         "the resumed instance was told: {}",
         outcome.refused
     );
+    assert!(outcome.is_the_story(), "{outcome}");
+    let control = lease_examples::notices::Outcome {
+        fenced: 2,
+        ..outcome
+    };
+    assert!(
+        !control.is_the_story(),
+        "a notice sent twice is no story: {control}"
+    );
 }

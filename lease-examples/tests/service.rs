@@ -328,6 +328,31 @@ async fn on_sqlite() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A client gone mid-request (a request head that never ends) does not keep the service from
+/// exiting after SIGTERM: its leases go back, then the HTTP connections get a moment and are
+/// closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_http_client_does_not_hold_up_the_exit() {
+    let dir = std::env::temp_dir().join(format!("lease-service-stalled-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let url = format!("sqlite:{}?mode=rwc", dir.join("leases.db").display());
+    let mut service = Service::start(&url, "leases");
+    service.wait_ready();
+    let mut stalled = TcpStream::connect(&service.address).unwrap();
+    stalled
+        .write_all(b"GET /health/ready HTTP/1.1\r\nHost: test\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let (took, report) = service.terminate();
+    assert!(report.contains("0 failed"), "{report}");
+    assert!(
+        took < GRACE + Duration::from_secs(2),
+        "exited {took:?} after SIGTERM"
+    );
+    drop(stalled);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The service on the shared server of `DB` at `url` (`label` names it when it cannot be
 /// reached), on a table of its own, dropped afterwards.
 async fn on_server<DB>(label: &str, url: &str)

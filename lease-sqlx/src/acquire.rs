@@ -1,14 +1,17 @@
-//! [`acquire`]: a connection from the pool, or the reason there is none.
+//! [`acquire`]: a connection from the pool, or the reason there is none; [`connect`]: a pool,
+//! or the reason there is none.
 //!
 //! sqlx's pool retries a connection the server refuses (it is down, or still starting) until its
 //! acquire timeout, and then answers only `PoolTimedOut`: the answer it also gives when every
 //! connection it has is in use. At 3 a.m. the two call for different fixes, so when the pool
-//! gives none, one connection made on its own tells them apart.
+//! gives none, one connection made on its own tells them apart; and a pool is opened only
+//! after one connection made on its own, so a service that cannot start says why at once
+//! rather than after the pool's 30 s.
 
 use std::future::Future;
 use std::time::Duration;
 
-use sqlx::pool::PoolConnection;
+use sqlx::pool::{PoolConnection, PoolOptions};
 use sqlx::{ConnectOptions, Connection, Database, Pool};
 
 /// How long the connection that tells why the pool gave none may take. A server that refuses
@@ -28,10 +31,36 @@ pub(crate) async fn acquire<DB: Database>(
     }
 }
 
+/// A pool of sqlx's default settings on `options`, opened after one connection made on its own
+/// (within a second) answered: where that one fails, its error (the server's refusal, a wrong
+/// password, an unknown database) is the answer, at once. Where it does not answer in time, the
+/// pool tries as it does, and when it gives up, the reason is asked for as [`acquire`] does.
+pub(crate) async fn connect<DB: Database>(
+    options: <DB::Connection as Connection>::Options,
+) -> Result<Pool<DB>, sqlx::Error> {
+    match within(DIAGNOSIS_TIMEOUT, options.connect()).await {
+        Some(Err(error)) => return Err(error),
+        Some(Ok(connection)) => {
+            // The pool makes its own; this one only told that the server answers.
+            let _ = connection.close().await;
+        }
+        None => {}
+    }
+    match PoolOptions::<DB>::new().connect_with(options.clone()).await {
+        Err(sqlx::Error::PoolTimedOut) => Err(reason::<DB>(&options).await),
+        opened => opened,
+    }
+}
+
 /// The error of one connection to `pool`'s server, or `PoolTimedOut` when it connects (or does
 /// not answer in time).
 async fn why_none<DB: Database>(pool: &Pool<DB>) -> sqlx::Error {
-    let options = pool.connect_options();
+    reason::<DB>(&pool.connect_options()).await
+}
+
+/// The error of one connection on `options`, or `PoolTimedOut` when it connects (or does not
+/// answer in time).
+async fn reason<DB: Database>(options: &<DB::Connection as Connection>::Options) -> sqlx::Error {
     match within(DIAGNOSIS_TIMEOUT, options.connect()).await {
         Some(Err(error)) => error,
         Some(Ok(connection)) => {

@@ -4,7 +4,6 @@ use futures::future::BoxFuture;
 use lease_core::{BoxError, ReleaseEvents, StoreErrorKind};
 use lease_sql::{Dialect, Param};
 use sqlx::error::DatabaseError;
-use sqlx::pool::PoolOptions;
 use sqlx::query::Query;
 use sqlx::{Connection, Database, Pool};
 
@@ -52,12 +51,13 @@ pub trait SqlxDatabase: Database + sqlx::database::HasStatementCache + sealed::S
     }
 
     /// Opens a pool of sqlx's default size on `options`, with the settings a lease store needs
-    /// added (none but SQLite's).
+    /// added (none but SQLite's), after one connection made on its own answered, so that a
+    /// server that refuses is named at once (see `acquire::connect`).
     #[doc(hidden)]
     fn connect_pool_with(
         options: ConnectOptionsOf<Self>,
     ) -> BoxFuture<'static, Result<Pool<Self>, BoxError>> {
-        Box::pin(async move { Ok(PoolOptions::<Self>::new().connect_with(options).await?) })
+        Box::pin(async move { Ok(crate::acquire::connect::<Self>(options).await?) })
     }
 
     /// Names of leases released on `channel`, pushed by the database; `None` where it cannot

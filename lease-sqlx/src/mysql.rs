@@ -40,10 +40,6 @@ impl SqlxDatabase for MySql {
             })
     }
 
-    fn connect_pool(url: &str) -> BoxFuture<'_, Result<MySqlPool, BoxError>> {
-        Box::pin(async move { Ok(MySqlPool::connect(url).await?) })
-    }
-
     /// MariaDB cannot push notifications: waiters poll.
     fn release_events<'a>(
         _: &'a MySqlPool,

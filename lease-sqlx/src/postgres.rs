@@ -39,10 +39,6 @@ impl SqlxDatabase for Postgres {
         })
     }
 
-    fn connect_pool(url: &str) -> BoxFuture<'_, Result<PgPool, BoxError>> {
-        Box::pin(async move { Ok(PgPool::connect(url).await?) })
-    }
-
     fn release_events<'a>(
         pool: &'a PgPool,
         channel: &'a str,

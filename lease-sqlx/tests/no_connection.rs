@@ -113,6 +113,35 @@ async fn a_refusing_server_is_named_on_async_std() {
     refusals_are_named(AsyncStdRuntime).await;
 }
 
+/// A store opened from a URL whose server refuses says so at once, not after the pool's 30 s of
+/// retries with only `PoolTimedOut`: what a service that cannot start prints.
+#[tokio::test]
+async fn connecting_to_a_refusing_server_names_the_refusal_at_once() {
+    let port = no_connection::closed_port().unwrap();
+    for url in [
+        format!("postgres://postgres@127.0.0.1:{port}/test"),
+        format!("mysql://root@127.0.0.1:{port}/test"),
+    ] {
+        let started = Instant::now();
+        let error = if url.starts_with("postgres") {
+            PgLeaseStore::connect(&url).await.map(drop)
+        } else {
+            MySqlLeaseStore::connect(&url).await.map(drop)
+        }
+        .expect_err("nothing listens there");
+        let text = ErrorChain(&error).to_string();
+        assert!(
+            text.to_lowercase().contains("connection refused"),
+            "{url}: {text}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{url}: answered after {:?}",
+            started.elapsed()
+        );
+    }
+}
+
 /// A server that takes the connection and never answers: the reason cannot be had within its
 /// second, and the pool's timeout stands, within the bound.
 async fn silence_is_a_timeout(runtime: impl Runtime) {

@@ -6,7 +6,9 @@
 //! default, or `off`: whether releases notify waiting instances, on PostgreSQL). Prints
 //! `listening on <address>` once it serves, and on SIGTERM or Ctrl-C shuts down gracefully,
 //! prints what the shutdown did, and exits 0 (1 when some lease could not be handed back). When
-//! it cannot start, it prints the error with its causes and exits 1.
+//! it cannot start, it prints the error with its causes and exits 1. What the library reports
+//! as it goes (a renewal that failed, a lease lost, a lease not given back at the shutdown)
+//! goes to standard error as log lines, at `RUST_LOG`'s level (default `warn`).
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -15,6 +17,22 @@ use lease_examples::service::{self, Config};
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    // The signals are caught from here on, before any lease is taken: a SIGTERM that came
+    // before the first wait for it would otherwise end the process as a crash does.
+    let stop = match Stop::listen() {
+        Ok(stop) => stop,
+        Err(error) => {
+            eprintln!("lease-service: cannot listen for SIGTERM: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     let Ok(url) = std::env::var("DATABASE_URL") else {
         eprintln!("set DATABASE_URL to postgres://..., mysql://... or sqlite:...");
         return ExitCode::from(2);
@@ -51,7 +69,7 @@ async fn main() -> ExitCode {
         Err(_) => {}
     }
     let listening = |address| println!("listening on {address}");
-    match service::run(config, listening, terminated()).await {
+    match service::run(config, listening, stop.requested()).await {
         Ok(report) => {
             println!(
                 "shut down in {} ms: {} leases released, {} rounds let finish, {} stopped, {} leaderships given back, {} failed",
@@ -77,24 +95,47 @@ async fn main() -> ExitCode {
     }
 }
 
-/// Completes on SIGTERM (what an orchestrator sends) or Ctrl-C.
-async fn terminated() {
-    let ctrl_c = tokio::signal::ctrl_c();
+/// SIGTERM (what an orchestrator sends) and Ctrl-C, caught from the moment it is made.
+struct Stop {
     #[cfg(unix)]
-    {
-        let Ok(mut term) =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        else {
-            let _ = ctrl_c.await;
-            return;
-        };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = ctrl_c => {}
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl Stop {
+    /// Catches the signals from now on.
+    fn listen() -> std::io::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Self {
+                term: signal(SignalKind::terminate())?,
+                interrupt: signal(SignalKind::interrupt())?,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(Self {})
         }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
+
+    /// Completes on the first of them.
+    async fn requested(self) {
+        #[cfg(unix)]
+        {
+            let Self {
+                mut term,
+                mut interrupt,
+            } = self;
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
