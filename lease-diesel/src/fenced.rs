@@ -79,6 +79,12 @@ type Manager<P> = <<P as DieselPool>::Connection as AsyncConnection>::Transactio
 /// Dropped before the commit, the transaction is left open on `connection`, which diesel-async
 /// then reports broken, so that deadpool and bb8 close it instead of reusing it: nothing is
 /// written. Dropped while the commit is on its way, the commit may or may not have happened.
+/// Until the connection is closed the open transaction keeps its locks: bb8 closes a broken
+/// connection when it is given back, deadpool only when it hands it out again (after its
+/// other idle connections), so with deadpool a transaction checked first (SQLite, or
+/// [`CheckAt::Begin`]) can keep the lease's row, or SQLite's write lock, from the holder's
+/// renewals meanwhile. Where such a future may be dropped (a timeout around it), drop the
+/// pooled connection with it through deadpool's `Object::take`, which closes it at once.
 pub async fn fenced<P, T, E, F>(
     store: &DieselStore<P>,
     connection: &mut P::Connection,

@@ -117,6 +117,20 @@ impl Statements {
         &self.table
     }
 
+    /// The `COMMIT` of a fenced transaction whose check came at its start, where a plain one
+    /// is not enough; `None` where it is (a driver may then commit through its own transaction
+    /// object). On PostgreSQL a failed statement aborts the transaction, and a `COMMIT` alone
+    /// then answers `ROLLBACK` without an error: work that swallowed such a failure would be
+    /// told that writes committed which were thrown away. So there a statement that fails in an
+    /// aborted transaction goes first, in the same message, and the message stops at it.
+    /// Elsewhere a failed statement does not abort the transaction.
+    pub fn commit_after_check(&self) -> Option<&'static str> {
+        match self.dialect {
+            Dialect::Postgres => Some("SELECT 1;\nCOMMIT"),
+            Dialect::MySql | Dialect::Sqlite => None,
+        }
+    }
+
     /// `CREATE TABLE IF NOT EXISTS` for the lease table. The same text, for the default table,
     /// ships as `sql/<dialect>.sql` for those who run their own migrations.
     pub fn create_table(&self) -> &str {

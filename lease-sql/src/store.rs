@@ -741,9 +741,9 @@ impl<X: Execute> SqlStore<X> {
     /// the commit on its way), the store error of [`Operation::Fence`] of the kind
     /// [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown), since the commit may have reached
     /// the server and committed before its answer was lost. The lease is not marked lost by
-    /// it. For a driver whose own transaction object sends the `COMMIT` (lease-sqlx's after a
-    /// check at the start); [`end_fenced`](SqlStore::end_fenced) and
-    /// [`commit_fenced`](SqlStore::commit_fenced) call it.
+    /// it. For a driver whose own transaction object sends the `COMMIT`;
+    /// [`end_fenced`](SqlStore::end_fenced) and [`commit_fenced`](SqlStore::commit_fenced) call
+    /// it.
     pub fn commit_failed(&self, lease: &LeaseHandle, error: BoxError) -> Error {
         if !self.executor.answer_lost(&*error) {
             return self.fence_refused(lease, error);
@@ -764,8 +764,9 @@ impl<X: Execute> SqlStore<X> {
     /// Ends a fenced transaction [`begin_message`](SqlStore::begin_message) began, as `commit`
     /// says: the check and the commit in one message (through the statement the connection
     /// prepared, [`FencedCommit::Prepared`], or with the check's text, as
-    /// [`commit_fenced`](SqlStore::commit_fenced) sends it), or, after a check at the start, a
-    /// plain `COMMIT`. The connection is then left as `then` says.
+    /// [`commit_fenced`](SqlStore::commit_fenced) sends it), or, after a check at the start,
+    /// [`Statements::commit_after_check`] (on PostgreSQL it fails, nothing committed, in a
+    /// transaction a failed statement aborted). The connection is then left as `then` says.
     ///
     /// # Errors
     /// As [`commit_fenced`](SqlStore::commit_fenced); also [`Error::Store`] with
@@ -790,8 +791,9 @@ impl<X: Execute> SqlStore<X> {
             FencedCommit::Prepared => CheckText::Prepared,
             FencedCommit::Inline => CheckText::Inline,
             FencedCommit::CheckFirst | FencedCommit::Checked => {
+                let commit = self.statements.commit_after_check().unwrap_or("COMMIT");
                 self.executor
-                    .batch_on(connection, format!("COMMIT{}", then.suffix()))
+                    .batch_on(connection, format!("{commit}{}", then.suffix()))
                     .await
                     .map_err(|error| self.commit_failed(handle, error))?;
                 return Ok(handle.fence());

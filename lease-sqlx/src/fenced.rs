@@ -351,17 +351,20 @@ where
             fence: handle.fence(),
         });
     }
-    match commit {
-        FencedCommit::CheckFirst | FencedCommit::Checked => transaction
+    let checked_first = matches!(commit, FencedCommit::CheckFirst | FencedCommit::Checked);
+    if checked_first && store.statements().commit_after_check().is_none() {
+        transaction
             .commit()
             .await
-            .map_err(|e| store.commit_failed(handle, e.into()))?,
-        FencedCommit::Inline | FencedCommit::Prepared => {
-            let committed = store
-                .end_fenced(&mut *transaction, lease, commit, AfterCommit::Begin)
-                .await;
-            end(transaction, committed).await?;
-        }
+            .map_err(|e| store.commit_failed(handle, e.into()))?;
+    } else {
+        // Through the store: with the check, or (PostgreSQL) with the statement that fails in
+        // a transaction a failed statement aborted, where sqlx's `commit` would answer `Ok`
+        // for writes thrown away.
+        let committed = store
+            .end_fenced(&mut *transaction, lease, commit, AfterCommit::Begin)
+            .await;
+        end(transaction, committed).await?;
     }
     Ok(Ok(output))
 }

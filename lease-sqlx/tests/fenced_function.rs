@@ -136,3 +136,59 @@ async fn postgres_prepares_the_fence_once_per_connection() {
     lease_tests::prepared_fence::prepared_once_per_connection(&store, writes).await;
     fresh.teardown().await.unwrap();
 }
+
+/// On PostgreSQL a failed statement aborts the transaction, and a plain `COMMIT` then answers
+/// `ROLLBACK` without an error: work that swallowed such a failure must not be told that its
+/// writes committed, wherever the check goes. Nothing is committed, the caller gets an error,
+/// and the lease is not lost by it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_work_that_swallowed_a_failure_is_not_told_it_committed() {
+    use lease_core::BoxError;
+    use lease_sqlx::sqlx::{self, AssertSqlSafe};
+    use lease_sqlx::{CheckAt, LeaseClient, PgLeaseStore, runtime::TokioRuntime};
+
+    let url = env::postgres_url();
+    let pool = match sqlx::PgPool::connect(&url).await {
+        Ok(pool) => pool,
+        Err(error) => return env::skip_or_fail("postgres", &error.to_string()),
+    };
+    let table = env::unique_table("swallowed");
+    let store = PgLeaseStore::with_table(pool.clone(), &table).unwrap();
+    store.setup().await.unwrap();
+    let notes = format!("{table}_notes");
+    sqlx::raw_sql(AssertSqlSafe(format!("CREATE TABLE {notes} (v int)")))
+        .execute(&pool)
+        .await
+        .unwrap();
+    let client = LeaseClient::new(store.clone(), TokioRuntime);
+    let guard = client.try_acquire("notes").await.unwrap().expect("free");
+    for at in [CheckAt::Begin, CheckAt::Commit] {
+        let answer = lease_sqlx::fenced_with(&store, &guard, at, async |tx| {
+            sqlx::query(AssertSqlSafe(format!("INSERT INTO {notes} VALUES (1)")))
+                .execute(&mut *tx)
+                .await?;
+            // A failure the work expects and ignores: the transaction is aborted.
+            let _ = sqlx::query("SELECT 1 / 0").execute(&mut *tx).await;
+            Ok::<_, BoxError>(())
+        })
+        .await;
+        let (rows,): (i64,) =
+            sqlx::query_as(AssertSqlSafe(format!("SELECT count(*) FROM {notes}")))
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        assert_eq!(rows, 0, "{at:?}: the aborted transaction committed");
+        assert!(answer.is_err(), "{at:?}: told it committed: {answer:?}");
+        assert!(
+            guard.is_held(),
+            "{at:?}: the aborted transaction cost the lease"
+        );
+    }
+    guard.release().await.unwrap();
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "DROP TABLE {notes}; DROP TABLE {table}"
+    )))
+    .execute(&pool)
+    .await
+    .unwrap();
+}
