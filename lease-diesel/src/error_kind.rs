@@ -91,6 +91,19 @@ const PHRASES: &[(&str, StoreErrorKind)] = &[
     // SQLite's SQLITE_BUSY and SQLITE_LOCKED.
     ("database is locked", StoreErrorKind::Transient),
     ("database table is locked", StoreErrorKind::Transient),
+    // SQLite's SQLITE_IOERR, SQLITE_FULL and SQLITE_PROTOCOL, as lease-sqlx reads their codes.
+    ("disk i/o error", StoreErrorKind::Transient),
+    ("database or disk is full", StoreErrorKind::Transient),
+    ("locking protocol", StoreErrorKind::Transient),
+    // PostgreSQL's classes 53 (insufficient resources) and 58 (system error) as they word
+    // them, as lease-sqlx reads their codes.
+    ("out of memory", StoreErrorKind::Transient),
+    ("no space left on device", StoreErrorKind::Transient),
+    ("could not extend file", StoreErrorKind::Transient),
+    ("could not write to file", StoreErrorKind::Transient),
+    // 40003 (statement completion unknown), as CockroachDB words it for a commit: it may
+    // have committed.
+    ("result is ambiguous", StoreErrorKind::OutcomeUnknown),
 ];
 
 fn message_kind(message: &str) -> StoreErrorKind {
@@ -175,6 +188,17 @@ mod tests {
                 StoreErrorKind::Transient,
             ),
             ("Connection was killed", StoreErrorKind::Transient),
+            ("disk I/O error", StoreErrorKind::Transient),
+            ("database or disk is full", StoreErrorKind::Transient),
+            ("out of memory", StoreErrorKind::Transient),
+            (
+                "could not extend file \"base/16384/16385\": No space left on device",
+                StoreErrorKind::Transient,
+            ),
+            (
+                "result is ambiguous (error=rpc error: ...)",
+                StoreErrorKind::OutcomeUnknown,
+            ),
             (
                 "permission denied for table leases",
                 StoreErrorKind::Permanent,
