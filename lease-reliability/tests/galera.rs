@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 
-use lease_core::LeaseClient;
+use lease_core::{BoxError, LeaseClient, LeaseHandle};
 use lease_diesel::diesel_async::AsyncMysqlConnection;
 use lease_reliability::Driver;
 use lease_reliability::contenders::{Contenders, Contest};
@@ -132,15 +132,7 @@ async fn turns<F: FencedWrites>(
         let held = Instant::now();
         while held.elapsed() < timing.ttl * 2 {
             counts.operations += 1;
-            match factory
-                .write(
-                    &stores[node],
-                    guard.as_ref(),
-                    Some(CheckAt::Commit),
-                    &protected,
-                    &driver,
-                )
-                .await
+            match checked_write(&factory, &stores[node], guard.as_ref(), &protected, &driver).await
             {
                 Ok(_) => {}
                 Err(error) if fenced::is_refusal(&error) => {
@@ -168,15 +160,8 @@ async fn turns<F: FencedWrites>(
                 counts.violation(format!("the forced release failed: {error}"));
                 break;
             }
-            let late = factory
-                .write(
-                    &stores[node],
-                    guard.as_ref(),
-                    Some(CheckAt::Commit),
-                    &protected,
-                    &driver,
-                )
-                .await;
+            let late =
+                checked_write(&factory, &stores[node], guard.as_ref(), &protected, &driver).await;
             counts.operations += 1;
             let after = committed_of(&factory, &stores[node], &protected, fence).await;
             counts.expect(late.is_err() && before == after, || {
@@ -199,15 +184,7 @@ async fn turns<F: FencedWrites>(
             counts.violation(format!("a release failed: {error}"));
         }
         // A write under the released lease, on the other node.
-        let late = factory
-            .write(
-                &stores[1 - node],
-                &handle,
-                Some(CheckAt::Commit),
-                &protected,
-                &driver,
-            )
-            .await;
+        let late = checked_write(&factory, &stores[1 - node], &handle, &protected, &driver).await;
         counts.operations += 1;
         counts.expect(late.as_ref().is_err_and(fenced::is_refusal), || {
             format!("a fenced write under a released lease answered {late:?}")
@@ -241,6 +218,20 @@ async fn turns<F: FencedWrites>(
         Err(error) => counts.violation(format!("the writes could not be read: {error}")),
     }
     counts
+}
+
+/// One write by `driver` under `lease` through `store`, checked with the commit (every fenced
+/// write of these turns is).
+async fn checked_write<F: FencedWrites>(
+    factory: &F,
+    store: &F::Store,
+    lease: &LeaseHandle,
+    protected: &Protected,
+    driver: &str,
+) -> Result<i64, BoxError> {
+    factory
+        .write(store, lease, Some(CheckAt::Commit), protected, driver)
+        .await
 }
 
 /// How many writes of `fence` the protected table holds, as `store`'s node reads it; `None`
