@@ -466,6 +466,12 @@ mod tests {
         assert!(
             held_for >= hold,
             "a renewal sent after the release cut the minimum hold to {held_for:?}"
+        ); // A store whose renewals never move an expiry back keeps the hold whatever comes late,
+        // so the batch itself must have sent nothing.
+        assert_eq!(
+            renewer.store.stats().snapshot(0).renewals,
+            0,
+            "a renewal was sent for a lease released before its batch"
         );
     }
 
