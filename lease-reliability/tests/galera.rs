@@ -14,9 +14,9 @@
 //!   nothing of it may commit, and at least one such write in the run must have been kept out
 //!   by the cluster (the check on the holder's node found the lease gone, or certification
 //!   failed the check's write of the row against the release), not by the holder's guard.
-//!   The holder's renewal can learn of the release first (a race of milliseconds in every
-//!   renewal period), so while none has been kept out by the cluster, every later turn ends
-//!   with a forced release too.
+//!   The release follows one of the holder's renewals at once, so that the next is a quarter
+//!   TTL away; should a renewal still learn of the release first, every later turn ends with a
+//!   forced release too while none has been kept out by the cluster.
 //!   Fences increase from holder to holder and the committed writes hold no stale write.
 //! - Whether the contenders collide within the few hundred microseconds a write takes to reach
 //!   the other nodes is chance: some runs count dozens of conflicts, some none. So after them,
@@ -151,9 +151,9 @@ async fn turns<F: FencedWrites>(
             format!("holder {turn} on node {node} lost its lease with no fault: renewals failed")
         });
         // Every second turn ends with a forced release, and so does every later one while no
-        // late write has been kept out by the cluster yet: the holder's renewal, sent every
-        // quarter TTL, can learn of the release in the milliseconds before the late write, and
-        // then its own guard refuses the write.
+        // late write has been kept out by the cluster yet: the release follows a renewal at
+        // once, but a renewal that failed or was late can still come in the milliseconds
+        // before the late write, and then the holder's own guard refuses the write.
         if turn % 2 == 0 || (turn > 2 && kept_out_by_cluster == 0) {
             // An operator's forced release on the other node, then at once a write of the
             // holder, which still believes it holds the lease, on its own node: the check must
@@ -162,6 +162,9 @@ async fn turns<F: FencedWrites>(
             let fence = guard.fence().get() as i64;
             let before = committed_of(&factory, &stores[node], &protected, fence).await;
             let not_held = clients[node].stats().fenced_checks.not_held;
+            // Right after a renewal the next is a quarter TTL away, far longer than the
+            // release and the write take.
+            renewed(&clients[node], timing.renew_every * 3).await;
             let forced = format!("UPDATE {table} SET holder = NULL WHERE name = '{name}'");
             if let Err(error) = factory.execute(&stores[1 - node], &forced).await {
                 counts.violation(format!("the forced release failed: {error}"));
@@ -225,6 +228,15 @@ async fn turns<F: FencedWrites>(
         Err(error) => counts.violation(format!("the writes could not be read: {error}")),
     }
     counts
+}
+
+/// Waits, at most `limit`, until `client` has renewed a lease once more.
+async fn renewed(client: &LeaseClient, limit: Duration) {
+    let renewals = client.stats().renewals;
+    let waited = Instant::now();
+    while client.stats().renewals == renewals && waited.elapsed() < limit {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 /// One write by `driver` under `lease` through `store`, checked with the commit (every fenced
