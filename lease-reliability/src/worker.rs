@@ -220,7 +220,8 @@ const WRITE_LIMIT: Duration = Duration::from_secs(15);
 /// work that was already past its check would. A line `stop` on standard input makes it stop
 /// itself with `SIGSTOP` (printing `stopping`) just before its next write or acquisition, so
 /// that the pause lands between two transactions and never inside one. Prints `acquired <fence>`, `wrote <seq>
-/// <fence>` after each commit, `refused <fence>` when the check refused a write, `failed
+/// <fence>` after each commit, `refused <fence> check` when the database's check refused a
+/// write (`refused <fence> guard` when the guard knew the lease lost before it), `failed
 /// <error>` when a call failed otherwise, then `stats
 /// writes=<n> refused=<n> errors=<n> acquisitions=<n> checks_passed=<n> checks_not_held=<n>
 /// checks_failed=<n> checks_unknown=<n>` (the last four as the client counted its fenced
@@ -279,6 +280,7 @@ pub async fn fenced<F: StoreFactory + FencedWrites>(
         println!("acquired {}", guard.fence());
         while tokio::time::Instant::now() < until {
             stop_if_asked(&stop)?;
+            let not_held = client.stats().fenced_checks.not_held;
             let write = factory.write(&store, guard.as_ref(), checked, &protected, worker);
             match tokio::time::timeout(WRITE_LIMIT, write).await {
                 Err(_) => return Err(format!("a write took longer than {WRITE_LIMIT:?}").into()),
@@ -288,7 +290,13 @@ pub async fn fenced<F: StoreFactory + FencedWrites>(
                 }
                 Ok(Err(error)) if fenced::is_refusal(&error) => {
                     refused += 1;
-                    println!("refused {}", guard.fence());
+                    // The database's check found the lease gone, or the guard knew it already.
+                    let by = if client.stats().fenced_checks.not_held > not_held {
+                        "check"
+                    } else {
+                        "guard"
+                    };
+                    println!("refused {} {by}", guard.fence());
                     break;
                 }
                 Ok(Err(error)) => {
