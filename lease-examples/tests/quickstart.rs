@@ -82,7 +82,8 @@ async fn runs_every_job_takes_over_after_the_kill_and_never_runs_a_round_twice()
     );
 
     // The alert leader then was restarted gracefully: every lease it held was taken over at
-    // once, well inside the TTL a crash costs.
+    // the next campaign's retry (SQLite pushes no releases; a retry every quarter TTL), well
+    // inside the TTL a crash costs: a quarter TTL and half a TTL to spare for a loaded machine.
     let graceful: Vec<_> = summary.takeovers.iter().filter(|t| t.graceful).collect();
     assert!(
         graceful.iter().any(|t| t.lease == "alerts"),
@@ -90,7 +91,7 @@ async fn runs_every_job_takes_over_after_the_kill_and_never_runs_a_round_twice()
     );
     for takeover in graceful {
         assert!(
-            takeover.after < settings.ttl.get() / 2,
+            takeover.after < settings.ttl.get() * 3 / 4,
             "{takeover:?} after a graceful shutdown:\n{printed}"
         );
     }

@@ -15,8 +15,8 @@ pub(crate) struct SimClock {
 }
 
 impl SimClock {
-    /// A clock whose 0:00 is `lead` from now: time for the first instance to connect and start
-    /// its schedules, so their first rounds fall at 0:00.
+    /// A clock whose 0:00 is `lead` from now: time for the first instance to start its
+    /// schedules, so that their first rounds of the story fall at 0:00.
     pub(crate) fn start(minute: Duration, lead: Duration) -> Self {
         Self {
             epoch: Instant::now() + lead,
@@ -58,6 +58,11 @@ impl SimClock {
     /// Simulated time now.
     pub(crate) fn now(&self) -> Duration {
         self.simulated(self.elapsed())
+    }
+
+    /// Real time left until 0:00 (zero from then on).
+    pub(crate) fn until_start(&self) -> Duration {
+        self.epoch.saturating_duration_since(Instant::now())
     }
 
     /// Real time since the demo started (zero before 0:00).

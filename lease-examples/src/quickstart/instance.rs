@@ -55,16 +55,29 @@ impl Round {
         }
     }
 
-    /// A per-round job's work: recorded, then the job's simulated time.
+    /// Whether this round comes before the story's 0:00: the first instance's schedules start a
+    /// moment early, and the rounds of the short periods fall meanwhile. A round due at 0:00
+    /// may start a hair early (the schedule reads the wall clock, the demo the monotonic one),
+    /// so only one more than a tenth of the period early is before it.
+    fn is_before_start(&self) -> bool {
+        self.clock.until_start() > self.clock.real(self.job.period) / 10
+    }
+
+    /// A per-round job's work: recorded, then the job's simulated time. Nothing before 0:00.
     fn run(&self, lease: &LeaseHandle, work: Duration) -> impl Future<Output = ()> + use<> {
-        let index = self.ledger.started(
-            &self.lease,
-            self.number(),
-            self.instance,
-            lease.fence().get(),
-        );
+        let index = (!self.is_before_start()).then(|| {
+            self.ledger.started(
+                &self.lease,
+                self.number(),
+                self.instance,
+                lease.fence().get(),
+            )
+        });
         let this = self.clone();
         async move {
+            let Some(index) = index else {
+                return;
+            };
             this.clock.sleep(work).await;
             // A killed instance's work goes on in memory, but nothing it does counts any more.
             if !this.store.is_killed() {
@@ -73,9 +86,9 @@ impl Round {
         }
     }
 
-    /// A leader job's round on the instance that leads.
+    /// A leader job's round on the instance that leads. Nothing before 0:00.
     fn lead(&self, lease: &LeaseHandle) {
-        if !self.store.is_killed() {
+        if !self.store.is_killed() && !self.is_before_start() {
             self.ledger.led(
                 &self.lease,
                 self.number(),
