@@ -821,26 +821,44 @@ async fn watch_lists_again_at_each_interval_and_stops_after_its_count() {
 async fn watch_stops_cleanly_when_interrupted() {
     let dir = TempDir::new();
     let (_store, url) = sqlite_table(&dir).await;
-    let child = Command::new(env!("CARGO_BIN_EXE_leasectl"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leasectl"))
         .args(["--database-url", &url, "watch", "--interval", "100ms"])
         .env_remove("DATABASE_URL")
         .env_remove("LEASE_TABLE")
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    // SIGINT, as Ctrl-C sends it.
+    // The first listing shows the watch running, its Ctrl-C handler set before it listed: a
+    // signal sent before that would end the process by the default action, or before any
+    // listing.
+    let stdout = child.stdout.take().unwrap();
+    let (listed, first_listing) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut printed = String::new();
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+            let Ok(line) = line else { break };
+            if line.contains("no leases in table leases") {
+                let _ = listed.send(());
+            }
+            printed.push_str(&line);
+            printed.push('\n');
+        }
+        printed
+    });
+    let running = first_listing.recv_timeout(Duration::from_secs(30)).is_ok();
+    // SIGINT, as Ctrl-C sends it (or, when no listing came, to end the process anyway).
     let killed = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
-    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+    let status = tokio::task::spawn_blocking(move || child.wait())
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{output:?}");
-    assert!(String::from_utf8_lossy(&output.stdout).contains("no leases in table leases"));
+    let printed = reader.join().unwrap();
+    assert!(running, "no listing within 30 s: {printed}");
+    assert_eq!(status.code(), Some(0), "{status:?}: {printed}");
 }
 
 #[tokio::test]
