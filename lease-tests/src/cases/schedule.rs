@@ -63,9 +63,10 @@ fn client<S: LeaseStore, B: TestBackend>(
 
 /// Two clients on one store schedule `sweep` on the same aligned schedule (every 400 ms, a
 /// minimum hold of 350 ms) for six periods, in which six or seven of the wall clock's
-/// boundaries fall. Between them they run it at most once per round (four to seven runs; two
-/// runs of every round would be twelve or more), each run with a fence of its own, the
-/// schedules' counts agree with the runs, and once both are stopped the lease is free.
+/// boundaries fall. Between them they run it at most once per round (four to seven runs, the
+/// rounds the schedules report missed counting toward the four; two runs of every round would
+/// be twelve or more), each run with a fence of its own, the schedules' counts agree with the
+/// runs, and once both are stopped the lease is free.
 ///
 /// # Errors
 /// A [`CaseFailure`] when too few runs happen or some round runs twice, two runs share a fence, the
@@ -95,9 +96,12 @@ pub async fn schedule_runs_each_round_on_one_instance<B: TestBackend>(
     let (stats, runs) = watch(ctx, scheduled, &runs, PERIOD * PERIODS).await;
     // Counted, not timed: on a busy machine a run's answer can reach its instance late, so the
     // local times of two rounds' runs can fall close together while the store kept them apart.
+    // There, too, an acquisition can take longer than a period: the rounds that fell meanwhile
+    // are counted as missed, and count toward the least number here.
     let rounds = PERIODS as usize;
+    let missed: u64 = stats.iter().map(|s| s.missed).sum();
     ensure!(
-        runs.len() + 2 >= rounds,
+        runs.len() + missed as usize + 2 >= rounds,
         "{} runs in {rounds} periods: {runs:?} ({stats:?})",
         runs.len()
     );
@@ -141,7 +145,8 @@ pub async fn schedule_runs_each_round_on_one_instance<B: TestBackend>(
 /// round runs while the store names the runner's lease as the holder (each run reads the
 /// row); one of them is elected and runs the rounds, all under its one term's lease (one fence),
 /// and the other skips them: four to nine runs between them (the election may cost the first
-/// rounds; rounds run on both instances would make about sixteen). Once both are stopped,
+/// rounds, and the rounds the schedules report missed count toward the four; rounds run on both
+/// instances would make about sixteen). Once both are stopped,
 /// leadership is given back: the lease is free within a second.
 ///
 /// # Errors
@@ -204,9 +209,12 @@ pub async fn schedule_on_leader_runs_each_round_on_the_leader<B: TestBackend>(
         "the leader's rounds ran under {} fences; nothing failed, so one term should hold: {runs:?}",
         terms.len()
     );
+    // A round whose `inspect` took longer than a period (a busy machine) makes the rounds that
+    // fell meanwhile missed; they count toward the least number.
     let rounds = LEADER_PERIODS as usize;
+    let missed: u64 = stats.iter().map(|s| s.missed).sum();
     ensure!(
-        runs.len() * 2 >= rounds && runs.len() <= rounds + 1,
+        (runs.len() + missed as usize) * 2 >= rounds && runs.len() <= rounds + 1,
         "{} runs in {rounds} periods on the leader: {runs:?} ({stats:?})",
         runs.len()
     );
