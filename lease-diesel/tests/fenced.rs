@@ -41,7 +41,8 @@ impl Fixture {
         Self::on(env::postgres_url(), Duration::from_secs(60), prefix, name).await
     }
 
-    /// The same on the server `url`, the guard's lease renewed every quarter of `ttl`.
+    /// The same on the server `url`, the guard's lease renewed every quarter of `ttl`, each
+    /// renewal given a third of it (a loaded machine can take a fifth).
     async fn on(url: String, ttl: Duration, prefix: &str, name: &str) -> Option<Self> {
         let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(url);
         let pool = Pool::builder(manager).max_size(4).build().unwrap();
@@ -60,7 +61,7 @@ impl Fixture {
         let client = LeaseClient::builder(store.clone(), TokioRuntime)
             .ttl(Ttl::new(ttl).unwrap())
             .renew_every(ttl / 4)
-            .store_timeout(ttl / 5)
+            .store_timeout(ttl / 3)
             .build()
             .unwrap();
         // A wait rather than one try: it rides out a statement a loaded machine makes outlast

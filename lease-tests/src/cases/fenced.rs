@@ -450,7 +450,9 @@ pub async fn renewal_goes_on_during_fenced_work<B: TestBackend>(ctx: &Context<B>
         )));
     }
     let ttl = Duration::from_millis(1_200);
-    let holder_client = client(ctx, &store, ttl)?;
+    // Renewals are what this case is about: each is given half a TTL, where the other cases'
+    // holders give a fifth, which a loaded machine can take three times in a row.
+    let holder_client = client_of(ctx, Arc::clone(&store), ttl, ttl / 4, ttl / 2)?;
     let holder = take_sweep(&holder_client).await?;
     let handle = holder.handle();
     writes
