@@ -1,7 +1,7 @@
 //! A release keeps the count: fences go on rising across releases, with and without a minimum
 //! hold.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use lease_core::{Fence, HolderId, LeaseStore};
 
@@ -76,33 +76,49 @@ pub async fn fences_keep_counting_across_releases<B: TestBackend>(ctx: &Context<
         );
     }
 
-    let holder = HolderId::generate();
-    let held = store
-        .try_acquire(&lease, &holder, long_ttl())
-        .await?
-        .ok_or_else(|| CaseFailure::new(format!("the released {lease} was refused")))?;
-    fences.push(held);
-    ensure!(
-        store.release(&lease, &holder, MIN_HOLD).await?,
-        "release of {lease} with a minimum hold of {MIN_HOLD:?} did not match"
-    );
-    let info = store.inspect(&lease).await?;
-    ensure!(
-        info.as_ref().is_some_and(|info| info.holder == holder
-            && !info.is_expired()
-            && info
-                .expires_at
-                .duration_since(info.taken_at)
-                .unwrap_or_default()
-                <= MIN_HOLD),
-        "the minimum hold did not keep {lease} until taken_at + {MIN_HOLD:?}: {info:?}"
-    );
-    let other = HolderId::generate();
-    ensure_eq!(
-        store.try_acquire(&lease, &other, long_ttl()).await?,
-        None,
-        "acquiring {lease} during its minimum hold"
-    );
+    // A round this machine stalls past the minimum hold between the acquisition and the
+    // rival's try (a loaded runner, a clock-skew run) cannot tell a hold that ended on time
+    // from one that was never kept: it is played again on another name, at most twice.
+    let mut round = 1;
+    let (lease, other) = loop {
+        let lease = match round {
+            1 => lease.clone(),
+            _ => name(&format!("mail-checks-{round}")),
+        };
+        let started = Instant::now();
+        let holder = HolderId::generate();
+        let held = store
+            .try_acquire(&lease, &holder, long_ttl())
+            .await?
+            .ok_or_else(|| CaseFailure::new(format!("the released {lease} was refused")))?;
+        if round > 1 {
+            fences = Vec::new();
+        }
+        fences.push(held);
+        ensure!(
+            store.release(&lease, &holder, MIN_HOLD).await?,
+            "release of {lease} with a minimum hold of {MIN_HOLD:?} did not match"
+        );
+        let info = store.inspect(&lease).await?;
+        let other = HolderId::generate();
+        let rival = store.try_acquire(&lease, &other, long_ttl()).await?;
+        if started.elapsed() >= MIN_HOLD && round < 3 {
+            round += 1;
+            continue;
+        }
+        ensure!(
+            info.as_ref().is_some_and(|info| info.holder == holder
+                && !info.is_expired()
+                && info
+                    .expires_at
+                    .duration_since(info.taken_at)
+                    .unwrap_or_default()
+                    <= MIN_HOLD),
+            "the minimum hold did not keep {lease} until taken_at + {MIN_HOLD:?}: {info:?}"
+        );
+        ensure_eq!(rival, None, "acquiring {lease} during its minimum hold");
+        break (lease, other);
+    };
     wait_until_expired(ctx, &*store, &lease).await?;
     let after_hold = store
         .try_acquire(&lease, &other, long_ttl())
