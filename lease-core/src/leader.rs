@@ -212,6 +212,20 @@ impl Shared {
     }
 }
 
+/// Ends the campaign's [`Shared`] when dropped: at the end of the campaign, or with its future
+/// when that never got there (a task that panicked, a runtime shut down, the future of
+/// `campaign_on_this_task` let go by a `select!`), so that [`Leader::resign`] and the
+/// [`changes`](Leader::changes) streams never wait for a campaign that no longer runs.
+struct EndsWhenDropped(Weak<Shared>);
+
+impl Drop for EndsWhenDropped {
+    fn drop(&mut self) {
+        if let Some(leader) = self.0.upgrade() {
+            leader.end();
+        }
+    }
+}
+
 async fn run_campaign(
     client: LeaseClient,
     shared: Weak<Shared>,
@@ -219,6 +233,7 @@ async fn run_campaign(
     mut stopped: oneshot::Receiver<oneshot::Sender<()>>,
     token: Token,
 ) {
+    let ends = EndsWhenDropped(Weak::clone(&shared));
     let clock = client.clock().clone();
     let retry = ticks(client.config().campaign_retry());
     let first_pause = client.config().acquire_backoff;
@@ -302,9 +317,7 @@ async fn run_campaign(
             break resigned;
         }
     };
-    if let Some(leader) = shared.upgrade() {
-        leader.end();
-    }
+    drop(ends);
     if let Some(resigned) = resigned {
         let _ = resigned.send(());
     }

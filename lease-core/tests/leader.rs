@@ -133,3 +133,26 @@ async fn every_clone_that_resigns_returns_once_the_lease_is_given_back() {
     );
     resigning.await.unwrap();
 }
+
+/// A campaign future let go before it ended (a `select!` against a shutdown signal, a task that
+/// panicked or was aborted): the `Leader` learns that the campaign ended, its `changes` stream
+/// ends, and `resign` returns instead of waiting for a campaign that no longer runs.
+#[tokio::test(start_paused = true)]
+async fn resign_returns_when_the_campaign_future_is_gone() {
+    let client = fast_client(tokio_memory());
+    let (leader, campaign) = client.campaign_on_this_task("alerts").unwrap();
+    let mut changes = leader.changes();
+    let running = tokio::spawn(campaign);
+    assert_eq!(changes.next().await, Some(true));
+    running.abort();
+    assert!(running.await.unwrap_err().is_cancelled());
+    assert!(!leader.is_leader());
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(10), changes.next()).await,
+        Ok(None),
+        "the changes stream did not end with the campaign"
+    );
+    tokio::time::timeout(Duration::from_secs(10), leader.resign())
+        .await
+        .expect("resign waited for a campaign that no longer runs");
+}

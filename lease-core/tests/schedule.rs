@@ -315,6 +315,25 @@ async fn stop_waits_for_the_running_round_and_gives_the_lease_back() {
     assert_eq!(runs.times(), [0]);
 }
 
+/// A round whose work panics takes the schedule's task down, as a panic on any task does: the
+/// schedule is then stopped on this instance (`is_stopped` says so, for a health check to see),
+/// and `stop` returns at once instead of waiting for a loop that no longer runs.
+#[tokio::test(start_paused = true)]
+async fn a_schedule_whose_round_panicked_is_stopped_and_stop_returns() {
+    let client = fast_client(tokio_memory());
+    let sweep = client
+        .schedule("sweep", every(10), |_| async {
+            panic!("a bug in the job (this test's panic)")
+        })
+        .unwrap();
+    let view = sweep.clone();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(view.is_stopped(), "the schedule's task died, yet it runs");
+    tokio::time::timeout(Duration::from_secs(10), sweep.stop())
+        .await
+        .expect("stop waited for a loop that no longer runs");
+}
+
 #[tokio::test(start_paused = true)]
 async fn dropping_the_last_handle_stops_the_schedule() {
     let runs = Runs::default();

@@ -25,6 +25,11 @@ impl LeaseClient {
     /// client's [`shutdown`](LeaseClient::shutdown) stops the schedule: no new round starts, and
     /// a running one may finish within the grace period.
     ///
+    /// Work that panics takes the schedule's task down with it, as a panic does on any task:
+    /// the schedule stops on this instance ([`Scheduled::is_stopped`], for a health check),
+    /// the round's lease is given back in the background, and the other instances go on
+    /// running the rounds.
+    ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lease_core::Error> {
     /// use std::time::Duration;
@@ -201,6 +206,7 @@ async fn run_rounds<R, Fut>(
     R: Fn(Arc<Rounds>) -> Fut,
     Fut: Future<Output = Option<Round>>,
 {
+    let ends = rounds.ends_when_dropped();
     let clock = client.clock().clone();
     let since_epoch = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -224,7 +230,7 @@ async fn run_rounds<R, Fut>(
     if let Some(leader) = leader {
         leader.resign().await;
     }
-    rounds.end();
+    drop(ends);
     drop(token);
 }
 

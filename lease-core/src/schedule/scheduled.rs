@@ -37,6 +37,16 @@ pub(crate) struct Rounds {
     ended: Signal,
 }
 
+/// Ends its schedule when dropped; see [`Rounds::ends_when_dropped`].
+#[derive(Debug)]
+pub(crate) struct EndsWhenDropped(Arc<Rounds>);
+
+impl Drop for EndsWhenDropped {
+    fn drop(&mut self) {
+        self.0.end();
+    }
+}
+
 /// How one round ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Round {
@@ -89,6 +99,14 @@ impl Rounds {
     /// The loop is done.
     pub(crate) fn end(&self) {
         self.ended.fire();
+    }
+
+    /// What ends the schedule when the loop's future is gone: dropped at the end of the loop,
+    /// or with the future when it never got there (a round whose work panicked took the task
+    /// down, the runtime shut down, the future of `schedule_on_this_task` was let go), so that
+    /// [`Scheduled::stop`] never waits for a loop that no longer runs.
+    pub(crate) fn ends_when_dropped(self: &Arc<Self>) -> EndsWhenDropped {
+        EndsWhenDropped(Arc::clone(self))
     }
 
     fn stats(&self) -> ScheduleStats {
