@@ -57,6 +57,8 @@ struct State {
     /// What was last told to watchers, so each change is told once.
     told: bool,
     watchers: Vec<mpsc::UnboundedSender<bool>>,
+    /// How many watchers were left by the last sweep of the dropped ones in `changes`.
+    swept_at: usize,
     /// The campaign has ended: `changes` streams end.
     ended: bool,
     /// The permanent store error that ended the campaign.
@@ -106,6 +108,12 @@ impl Leader {
     pub fn changes(&self) -> impl Stream<Item = bool> + Send + 'static {
         let (tx, rx) = mpsc::unbounded();
         let mut state = self.shared.state();
+        // Streams dropped while leadership stays as it is are swept here, not only at the next
+        // change, which may be weeks away: once their number has doubled since the last sweep.
+        if state.watchers.len() >= state.swept_at.max(8) * 2 {
+            state.watchers.retain(|watcher| !watcher.is_closed());
+            state.swept_at = state.watchers.len();
+        }
         if state.told {
             let _ = tx.unbounded_send(true);
         }
@@ -169,6 +177,7 @@ impl Leader {
                 current: None,
                 told: false,
                 watchers: Vec::new(),
+                swept_at: 0,
                 ended: false,
                 error: None,
                 stop: Some(stop),
@@ -367,5 +376,31 @@ impl fmt::Debug for Leader {
             .field("name", self.name())
             .field("leader", &self.is_leader())
             .finish()
+    }
+}
+
+#[cfg(all(test, feature = "runtime-tokio"))]
+mod tests {
+    use super::*;
+    use crate::MemoryStore;
+    use crate::runtime::TokioRuntime;
+
+    #[tokio::test(start_paused = true)]
+    async fn streams_dropped_while_leadership_stays_are_swept() {
+        let client = LeaseClient::new(MemoryStore::new(), TokioRuntime);
+        let leader = client.campaign("alerts").unwrap();
+        leader.first_attempt().await;
+        assert!(leader.is_leader());
+        for _ in 0..10_000 {
+            drop(leader.changes());
+        }
+        let kept = leader.changes();
+        let watchers = leader.shared.state().watchers.len();
+        assert!(
+            watchers <= 32,
+            "{watchers} watchers kept for one live stream"
+        );
+        drop(kept);
+        leader.resign().await;
     }
 }
