@@ -42,11 +42,14 @@ pub(crate) fn sql(t: &str) -> DialectSql {
                 expires_at DATETIME(6) NOT NULL\n\
             ) ENGINE = InnoDB"
         ),
-        // `ON DUPLICATE KEY UPDATE` decides under the row's exclusive lock. Its assignments run
-        // left to right and each sees the columns assigned before it, so the order matters:
-        // fence, taken_at and holder test `FREE` on the old holder and expiry; expires_at comes
-        // last and, since `FREE` no longer reads the old row once holder is assigned, follows
-        // the marker the earlier assignments left (our holder, taken at this statement's time).
+        // `ON DUPLICATE KEY UPDATE` decides under the row's exclusive lock. By default its
+        // assignments run left to right and each sees the columns assigned before it; under
+        // `sql_mode` `SIMULTANEOUS_ASSIGNMENT` (part of `ORACLE`) each sees the row as it was.
+        // Every assignment means the same either way: fence, taken_at and holder test `FREE` on
+        // the old holder and expiry; expires_at comes last and is set when `FREE` holds (on the
+        // old row, or on the new holder and the old, passed expiry) or the row carries the
+        // marker the earlier assignments left (our holder, taken at this statement's time: a
+        // row released by force, its holder NULL and its expiry ahead, read left to right).
         //
         // The winner is read from `RETURNING` (MariaDB has it on `INSERT`, including the
         // duplicate-key path, where it returns the row as updated), never from the affected-rows
@@ -61,7 +64,7 @@ pub(crate) fn sql(t: &str) -> DialectSql {
                      fence = IF({FREE}, GREATEST(fence + 1, VALUES(fence)), fence),\n    \
                      taken_at = IF({FREE}, VALUES(taken_at), taken_at),\n    \
                      holder = IF({FREE}, VALUES(holder), holder),\n    \
-                     expires_at = IF(holder = VALUES(holder) AND taken_at = VALUES(taken_at), VALUES(expires_at), expires_at)\n\
+                     expires_at = IF({FREE} OR (holder = VALUES(holder) AND taken_at = VALUES(taken_at)), VALUES(expires_at), expires_at)\n\
                  RETURNING fence, CAST(holder = ? AND taken_at = {NOW} AS SIGNED) AS won",
                 clock = micros(NOW),
             ),
@@ -74,16 +77,17 @@ pub(crate) fn sql(t: &str) -> DialectSql {
             ),
             &[Arg::Micros, Arg::Name, Arg::Holder],
         ),
-        // Left to right again: expires_at becomes the end of the minimum hold when that is still
-        // ahead, or now; holder, assigned after it, stays only when expires_at is still ahead.
+        // expires_at becomes the end of the minimum hold when that is still ahead, or now;
+        // holder stays only when the hold is still ahead. Each reads taken_at, which neither
+        // assigns, so the order of evaluation (above) does not matter.
         release: Template::new(
             format!(
                 "UPDATE {t} SET\n    \
                      expires_at = GREATEST(taken_at + INTERVAL ? MICROSECOND, {NOW}),\n    \
-                     holder = IF(expires_at > {NOW}, holder, NULL)\n\
+                     holder = IF(taken_at + INTERVAL ? MICROSECOND > {NOW}, holder, NULL)\n\
                  WHERE name = ? AND holder = ? AND expires_at > {NOW}"
             ),
-            &[Arg::Micros, Arg::Name, Arg::Holder],
+            &[Arg::Micros, Arg::Micros, Arg::Name, Arg::Holder],
         ),
         inspect: Template::new(
             format!("SELECT {columns} FROM {t} WHERE name = ? AND holder IS NOT NULL"),
