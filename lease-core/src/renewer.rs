@@ -73,6 +73,19 @@ pub(crate) struct Renewer {
     in_flight: futures::lock::Mutex<()>,
 }
 
+/// Held by the spawned loop's task: when the task is gone without the renewer (its runtime
+/// shut down while the client lives on, for the next runtime), the next acquisition spawns the
+/// loop again, on the runtime it runs on.
+struct Spawned(Weak<Renewer>);
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        if let Some(renewer) = self.0.upgrade() {
+            renewer.spawned.store(false, Ordering::Release);
+        }
+    }
+}
+
 impl Renewer {
     /// A renewer holding nothing yet, renewing through `store` as `config` says.
     pub(crate) fn new(store: TimedStore, config: &LeaseConfig) -> Self {
@@ -199,12 +212,10 @@ impl Renewer {
         Self::run_loop(Arc::downgrade(self), Arc::clone(&self.driver)).await;
     }
 
-    /// Runs the loop on the caller's task when no spawned task does; otherwise never completes.
-    /// Other leases are renewed by it too, for as long as this task drives it.
+    /// Runs the loop on the caller's task when no other task does (waiting, meanwhile, for the
+    /// one that does, and taking over if that task is gone); never completes. Other leases are
+    /// renewed by it too, for as long as this task drives it.
     pub(crate) async fn run_unless_spawned(self: &Arc<Self>) -> Infallible {
-        if self.spawned.load(Ordering::Acquire) {
-            return future::pending().await;
-        }
         self.run().await;
         // The caller holds the renewer, so the loop cannot have ended.
         future::pending().await
@@ -214,7 +225,13 @@ impl Renewer {
         if self.spawned.swap(true, Ordering::AcqRel) {
             return;
         }
-        let task = Self::run_loop(Arc::downgrade(self), Arc::clone(&self.driver)).boxed();
+        let spawned = Spawned(Arc::downgrade(self));
+        let run = Self::run_loop(Arc::downgrade(self), Arc::clone(&self.driver));
+        let task = async move {
+            run.await;
+            drop(spawned);
+        }
+        .boxed();
         if self.clock().runtime().spawn(task).is_err() {
             // Callers drive it instead; a later acquisition tries spawning again.
             self.spawned.store(false, Ordering::Release);

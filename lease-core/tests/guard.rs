@@ -392,3 +392,32 @@ async fn leases_taken_one_by_one_are_renewed_in_few_rounds() {
         "{calls} renew_many calls for 120 leases over 10 minutes"
     );
 }
+
+/// A client that outlives the runtime its renewer was spawned on (a client kept in a `static`
+/// across tests, a command-line tool that makes a runtime per command): the renewer's task went
+/// with that runtime, and the leases taken on the next runtime are still renewed.
+#[test]
+fn a_client_renews_on_the_next_runtime_once_its_first_is_gone() {
+    let paused = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap()
+    };
+    let store = tokio_memory();
+    let client = fast_client(store);
+    paused().block_on(async {
+        let guard = client.try_acquire("sweep").await.unwrap().expect("free");
+        guard.release().await.unwrap();
+    });
+    paused().block_on(async {
+        let guard = client.try_acquire("alerts").await.unwrap().expect("free");
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert!(
+            guard.is_held(),
+            "no renewal on the second runtime: the renewer's task went with the first"
+        );
+        guard.release().await.unwrap();
+    });
+}
