@@ -6,6 +6,7 @@
 pub use crate::{
     AfterCommit, CheckAt, Connect, ConnectWith, Dialect, Execute, ExecuteOn, Layout, Migration,
     MigrationFile, OnConnection, PoolState, SchemaCheck, SnapshotIsolation, SqlStore, TableName,
+    TransactionEnded,
 };
 pub use lease_core::{
     CallStats, ClientStats, Error, ErrorChain, Fence, FencedCheck, FencedChecks, Health, HolderId,

@@ -28,6 +28,7 @@ mod statements;
 mod store;
 mod table;
 mod template;
+mod transaction_ended;
 
 pub use after_commit::AfterCommit;
 pub use database_error::DatabaseError;
@@ -56,3 +57,4 @@ pub use sqlite::{SQLITE_BUSY_TIMEOUT, sqlite_pragmas};
 pub use statements::Statements;
 pub use store::{Attempt, CheckAt, FencedCommit, SqlStore};
 pub use table::TableName;
+pub use transaction_ended::{TRANSACTION_ENDED_MARKER, TransactionEnded, is_transaction_ended};

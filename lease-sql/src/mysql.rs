@@ -9,7 +9,7 @@
 //! with the `CLIENT_FOUND_ROWS` flag that sqlx and diesel set).
 
 use crate::template::{Arg, DialectSql, Template};
-use crate::{NOT_HELD_MARKER, Param};
+use crate::{NOT_HELD_MARKER, Param, TRANSACTION_ENDED_MARKER};
 
 const NOW: &str = "UTC_TIMESTAMP(6)";
 
@@ -22,6 +22,11 @@ fn micros(expr: &str) -> String {
 const FREE: &str = "holder IS NULL OR expires_at <= UTC_TIMESTAMP(6)";
 
 pub(crate) fn sql(t: &str) -> DialectSql {
+    // Fails, naming the marker, when the fenced transaction ended inside its work (see
+    // `TransactionEnded`): the messages that end one begin with it.
+    let ended = format!(
+        "IF @@in_transaction = 0 THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{TRANSACTION_ENDED_MARKER}'; END IF"
+    );
     let fence = format!(
         "UPDATE {t} SET expires_at = expires_at + INTERVAL 1 MICROSECOND\n\
          WHERE name = ? AND holder = ? AND fence = ? AND expires_at > {NOW}"
@@ -99,9 +104,11 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         // write set), so the check moves expires_at by a microsecond.
         // A compound statement (MariaDB 10.1 and later, outside stored programs too) signals
         // the marker when the check matched no row; a multi-statement message stops at an
-        // error, so the `COMMIT` runs only after a check that held.
+        // error, so the `COMMIT` runs only after a check that held. It first signals
+        // `TRANSACTION_ENDED_MARKER` when no transaction is open any more (`ended`).
         fence_raising: Some(format!(
             "BEGIN NOT ATOMIC\n    \
+                 {ended};\n    \
                  {fence};\n    \
                  IF ROW_COUNT() <> 1 THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{NOT_HELD_MARKER}'; END IF;\n\
              END"
@@ -109,6 +116,7 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         prepared_fence: None,
         unmatched_fence: None,
         snapshot_guard: None,
+        commit_after_check: Some(format!("BEGIN NOT ATOMIC\n    {ended};\nEND;\nCOMMIT")),
         fence,
         prune: Template::new(
             format!("DELETE FROM {t} WHERE expires_at < {NOW} - INTERVAL ? MICROSECOND"),

@@ -130,6 +130,7 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         ),
         prepared_fence: Some(PreparedFence::new(&checked, &guard)),
         snapshot_guard: Some(guard),
+        commit_after_check: Some("SELECT 1;\nCOMMIT".to_owned()),
         fence_raising: Some(checked),
         fence,
         unmatched_fence: Some(unmatched_fence),

@@ -122,13 +122,13 @@ impl Statements {
     /// object). On PostgreSQL a failed statement aborts the transaction, and a `COMMIT` alone
     /// then answers `ROLLBACK` without an error: work that swallowed such a failure would be
     /// told that writes committed which were thrown away. So there a statement that fails in an
-    /// aborted transaction goes first, in the same message, and the message stops at it.
-    /// Elsewhere a failed statement does not abort the transaction.
-    pub fn commit_after_check(&self) -> Option<&'static str> {
-        match self.dialect {
-            Dialect::Postgres => Some("SELECT 1;\nCOMMIT"),
-            Dialect::MySql | Dialect::Sqlite => None,
-        }
+    /// aborted transaction goes first, in the same message, and the message stops at it. On
+    /// MariaDB a statement can end the transaction inside the work (data definition,
+    /// `TRUNCATE`, a deadlock's rollback), after which writes commit on their own and a
+    /// `COMMIT` has nothing to do: a guard that fails when no transaction is open goes first
+    /// ([`TransactionEnded`](crate::TransactionEnded)). SQLite: `None`.
+    pub fn commit_after_check(&self) -> Option<&str> {
+        self.sql.commit_after_check.as_deref()
     }
 
     /// `CREATE TABLE IF NOT EXISTS` for the lease table. The same text, for the default table,

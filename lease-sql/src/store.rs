@@ -15,8 +15,8 @@ use tracing::Instrument;
 use crate::fenced_begin::BeginMove;
 use crate::{
     AfterCommit, Connect, ConnectWith, DatabaseError, Execute, ExecuteOn, FencedBegin, PoolState,
-    RenewManyResult, SchemaCheck, Statements, TableName, is_not_held, snapshot_isolation,
-    snapshot_refusal,
+    RenewManyResult, SchemaCheck, Statements, TableName, TransactionEnded, is_not_held,
+    is_transaction_ended, snapshot_isolation, snapshot_refusal,
 };
 
 /// Leases in a SQL table, reached through a driver's pool: the [`LeaseStore`] of every SQL
@@ -722,6 +722,15 @@ impl<X: Execute> SqlStore<X> {
         if message.is_some_and(is_not_held) {
             tracing::warn!(lease = %lease.name(), fence = %lease.fence(), "fenced check found the lease gone");
             return lease.mark_not_held();
+        }
+        if message.is_some_and(is_transaction_ended) {
+            tracing::warn!(lease = %lease.name(), fence = %lease.fence(), "fenced transaction ended inside its work: its later writes committed on their own");
+            return Error::store_of_kind(
+                Operation::Fence,
+                Some(lease.name()),
+                StoreErrorKind::OutcomeUnknown,
+                TransactionEnded,
+            );
         }
         if let Some(refusal) = message.and_then(snapshot_isolation) {
             return Error::store_of_kind(

@@ -69,6 +69,9 @@ pub(crate) struct DialectSql {
     /// first in the messages that check with the commit or begin such a transaction; `None`
     /// where every isolation level will do.
     pub(crate) snapshot_guard: Option<String>,
+    /// [`Statements::commit_after_check`](crate::Statements::commit_after_check): the `COMMIT`
+    /// of a fenced transaction checked at its start, where a plain one is not enough.
+    pub(crate) commit_after_check: Option<String>,
     /// Deleting the rows free for longer than a bound; parameter: the bound in microseconds.
     pub(crate) prune: Template,
 }

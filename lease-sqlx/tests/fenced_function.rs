@@ -192,3 +192,75 @@ async fn postgres_work_that_swallowed_a_failure_is_not_told_it_committed() {
     .await
     .unwrap();
 }
+
+/// On MariaDB a statement can end the transaction inside the work without an error the work
+/// sees: `TRUNCATE` (as any data definition) commits it first, and the writes after it commit
+/// on their own. The fenced transaction must not answer that it committed under the lease (nor
+/// that nothing committed): it answers `OutcomeUnknown`, whose source says why, wherever the
+/// check goes, and the lease is not lost by it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_work_that_ended_its_transaction_is_not_told_it_committed() {
+    use lease_core::{BoxError, StoreErrorKind};
+    use lease_sqlx::sqlx::{self, AssertSqlSafe};
+    use lease_sqlx::{
+        CheckAt, LeaseClient, MySqlLeaseStore, TransactionEnded, runtime::TokioRuntime,
+    };
+
+    let pool = match sqlx::MySqlPool::connect(&env::mysql_url()).await {
+        Ok(pool) => pool,
+        Err(error) => return env::skip_or_fail("mariadb", &error.to_string()),
+    };
+    let table = env::unique_table("ended");
+    let store = MySqlLeaseStore::with_table(pool.clone(), &table).unwrap();
+    store.setup().await.unwrap();
+    let (notes, scratch) = (format!("{table}_notes"), format!("{table}_scratch"));
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "CREATE TABLE {notes} (v int); CREATE TABLE {scratch} (v int)"
+    )))
+    .execute(&pool)
+    .await
+    .unwrap();
+    let client = LeaseClient::new(store.clone(), TokioRuntime);
+    let guard = client.try_acquire("notes").await.unwrap().expect("free");
+    for at in [CheckAt::Begin, CheckAt::Commit] {
+        let answer = lease_sqlx::fenced_with(&store, &guard, at, async |tx| {
+            sqlx::query(AssertSqlSafe(format!("INSERT INTO {notes} VALUES (1)")))
+                .execute(&mut *tx)
+                .await?;
+            // Commits the transaction first; the next insert commits on its own.
+            sqlx::raw_sql(AssertSqlSafe(format!("TRUNCATE TABLE {scratch}")))
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(AssertSqlSafe(format!("INSERT INTO {notes} VALUES (2)")))
+                .execute(&mut *tx)
+                .await?;
+            Ok::<_, BoxError>(())
+        })
+        .await;
+        let error = answer.expect_err("told that writes committed under the lease");
+        let error = error
+            .downcast_ref::<lease_sqlx::Error>()
+            .unwrap_or_else(|| panic!("{at:?}: not the store's error: {error}"));
+        assert_eq!(
+            error.store_error_kind(),
+            Some(StoreErrorKind::OutcomeUnknown),
+            "{at:?}: {error}"
+        );
+        let source = std::error::Error::source(error);
+        assert!(
+            source.is_some_and(|source| source.is::<TransactionEnded>()),
+            "{at:?}: {error} ({source:?})"
+        );
+        assert!(
+            guard.is_held(),
+            "{at:?}: the ended transaction cost the lease"
+        );
+    }
+    guard.release().await.unwrap();
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "DROP TABLE {notes}; DROP TABLE {scratch}; DROP TABLE {table}"
+    )))
+    .execute(&pool)
+    .await
+    .unwrap();
+}

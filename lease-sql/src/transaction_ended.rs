@@ -1,0 +1,73 @@
+//! [`TransactionEnded`]: MariaDB's refusal to commit a fenced transaction that had already ended
+//! inside its work.
+//!
+//! Why: on MariaDB some statements end the transaction they run in without an error the work
+//! would see. Data definition (`CREATE`, `ALTER`, `DROP`), `TRUNCATE` and `LOCK TABLES` commit it
+//! first; a deadlock (1213), a Galera abort, or a lock wait timeout under
+//! `innodb_rollback_on_timeout` roll it back whole, and work that catches that error and goes on
+//! (retrying the statement in place) writes on without one. Every later statement then commits on
+//! its own, outside the lease's check. The check and the `COMMIT` at the end would still pass
+//! (the check's write commits on its own, and the `COMMIT` has nothing to do) and answer `Ok`, or
+//! fail and answer that nothing was committed, where some writes were. So on MariaDB the messages
+//! that end a fenced transaction first ask whether a transaction is still open
+//! (`@@in_transaction`), and fail, naming [`TRANSACTION_ENDED_MARKER`], when none is: the store
+//! answers [`OutcomeUnknown`](lease_core::StoreErrorKind::OutcomeUnknown) with this error inside,
+//! and the lease is not marked lost by it.
+//!
+//! On PostgreSQL data definition is transactional and a failed statement aborts the transaction
+//! until its end (the commit after a check at the start carries a statement that fails there,
+//! [`Statements::commit_after_check`](crate::Statements::commit_after_check)); only a `COMMIT`
+//! or `ROLLBACK` the work sends itself ends it early, which no fenced work should.
+
+use std::fmt;
+
+/// The text MariaDB's guard raises (the `SIGNAL`'s message text) when the fenced transaction had
+/// ended before its commit. It holds no quote, `?` or `$`, so that it sits inside the statements'
+/// text as it is.
+pub const TRANSACTION_ENDED_MARKER: &str =
+    "lease-sql: the fenced transaction had ended inside its work";
+
+/// Whether the database's `message` is the guard saying that the fenced transaction had ended.
+pub fn is_transaction_ended(message: &str) -> bool {
+    message.contains(TRANSACTION_ENDED_MARKER)
+}
+
+/// The fenced transaction ended inside its work, before its check and commit: the writes after
+/// the statement that ended it committed on their own, outside the lease's check, and those
+/// before it committed or rolled back with it (see the module's documentation). The store error
+/// that carries it is of the kind [`OutcomeUnknown`](lease_core::StoreErrorKind::OutcomeUnknown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TransactionEnded;
+
+impl fmt::Display for TransactionEnded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(
+            "the fenced transaction ended inside its work (a statement that commits by itself, \
+             such as CREATE, ALTER, DROP, TRUNCATE or LOCK TABLES, or a deadlock that rolled it \
+             back): the writes after it committed on their own, outside the lease's check",
+        )
+    }
+}
+
+impl std::error::Error for TransactionEnded {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_marker_is_found_in_the_servers_message() {
+        assert!(is_transaction_ended(
+            "lease-sql: the fenced transaction had ended inside its work"
+        ));
+        assert!(!is_transaction_ended(
+            "lease-sql: the lease is no longer held"
+        ));
+    }
+
+    #[test]
+    fn the_marker_needs_no_quoting() {
+        assert!(!TRANSACTION_ENDED_MARKER.contains(['\'', '"', '?', '$', '\\']));
+    }
+}
