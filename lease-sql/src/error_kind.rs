@@ -78,8 +78,13 @@ pub fn sqlite_error_kind(code: i32) -> StoreErrorKind {
 /// MariaDB's 1053 (`Server shutdown in progress`), 1927 (`Connection was killed`) and the
 /// client's 2006 and 2013 (`server has gone away`, `Lost connection`); a socket's reset or
 /// broken pipe, and a failure of the socket as a driver words it as a database error
-/// (diesel-async's MariaDB connection: `Input/output error: ... connection closed`).
+/// (diesel-async's MariaDB connection: `Input/output error: ... connection closed`); and
+/// PgBouncer's farewells when the server connection under a statement in flight died
+/// (`server conn crashed?`) or outlived its `query_timeout` (08P01 both, which PgBouncer sends
+/// after the statement went out, so a `COMMIT` may have committed).
 const SESSION_ENDED: &[&str] = &[
+    "server conn crashed",
+    "query_timeout",
     "input/output error",
     "connection closed",
     "terminating connection",
@@ -152,6 +157,8 @@ mod tests {
             "Lost connection to server during query",
             "Connection reset by peer (os error 104)",
             "Input/output error: Input/output error: connection closed",
+            "server conn crashed?",
+            "query_timeout",
         ] {
             assert!(ends_session(ended), "{ended}");
         }
@@ -160,6 +167,8 @@ mod tests {
             "lease_not_held",
             "cannot execute UPDATE in a read-only transaction",
             "Lock wait timeout exceeded; try restarting transaction",
+            // PgBouncer, before anything was sent: the wait for a server connection.
+            "query_wait_timeout",
         ] {
             assert!(!ends_session(answered), "{answered}");
         }
