@@ -14,6 +14,10 @@
 //! answers [`OutcomeUnknown`](lease_core::StoreErrorKind::OutcomeUnknown) with this error inside,
 //! and the lease is not marked lost by it.
 //!
+//! SQLite rolls a transaction back by itself on a full disk, an I/O error or a busy database;
+//! the fenced transaction's `COMMIT` then fails (no transaction is active), which the store
+//! reads the same way.
+//!
 //! On PostgreSQL data definition is transactional and a failed statement aborts the transaction
 //! until its end (the commit after a check at the start carries a statement that fails there,
 //! [`Statements::commit_after_check`](crate::Statements::commit_after_check)); only a `COMMIT`
@@ -27,9 +31,16 @@ use std::fmt;
 pub const TRANSACTION_ENDED_MARKER: &str =
     "lease-sql: the fenced transaction had ended inside its work";
 
-/// Whether the database's `message` is the guard saying that the fenced transaction had ended.
+/// SQLite's answer to a `COMMIT` with no transaction open. SQLite rolls a transaction back by
+/// itself on a full disk, an I/O error or a busy database; work that goes on after that writes
+/// on its own, and the fenced transaction's `COMMIT` then fails with this.
+const SQLITE_NO_TRANSACTION: &str = "no transaction is active";
+
+/// Whether the database's `message` says that the fenced transaction had ended before its
+/// commit: MariaDB's guard ([`TRANSACTION_ENDED_MARKER`]) or SQLite's `COMMIT` with no
+/// transaction open.
 pub fn is_transaction_ended(message: &str) -> bool {
-    message.contains(TRANSACTION_ENDED_MARKER)
+    message.contains(TRANSACTION_ENDED_MARKER) || message.contains(SQLITE_NO_TRANSACTION)
 }
 
 /// The fenced transaction ended inside its work, before its check and commit: the writes after
@@ -60,6 +71,9 @@ mod tests {
     fn the_marker_is_found_in_the_servers_message() {
         assert!(is_transaction_ended(
             "lease-sql: the fenced transaction had ended inside its work"
+        ));
+        assert!(is_transaction_ended(
+            "cannot commit - no transaction is active"
         ));
         assert!(!is_transaction_ended(
             "lease-sql: the lease is no longer held"

@@ -264,3 +264,60 @@ async fn mariadb_work_that_ended_its_transaction_is_not_told_it_committed() {
     .await
     .unwrap();
 }
+
+/// SQLite rolls a transaction back by itself on a full disk, an I/O error or a busy database,
+/// and work that goes on after that writes on its own (here a `ROLLBACK` of the work's own
+/// stands in for it). The fenced transaction's `COMMIT` then finds no transaction: it answers
+/// `OutcomeUnknown` (`TransactionEnded`), not that nothing was committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_work_whose_transaction_ended_is_not_told_nothing_committed() {
+    use lease_core::{BoxError, StoreErrorKind};
+    use lease_sqlx::sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+    use lease_sqlx::sqlx::{self, AssertSqlSafe};
+    use lease_sqlx::{LeaseClient, SqliteLeaseStore, TransactionEnded, runtime::TokioRuntime};
+
+    let file = std::env::temp_dir().join(format!("{}.db", env::unique_table("ended")));
+    let options = SqliteConnectOptions::new()
+        .filename(&file)
+        .create_if_missing(true);
+    let pool = SqlitePoolOptions::new()
+        .max_connections(2)
+        .connect_with(lease_sqlx::sqlite_connect_options(options))
+        .await
+        .unwrap();
+    let store = SqliteLeaseStore::new(pool.clone());
+    store.setup().await.unwrap();
+    sqlx::raw_sql("CREATE TABLE notes (v int)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let client = LeaseClient::new(store.clone(), TokioRuntime);
+    let guard = client.try_acquire("notes").await.unwrap().expect("free");
+    let answer = lease_sqlx::fenced(&store, &guard, async |tx| {
+        sqlx::raw_sql("INSERT INTO notes VALUES (1); ROLLBACK")
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(AssertSqlSafe("INSERT INTO notes VALUES (2)".to_owned()))
+            .execute(&mut *tx)
+            .await?;
+        Ok::<_, BoxError>(())
+    })
+    .await;
+    let error = answer.expect_err("told that writes committed under the lease");
+    let error = error
+        .downcast_ref::<lease_sqlx::Error>()
+        .unwrap_or_else(|| panic!("not the store's error: {error}"));
+    assert_eq!(
+        error.store_error_kind(),
+        Some(StoreErrorKind::OutcomeUnknown),
+        "{error}"
+    );
+    assert!(
+        std::error::Error::source(error).is_some_and(|source| source.is::<TransactionEnded>()),
+        "{error}"
+    );
+    assert!(guard.is_held(), "the ended transaction cost the lease");
+    guard.release().await.unwrap();
+    pool.close().await;
+    let _ = std::fs::remove_file(&file);
+}
