@@ -185,7 +185,9 @@ impl Leader {
             attempted: Signal::new(),
             ended: Signal::new(),
         });
-        let campaign = run_campaign(client, Arc::downgrade(&shared), name, stopped, token);
+        // Made before the future, so that it goes with it even when it is never polled.
+        let ends = EndsWhenDropped(Arc::downgrade(&shared));
+        let campaign = run_campaign(client, Arc::downgrade(&shared), name, stopped, token, ends);
         (Self { shared }, campaign.boxed())
     }
 }
@@ -241,8 +243,8 @@ async fn run_campaign(
     name: LeaseName,
     mut stopped: oneshot::Receiver<oneshot::Sender<()>>,
     token: Token,
+    ends: EndsWhenDropped,
 ) {
-    let ends = EndsWhenDropped(Weak::clone(&shared));
     let clock = client.clock().clone();
     let retry = ticks(client.config().campaign_retry());
     let first_pause = client.config().acquire_backoff;

@@ -212,10 +212,13 @@ impl Renewer {
         Self::run_loop(Arc::downgrade(self), Arc::clone(&self.driver)).await;
     }
 
-    /// Runs the loop on the caller's task when no other task does (waiting, meanwhile, for the
-    /// one that does, and taking over if that task is gone); never completes. Other leases are
-    /// renewed by it too, for as long as this task drives it.
+    /// Runs the loop on the caller's task when no spawned task does; otherwise never completes.
+    /// Other leases are renewed by it too, for as long as this task drives it. (A spawned task
+    /// that went with its runtime is spawned again by the next acquisition: `Spawned`.)
     pub(crate) async fn run_unless_spawned(self: &Arc<Self>) -> Infallible {
+        if self.spawned.load(Ordering::Acquire) {
+            return future::pending().await;
+        }
         self.run().await;
         // The caller holds the renewer, so the loop cannot have ended.
         future::pending().await

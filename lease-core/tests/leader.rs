@@ -156,3 +156,16 @@ async fn resign_returns_when_the_campaign_future_is_gone() {
         .await
         .expect("resign waited for a campaign that no longer runs");
 }
+
+/// The same with a campaign future that was never polled (a `select!` whose other branch was
+/// ready first): dropped, it ends the `Leader`.
+#[tokio::test(start_paused = true)]
+async fn resign_returns_when_the_campaign_future_was_never_polled() {
+    let client = fast_client(tokio_memory());
+    let (leader, campaign) = client.campaign_on_this_task("alerts").unwrap();
+    drop(campaign);
+    assert!(!leader.is_leader());
+    tokio::time::timeout(Duration::from_secs(10), leader.resign())
+        .await
+        .expect("resign waited for a campaign that never ran");
+}

@@ -334,6 +334,21 @@ async fn a_schedule_whose_round_panicked_is_stopped_and_stop_returns() {
         .expect("stop waited for a loop that no longer runs");
 }
 
+/// The loop of `schedule_on_this_task` dropped before it was ever polled (a `select!` whose
+/// other branch was ready first): the schedule is stopped, and `stop` returns.
+#[tokio::test(start_paused = true)]
+async fn a_schedule_whose_loop_was_never_polled_is_stopped() {
+    let client = fast_client(tokio_memory());
+    let (sweep, rounds) = client
+        .schedule_on_this_task("sweep", every(10), |_| async {})
+        .unwrap();
+    drop(rounds);
+    assert!(sweep.is_stopped());
+    tokio::time::timeout(Duration::from_secs(10), sweep.stop())
+        .await
+        .expect("stop waited for a loop that never ran");
+}
+
 #[tokio::test(start_paused = true)]
 async fn dropping_the_last_handle_stops_the_schedule() {
     let runs = Runs::default();

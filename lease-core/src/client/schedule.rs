@@ -9,7 +9,7 @@ use futures::future::{self, BoxFuture, Either, FutureExt};
 
 use crate::clock::{Clock, ticks};
 use crate::guard::LeaseHandle;
-use crate::schedule::{Round, Rounds, Schedule, Scheduled, Ticks};
+use crate::schedule::{EndsWhenDropped, Round, Rounds, Schedule, Scheduled, Ticks};
 use crate::shutdown::{Kind, Token};
 use crate::{Error, IntoLeaseName, Leader, LeaseClient, LossReason, RunOptions, RunOutcome};
 
@@ -103,7 +103,8 @@ impl LeaseClient {
                 }
             }
         };
-        let rounds_loop = run_rounds(self.clone(), rounds, schedule, round, None, token);
+        let ends = rounds.ends_when_dropped();
+        let rounds_loop = run_rounds(self.clone(), rounds, schedule, round, None, token, ends);
         Ok((scheduled, rounds_loop.boxed()))
     }
 
@@ -176,7 +177,16 @@ impl LeaseClient {
             }
         };
         self.spawn_schedule(
-            run_rounds(self.clone(), rounds, schedule, round, Some(leader), token).boxed(),
+            run_rounds(
+                self.clone(),
+                Arc::clone(&rounds),
+                schedule,
+                round,
+                Some(leader),
+                token,
+                rounds.ends_when_dropped(),
+            )
+            .boxed(),
         )?;
         Ok(scheduled)
     }
@@ -195,6 +205,8 @@ impl LeaseClient {
 /// ended, `None` to stop), skips the rounds that fell meanwhile. Ends when the schedule is
 /// stopped or the client shuts down; a leader's campaign resigns then. Counted by `token` for
 /// a shutdown, which waits for it to end.
+/// `ends` ends the schedule with the loop, and with its future when that is dropped before it
+/// ended, polled or not.
 async fn run_rounds<R, Fut>(
     client: LeaseClient,
     rounds: Arc<Rounds>,
@@ -202,11 +214,11 @@ async fn run_rounds<R, Fut>(
     round: R,
     leader: Option<Leader>,
     token: Token,
+    ends: EndsWhenDropped,
 ) where
     R: Fn(Arc<Rounds>) -> Fut,
     Fut: Future<Output = Option<Round>>,
 {
-    let ends = rounds.ends_when_dropped();
     let clock = client.clock().clone();
     let since_epoch = SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::Error;
 
-pub(crate) use self::scheduled::{Round, Rounds};
+pub(crate) use self::scheduled::{EndsWhenDropped, Round, Rounds};
 pub use self::scheduled::{ScheduleStats, Scheduled};
 pub(crate) use self::ticks::Ticks;
 
