@@ -97,9 +97,10 @@ pub async fn schedule_runs_each_round_on_one_instance<B: TestBackend>(
     // Counted, not timed: on a busy machine a run's answer can reach its instance late, so the
     // local times of two rounds' runs can fall close together while the store kept them apart.
     // There, too, an acquisition can take longer than a period: the rounds that fell meanwhile
-    // are counted as missed, and count toward the least number here.
+    // are counted as missed, and count toward the least number here: those both instances
+    // missed (a round one of them missed, the other one may have run).
     let rounds = PERIODS as usize;
-    let missed: u64 = stats.iter().map(|s| s.missed).sum();
+    let missed = stats.iter().map(|s| s.missed).min().unwrap_or(0);
     ensure!(
         runs.len() + missed as usize + 2 >= rounds,
         "{} runs in {rounds} periods: {runs:?} ({stats:?})",
