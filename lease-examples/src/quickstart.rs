@@ -1,7 +1,7 @@
 //! The quickstart demo: three instances share one SQLite file and run the four kinds of
 //! background work of the design story on schedules, on a compressed clock; one is killed midway
 //! and another takes over its leases once they lapse; later another is restarted gracefully, as
-//! a deploy does, and its leases are taken over at once.
+//! a deploy does, and its leases are taken over within half a second.
 //!
 //! `cargo run --example quickstart` runs [`run`] with the default [`Settings`] and prints to
 //! standard output.
@@ -147,7 +147,8 @@ pub async fn run(
     }
 
     clock.sleep_until(settings.restart_at).await;
-    // Restart the alert leader gracefully, as a deploy does: its leases are taken over at once.
+    // Restart the alert leader gracefully, as a deploy does: its leases are taken over at the
+    // next campaign's retry, not a TTL later.
     let restarted = ledger
         .leader_of("alerts")
         .and_then(|leader| instances.iter().position(|i| i.name == leader))
