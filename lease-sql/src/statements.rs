@@ -124,7 +124,7 @@ impl Statements {
     /// told that writes committed which were thrown away. So there a statement that fails in an
     /// aborted transaction goes first, in the same message, and the message stops at it. On
     /// MariaDB a statement can end the transaction inside the work (data definition,
-    /// `TRUNCATE`, a deadlock's rollback), after which writes commit on their own and a
+    /// `TRUNCATE`, `LOCK TABLES` commit it first), after which writes commit on their own and a
     /// `COMMIT` has nothing to do: a guard that fails when no transaction is open goes first
     /// ([`TransactionEnded`](crate::TransactionEnded)). SQLite: `None`.
     pub fn commit_after_check(&self) -> Option<&str> {

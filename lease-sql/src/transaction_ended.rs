@@ -2,21 +2,24 @@
 //! inside its work.
 //!
 //! Why: on MariaDB some statements end the transaction they run in without an error the work
-//! would see. Data definition (`CREATE`, `ALTER`, `DROP`), `TRUNCATE` and `LOCK TABLES` commit it
-//! first; a deadlock (1213), a Galera abort, or a lock wait timeout under
-//! `innodb_rollback_on_timeout` roll it back whole, and work that catches that error and goes on
-//! (retrying the statement in place) writes on without one. Every later statement then commits on
-//! its own, outside the lease's check. The check and the `COMMIT` at the end would still pass
-//! (the check's write commits on its own, and the `COMMIT` has nothing to do) and answer `Ok`, or
-//! fail and answer that nothing was committed, where some writes were. So on MariaDB the messages
-//! that end a fenced transaction first ask whether a transaction is still open
-//! (`@@in_transaction`), and fail, naming [`TRANSACTION_ENDED_MARKER`], when none is: the store
-//! answers [`OutcomeUnknown`](lease_core::StoreErrorKind::OutcomeUnknown) with this error inside,
-//! and the lease is not marked lost by it.
+//! would see: data definition (`CREATE`, `ALTER`, `DROP`), `TRUNCATE` and `LOCK TABLES` commit
+//! it first, and so does a `COMMIT` or `ROLLBACK` the work sends itself. Every later statement
+//! then commits on its own, outside the lease's check. The check and the `COMMIT` at the end
+//! would still pass (the check's write commits on its own, and the `COMMIT` has nothing to do)
+//! and answer `Ok`, or fail and answer that nothing was committed, where some writes were. So on
+//! MariaDB the messages that end a fenced transaction first ask whether a transaction is still
+//! open (`@@in_transaction`), and fail, naming [`TRANSACTION_ENDED_MARKER`], when none is: the
+//! store answers [`OutcomeUnknown`](lease_core::StoreErrorKind::OutcomeUnknown) with this error
+//! inside, and the lease is not marked lost by it.
 //!
-//! SQLite rolls a transaction back by itself on a full disk, an I/O error or a busy database;
-//! the fenced transaction's `COMMIT` then fails (no transaction is active), which the store
-//! reads the same way.
+//! What this does not catch: a deadlock (1213), a Galera abort, or a lock wait timeout under
+//! `innodb_rollback_on_timeout` rolls the transaction's writes back but leaves it open, so work
+//! that catches such an error and goes on commits only what it wrote after it. Let such an
+//! error end the work (`fenced` then rolls back, and the caller may run it again).
+//!
+//! SQLite may roll a transaction back by itself on a full disk, an I/O error or a busy database,
+//! and the statements after that run on their own; the fenced transaction's `COMMIT` then fails
+//! (no transaction is active), which the store reads the same way.
 //!
 //! On PostgreSQL data definition is transactional and a failed statement aborts the transaction
 //! until its end (the commit after a check at the start carries a statement that fails there,
@@ -31,9 +34,9 @@ use std::fmt;
 pub const TRANSACTION_ENDED_MARKER: &str =
     "lease-sql: the fenced transaction had ended inside its work";
 
-/// SQLite's answer to a `COMMIT` with no transaction open. SQLite rolls a transaction back by
-/// itself on a full disk, an I/O error or a busy database; work that goes on after that writes
-/// on its own, and the fenced transaction's `COMMIT` then fails with this.
+/// SQLite's answer to a `COMMIT` with no transaction open. SQLite may roll a transaction back
+/// by itself on a full disk, an I/O error or a busy database; work that goes on after that
+/// writes on its own, and the fenced transaction's `COMMIT` then fails with this.
 const SQLITE_NO_TRANSACTION: &str = "no transaction is active";
 
 /// Whether the database's `message` says that the fenced transaction had ended before its
@@ -55,8 +58,8 @@ impl fmt::Display for TransactionEnded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(
             "the fenced transaction ended inside its work (a statement that commits by itself, \
-             such as CREATE, ALTER, DROP, TRUNCATE or LOCK TABLES, or a deadlock that rolled it \
-             back): the writes after it committed on their own, outside the lease's check",
+             such as CREATE, ALTER, DROP, TRUNCATE or LOCK TABLES, or a rollback): the writes \
+             after it committed on their own, outside the lease's check",
         )
     }
 }

@@ -61,7 +61,9 @@ use crate::{SqlxDatabase, SqlxExecutor, SqlxStore};
 /// still held): nothing was committed; unless the error is of the kind
 /// [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown), when the connection failed after the
 /// message went out and, as with any `COMMIT` whose answer is lost, the commit may have
-/// happened.
+/// happened, or, its source [`TransactionEnded`](lease_sql::TransactionEnded), when on MariaDB
+/// the work had ended the transaction (a statement that commits by itself) and its later writes
+/// committed on their own.
 ///
 /// `transaction` must be the outermost one: the message's `COMMIT` commits whatever
 /// transaction the connection is in, so a nested `Transaction` (a savepoint, from
@@ -94,7 +96,8 @@ where
 /// rolled back at once: on MariaDB, a check that found the lease taken over keeps a lock on the
 /// new holder's row (`REPEATABLE READ` keeps the locks of the rows it read) until then, and a
 /// connection the caller keeps may send nothing for a while. With the answer lost, the
-/// connection is broken and there is nothing to roll back.
+/// connection is broken and there is nothing to roll back; with the transaction ended inside
+/// the work ([`TransactionEnded`](lease_sql::TransactionEnded)) there is none either.
 async fn end<DB: sqlx::Database, T>(
     transaction: Transaction<'_, DB>,
     committed: Result<T, Error>,
@@ -160,7 +163,10 @@ async fn end<DB: sqlx::Database, T>(
 /// before the commit (nothing was committed); [`Error::Store`] with [`Operation::Fence`] when the
 /// transaction could not begin or commit (nothing was committed), or of the kind
 /// [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown) when the commit's answer was lost (it may
-/// have committed: find out before running `work` again).
+/// have committed: find out before running `work` again) or, its source
+/// [`TransactionEnded`](lease_sql::TransactionEnded), when `work` ended the transaction itself
+/// (on MariaDB, a statement that commits by itself; on SQLite, a rollback of its own): the
+/// writes after that committed on their own.
 ///
 /// # Cancel safety
 /// Dropped before the commit, the transaction rolls back and nothing is written: its
@@ -358,9 +364,10 @@ where
             .await
             .map_err(|e| store.commit_failed(handle, e.into()))?;
     } else {
-        // Through the store: with the check, or (PostgreSQL) with the statement that fails in
-        // a transaction a failed statement aborted, where sqlx's `commit` would answer `Ok`
-        // for writes thrown away.
+        // Through the store: with the check, or with `commit_after_check` (PostgreSQL: the
+        // statement that fails in a transaction a failed statement aborted, where sqlx's
+        // `commit` would answer `Ok` for writes thrown away; MariaDB: the guard that fails when
+        // the work ended the transaction).
         let committed = store
             .end_fenced(&mut *transaction, lease, commit, AfterCommit::Begin)
             .await;
