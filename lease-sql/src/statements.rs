@@ -124,9 +124,10 @@ impl Statements {
     /// told that writes committed which were thrown away. So there a statement that fails in an
     /// aborted transaction goes first, in the same message, and the message stops at it. On
     /// MariaDB a statement can end the transaction inside the work (data definition,
-    /// `TRUNCATE`, `LOCK TABLES` commit it first), after which writes commit on their own and a
-    /// `COMMIT` has nothing to do: a guard that fails when no transaction is open goes first
-    /// ([`TransactionEnded`](crate::TransactionEnded)). SQLite: `None`.
+    /// `TRUNCATE`, `LOCK TABLES` commit it first; a deadlock rolls it back), after which writes
+    /// commit on their own and a `COMMIT` has nothing to do: a guard that fails when no
+    /// transaction is open goes first ([`TransactionEnded`](crate::TransactionEnded)). SQLite:
+    /// `None`.
     pub fn commit_after_check(&self) -> Option<&str> {
         self.sql.commit_after_check.as_deref()
     }

@@ -3,19 +3,16 @@
 //!
 //! Why: on MariaDB some statements end the transaction they run in without an error the work
 //! would see: data definition (`CREATE`, `ALTER`, `DROP`), `TRUNCATE` and `LOCK TABLES` commit
-//! it first, and so does a `COMMIT` or `ROLLBACK` the work sends itself. Every later statement
-//! then commits on its own, outside the lease's check. The check and the `COMMIT` at the end
-//! would still pass (the check's write commits on its own, and the `COMMIT` has nothing to do)
-//! and answer `Ok`, or fail and answer that nothing was committed, where some writes were. So on
-//! MariaDB the messages that end a fenced transaction first ask whether a transaction is still
-//! open (`@@in_transaction`), and fail, naming [`TRANSACTION_ENDED_MARKER`], when none is: the
-//! store answers [`OutcomeUnknown`](lease_core::StoreErrorKind::OutcomeUnknown) with this error
-//! inside, and the lease is not marked lost by it.
-//!
-//! What this does not catch: a deadlock (1213), a Galera abort, or a lock wait timeout under
-//! `innodb_rollback_on_timeout` rolls the transaction's writes back but leaves it open, so work
-//! that catches such an error and goes on commits only what it wrote after it. Let such an
-//! error end the work (`fenced` then rolls back, and the caller may run it again).
+//! it first, and so does a `COMMIT` or `ROLLBACK` the work sends itself. A deadlock (1213) or a
+//! Galera abort rolls it back and ends it too, and work that catches that error and goes on
+//! (retrying the statement in place) writes on without one. Every later statement then commits
+//! on its own, outside the lease's check. The check and the `COMMIT` at the end would still pass
+//! (the check's write commits on its own, and the `COMMIT` has nothing to do) and answer `Ok`,
+//! or fail and answer that nothing was committed, where some writes were. So on MariaDB the
+//! messages that end a fenced transaction first ask whether a transaction is still open
+//! (`@@in_transaction`), and fail, naming [`TRANSACTION_ENDED_MARKER`], when none is: the store
+//! answers [`OutcomeUnknown`](lease_core::StoreErrorKind::OutcomeUnknown) with this error inside,
+//! and the lease is not marked lost by it.
 //!
 //! SQLite may roll a transaction back by itself on a full disk, an I/O error or a busy database,
 //! and the statements after that run on their own; the fenced transaction's `COMMIT` then fails
@@ -58,8 +55,8 @@ impl fmt::Display for TransactionEnded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(
             "the fenced transaction ended inside its work (a statement that commits by itself, \
-             such as CREATE, ALTER, DROP, TRUNCATE or LOCK TABLES, or a rollback): the writes \
-             after it committed on their own, outside the lease's check",
+             such as CREATE, ALTER, DROP, TRUNCATE or LOCK TABLES, or a rollback, a deadlock's \
+             included): the writes after it committed on their own, outside the lease's check",
         )
     }
 }

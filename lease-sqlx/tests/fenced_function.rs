@@ -321,3 +321,113 @@ async fn sqlite_work_whose_transaction_ended_is_not_told_nothing_committed() {
     pool.close().await;
     let _ = std::fs::remove_file(&file);
 }
+
+/// A deadlock ends MariaDB's transaction too: the victim's transaction is rolled back and no
+/// transaction is open after it, so work that catches the error and goes on writes on its own.
+/// The fenced transaction answers `OutcomeUnknown` (`TransactionEnded`) for it as well.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_work_that_went_on_after_a_deadlock_is_not_told_it_committed() {
+    use lease_core::{BoxError, StoreErrorKind};
+    use lease_sqlx::sqlx::{self, AssertSqlSafe};
+    use lease_sqlx::{
+        CheckAt, LeaseClient, MySqlLeaseStore, TransactionEnded, runtime::TokioRuntime,
+    };
+
+    let pool = match sqlx::MySqlPool::connect(&env::mysql_url()).await {
+        Ok(pool) => pool,
+        Err(error) => return env::skip_or_fail("mariadb", &error.to_string()),
+    };
+    let table = env::unique_table("deadlock");
+    let store = MySqlLeaseStore::with_table(pool.clone(), &table).unwrap();
+    store.setup().await.unwrap();
+    let (rows, heavy, notes) = (
+        format!("{table}_rows"),
+        format!("{table}_heavy"),
+        format!("{table}_notes"),
+    );
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "CREATE TABLE {rows} (id int PRIMARY KEY, v int) ENGINE = InnoDB;
+         INSERT INTO {rows} VALUES (1, 0), (2, 0);
+         CREATE TABLE {heavy} (v int) ENGINE = InnoDB;
+         CREATE TABLE {notes} (v int) ENGINE = InnoDB"
+    )))
+    .execute(&pool)
+    .await
+    .unwrap();
+    let client = LeaseClient::new(store.clone(), TokioRuntime);
+    let guard = client.try_acquire("notes").await.unwrap().expect("free");
+    let mut deadlocked = None;
+    let answer = lease_sqlx::fenced_with(&store, &guard, CheckAt::Commit, async |tx| {
+        sqlx::query(AssertSqlSafe(format!(
+            "UPDATE {rows} SET v = 1 WHERE id = 1"
+        )))
+        .execute(&mut *tx)
+        .await?;
+        // Another transaction, heavier (so that InnoDB picks this one as the victim), takes
+        // row 2 and waits for row 1, which this one holds.
+        let (holding, held) = tokio::sync::oneshot::channel();
+        let (other_pool, other_heavy, other_rows) = (pool.clone(), heavy.clone(), rows.clone());
+        let other = tokio::spawn(async move {
+            let mut other = other_pool.acquire().await.unwrap();
+            sqlx::raw_sql(AssertSqlSafe(format!(
+                "BEGIN; INSERT INTO {other_heavy} SELECT seq FROM seq_1_to_200;
+                 UPDATE {other_rows} SET v = 9 WHERE id = 2"
+            )))
+            .execute(&mut *other)
+            .await
+            .unwrap();
+            let _ = holding.send(());
+            let waited = sqlx::query(AssertSqlSafe(format!(
+                "UPDATE {other_rows} SET v = 9 WHERE id = 1"
+            )))
+            .execute(&mut *other)
+            .await;
+            let _ = sqlx::raw_sql("ROLLBACK").execute(&mut *other).await;
+            waited.map(drop)
+        });
+        held.await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        // Row 2: a deadlock, whose victim is this transaction. Caught, and gone on from.
+        let refused = sqlx::query(AssertSqlSafe(format!(
+            "UPDATE {rows} SET v = 1 WHERE id = 2"
+        )))
+        .execute(&mut *tx)
+        .await;
+        deadlocked = refused.err().and_then(|e| {
+            e.as_database_error()
+                .and_then(|e| e.code().map(|c| c.into_owned()))
+        });
+        other.await.unwrap()?;
+        sqlx::query(AssertSqlSafe(format!("INSERT INTO {notes} VALUES (1)")))
+            .execute(&mut *tx)
+            .await?;
+        Ok::<_, BoxError>(())
+    })
+    .await;
+    assert_eq!(
+        deadlocked.as_deref(),
+        Some("40001"),
+        "the work's transaction was not the deadlock's victim: the case shows nothing"
+    );
+    let error = answer.expect_err("told that writes committed under the lease");
+    let error = error
+        .downcast_ref::<lease_sqlx::Error>()
+        .unwrap_or_else(|| panic!("not the store's error: {error}"));
+    assert_eq!(
+        error.store_error_kind(),
+        Some(StoreErrorKind::OutcomeUnknown),
+        "{error}"
+    );
+    assert!(
+        std::error::Error::source(error).is_some_and(|source| source.is::<TransactionEnded>()),
+        "{error}"
+    );
+    assert!(guard.is_held(), "the ended transaction cost the lease");
+    guard.release().await.unwrap();
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "DROP TABLE {rows}; DROP TABLE {heavy}; DROP TABLE {notes}; DROP TABLE {table}"
+    )))
+    .execute(&pool)
+    .await
+    .unwrap();
+}
