@@ -200,11 +200,9 @@ async fn postgres_work_that_swallowed_a_failure_is_not_told_it_committed() {
 /// check goes, and the lease is not lost by it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_work_that_ended_its_transaction_is_not_told_it_committed() {
-    use lease_core::{BoxError, StoreErrorKind};
+    use lease_core::BoxError;
     use lease_sqlx::sqlx::{self, AssertSqlSafe};
-    use lease_sqlx::{
-        CheckAt, LeaseClient, MySqlLeaseStore, TransactionEnded, runtime::TokioRuntime,
-    };
+    use lease_sqlx::{CheckAt, LeaseClient, MySqlLeaseStore, runtime::TokioRuntime};
 
     let pool = match sqlx::MySqlPool::connect(&env::mysql_url()).await {
         Ok(pool) => pool,
@@ -237,20 +235,7 @@ async fn mariadb_work_that_ended_its_transaction_is_not_told_it_committed() {
             Ok::<_, BoxError>(())
         })
         .await;
-        let error = answer.expect_err("told that writes committed under the lease");
-        let error = error
-            .downcast_ref::<lease_sqlx::Error>()
-            .unwrap_or_else(|| panic!("{at:?}: not the store's error: {error}"));
-        assert_eq!(
-            error.store_error_kind(),
-            Some(StoreErrorKind::OutcomeUnknown),
-            "{at:?}: {error}"
-        );
-        let source = std::error::Error::source(error);
-        assert!(
-            source.is_some_and(|source| source.is::<TransactionEnded>()),
-            "{at:?}: {error} ({source:?})"
-        );
+        assert_transaction_ended(answer, &format!("{at:?}"));
         assert!(
             guard.is_held(),
             "{at:?}: the ended transaction cost the lease"
@@ -271,10 +256,10 @@ async fn mariadb_work_that_ended_its_transaction_is_not_told_it_committed() {
 /// `OutcomeUnknown` (`TransactionEnded`), not that nothing was committed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_work_whose_transaction_ended_is_not_told_nothing_committed() {
-    use lease_core::{BoxError, StoreErrorKind};
+    use lease_core::BoxError;
     use lease_sqlx::sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
     use lease_sqlx::sqlx::{self, AssertSqlSafe};
-    use lease_sqlx::{LeaseClient, SqliteLeaseStore, TransactionEnded, runtime::TokioRuntime};
+    use lease_sqlx::{LeaseClient, SqliteLeaseStore, runtime::TokioRuntime};
 
     let file = std::env::temp_dir().join(format!("{}.db", env::unique_table("ended")));
     let options = SqliteConnectOptions::new()
@@ -303,19 +288,7 @@ async fn sqlite_work_whose_transaction_ended_is_not_told_nothing_committed() {
         Ok::<_, BoxError>(())
     })
     .await;
-    let error = answer.expect_err("told that writes committed under the lease");
-    let error = error
-        .downcast_ref::<lease_sqlx::Error>()
-        .unwrap_or_else(|| panic!("not the store's error: {error}"));
-    assert_eq!(
-        error.store_error_kind(),
-        Some(StoreErrorKind::OutcomeUnknown),
-        "{error}"
-    );
-    assert!(
-        std::error::Error::source(error).is_some_and(|source| source.is::<TransactionEnded>()),
-        "{error}"
-    );
+    assert_transaction_ended(answer, "");
     assert!(guard.is_held(), "the ended transaction cost the lease");
     guard.release().await.unwrap();
     pool.close().await;
@@ -327,11 +300,9 @@ async fn sqlite_work_whose_transaction_ended_is_not_told_nothing_committed() {
 /// The fenced transaction answers `OutcomeUnknown` (`TransactionEnded`) for it as well.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_work_that_went_on_after_a_deadlock_is_not_told_it_committed() {
-    use lease_core::{BoxError, StoreErrorKind};
+    use lease_core::BoxError;
     use lease_sqlx::sqlx::{self, AssertSqlSafe};
-    use lease_sqlx::{
-        CheckAt, LeaseClient, MySqlLeaseStore, TransactionEnded, runtime::TokioRuntime,
-    };
+    use lease_sqlx::{CheckAt, LeaseClient, MySqlLeaseStore, runtime::TokioRuntime};
 
     let pool = match sqlx::MySqlPool::connect(&env::mysql_url()).await {
         Ok(pool) => pool,
@@ -409,19 +380,7 @@ async fn mariadb_work_that_went_on_after_a_deadlock_is_not_told_it_committed() {
         Some("40001"),
         "the work's transaction was not the deadlock's victim: the case shows nothing"
     );
-    let error = answer.expect_err("told that writes committed under the lease");
-    let error = error
-        .downcast_ref::<lease_sqlx::Error>()
-        .unwrap_or_else(|| panic!("not the store's error: {error}"));
-    assert_eq!(
-        error.store_error_kind(),
-        Some(StoreErrorKind::OutcomeUnknown),
-        "{error}"
-    );
-    assert!(
-        std::error::Error::source(error).is_some_and(|source| source.is::<TransactionEnded>()),
-        "{error}"
-    );
+    assert_transaction_ended(answer, "");
     assert!(guard.is_held(), "the ended transaction cost the lease");
     guard.release().await.unwrap();
     sqlx::raw_sql(AssertSqlSafe(format!(
@@ -430,4 +389,28 @@ async fn mariadb_work_that_went_on_after_a_deadlock_is_not_told_it_committed() {
     .execute(&pool)
     .await
     .unwrap();
+}
+
+/// Asserts that `answer` is the store's `OutcomeUnknown` whose source is `TransactionEnded`: the
+/// work ended its transaction, and some of its writes committed on their own.
+fn assert_transaction_ended<T: std::fmt::Debug>(
+    answer: Result<T, lease_core::BoxError>,
+    context: &str,
+) {
+    let error = answer.expect_err(&format!(
+        "{context}: told that writes committed under the lease"
+    ));
+    let error = error
+        .downcast_ref::<lease_sqlx::Error>()
+        .unwrap_or_else(|| panic!("{context}: not the store's error: {error}"));
+    assert_eq!(
+        error.store_error_kind(),
+        Some(lease_core::StoreErrorKind::OutcomeUnknown),
+        "{context}: {error}"
+    );
+    let source = std::error::Error::source(error);
+    assert!(
+        source.is_some_and(|source| source.is::<lease_sqlx::TransactionEnded>()),
+        "{context}: {error} ({source:?})"
+    );
 }
