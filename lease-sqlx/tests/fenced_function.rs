@@ -250,7 +250,7 @@ async fn mariadb_work_that_ended_its_transaction_is_not_told_it_committed() {
     .unwrap();
 }
 
-/// SQLite rolls a transaction back by itself on a full disk, an I/O error or a busy database,
+/// SQLite may roll a transaction back by itself on a full disk, an I/O error or a busy database,
 /// and work that goes on after that writes on its own (here a `ROLLBACK` of the work's own
 /// stands in for it). The fenced transaction's `COMMIT` then finds no transaction: it answers
 /// `OutcomeUnknown` (`TransactionEnded`), not that nothing was committed.
