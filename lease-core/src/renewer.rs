@@ -486,7 +486,8 @@ mod tests {
         assert!(
             held_for >= hold,
             "a renewal sent after the release cut the minimum hold to {held_for:?}"
-        ); // A store whose renewals never move an expiry back keeps the hold whatever comes late,
+        );
+        // A store whose renewals never move an expiry back keeps the hold whatever comes late,
         // so the batch itself must have sent nothing.
         assert_eq!(
             renewer.store.stats().snapshot(0).renewals,
