@@ -147,8 +147,8 @@ pub async fn run(
     }
 
     clock.sleep_until(settings.restart_at).await;
-    // Restart the alert leader gracefully, as a deploy does: its leases are taken over at the
-    // next campaign's retry, not a TTL later.
+    // Restart the alert leader gracefully, as a deploy does: its leases are taken over at once
+    // by its replacement, or at another instance's next campaign retry, not a TTL later.
     let restarted = ledger
         .leader_of("alerts")
         .and_then(|leader| instances.iter().position(|i| i.name == leader))
