@@ -1,21 +1,24 @@
-//! On MariaDB a statement can end the transaction inside the work without an error the work
-//! sees: `TRUNCATE` (as any data definition) commits it first, and the writes after it commit on
-//! their own. Through `lease_diesel::fenced_with`, with the check at the `BEGIN` or with the
-//! commit, the fenced transaction must not answer that it committed under the lease (nor that
-//! nothing committed): it answers `OutcomeUnknown`, whose source says why, and the lease is not
-//! lost by it.
-#![cfg(all(feature = "mysql", feature = "deadpool"))]
+//! Work can end its fenced transaction without an error it sees: on MariaDB `TRUNCATE` (as any
+//! data definition) commits it first, and on either database a `COMMIT` or `ROLLBACK` the work
+//! sends itself ends it; the writes after it commit on their own. Through
+//! `lease_diesel::fenced_with`, with the check at the `BEGIN` or with the commit, the fenced
+//! transaction must not answer that it committed under the lease (nor that nothing committed):
+//! it answers `OutcomeUnknown`, whose source says why, and the lease is not lost by it.
+#![cfg(all(feature = "deadpool", any(feature = "mysql", feature = "postgres")))]
 
+use diesel_async::SimpleAsyncConnection;
 use diesel_async::pooled_connection::AsyncDieselConnectionManager;
 use diesel_async::pooled_connection::deadpool::Pool;
-use diesel_async::{AsyncMysqlConnection, SimpleAsyncConnection};
 use lease_core::runtime::TokioRuntime;
 use lease_core::{BoxError, LeaseClient, StoreErrorKind};
-use lease_diesel::{CheckAt, DieselStore, TransactionEnded};
+use lease_diesel::{CheckAt, DieselPool, DieselStore, TransactionEnded};
 use lease_tests::env;
 
+#[cfg(feature = "mysql")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_work_that_ended_its_transaction_is_not_told_it_committed() {
+    use diesel_async::AsyncMysqlConnection;
+
     let manager = AsyncDieselConnectionManager::<AsyncMysqlConnection>::new(env::mysql_url());
     let pool: Pool<AsyncMysqlConnection> = Pool::builder(manager).max_size(2).build().unwrap();
     let mut connection = match pool.get().await {
@@ -25,51 +28,91 @@ async fn mariadb_work_that_ended_its_transaction_is_not_told_it_committed() {
     let table = env::unique_table("ended");
     let store = DieselStore::with_table(pool.clone(), &table).unwrap();
     store.setup().await.unwrap();
-    let (notes, scratch) = (format!("{table}_notes"), format!("{table}_scratch"));
+    let scratch = format!("{table}_scratch");
     connection
-        .batch_execute(&format!(
-            "CREATE TABLE {notes} (v int); CREATE TABLE {scratch} (v int)"
-        ))
+        .batch_execute(&format!("CREATE TABLE {scratch} (v int)"))
+        .await
+        .unwrap();
+    // Commits the transaction first.
+    let truncate = format!("TRUNCATE TABLE {scratch}");
+    ended_inside_work(&store, &mut connection, &table, &[&truncate]).await;
+    connection
+        .batch_execute(&format!("DROP TABLE {scratch}"))
+        .await
+        .unwrap();
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_work_that_ended_its_transaction_is_not_told_it_committed() {
+    use diesel_async::AsyncPgConnection;
+
+    let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(env::postgres_url());
+    let pool: Pool<AsyncPgConnection> = Pool::builder(manager).max_size(2).build().unwrap();
+    let mut connection = match pool.get().await {
+        Ok(connection) => connection,
+        Err(error) => return env::skip_or_fail("postgres", &error.to_string()),
+    };
+    let table = env::unique_table("ended");
+    let store = DieselStore::with_table(pool.clone(), &table).unwrap();
+    store.setup().await.unwrap();
+    ended_inside_work(&store, &mut connection, &table, &["COMMIT", "ROLLBACK"]).await;
+}
+
+/// For each statement of `endings` and wherever the check goes: fenced work that inserts, ends
+/// its transaction with the statement and inserts again is answered `OutcomeUnknown`
+/// (`TransactionEnded`), and the lease stays held. Drops `table` and its notes at the end.
+async fn ended_inside_work<P: DieselPool>(
+    store: &DieselStore<P>,
+    connection: &mut P::Connection,
+    table: &str,
+    endings: &[&str],
+) {
+    let notes = format!("{table}_notes");
+    connection
+        .batch_execute(&format!("CREATE TABLE {notes} (v int)"))
         .await
         .unwrap();
     let client = LeaseClient::new(store.clone(), TokioRuntime);
     let guard = client.try_acquire("notes").await.unwrap().expect("free");
-    for at in [CheckAt::Begin, CheckAt::Commit] {
-        let answer = lease_diesel::fenced_with(&store, &mut connection, &guard, at, async |conn| {
-            conn.batch_execute(&format!("INSERT INTO {notes} VALUES (1)"))
-                .await?;
-            // Commits the transaction first; the next insert commits on its own.
-            conn.batch_execute(&format!("TRUNCATE TABLE {scratch}"))
-                .await?;
-            conn.batch_execute(&format!("INSERT INTO {notes} VALUES (2)"))
-                .await?;
-            Ok::<_, BoxError>(())
-        })
-        .await;
-        let error = answer.expect_err("told that writes committed under the lease");
-        let error = error
-            .downcast_ref::<lease_diesel::Error>()
-            .unwrap_or_else(|| panic!("{at:?}: not the store's error: {error}"));
-        assert_eq!(
-            error.store_error_kind(),
-            Some(StoreErrorKind::OutcomeUnknown),
-            "{at:?}: {error}"
-        );
-        let source = std::error::Error::source(error);
-        assert!(
-            source.is_some_and(|source| source.is::<TransactionEnded>()),
-            "{at:?}: {error} ({source:?})"
-        );
-        assert!(
-            guard.is_held(),
-            "{at:?}: the ended transaction cost the lease"
-        );
+    for ending in endings {
+        for at in [CheckAt::Begin, CheckAt::Commit] {
+            let context = format!("{ending} at {at:?}");
+            let answer = lease_diesel::fenced_with(store, connection, &guard, at, async |conn| {
+                conn.batch_execute(&format!("INSERT INTO {notes} VALUES (1)"))
+                    .await?;
+                // Ends the transaction; the next insert commits on its own.
+                conn.batch_execute(ending).await?;
+                conn.batch_execute(&format!("INSERT INTO {notes} VALUES (2)"))
+                    .await?;
+                Ok::<_, BoxError>(())
+            })
+            .await;
+            let error = answer.expect_err(&format!(
+                "{context}: told that writes committed under the lease"
+            ));
+            let error = error
+                .downcast_ref::<lease_diesel::Error>()
+                .unwrap_or_else(|| panic!("{context}: not the store's error: {error}"));
+            assert_eq!(
+                error.store_error_kind(),
+                Some(StoreErrorKind::OutcomeUnknown),
+                "{context}: {error}"
+            );
+            let source = std::error::Error::source(error);
+            assert!(
+                source.is_some_and(|source| source.is::<TransactionEnded>()),
+                "{context}: {error} ({source:?})"
+            );
+            assert!(
+                guard.is_held(),
+                "{context}: the ended transaction cost the lease"
+            );
+        }
     }
     guard.release().await.unwrap();
     connection
-        .batch_execute(&format!(
-            "DROP TABLE {notes}; DROP TABLE {scratch}; DROP TABLE {table}"
-        ))
+        .batch_execute(&format!("DROP TABLE {notes}; DROP TABLE {table}"))
         .await
         .unwrap();
 }

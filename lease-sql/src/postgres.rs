@@ -7,6 +7,7 @@
 
 use crate::snapshot_isolation::snapshot_guard;
 use crate::template::{Arg, DialectSql, Template};
+use crate::transaction_ended::postgres_guard;
 use crate::{NOT_HELD_MARKER, Param, PreparedFence, SNAPSHOT_PREDATES_MARKER};
 
 const NOW: &str = "statement_timestamp()";
@@ -62,6 +63,7 @@ pub(crate) fn sql(t: &str) -> DialectSql {
              ELSE '{SNAPSHOT_PREDATES_MARKER}' || {level} END AS int)"
     );
     let guard = snapshot_guard();
+    let ended = postgres_guard();
     let columns = format!(
         "name, holder, fence, {}, {}, {}",
         micros("taken_at"),
@@ -128,9 +130,12 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         list: format!(
             "SELECT {columns} FROM {t} WHERE holder IS NOT NULL ORDER BY name COLLATE \"C\""
         ),
-        prepared_fence: Some(PreparedFence::new(&checked, &guard)),
+        prepared_fence: Some(PreparedFence::new(&checked, &guard, &ended)),
         snapshot_guard: Some(guard),
-        commit_after_check: Some("SELECT 1;\nCOMMIT".to_owned()),
+        // The guard also fails in a transaction a failed statement aborted, where a `COMMIT`
+        // alone would answer `ROLLBACK` without an error.
+        commit_after_check: Some(format!("{ended};\nCOMMIT")),
+        ended_guard: Some(ended),
         fence_raising: Some(checked),
         fence,
         unmatched_fence: Some(unmatched_fence),

@@ -39,10 +39,12 @@ impl PreparedFence {
     /// The statements for `check`, the fenced commit's check (a statement of three parameters,
     /// name, holder and fence, that raises an error when the lease is gone), and `guard`, the
     /// probe, which fails where the check with the commit cannot run
-    /// ([`SnapshotIsolation`](crate::SnapshotIsolation)). Their names carry a hash of both
-    /// texts, so stores on different tables, and versions of this crate with other texts, never
-    /// take each other's.
-    pub(crate) fn new(check: &str, guard: &str) -> Self {
+    /// ([`SnapshotIsolation`](crate::SnapshotIsolation)); `ended`, the statement that goes first
+    /// in the commit's message and fails when the work ended the transaction
+    /// ([`TransactionEnded`](crate::TransactionEnded)), sent as text. Their names carry a hash
+    /// of the prepared texts, so stores on different tables, and versions of this crate with
+    /// other texts, never take each other's.
+    pub(crate) fn new(check: &str, guard: &str, ended: &str) -> Self {
         let check_name = format!("lease_fence_{:016x}", fnv1a(&format!("{check}\n{guard}")));
         let ready_name = format!("{check_name}_ready");
         Self {
@@ -51,7 +53,7 @@ impl PreparedFence {
                 format!("PREPARE {ready_name} AS {guard}"),
             ],
             begin: format!("BEGIN;\nEXECUTE {ready_name}"),
-            execute: format!("EXECUTE {check_name}($1, $2, $3);\nCOMMIT"),
+            execute: format!("{ended};\nEXECUTE {check_name}($1, $2, $3);\nCOMMIT"),
             begin_checked: format!("BEGIN;\nEXECUTE {check_name}($1, $2, $3)"),
             check_name,
             ready_name,
@@ -96,8 +98,9 @@ impl PreparedFence {
         message.contains(&self.check_name) && message.contains("does not exist")
     }
 
-    /// The check's `EXECUTE` and `COMMIT` in one self-contained text, `fence`'s parameters
-    /// written in as literals ([`Query::inline_postgres`]).
+    /// The guard of [`TransactionEnded`](crate::TransactionEnded), the check's `EXECUTE` and
+    /// `COMMIT` in one self-contained text, `fence`'s parameters written in as literals
+    /// ([`Query::inline_postgres`]).
     ///
     /// # Errors
     /// When a text parameter cannot be a literal (a NUL character, which a lease name never
@@ -140,12 +143,21 @@ mod tests {
 
     #[test]
     fn names_follow_the_checks_text() {
-        let a = PreparedFence::new("SELECT $1::text, $2::text, $3::int8", "SELECT 1");
+        let a = PreparedFence::new(
+            "SELECT $1::text, $2::text, $3::int8",
+            "SELECT 1",
+            "SELECT 3",
+        );
         let b = PreparedFence::new(
             "SELECT $1::text, $2::text, $3::int8 -- other table",
             "SELECT 1",
+            "SELECT 3",
         );
-        let c = PreparedFence::new("SELECT $1::text, $2::text, $3::int8", "SELECT 2");
+        let c = PreparedFence::new(
+            "SELECT $1::text, $2::text, $3::int8",
+            "SELECT 2",
+            "SELECT 3",
+        );
         assert_ne!(a.check_name(), b.check_name());
         assert_ne!(
             a.check_name(),
@@ -154,7 +166,12 @@ mod tests {
         );
         assert_eq!(
             a.check_name(),
-            PreparedFence::new("SELECT $1::text, $2::text, $3::int8", "SELECT 1").check_name()
+            PreparedFence::new(
+                "SELECT $1::text, $2::text, $3::int8",
+                "SELECT 1",
+                "SELECT 3"
+            )
+            .check_name()
         );
         assert!(
             a.check_name().len() <= 63,
@@ -165,7 +182,7 @@ mod tests {
 
     #[test]
     fn the_commit_executes_the_check_with_literals() {
-        let fence = PreparedFence::new("SELECT 1", "SELECT 1");
+        let fence = PreparedFence::new("SELECT 1", "SELECT 1", "SELECT 3");
         let check = Query {
             sql: std::borrow::Cow::Borrowed("unused"),
             params: vec![Param::text("jobs'1"), Param::text("h"), Param::Int(7)],
@@ -174,7 +191,7 @@ mod tests {
         assert_eq!(
             commit,
             format!(
-                "EXECUTE {}(E'jobs''1', E'h', (7));\nCOMMIT",
+                "SELECT 3;\nEXECUTE {}(E'jobs''1', E'h', (7));\nCOMMIT",
                 fence.check_name()
             )
         );
@@ -182,7 +199,7 @@ mod tests {
 
     #[test]
     fn a_missing_statement_is_told_by_its_name() {
-        let fence = PreparedFence::new("SELECT 1", "SELECT 1");
+        let fence = PreparedFence::new("SELECT 1", "SELECT 1", "SELECT 3");
         let message = format!(
             "prepared statement \"{}\" does not exist",
             fence.ready_name()

@@ -121,8 +121,10 @@ impl Statements {
     /// is not enough; `None` where it is (a driver may then commit through its own transaction
     /// object). On PostgreSQL a failed statement aborts the transaction, and a `COMMIT` alone
     /// then answers `ROLLBACK` without an error: work that swallowed such a failure would be
-    /// told that writes committed which were thrown away. So there a statement that fails in an
-    /// aborted transaction goes first, in the same message, and the message stops at it. On
+    /// told that writes committed which were thrown away; and a `COMMIT` or `ROLLBACK` the work
+    /// sent itself ended the transaction, after which its writes committed on their own. So
+    /// there the guard of [`TransactionEnded`](crate::TransactionEnded) goes first, in the same
+    /// message, which fails in both, and the message stops at it. On
     /// MariaDB a statement can end the transaction inside the work (data definition,
     /// `TRUNCATE`, `LOCK TABLES` commit it first; a deadlock rolls it back), after which writes
     /// commit on their own and a `COMMIT` has nothing to do: a guard that fails when no
@@ -263,7 +265,11 @@ impl Statements {
     /// no row; the server then skips the `COMMIT` and the transaction is left to roll back. On
     /// PostgreSQL the guard of [`SnapshotIsolation`](crate::SnapshotIsolation) comes first: it
     /// fails, naming [`SNAPSHOT_MARKER`](crate::SNAPSHOT_MARKER), in a transaction that reads
-    /// from a snapshot, where any renewal since the snapshot would fail the check.
+    /// from a snapshot, where any renewal since the snapshot would fail the check; then the
+    /// guard of [`TransactionEnded`](crate::TransactionEnded), which fails, naming
+    /// [`TRANSACTION_ENDED_MARKER`](crate::TRANSACTION_ENDED_MARKER), when the message no longer
+    /// runs in the transaction the work began in (the work sent a `COMMIT` or `ROLLBACK`). On
+    /// MariaDB the check carries that guard itself.
     ///
     /// `None` on SQLite, which runs in process: there [`fence`](Statements::fence) and a
     /// `COMMIT` cost no round trip.
@@ -277,9 +283,9 @@ impl Statements {
         holder: &HolderId,
         fence: Fence,
     ) -> Option<Result<String, crate::InlineError>> {
-        let guard = self.guard();
+        let guards = self.commit_guards();
         self.raising(name, holder, fence)
-            .map(|check| check.map(|check| format!("{guard}{check};\nCOMMIT")))
+            .map(|check| check.map(|check| format!("{guards}{check};\nCOMMIT")))
     }
 
     /// The message that begins a transaction to be checked with its commit through
@@ -293,14 +299,15 @@ impl Statements {
         }
     }
 
-    /// The guard of [`SnapshotIsolation`](crate::SnapshotIsolation) as the first statement of a
-    /// message, or nothing where the dialect has none.
-    fn guard(&self) -> String {
-        self.sql
-            .snapshot_guard
-            .as_deref()
+    /// The guards of [`SnapshotIsolation`](crate::SnapshotIsolation) and of
+    /// [`TransactionEnded`](crate::TransactionEnded) as the first statements of a message that
+    /// checks with the commit, or nothing where the dialect has none.
+    fn commit_guards(&self) -> String {
+        [&self.sql.snapshot_guard, &self.sql.ended_guard]
+            .into_iter()
+            .flatten()
             .map(|guard| format!("{guard};\n"))
-            .unwrap_or_default()
+            .collect()
     }
 
     /// `BEGIN` and the fenced check, for the start of a transaction, as one self-contained text
@@ -366,7 +373,8 @@ impl Statements {
     }
 
     /// [`fence_then_commit`](Statements::fence_then_commit) through
-    /// [`prepared_fence`](Statements::prepared_fence): the prepared check's `EXECUTE` and
+    /// [`prepared_fence`](Statements::prepared_fence): the guard of
+    /// [`TransactionEnded`](crate::TransactionEnded), the prepared check's `EXECUTE` and
     /// `COMMIT`, parameters inline, for a transaction that began with
     /// [`PreparedFence::begin`](crate::PreparedFence::begin). `None` where there is no prepared
     /// fence.

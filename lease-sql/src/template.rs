@@ -69,6 +69,11 @@ pub(crate) struct DialectSql {
     /// first in the messages that check with the commit or begin such a transaction; `None`
     /// where every isolation level will do.
     pub(crate) snapshot_guard: Option<String>,
+    /// A statement that fails, naming [`TRANSACTION_ENDED_MARKER`](crate::TRANSACTION_ENDED_MARKER),
+    /// in a message that no longer runs in the fenced transaction (the work ended it), run first
+    /// in the messages that check with the commit (PostgreSQL); `None` where the check carries
+    /// its own (MariaDB's compound statement) or the `COMMIT` fails by itself (SQLite).
+    pub(crate) ended_guard: Option<String>,
     /// [`Statements::commit_after_check`](crate::Statements::commit_after_check): the `COMMIT`
     /// of a fenced transaction checked at its start, where a plain one is not enough.
     pub(crate) commit_after_check: Option<String>,

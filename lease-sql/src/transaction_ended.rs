@@ -1,5 +1,5 @@
-//! [`TransactionEnded`]: MariaDB's refusal to commit a fenced transaction that had already ended
-//! inside its work.
+//! [`TransactionEnded`]: the refusal to commit a fenced transaction that had already ended inside
+//! its work.
 //!
 //! Why: on MariaDB some statements end the transaction they run in without an error the work
 //! would see: data definition (`CREATE`, `ALTER`, `DROP`), `TRUNCATE` and `LOCK TABLES` commit
@@ -14,22 +14,44 @@
 //! answers [`OutcomeUnknown`](lease_core::StoreErrorKind::OutcomeUnknown) with this error inside,
 //! and the lease is not marked lost by it.
 //!
+//! On PostgreSQL data definition is transactional and a failed statement aborts the transaction
+//! until its end; only a `COMMIT` or `ROLLBACK` the work sends itself ends it early, after which
+//! every statement commits on its own too. PostgreSQL has no flag for an open transaction block,
+//! but it tells one apart by its clock: `transaction_timestamp()` is the time the first message of
+//! the transaction arrived, and `statement_timestamp()` the time the current message did. In a
+//! transaction that began in an earlier message (the fenced transaction's `BEGIN`), the commit's
+//! message arrives later, so the two differ; once the work ended the transaction, the commit's
+//! message runs as a transaction of its own, which starts with it, and the two are equal. The
+//! messages that end a fenced transaction there begin with a statement that fails, naming
+//! [`TRANSACTION_ENDED_MARKER`], when they are equal ([`postgres_guard`]).
+//!
 //! SQLite may roll a transaction back by itself on a full disk, an I/O error or a busy database,
 //! and the statements after that run on their own; the fenced transaction's `COMMIT` then fails
 //! (no transaction is active), which the store reads the same way.
 //!
-//! On PostgreSQL data definition is transactional and a failed statement aborts the transaction
-//! until its end (the commit after a check at the start carries a statement that fails there,
-//! [`Statements::commit_after_check`](crate::Statements::commit_after_check)); only a `COMMIT`
-//! or `ROLLBACK` the work sends itself ends it early, which no fenced work should.
+//! What no guard sees: work that ends the transaction and begins another (`COMMIT` then
+//! `BEGIN`); the messages then end the second one, as if it were the fenced transaction.
 
 use std::fmt;
 
-/// The text MariaDB's guard raises (the `SIGNAL`'s message text) when the fenced transaction had
-/// ended before its commit. It holds no quote, `?` or `$`, so that it sits inside the statements'
+/// The text the guards raise (MariaDB's `SIGNAL`'s message text, PostgreSQL's failed cast) when
+/// the fenced transaction had ended before its commit. It holds no quote, `?` or `$`, so that it sits inside the statements'
 /// text as it is.
 pub const TRANSACTION_ENDED_MARKER: &str =
     "lease-sql: the fenced transaction had ended inside its work";
+
+/// PostgreSQL's guard: a statement that answers `1` in a message that arrived after its
+/// transaction began, and otherwise fails, its cast's message naming
+/// [`TRANSACTION_ENDED_MARKER`] (see the module's documentation). It also fails, as any
+/// statement does, in a transaction a failed statement aborted. The text appended to the marker
+/// is empty but not a constant, so the planner cannot fold the `ELSE` branch into an error of
+/// its own.
+pub(crate) fn postgres_guard() -> String {
+    format!(
+        "SELECT CAST(CASE WHEN statement_timestamp() <> transaction_timestamp() THEN '1' \
+         ELSE '{TRANSACTION_ENDED_MARKER}' || left(statement_timestamp()::text, 0) END AS int)"
+    )
+}
 
 /// SQLite's answer to a `COMMIT` with no transaction open. SQLite may roll a transaction back
 /// by itself on a full disk, an I/O error or a busy database; work that goes on after that
@@ -37,8 +59,8 @@ pub const TRANSACTION_ENDED_MARKER: &str =
 const SQLITE_NO_TRANSACTION: &str = "no transaction is active";
 
 /// Whether the database's `message` says that the fenced transaction had ended before its
-/// commit: MariaDB's guard ([`TRANSACTION_ENDED_MARKER`]) or SQLite's `COMMIT` with no
-/// transaction open.
+/// commit: the guard of MariaDB or PostgreSQL ([`TRANSACTION_ENDED_MARKER`]) or SQLite's `COMMIT`
+/// with no transaction open.
 pub fn is_transaction_ended(message: &str) -> bool {
     message.contains(TRANSACTION_ENDED_MARKER) || message.contains(SQLITE_NO_TRANSACTION)
 }
@@ -55,8 +77,8 @@ impl fmt::Display for TransactionEnded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(
             "the fenced transaction ended inside its work (a statement that commits by itself, \
-             such as CREATE, ALTER, DROP, TRUNCATE or LOCK TABLES, or a rollback, a deadlock's \
-             included): the writes after it committed on their own, outside the lease's check",
+             such as CREATE, ALTER, DROP, TRUNCATE or LOCK TABLES on MariaDB, a COMMIT or a \
+             rollback, a deadlock's included): the writes after it committed on their own, outside the lease's check",
         )
     }
 }

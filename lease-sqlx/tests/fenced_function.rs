@@ -193,6 +193,112 @@ async fn postgres_work_that_swallowed_a_failure_is_not_told_it_committed() {
     .unwrap();
 }
 
+/// On PostgreSQL a `COMMIT` or `ROLLBACK` the work sends itself ends the fenced transaction, and
+/// the writes after it commit on their own. The fenced transaction must not answer that it
+/// committed under the lease (nor that nothing committed): it answers `OutcomeUnknown`
+/// (`TransactionEnded`) wherever the check goes, through the prepared statements and through
+/// the simple protocol, and so does the caller's own transaction checked with its commit
+/// (`commit_fenced`). The lease is not lost by it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_work_that_ended_its_transaction_is_not_told_it_committed() {
+    use lease_core::BoxError;
+    use lease_sqlx::sqlx::{self, Acquire, AssertSqlSafe};
+    use lease_sqlx::{CheckAt, LeaseClient, PgLeaseStore, PgProtocol, runtime::TokioRuntime};
+
+    let pool = match sqlx::PgPool::connect(&env::postgres_url()).await {
+        Ok(pool) => pool,
+        Err(error) => return env::skip_or_fail("postgres", &error.to_string()),
+    };
+    let table = env::unique_table("ended");
+    let prepared = PgLeaseStore::with_table(pool.clone(), &table).unwrap();
+    prepared.setup().await.unwrap();
+    let notes = format!("{table}_notes");
+    sqlx::raw_sql(AssertSqlSafe(format!("CREATE TABLE {notes} (v int)")))
+        .execute(&pool)
+        .await
+        .unwrap();
+    let count = async || -> i64 {
+        let (rows,): (i64,) =
+            sqlx::query_as(AssertSqlSafe(format!("SELECT count(*) FROM {notes}")))
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        rows
+    };
+    for protocol in [PgProtocol::Prepared, PgProtocol::SimpleInline] {
+        let store = prepared
+            .clone()
+            .map_executor(|executor| executor.with_protocol(protocol));
+        let client = LeaseClient::new(store.clone(), TokioRuntime);
+        let guard = client.try_acquire("notes").await.unwrap().expect("free");
+        for ending in ["COMMIT", "ROLLBACK"] {
+            for at in [CheckAt::Begin, CheckAt::Commit] {
+                let context = format!("{protocol:?}, {ending} at {at:?}");
+                let before = count().await;
+                let answer = lease_sqlx::fenced_with(&store, &guard, at, async |tx| {
+                    sqlx::query(AssertSqlSafe(format!("INSERT INTO {notes} VALUES (1)")))
+                        .execute(&mut *tx)
+                        .await?;
+                    // Ends the transaction; the next insert commits on its own.
+                    sqlx::raw_sql(AssertSqlSafe(ending))
+                        .execute(&mut *tx)
+                        .await?;
+                    sqlx::query(AssertSqlSafe(format!("INSERT INTO {notes} VALUES (2)")))
+                        .execute(&mut *tx)
+                        .await?;
+                    Ok::<_, BoxError>(())
+                })
+                .await;
+                assert_transaction_ended(answer, &context);
+                let committed = if ending == "COMMIT" { 2 } else { 1 };
+                assert_eq!(count().await - before, committed, "{context}");
+                assert!(
+                    guard.is_held(),
+                    "{context}: the ended transaction cost the lease"
+                );
+            }
+            // The caller's own transaction, checked with its commit.
+            let context = format!("{protocol:?}, {ending} in the caller's transaction");
+            let mut connection = pool.acquire().await.unwrap();
+            let mut tx = connection.begin().await.unwrap();
+            sqlx::raw_sql(AssertSqlSafe(format!(
+                "INSERT INTO {notes} VALUES (1); {ending}; INSERT INTO {notes} VALUES (2)"
+            )))
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+            let answer = lease_sqlx::commit_fenced(&store, tx, &guard)
+                .await
+                .map_err(BoxError::from);
+            assert_transaction_ended(answer, &context);
+            assert!(
+                guard.is_held(),
+                "{context}: the ended transaction cost the lease"
+            );
+        }
+        // A transaction that stays open still commits under the lease, both ways.
+        for at in [CheckAt::Begin, CheckAt::Commit] {
+            let before = count().await;
+            lease_sqlx::fenced_with(&store, &guard, at, async |tx| {
+                sqlx::query(AssertSqlSafe(format!("INSERT INTO {notes} VALUES (3)")))
+                    .execute(&mut *tx)
+                    .await?;
+                Ok::<_, BoxError>(())
+            })
+            .await
+            .unwrap_or_else(|error| panic!("{protocol:?} at {at:?}: {error}"));
+            assert_eq!(count().await - before, 1, "{protocol:?} at {at:?}");
+        }
+        guard.release().await.unwrap();
+    }
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "DROP TABLE {notes}; DROP TABLE {table}"
+    )))
+    .execute(&pool)
+    .await
+    .unwrap();
+}
+
 /// On MariaDB a statement can end the transaction inside the work without an error the work
 /// sees: `TRUNCATE` (as any data definition) commits it first, and the writes after it commit
 /// on their own. The fenced transaction must not answer that it committed under the lease (nor
