@@ -70,7 +70,10 @@ type Manager<P> = <<P as DieselPool>::Connection as AsyncConnection>::Transactio
 /// [`Operation::Fence`](lease_core::Operation::Fence) when the transaction could not begin, or
 /// the check or the commit failed (nothing was committed), or of the kind
 /// [`OutcomeUnknown`](lease_core::StoreErrorKind::OutcomeUnknown) when the commit's answer was
-/// lost (it may have committed: find out before running `work` again); diesel's
+/// lost (it may have committed: find out before running `work` again) or, its source
+/// [`TransactionEnded`](lease_sql::TransactionEnded), when `work` ended the transaction itself
+/// (a `COMMIT` or `ROLLBACK` of its own; on MariaDB, also a statement that commits by itself):
+/// the writes after that committed on their own; diesel's
 /// [`AlreadyInTransaction`](diesel::result::Error::AlreadyInTransaction) for a `connection`
 /// already in a transaction (the fenced commit would commit it), and diesel's error when a
 /// rollback failed.

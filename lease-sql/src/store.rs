@@ -434,8 +434,9 @@ impl<X: Execute> SqlStore<X> {
     /// [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown) when no answer came (the connection
     /// broke after the message went out): the commit may have happened, as with any `COMMIT`
     /// whose answer is lost ([`commit_failed`](SqlStore::commit_failed)); of that kind too, its
-    /// source [`TransactionEnded`], when on MariaDB the work had ended the transaction (a
-    /// statement that commits by itself): its later writes committed on their own. On PostgreSQL,
+    /// source [`TransactionEnded`], when the work had ended the transaction (a `COMMIT` or
+    /// `ROLLBACK` of its own; on MariaDB also a statement that commits by itself): its later
+    /// writes committed on their own. On PostgreSQL,
     /// [`Error::Store`] of the [`Permanent`](StoreErrorKind::Permanent) kind whose source is
     /// [`SnapshotIsolation`](crate::SnapshotIsolation) when the transaction reads from a
     /// snapshot: nothing was committed, and the lease stays held.
@@ -720,7 +721,8 @@ impl<X: Execute> SqlStore<X> {
     /// snapshot guard's or says that the transaction's snapshot predates the lease (nothing is
     /// marked lost); the store error of [`Operation::Fence`],
     /// [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown), with [`TransactionEnded`] as its
-    /// source, when it says that the work had ended the transaction (MariaDB's guard, SQLite's
+    /// source, when it says that the work had ended the transaction (the guard of MariaDB or
+    /// PostgreSQL, SQLite's
     /// `COMMIT` with no transaction: some writes committed on their own); else the store error
     /// of [`Operation::Fence`].
     pub fn fence_refused(&self, lease: &LeaseHandle, error: BoxError) -> Error {

@@ -61,9 +61,9 @@ use crate::{SqlxDatabase, SqlxExecutor, SqlxStore};
 /// still held): nothing was committed; unless the error is of the kind
 /// [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown), when the connection failed after the
 /// message went out and, as with any `COMMIT` whose answer is lost, the commit may have
-/// happened, or, its source [`TransactionEnded`](lease_sql::TransactionEnded), when on MariaDB
-/// the work had ended the transaction (a statement that commits by itself) and its later writes
-/// committed on their own.
+/// happened, or, its source [`TransactionEnded`](lease_sql::TransactionEnded), when the work
+/// had ended the transaction (a `COMMIT` or `ROLLBACK` of its own; on MariaDB also a statement
+/// that commits by itself) and its later writes committed on their own.
 ///
 /// `transaction` must be the outermost one: the message's `COMMIT` commits whatever
 /// transaction the connection is in, so a nested `Transaction` (a savepoint, from
@@ -165,7 +165,7 @@ async fn end<DB: sqlx::Database, T>(
 /// [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown) when the commit's answer was lost (it may
 /// have committed: find out before running `work` again) or, its source
 /// [`TransactionEnded`](lease_sql::TransactionEnded), when `work` ended the transaction itself
-/// (on MariaDB, a statement that commits by itself; on SQLite, a rollback of its own): the
+/// (a `COMMIT` or `ROLLBACK` of its own; on MariaDB, also a statement that commits by itself): the
 /// writes after that committed on their own.
 ///
 /// # Cancel safety
