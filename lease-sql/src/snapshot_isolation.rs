@@ -6,8 +6,9 @@
 //! version of the transaction's first statement: when a renewal committed since (in a
 //! transaction longer than the renewal interval, always), the update fails with a serialization
 //! failure, and the transaction's work is lost for a lease still held. So on PostgreSQL the
-//! messages that check with the commit (and the ones that begin such a transaction) first run
-//! the guard's statement, which raises an error carrying [`SNAPSHOT_MARKER`] and the
+//! messages that check with the commit (and the ones that begin such a transaction) run the
+//! guard's statement before the check (in the commit's message, after the guard of
+//! [`TransactionEnded`](crate::TransactionEnded)), which raises an error carrying [`SNAPSHOT_MARKER`] and the
 //! level under a snapshot. A fenced transaction of the store's own then checks at its start,
 //! where the check is the transaction's first statement and so sees the latest row; a
 //! transaction of the caller's gets [`SnapshotIsolation`], and nothing is marked lost.

@@ -263,13 +263,13 @@ impl Statements {
     /// trip for both. The check is [`fence`](Statements::fence)'s statement, made to raise an
     /// error whose message carries [`NOT_HELD_MARKER`](crate::NOT_HELD_MARKER) when it matches
     /// no row; the server then skips the `COMMIT` and the transaction is left to roll back. On
-    /// PostgreSQL the guard of [`SnapshotIsolation`](crate::SnapshotIsolation) comes first: it
+    /// PostgreSQL two guards come first: that of [`TransactionEnded`](crate::TransactionEnded),
+    /// which fails, naming [`TRANSACTION_ENDED_MARKER`](crate::TRANSACTION_ENDED_MARKER), when
+    /// the message no longer runs in the transaction the work began in (the work sent a `COMMIT`
+    /// or `ROLLBACK`), then that of [`SnapshotIsolation`](crate::SnapshotIsolation), which
     /// fails, naming [`SNAPSHOT_MARKER`](crate::SNAPSHOT_MARKER), in a transaction that reads
-    /// from a snapshot, where any renewal since the snapshot would fail the check; then the
-    /// guard of [`TransactionEnded`](crate::TransactionEnded), which fails, naming
-    /// [`TRANSACTION_ENDED_MARKER`](crate::TRANSACTION_ENDED_MARKER), when the message no longer
-    /// runs in the transaction the work began in (the work sent a `COMMIT` or `ROLLBACK`). On
-    /// MariaDB the check carries that guard itself.
+    /// from a snapshot, where any renewal since the snapshot would fail the check. On MariaDB
+    /// the check carries the first guard itself.
     ///
     /// `None` on SQLite, which runs in process: there [`fence`](Statements::fence) and a
     /// `COMMIT` cost no round trip.
@@ -299,11 +299,13 @@ impl Statements {
         }
     }
 
-    /// The guards of [`SnapshotIsolation`](crate::SnapshotIsolation) and of
-    /// [`TransactionEnded`](crate::TransactionEnded) as the first statements of a message that
-    /// checks with the commit, or nothing where the dialect has none.
+    /// The guards of [`TransactionEnded`](crate::TransactionEnded) and of
+    /// [`SnapshotIsolation`](crate::SnapshotIsolation) as the first statements of a message that
+    /// checks with the commit, or nothing where the dialect has none. The first goes first: once
+    /// the work ended the transaction, the message runs in one of its own, at the session's
+    /// default isolation level, where the second would answer that nothing was committed.
     fn commit_guards(&self) -> String {
-        [&self.sql.snapshot_guard, &self.sql.ended_guard]
+        [&self.sql.ended_guard, &self.sql.snapshot_guard]
             .into_iter()
             .flatten()
             .map(|guard| format!("{guard};\n"))

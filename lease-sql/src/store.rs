@@ -414,10 +414,10 @@ impl<X: Execute> SqlStore<X> {
     /// On PostgreSQL the transaction must run at `READ COMMITTED` (the default). Under
     /// `REPEATABLE READ` or `SERIALIZABLE` the check would find the lease's row as the
     /// transaction's snapshot saw it: a renewal that committed meanwhile would fail it with a
-    /// serialization failure, so a transaction that spans a renewal could never commit. So the
-    /// message begins with a guard that refuses the check there
-    /// ([`SnapshotIsolation`](crate::SnapshotIsolation)), before it runs and without marking
-    /// the lease lost. Check at the start there
+    /// serialization failure, so a transaction that spans a renewal could never commit. So a
+    /// guard that refuses the check there goes before it in the message
+    /// ([`SnapshotIsolation`](crate::SnapshotIsolation)), after the one that fails when the work
+    /// ended the transaction ([`TransactionEnded`]), and without marking the lease lost. Check at the start there
     /// ([`fence`](SqlStore::fence) as the transaction's first statement); the store's own
     /// fenced transactions ([`begin_fenced`](SqlStore::begin_fenced)) do it by themselves.
     ///

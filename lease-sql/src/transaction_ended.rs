@@ -29,14 +29,15 @@
 //! and the statements after that run on their own; the fenced transaction's `COMMIT` then fails
 //! (no transaction is active), which the store reads the same way.
 //!
-//! What no guard sees: work that ends the transaction and begins another (`COMMIT` then
-//! `BEGIN`); the messages then end the second one, as if it were the fenced transaction.
+//! What no guard sees: work that ends the transaction and begins another (`COMMIT` then `BEGIN`,
+//! or `COMMIT AND CHAIN`); the messages then end the second one, as if it were the fenced
+//! transaction.
 
 use std::fmt;
 
 /// The text the guards raise (MariaDB's `SIGNAL`'s message text, PostgreSQL's failed cast) when
-/// the fenced transaction had ended before its commit. It holds no quote, `?` or `$`, so that it sits inside the statements'
-/// text as it is.
+/// the fenced transaction had ended before its commit. It holds no quote, `?` or `$`, so that it
+/// sits inside the statements' text as it is.
 pub const TRANSACTION_ENDED_MARKER: &str =
     "lease-sql: the fenced transaction had ended inside its work";
 

@@ -165,8 +165,9 @@ async fn end<DB: sqlx::Database, T>(
 /// [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown) when the commit's answer was lost (it may
 /// have committed: find out before running `work` again) or, its source
 /// [`TransactionEnded`](lease_sql::TransactionEnded), when `work` ended the transaction itself
-/// (a `COMMIT` or `ROLLBACK` of its own; on MariaDB, also a statement that commits by itself): the
-/// writes after that committed on their own.
+/// (a `COMMIT` or `ROLLBACK` of its own; on MariaDB, also a statement that commits by itself) or
+/// SQLite rolled it back by itself (a full disk, an I/O error, a busy database): the writes after
+/// that committed on their own.
 ///
 /// # Cancel safety
 /// Dropped before the commit, the transaction rolls back and nothing is written: its

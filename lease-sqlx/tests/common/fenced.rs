@@ -119,13 +119,14 @@ fn condition(sql: &str) -> String {
     condition
 }
 
-/// `message` without its first statement when that is the snapshot guard (PostgreSQL's
+/// `message` without the statement of the snapshot guard (PostgreSQL's
 /// `current_setting('transaction_isolation')` test).
 fn without_guard(message: &str) -> String {
-    match message.split_once(";\n") {
-        Some((first, rest)) if first.contains("transaction_isolation") => rest.to_owned(),
-        _ => message.to_owned(),
-    }
+    message
+        .split(";\n")
+        .filter(|statement| !statement.contains("transaction_isolation"))
+        .collect::<Vec<_>>()
+        .join(";\n")
 }
 
 /// Writes to `{table}_notices` through transactions fenced by `check`.
