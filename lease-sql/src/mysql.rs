@@ -116,7 +116,7 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         prepared_fence: None,
         unmatched_fence: None,
         snapshot_guard: None,
-        ended_guard: None,
+        commit_guard: None,
         commit_after_check: Some(format!("BEGIN NOT ATOMIC\n    {ended};\nEND;\nCOMMIT")),
         fence,
         prune: Template::new(

@@ -5,9 +5,9 @@
 //! `statement_timestamp()` is the statement's time even inside a transaction, and stays the same
 //! for the whole statement.
 
-use crate::snapshot_isolation::snapshot_guard;
+use crate::snapshot_isolation::{snapshot_branches, snapshot_guard};
 use crate::template::{Arg, DialectSql, Template};
-use crate::transaction_ended::postgres_guard;
+use crate::transaction_ended::{postgres_branch, postgres_guard};
 use crate::{NOT_HELD_MARKER, Param, PreparedFence, SNAPSHOT_PREDATES_MARKER};
 
 const NOW: &str = "statement_timestamp()";
@@ -45,12 +45,18 @@ pub(crate) fn sql(t: &str) -> DialectSql {
     );
     // The fenced commit's check: the cast fails, naming the marker, when the check matched no
     // row or an expired one; the aggregates are not constants, so the planner cannot fold the
-    // `ELSE` branch into an error of its own.
-    let checked = format!(
-        "WITH checked AS ({update} RETURNING {live} AS live)\n\
-         SELECT CAST(CASE WHEN count(*) = 1 AND bool_and(live) THEN '1' ELSE '{NOT_HELD_MARKER}' END AS int) \
-         FROM checked"
-    );
+    // `ELSE` branch into an error of its own. `first` goes before that test: the prepared check
+    // at the commit first fails when the work ended the transaction (`TransactionEnded`), in
+    // the same statement, so that the guard costs the commit no statement of its own.
+    let checked_after = |first: &str| {
+        format!(
+            "WITH checked AS ({update} RETURNING {live} AS live)\n\
+             SELECT CAST(CASE {first}WHEN count(*) = 1 AND bool_and(live) THEN '1' ELSE '{NOT_HELD_MARKER}' END AS int) \
+             FROM checked"
+        )
+    };
+    let checked = checked_after("");
+    let checked_at_commit = checked_after(&format!("{} ", postgres_branch()));
     // Why `fence` matched no row, asked in the same transaction: under `READ COMMITTED`, or
     // when the row holds a fence as great as the lease's (taken over or released: fences only
     // grow), the lease is gone; under a snapshot that shows an older fence, or no row, the
@@ -64,6 +70,14 @@ pub(crate) fn sql(t: &str) -> DialectSql {
     );
     let guard = snapshot_guard();
     let ended = postgres_guard();
+    // The text check with the commit is preceded by both guards in one statement: the ended
+    // transaction's first, since once the work ended it the message runs at the session's
+    // default isolation level, where the snapshot guard would answer that nothing committed.
+    let commit_guard = format!(
+        "SELECT CAST(CASE {} {} END AS int)",
+        postgres_branch(),
+        snapshot_branches()
+    );
     let columns = format!(
         "name, holder, fence, {}, {}, {}",
         micros("taken_at"),
@@ -130,12 +144,12 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         list: format!(
             "SELECT {columns} FROM {t} WHERE holder IS NOT NULL ORDER BY name COLLATE \"C\""
         ),
-        prepared_fence: Some(PreparedFence::new(&checked, &guard, &ended)),
+        prepared_fence: Some(PreparedFence::new(&checked, &checked_at_commit, &guard)),
         snapshot_guard: Some(guard),
+        commit_guard: Some(commit_guard),
         // The guard also fails in a transaction a failed statement aborted, where a `COMMIT`
         // alone would answer `ROLLBACK` without an error.
         commit_after_check: Some(format!("{ended};\nCOMMIT")),
-        ended_guard: Some(ended),
         fence_raising: Some(checked),
         fence,
         unmatched_fence: Some(unmatched_fence),

@@ -19,6 +19,12 @@
 //! The second statement is the guard of [`SnapshotIsolation`](crate::SnapshotIsolation): it also
 //! fails, before any work, where the transaction reads from a snapshot, and the transaction then
 //! begins again with the check.
+//!
+//! The check is prepared twice: as it is, for a transaction that begins with it, and with the
+//! guard of [`TransactionEnded`](crate::TransactionEnded) as its first test, for the commit,
+//! where it fails when the work ended the transaction (the guard then costs the commit no
+//! statement of its own). The probe is prepared last, so a connection where it exists has both
+//! checks.
 
 use crate::{InlineError, Query};
 
@@ -28,34 +34,41 @@ use crate::{InlineError, Query};
 #[derive(Debug, Clone)]
 pub struct PreparedFence {
     check_name: String,
+    commit_name: String,
     ready_name: String,
-    prepare: [String; 2],
+    prepare: [String; 3],
     begin: String,
     execute: String,
     begin_checked: String,
 }
 
 impl PreparedFence {
-    /// The statements for `check`, the fenced commit's check (a statement of three parameters,
-    /// name, holder and fence, that raises an error when the lease is gone), and `guard`, the
-    /// probe, which fails where the check with the commit cannot run
-    /// ([`SnapshotIsolation`](crate::SnapshotIsolation)); `ended`, the statement that goes first
-    /// in the commit's message and fails when the work ended the transaction
-    /// ([`TransactionEnded`](crate::TransactionEnded)), sent as text. Their names carry a hash
-    /// of the prepared texts, so stores on different tables, and versions of this crate with
-    /// other texts, never take each other's.
-    pub(crate) fn new(check: &str, guard: &str, ended: &str) -> Self {
-        let check_name = format!("lease_fence_{:016x}", fnv1a(&format!("{check}\n{guard}")));
+    /// The statements for `check`, the fenced check (a statement of three parameters, name,
+    /// holder and fence, that raises an error when the lease is gone), `at_commit`, the same
+    /// check that first fails when the work ended the transaction
+    /// ([`TransactionEnded`](crate::TransactionEnded)), and `guard`, the probe, which fails
+    /// where the check with the commit cannot run
+    /// ([`SnapshotIsolation`](crate::SnapshotIsolation)). Their names carry a hash of the
+    /// three texts, so stores on different tables, and versions of this crate with other texts,
+    /// never take each other's.
+    pub(crate) fn new(check: &str, at_commit: &str, guard: &str) -> Self {
+        let check_name = format!(
+            "lease_fence_{:016x}",
+            fnv1a(&format!("{check}\n{at_commit}\n{guard}"))
+        );
+        let commit_name = format!("{check_name}_commit");
         let ready_name = format!("{check_name}_ready");
         Self {
             prepare: [
                 format!("PREPARE {check_name} (text, text, int8) AS {check}"),
+                format!("PREPARE {commit_name} (text, text, int8) AS {at_commit}"),
                 format!("PREPARE {ready_name} AS {guard}"),
             ],
             begin: format!("BEGIN;\nEXECUTE {ready_name}"),
-            execute: format!("{ended};\nEXECUTE {check_name}($1, $2, $3);\nCOMMIT"),
+            execute: format!("EXECUTE {commit_name}($1, $2, $3);\nCOMMIT"),
             begin_checked: format!("BEGIN;\nEXECUTE {check_name}($1, $2, $3)"),
             check_name,
+            commit_name,
             ready_name,
         }
     }
@@ -69,10 +82,12 @@ impl PreparedFence {
         &self.begin
     }
 
-    /// What makes the statements: the check's `PREPARE` and the probe's, each a message of
-    /// its own (a statement that already exists fails its `PREPARE` alone; see
+    /// What makes the statements: the `PREPARE`s of the check, of the check at the commit and
+    /// of the probe, in that order (the probe's last, so that a connection where
+    /// [`begin`](PreparedFence::begin) finds it has the checks too), each a message of its own
+    /// (a statement that already exists fails its `PREPARE` alone; see
     /// [`already_exists`](PreparedFence::already_exists)), without parameters.
-    pub fn prepare(&self) -> &[String; 2] {
+    pub fn prepare(&self) -> &[String] {
         &self.prepare
     }
 
@@ -87,9 +102,17 @@ impl PreparedFence {
         &self.ready_name
     }
 
-    /// The name of the prepared check.
+    /// The name of the prepared check; the check at the commit and the probe are named after it
+    /// (`_commit`, `_ready`).
     pub fn check_name(&self) -> &str {
         &self.check_name
+    }
+
+    /// The name of the prepared check at the commit, which
+    /// [`Statements::prepared_fence_then_commit`](crate::Statements::prepared_fence_then_commit)
+    /// executes.
+    pub fn commit_name(&self) -> &str {
+        &self.commit_name
     }
 
     /// Whether the database's `message` says that [`begin`](PreparedFence::begin) (or a
@@ -98,9 +121,8 @@ impl PreparedFence {
         message.contains(&self.check_name) && message.contains("does not exist")
     }
 
-    /// The guard of [`TransactionEnded`](crate::TransactionEnded), the check's `EXECUTE` and
-    /// `COMMIT` in one self-contained text, `fence`'s parameters written in as literals
-    /// ([`Query::inline_postgres`]).
+    /// The `EXECUTE` of the check at the commit and `COMMIT` in one self-contained text,
+    /// `fence`'s parameters written in as literals ([`Query::inline_postgres`]).
     ///
     /// # Errors
     /// When a text parameter cannot be a literal (a NUL character, which a lease name never
@@ -143,41 +165,46 @@ mod tests {
 
     #[test]
     fn names_follow_the_checks_text() {
-        let a = PreparedFence::new(
-            "SELECT $1::text, $2::text, $3::int8",
-            "SELECT 1",
-            "SELECT 3",
-        );
+        let check = "SELECT $1::text, $2::text, $3::int8";
+        let a = PreparedFence::new(check, "SELECT 2", "SELECT 1");
         let b = PreparedFence::new(
             "SELECT $1::text, $2::text, $3::int8 -- other table",
-            "SELECT 1",
-            "SELECT 3",
-        );
-        let c = PreparedFence::new(
-            "SELECT $1::text, $2::text, $3::int8",
             "SELECT 2",
-            "SELECT 3",
+            "SELECT 1",
         );
+        let c = PreparedFence::new(check, "SELECT 2", "SELECT 3");
+        let d = PreparedFence::new(check, "SELECT 4", "SELECT 1");
         assert_ne!(a.check_name(), b.check_name());
         assert_ne!(
             a.check_name(),
             c.check_name(),
             "another guard, another name"
         );
+        assert_ne!(
+            a.check_name(),
+            d.check_name(),
+            "another check at the commit, another name"
+        );
         assert_eq!(
             a.check_name(),
-            PreparedFence::new(
-                "SELECT $1::text, $2::text, $3::int8",
-                "SELECT 1",
-                "SELECT 3"
-            )
-            .check_name()
+            PreparedFence::new(check, "SELECT 2", "SELECT 1").check_name()
         );
         assert!(
             a.check_name().len() <= 63,
             "PostgreSQL truncates longer names"
         );
         assert!(a.ready_name().starts_with(a.check_name()));
+        assert!(a.commit_name().starts_with(a.check_name()));
+        assert!(
+            a.prepare()
+                .iter()
+                .all(|prepare| prepare.contains(a.check_name())),
+            "every statement is told by the check's name"
+        );
+        assert!(
+            a.prepare().last().unwrap().contains(a.ready_name()),
+            "the probe is prepared last"
+        );
     }
 
     #[test]
@@ -191,8 +218,8 @@ mod tests {
         assert_eq!(
             commit,
             format!(
-                "SELECT 3;\nEXECUTE {}(E'jobs''1', E'h', (7));\nCOMMIT",
-                fence.check_name()
+                "EXECUTE {}(E'jobs''1', E'h', (7));\nCOMMIT",
+                fence.commit_name()
             )
         );
     }

@@ -41,9 +41,15 @@ pub const SNAPSHOT_MARKER: &str = "lease-sql: the check with the commit needs re
 /// fails, its cast's message naming [`SNAPSHOT_MARKER`] and the level. The level is not a
 /// constant, so the planner cannot fold the `ELSE` branch into an error of its own.
 pub(crate) fn snapshot_guard() -> String {
+    format!("SELECT CAST(CASE {} END AS int)", snapshot_branches())
+}
+
+/// The guard's test as the last branches of a `CASE` whose result is cast to `int`: `'1'` under
+/// `READ COMMITTED`, else [`SNAPSHOT_MARKER`] and the level. For a guard that tests more first.
+pub(crate) fn snapshot_branches() -> String {
     format!(
-        "SELECT CAST(CASE WHEN current_setting('transaction_isolation') IN ('read committed', 'read uncommitted') THEN '1' \
-         ELSE '{SNAPSHOT_MARKER}' || current_setting('transaction_isolation') END AS int)"
+        "WHEN current_setting('transaction_isolation') IN ('read committed', 'read uncommitted') THEN '1' \
+         ELSE '{SNAPSHOT_MARKER}' || current_setting('transaction_isolation')"
     )
 }
 

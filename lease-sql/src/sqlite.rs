@@ -89,7 +89,7 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         prepared_fence: None,
         unmatched_fence: None,
         snapshot_guard: None,
-        ended_guard: None,
+        commit_guard: None,
         commit_after_check: None,
         prune: Template::new(
             format!("DELETE FROM {t} WHERE expires_at < {NOW} - ?1 / 1000"),

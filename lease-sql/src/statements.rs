@@ -263,13 +263,14 @@ impl Statements {
     /// trip for both. The check is [`fence`](Statements::fence)'s statement, made to raise an
     /// error whose message carries [`NOT_HELD_MARKER`](crate::NOT_HELD_MARKER) when it matches
     /// no row; the server then skips the `COMMIT` and the transaction is left to roll back. On
-    /// PostgreSQL two guards come first: that of [`TransactionEnded`](crate::TransactionEnded),
-    /// which fails, naming [`TRANSACTION_ENDED_MARKER`](crate::TRANSACTION_ENDED_MARKER), when
-    /// the message no longer runs in the transaction the work began in (the work sent a `COMMIT`
-    /// or `ROLLBACK`), then that of [`SnapshotIsolation`](crate::SnapshotIsolation), which
-    /// fails, naming [`SNAPSHOT_MARKER`](crate::SNAPSHOT_MARKER), in a transaction that reads
-    /// from a snapshot, where any renewal since the snapshot would fail the check. On MariaDB
-    /// the check carries the first guard itself.
+    /// PostgreSQL a guard comes first, a statement that fails, naming
+    /// [`TRANSACTION_ENDED_MARKER`](crate::TRANSACTION_ENDED_MARKER), when the message no longer
+    /// runs in the transaction the work began in (the work sent a `COMMIT` or `ROLLBACK`:
+    /// [`TransactionEnded`](crate::TransactionEnded)), and otherwise, naming
+    /// [`SNAPSHOT_MARKER`](crate::SNAPSHOT_MARKER), in a transaction that reads from a snapshot,
+    /// where any renewal since the snapshot would fail the check
+    /// ([`SnapshotIsolation`](crate::SnapshotIsolation)). On MariaDB the check carries the first
+    /// test itself.
     ///
     /// `None` on SQLite, which runs in process: there [`fence`](Statements::fence) and a
     /// `COMMIT` cost no round trip.
@@ -283,9 +284,9 @@ impl Statements {
         holder: &HolderId,
         fence: Fence,
     ) -> Option<Result<String, crate::InlineError>> {
-        let guards = self.commit_guards();
+        let guard = self.commit_guard();
         self.raising(name, holder, fence)
-            .map(|check| check.map(|check| format!("{guards}{check};\nCOMMIT")))
+            .map(|check| check.map(|check| format!("{guard}{check};\nCOMMIT")))
     }
 
     /// The message that begins a transaction to be checked with its commit through
@@ -299,17 +300,18 @@ impl Statements {
         }
     }
 
-    /// The guards of [`TransactionEnded`](crate::TransactionEnded) and of
-    /// [`SnapshotIsolation`](crate::SnapshotIsolation) as the first statements of a message that
-    /// checks with the commit, or nothing where the dialect has none. The first goes first: once
-    /// the work ended the transaction, the message runs in one of its own, at the session's
-    /// default isolation level, where the second would answer that nothing was committed.
-    fn commit_guards(&self) -> String {
-        [&self.sql.ended_guard, &self.sql.snapshot_guard]
-            .into_iter()
-            .flatten()
+    /// The guard of [`TransactionEnded`](crate::TransactionEnded) and of
+    /// [`SnapshotIsolation`](crate::SnapshotIsolation) as the first statement of a message that
+    /// checks with the commit, or nothing where the dialect has none. It tests the first before
+    /// the second: once the work ended the transaction, the message runs in one of its own, at
+    /// the session's default isolation level, where the second would answer that nothing was
+    /// committed.
+    fn commit_guard(&self) -> String {
+        self.sql
+            .commit_guard
+            .as_deref()
             .map(|guard| format!("{guard};\n"))
-            .collect()
+            .unwrap_or_default()
     }
 
     /// `BEGIN` and the fenced check, for the start of a transaction, as one self-contained text
@@ -375,9 +377,9 @@ impl Statements {
     }
 
     /// [`fence_then_commit`](Statements::fence_then_commit) through
-    /// [`prepared_fence`](Statements::prepared_fence): the guard of
-    /// [`TransactionEnded`](crate::TransactionEnded), the prepared check's `EXECUTE` and
-    /// `COMMIT`, parameters inline, for a transaction that began with
+    /// [`prepared_fence`](Statements::prepared_fence): the `EXECUTE` of the prepared check at the
+    /// commit (which first fails when the work ended the transaction,
+    /// [`TransactionEnded`](crate::TransactionEnded)) and `COMMIT`, parameters inline, for a transaction that began with
     /// [`PreparedFence::begin`](crate::PreparedFence::begin). `None` where there is no prepared
     /// fence.
     ///

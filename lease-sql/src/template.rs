@@ -69,11 +69,13 @@ pub(crate) struct DialectSql {
     /// first in the messages that check with the commit or begin such a transaction; `None`
     /// where every isolation level will do.
     pub(crate) snapshot_guard: Option<String>,
-    /// A statement that fails, naming [`TRANSACTION_ENDED_MARKER`](crate::TRANSACTION_ENDED_MARKER),
-    /// in a message that no longer runs in the fenced transaction (the work ended it), run first
-    /// in the messages that check with the commit (PostgreSQL); `None` where the check carries
-    /// its own (MariaDB's compound statement) or the `COMMIT` fails by itself (SQLite).
-    pub(crate) ended_guard: Option<String>,
+    /// The statement that goes first in a message that checks with the commit through the
+    /// check's text: on PostgreSQL one that fails, naming
+    /// [`TRANSACTION_ENDED_MARKER`](crate::TRANSACTION_ENDED_MARKER), in a message that no
+    /// longer runs in the fenced transaction (the work ended it), and otherwise as
+    /// `snapshot_guard` does. `None` where the check carries the first test itself (MariaDB's
+    /// compound statement) and needs no second (SQLite checks at the start).
+    pub(crate) commit_guard: Option<String>,
     /// [`Statements::commit_after_check`](crate::Statements::commit_after_check): the `COMMIT`
     /// of a fenced transaction checked at its start, where a plain one is not enough.
     pub(crate) commit_after_check: Option<String>,

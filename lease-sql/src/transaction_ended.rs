@@ -44,13 +44,22 @@ pub const TRANSACTION_ENDED_MARKER: &str =
 /// PostgreSQL's guard: a statement that answers `1` in a message that arrived after its
 /// transaction began, and otherwise fails, its cast's message naming
 /// [`TRANSACTION_ENDED_MARKER`] (see the module's documentation). It also fails, as any
-/// statement does, in a transaction a failed statement aborted. The text appended to the marker
-/// is empty but not a constant, so the planner cannot fold the `ELSE` branch into an error of
-/// its own.
+/// statement does, in a transaction a failed statement aborted.
 pub(crate) fn postgres_guard() -> String {
     format!(
-        "SELECT CAST(CASE WHEN statement_timestamp() <> transaction_timestamp() THEN '1' \
-         ELSE '{TRANSACTION_ENDED_MARKER}' || left(statement_timestamp()::text, 0) END AS int)"
+        "SELECT CAST(CASE {} ELSE '1' END AS int)",
+        postgres_branch()
+    )
+}
+
+/// PostgreSQL's guard as the first branch of a `CASE` whose result is cast to `int`: the marker
+/// when the message runs as a transaction of its own, which the cast then fails on. The test is
+/// not a constant (both clocks are read when the statement runs), so the planner cannot fold
+/// the branch into an error of its own; a statement that tests more goes on to its own
+/// branches.
+pub(crate) fn postgres_branch() -> String {
+    format!(
+        "WHEN statement_timestamp() = transaction_timestamp() THEN '{TRANSACTION_ENDED_MARKER}'"
     )
 }
 

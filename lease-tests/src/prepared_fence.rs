@@ -16,8 +16,8 @@ use lease_sql::{Execute, Param, PreparedFence, Query, SqlStore};
 
 use crate::FencedWrites;
 
-/// How many times each of the connection's prepared fence statements ran: `(check, ready)`,
-/// `None` for a statement the connection does not have.
+/// How many times each of the connection's prepared fence statements ran: `(check at the
+/// commit, ready)`, `None` for a statement the connection does not have.
 async fn executions<X: Execute>(
     store: &SqlStore<X>,
     prepared: &PreparedFence,
@@ -28,7 +28,7 @@ async fn executions<X: Execute>(
             "SELECT name, (generic_plans + custom_plans)::text FROM pg_prepared_statements \
              WHERE name IN ($1, $2)",
             vec![
-                Param::text(prepared.check_name()),
+                Param::text(prepared.commit_name()),
                 Param::text(prepared.ready_name()),
             ],
         ))
@@ -39,7 +39,7 @@ async fn executions<X: Execute>(
             .find(|(row, _)| row == name)
             .map(|(_, runs)| runs.parse::<i64>().unwrap())
     };
-    (count(prepared.check_name()), count(prepared.ready_name()))
+    (count(prepared.commit_name()), count(prepared.ready_name()))
 }
 
 /// Three fenced writes through `writes` on `store`'s one connection, then the statements
@@ -92,8 +92,9 @@ pub async fn prepared_once_per_connection<X: Execute + Clone>(
     );
 
     let deallocate = format!(
-        "DEALLOCATE {};\nDEALLOCATE {}",
+        "DEALLOCATE {};\nDEALLOCATE {};\nDEALLOCATE {}",
         prepared.check_name(),
+        prepared.commit_name(),
         prepared.ready_name()
     );
     store.executor().batch(&deallocate).await.unwrap();
