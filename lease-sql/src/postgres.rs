@@ -144,7 +144,12 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         list: format!(
             "SELECT {columns} FROM {t} WHERE holder IS NOT NULL ORDER BY name COLLATE \"C\""
         ),
-        prepared_fence: Some(PreparedFence::new(&checked, &checked_at_commit, &guard)),
+        prepared_fence: Some(PreparedFence::new(
+            &checked,
+            &checked_at_commit,
+            &guard,
+            &ended,
+        )),
         snapshot_guard: Some(guard),
         commit_guard: Some(commit_guard),
         // The guard also fails in a transaction a failed statement aborted, where a `COMMIT`

@@ -36,34 +36,39 @@ pub struct PreparedFence {
     check_name: String,
     commit_name: String,
     ready_name: String,
-    prepare: [String; 3],
+    prepare: [String; 4],
     begin: String,
     execute: String,
     begin_checked: String,
+    commit_after_check: String,
 }
 
 impl PreparedFence {
     /// The statements for `check`, the fenced check (a statement of three parameters, name,
     /// holder and fence, that raises an error when the lease is gone), `at_commit`, the same
     /// check that first fails when the work ended the transaction
-    /// ([`TransactionEnded`](crate::TransactionEnded)), and `guard`, the probe, which fails
-    /// where the check with the commit cannot run
-    /// ([`SnapshotIsolation`](crate::SnapshotIsolation)). Their names carry a hash of the
-    /// three texts, so stores on different tables, and versions of this crate with other texts,
-    /// never take each other's.
-    pub(crate) fn new(check: &str, at_commit: &str, guard: &str) -> Self {
+    /// ([`TransactionEnded`](crate::TransactionEnded)), `guard`, the probe, which fails where
+    /// the check with the commit cannot run ([`SnapshotIsolation`](crate::SnapshotIsolation)),
+    /// and `ended`, the guard of [`TransactionEnded`](crate::TransactionEnded) alone, for the
+    /// commit of a transaction checked at its start. Their names carry a hash of the four
+    /// texts, so stores on different tables, and versions of this crate with other texts, never
+    /// take each other's.
+    pub(crate) fn new(check: &str, at_commit: &str, guard: &str, ended: &str) -> Self {
         let check_name = format!(
             "lease_fence_{:016x}",
-            fnv1a(&format!("{check}\n{at_commit}\n{guard}"))
+            fnv1a(&format!("{check}\n{at_commit}\n{guard}\n{ended}"))
         );
         let commit_name = format!("{check_name}_commit");
+        let ended_name = format!("{check_name}_ended");
         let ready_name = format!("{check_name}_ready");
         Self {
             prepare: [
                 format!("PREPARE {check_name} (text, text, int8) AS {check}"),
                 format!("PREPARE {commit_name} (text, text, int8) AS {at_commit}"),
+                format!("PREPARE {ended_name} AS {ended}"),
                 format!("PREPARE {ready_name} AS {guard}"),
             ],
+            commit_after_check: format!("EXECUTE {ended_name};\nCOMMIT"),
             begin: format!("BEGIN;\nEXECUTE {ready_name}"),
             execute: format!("EXECUTE {commit_name}($1, $2, $3);\nCOMMIT"),
             begin_checked: format!("BEGIN;\nEXECUTE {check_name}($1, $2, $3)"),
@@ -82,8 +87,8 @@ impl PreparedFence {
         &self.begin
     }
 
-    /// What makes the statements: the `PREPARE`s of the check, of the check at the commit and
-    /// of the probe, in that order (the probe's last, so that a connection where
+    /// What makes the statements: the `PREPARE`s of the check, of the check at the commit, of
+    /// the guard of [`TransactionEnded`](crate::TransactionEnded) and of the probe, in that order (the probe's last, so that a connection where
     /// [`begin`](PreparedFence::begin) finds it has the checks too), each a message of its own
     /// (a statement that already exists fails its `PREPARE` alone; see
     /// [`already_exists`](PreparedFence::already_exists)), without parameters.
@@ -102,10 +107,20 @@ impl PreparedFence {
         &self.ready_name
     }
 
-    /// The name of the prepared check; the check at the commit and the probe are named after it
-    /// (`_commit`, `_ready`).
+    /// The name of the prepared check; the check at the commit, the guard and the probe are
+    /// named after it (`_commit`, `_ended`, `_ready`).
     pub fn check_name(&self) -> &str {
         &self.check_name
+    }
+
+    /// The commit of a transaction that began with the prepared check
+    /// ([`Statements::prepared_begin_then_fence`](crate::Statements::prepared_begin_then_fence)):
+    /// the `EXECUTE` of the guard of [`TransactionEnded`](crate::TransactionEnded), which also
+    /// fails in a transaction a failed statement aborted, and `COMMIT`, in one message; what
+    /// [`Statements::commit_after_check`](crate::Statements::commit_after_check) is on a
+    /// connection without the prepared statements.
+    pub fn commit_after_check(&self) -> &str {
+        &self.commit_after_check
     }
 
     /// The name of the prepared check at the commit, which
@@ -166,14 +181,15 @@ mod tests {
     #[test]
     fn names_follow_the_checks_text() {
         let check = "SELECT $1::text, $2::text, $3::int8";
-        let a = PreparedFence::new(check, "SELECT 2", "SELECT 1");
+        let a = PreparedFence::new(check, "SELECT 2", "SELECT 1", "SELECT 5");
         let b = PreparedFence::new(
             "SELECT $1::text, $2::text, $3::int8 -- other table",
             "SELECT 2",
             "SELECT 1",
+            "SELECT 5",
         );
-        let c = PreparedFence::new(check, "SELECT 2", "SELECT 3");
-        let d = PreparedFence::new(check, "SELECT 4", "SELECT 1");
+        let c = PreparedFence::new(check, "SELECT 2", "SELECT 3", "SELECT 5");
+        let d = PreparedFence::new(check, "SELECT 4", "SELECT 1", "SELECT 5");
         assert_ne!(a.check_name(), b.check_name());
         assert_ne!(
             a.check_name(),
@@ -187,7 +203,7 @@ mod tests {
         );
         assert_eq!(
             a.check_name(),
-            PreparedFence::new(check, "SELECT 2", "SELECT 1").check_name()
+            PreparedFence::new(check, "SELECT 2", "SELECT 1", "SELECT 5").check_name()
         );
         assert!(
             a.check_name().len() <= 63,
@@ -209,7 +225,7 @@ mod tests {
 
     #[test]
     fn the_commit_executes_the_check_with_literals() {
-        let fence = PreparedFence::new("SELECT 1", "SELECT 1", "SELECT 3");
+        let fence = PreparedFence::new("SELECT 1", "SELECT 1", "SELECT 3", "SELECT 5");
         let check = Query {
             sql: std::borrow::Cow::Borrowed("unused"),
             params: vec![Param::text("jobs'1"), Param::text("h"), Param::Int(7)],
@@ -226,7 +242,7 @@ mod tests {
 
     #[test]
     fn a_missing_statement_is_told_by_its_name() {
-        let fence = PreparedFence::new("SELECT 1", "SELECT 1", "SELECT 3");
+        let fence = PreparedFence::new("SELECT 1", "SELECT 1", "SELECT 3", "SELECT 5");
         let message = format!(
             "prepared statement \"{}\" does not exist",
             fence.ready_name()

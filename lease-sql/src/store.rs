@@ -540,14 +540,14 @@ impl<X: Execute> SqlStore<X> {
     }
 
     /// Tells the store that the message of `begin`'s last try, which asked to end as `commit`
-    /// says, succeeded: where it carried the check ([`FencedCommit::Checked`]), the check
+    /// says, succeeded: where it carried the check ([`FencedCommit::checked_at_begin`]), the check
     /// passed, which its span ([`FencedBegin::span`]) records before it closes and the
     /// statistics of the client that holds `lease` count
     /// ([`LeaseHandle::record_fenced_check`]). For a driver that sends the message itself
     /// ([`begin_message`](SqlStore::begin_message)); [`begin_fenced`](SqlStore::begin_fenced)
     /// calls it.
     pub fn fenced_begun(&self, lease: &LeaseHandle, begin: FencedBegin, commit: FencedCommit) {
-        if commit == FencedCommit::Checked {
+        if commit.checked_at_begin() {
             crate::fence_span::record(begin.span(), lease, lease_core::FencedCheck::Passed);
         }
     }
@@ -677,7 +677,7 @@ impl<X: Execute> SqlStore<X> {
     /// The message of the try `begin` at beginning a fenced transaction, and how the
     /// transaction must end then; for a driver that begins with a message of its own (sqlx's
     /// `Transaction::begin`) as for [`begin_fenced`](SqlStore::begin_fenced). When the message
-    /// carries the check ([`FencedCommit::Checked`]), `begin`'s span of the check opens
+    /// carries the check ([`FencedCommit::checked_at_begin`]), `begin`'s span of the check opens
     /// ([`FencedBegin::span`]): send the message in it.
     ///
     /// # Errors
@@ -701,7 +701,12 @@ impl<X: Execute> SqlStore<X> {
             let message =
                 message.map_err(|e| self.failure(Operation::Fence, Some(name))(Box::new(e)))?;
             begin.carry_check(lease);
-            return Ok((message, FencedCommit::Checked));
+            let commit = if prepared {
+                FencedCommit::CheckedPrepared
+            } else {
+                FencedCommit::Checked
+            };
+            return Ok((message, commit));
         }
         Ok(match self.prepared_fence() {
             Some(fence) if prepared && at == CheckAt::Commit => {
@@ -807,8 +812,13 @@ impl<X: Execute> SqlStore<X> {
         let text = match commit {
             FencedCommit::Prepared => CheckText::Prepared,
             FencedCommit::Inline => CheckText::Inline,
-            FencedCommit::CheckFirst | FencedCommit::Checked => {
-                let commit = self.statements.commit_after_check().unwrap_or("COMMIT");
+            FencedCommit::CheckFirst | FencedCommit::Checked | FencedCommit::CheckedPrepared => {
+                let commit = match self.prepared_fence() {
+                    Some(prepared) if commit == FencedCommit::CheckedPrepared => {
+                        prepared.commit_after_check()
+                    }
+                    _ => self.statements.commit_after_check().unwrap_or("COMMIT"),
+                };
                 self.executor
                     .batch_on(connection, format!("{commit}{}", then.suffix()))
                     .await
@@ -1225,6 +1235,21 @@ pub enum FencedCommit {
     /// The check must run first, before the work ([`SqlStore::fence`]), and the commit is a
     /// plain one (SQLite).
     CheckFirst,
-    /// The check ran in the `BEGIN`'s message; the commit is a plain one.
+    /// The check ran in the `BEGIN`'s message, as text; the commit is
+    /// [`Statements::commit_after_check`](crate::Statements::commit_after_check) (a plain one on
+    /// SQLite).
     Checked,
+    /// The check ran in the `BEGIN`'s message through the statements the connection prepared
+    /// ([`PreparedFence`](crate::PreparedFence), PostgreSQL); the commit is
+    /// [`PreparedFence::commit_after_check`](crate::PreparedFence::commit_after_check), which
+    /// executes the prepared guard.
+    CheckedPrepared,
+}
+
+impl FencedCommit {
+    /// Whether the check ran in the `BEGIN`'s message ([`Checked`](FencedCommit::Checked),
+    /// [`CheckedPrepared`](FencedCommit::CheckedPrepared)).
+    pub fn checked_at_begin(self) -> bool {
+        matches!(self, Self::Checked | Self::CheckedPrepared)
+    }
 }

@@ -358,7 +358,7 @@ where
             fence: handle.fence(),
         });
     }
-    let checked_first = matches!(commit, FencedCommit::CheckFirst | FencedCommit::Checked);
+    let checked_first = commit == FencedCommit::CheckFirst || commit.checked_at_begin();
     if checked_first && store.statements().commit_after_check().is_none() {
         transaction
             .commit()
