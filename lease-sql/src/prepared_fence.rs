@@ -14,8 +14,8 @@
 //! prepared together with the check, in one message (the round trip the `BEGIN` costs anyway).
 //! On a connection that has them, that is all; on one that has not (new, or reset by
 //! `DISCARD ALL`), the `EXECUTE` fails before any of the caller's work, the transaction is
-//! rolled back and [`prepare`](PreparedFence::prepare) makes both, and the transaction begins
-//! again. Nothing is kept on the client: the server's own list is the truth, whatever reset it.
+//! rolled back and [`prepare`](PreparedFence::prepare) makes them all, and the transaction
+//! begins again. Nothing is kept on the client: the server's own list is the truth, whatever reset it.
 //! The second statement is the guard of [`SnapshotIsolation`](crate::SnapshotIsolation): it also
 //! fails, before any work, where the transaction reads from a snapshot, and the transaction then
 //! begins again with the check.
@@ -23,8 +23,12 @@
 //! The check is prepared twice: as it is, for a transaction that begins with it, and with the
 //! guard of [`TransactionEnded`](crate::TransactionEnded) as its first test, for the commit,
 //! where it fails when the work ended the transaction (the guard then costs the commit no
-//! statement of its own). The probe is prepared last, so a connection where it exists has both
-//! checks.
+//! statement of its own). The guard is also prepared alone, for the commit of a transaction that
+//! began with the check. The statements a begin executes (the check, the probe) are prepared
+//! after the ones the commits execute, so a connection whose begin found its statement has
+//! them too, even where an earlier preparation stopped half-way (a timeout, a cancelled
+//! future); only work that deallocates them itself takes them away between the begin and the
+//! commit.
 
 use crate::{InlineError, Query};
 
@@ -62,10 +66,12 @@ impl PreparedFence {
         let ended_name = format!("{check_name}_ended");
         let ready_name = format!("{check_name}_ready");
         Self {
+            // The statements a begin executes (the check, the probe) come last: a connection that
+            // has either has the ones its commit executes.
             prepare: [
-                format!("PREPARE {check_name} (text, text, int8) AS {check}"),
                 format!("PREPARE {commit_name} (text, text, int8) AS {at_commit}"),
                 format!("PREPARE {ended_name} AS {ended}"),
+                format!("PREPARE {check_name} (text, text, int8) AS {check}"),
                 format!("PREPARE {ready_name} AS {guard}"),
             ],
             commit_after_check: format!("EXECUTE {ended_name};\nCOMMIT"),
@@ -87,9 +93,10 @@ impl PreparedFence {
         &self.begin
     }
 
-    /// What makes the statements: the `PREPARE`s of the check, of the check at the commit, of
-    /// the guard of [`TransactionEnded`](crate::TransactionEnded) and of the probe, in that order (the probe's last, so that a connection where
-    /// [`begin`](PreparedFence::begin) finds it has the checks too), each a message of its own
+    /// What makes the statements: the `PREPARE`s of the check at the commit, of the guard of
+    /// [`TransactionEnded`](crate::TransactionEnded), of the check and of the probe, in that
+    /// order (the ones a begin executes last, so that a connection where a begin finds its
+    /// statement has the ones its commit executes too), each a message of its own
     /// (a statement that already exists fails its `PREPARE` alone; see
     /// [`already_exists`](PreparedFence::already_exists)), without parameters.
     pub fn prepare(&self) -> &[String] {
@@ -217,10 +224,22 @@ mod tests {
                 .all(|prepare| prepare.contains(a.check_name())),
             "every statement is told by the check's name"
         );
-        assert!(
-            a.prepare().last().unwrap().contains(a.ready_name()),
-            "the probe is prepared last"
-        );
+        let position = |name: &str| {
+            let prepare = format!("PREPARE {name} ");
+            a.prepare()
+                .iter()
+                .position(|statement| statement.starts_with(&prepare))
+                .unwrap()
+        };
+        let ended = format!("{}_ended", a.check_name());
+        for begins in [a.check_name(), a.ready_name()] {
+            for commits in [a.commit_name(), &ended] {
+                assert!(
+                    position(begins) > position(commits),
+                    "{begins} is prepared after {commits}, which a commit after it executes"
+                );
+            }
+        }
     }
 
     #[test]

@@ -787,13 +787,15 @@ impl<X: Execute> SqlStore<X> {
     /// says: the check and the commit in one message (through the statement the connection
     /// prepared, [`FencedCommit::Prepared`], or with the check's text, as
     /// [`commit_fenced`](SqlStore::commit_fenced) sends it), or, after a check at the start,
-    /// [`Statements::commit_after_check`] (on PostgreSQL it fails, nothing committed, in a
+    /// [`Statements::commit_after_check`] ([`PreparedFence::commit_after_check`](crate::PreparedFence::commit_after_check)
+    /// after [`FencedCommit::CheckedPrepared`]; on PostgreSQL it fails, nothing committed, in a
     /// transaction a failed statement aborted). The connection is then left as `then` says.
     ///
     /// # Errors
     /// As [`commit_fenced`](SqlStore::commit_fenced); also [`Error::Store`] with
-    /// [`Operation::Fence`], nothing committed, when the prepared check is gone from the
-    /// connection (only if the transaction itself ran `DEALLOCATE`).
+    /// [`Operation::Fence`], nothing committed, when a prepared statement the commit executes
+    /// is gone from the connection (only if the transaction itself ran `DEALLOCATE`: the
+    /// statements a begin executes are prepared after those).
     ///
     /// # Cancel safety
     /// As [`commit_fenced`](SqlStore::commit_fenced).
@@ -1236,8 +1238,7 @@ pub enum FencedCommit {
     /// plain one (SQLite).
     CheckFirst,
     /// The check ran in the `BEGIN`'s message, as text; the commit is
-    /// [`Statements::commit_after_check`](crate::Statements::commit_after_check) (a plain one on
-    /// SQLite).
+    /// [`Statements::commit_after_check`](crate::Statements::commit_after_check).
     Checked,
     /// The check ran in the `BEGIN`'s message through the statements the connection prepared
     /// ([`PreparedFence`](crate::PreparedFence), PostgreSQL); the commit is

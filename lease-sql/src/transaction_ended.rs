@@ -21,9 +21,12 @@
 //! the transaction arrived, and `statement_timestamp()` the time the current message did. In a
 //! transaction that began in an earlier message (the fenced transaction's `BEGIN`), the commit's
 //! message arrives later, so the two differ; once the work ended the transaction, the commit's
-//! message runs as a transaction of its own, which starts with it, and the two are equal. The
-//! messages that end a fenced transaction there begin with a statement that fails, naming
-//! [`TRANSACTION_ENDED_MARKER`], when they are equal ([`postgres_guard`]).
+//! message runs as a transaction of its own, which starts with it, and the two are equal. Every
+//! message that ends a fenced transaction there first tests that, and fails, naming
+//! [`TRANSACTION_ENDED_MARKER`], when they are equal: the commit after a check at the begin with
+//! a statement of its own ([`postgres_guard`], prepared where the check was), the check with the
+//! commit as the first branch of its test ([`postgres_branch`]; the check's text follows a
+//! statement that tests it before the snapshot guard's test).
 //!
 //! SQLite may roll a transaction back by itself on a full disk, an I/O error or a busy database,
 //! and the statements after that run on their own; the fenced transaction's `COMMIT` then fails

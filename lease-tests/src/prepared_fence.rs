@@ -91,13 +91,23 @@ pub async fn prepared_once_per_connection<X: Execute + Clone>(
         "{table}: prepared once, the check run at each of three commits and the probe at each begin"
     );
 
-    let deallocate = format!(
-        "DEALLOCATE {};\nDEALLOCATE {};\nDEALLOCATE {}",
-        prepared.check_name(),
-        prepared.commit_name(),
-        prepared.ready_name()
-    );
-    store.executor().batch(&deallocate).await.unwrap();
+    // Every statement of the prepared fence: each is named after the check.
+    let names = store
+        .executor()
+        .text_pairs(Query::new(
+            "SELECT name, name FROM pg_prepared_statements WHERE starts_with(name, $1)",
+            vec![Param::text(prepared.check_name())],
+        ))
+        .await
+        .unwrap();
+    assert_eq!(names.len(), prepared.prepare().len(), "{table}: {names:?}");
+    for (name, _) in names {
+        store
+            .executor()
+            .batch(&format!("DEALLOCATE {name}"))
+            .await
+            .unwrap();
+    }
     assert_eq!(executions(store, prepared).await, (None, None));
     writes
         .write(handle, 4, futures::future::ready(()).boxed())
