@@ -145,21 +145,14 @@ async fn postgres_prepares_the_fence_once_per_connection() {
 async fn postgres_work_that_swallowed_a_failure_is_not_told_it_committed() {
     use lease_core::BoxError;
     use lease_sqlx::sqlx::{self, AssertSqlSafe};
-    use lease_sqlx::{CheckAt, LeaseClient, PgLeaseStore, runtime::TokioRuntime};
+    use lease_sqlx::{CheckAt, LeaseClient, runtime::TokioRuntime};
 
-    let url = env::postgres_url();
-    let pool = match sqlx::PgPool::connect(&url).await {
-        Ok(pool) => pool,
-        Err(error) => return env::skip_or_fail("postgres", &error.to_string()),
+    let Some(fixture) = PgNotes::new("swallowed").await else {
+        return;
     };
-    let table = env::unique_table("swallowed");
-    let store = PgLeaseStore::with_table(pool.clone(), &table).unwrap();
-    store.setup().await.unwrap();
-    let notes = format!("{table}_notes");
-    sqlx::raw_sql(AssertSqlSafe(format!("CREATE TABLE {notes} (v int)")))
-        .execute(&pool)
-        .await
-        .unwrap();
+    let PgNotes {
+        pool, store, notes, ..
+    } = &fixture;
     let client = LeaseClient::new(store.clone(), TokioRuntime);
     let guard = client.try_acquire("notes").await.unwrap().expect("free");
     for at in [CheckAt::Begin, CheckAt::Commit] {
@@ -174,7 +167,7 @@ async fn postgres_work_that_swallowed_a_failure_is_not_told_it_committed() {
         .await;
         let (rows,): (i64,) =
             sqlx::query_as(AssertSqlSafe(format!("SELECT count(*) FROM {notes}")))
-                .fetch_one(&pool)
+                .fetch_one(pool)
                 .await
                 .unwrap();
         assert_eq!(rows, 0, "{at:?}: the aborted transaction committed");
@@ -194,12 +187,7 @@ async fn postgres_work_that_swallowed_a_failure_is_not_told_it_committed() {
         );
     }
     guard.release().await.unwrap();
-    sqlx::raw_sql(AssertSqlSafe(format!(
-        "DROP TABLE {notes}; DROP TABLE {table}"
-    )))
-    .execute(&pool)
-    .await
-    .unwrap();
+    fixture.drop_tables().await;
 }
 
 /// On PostgreSQL a `COMMIT` or `ROLLBACK` the work sends itself ends the fenced transaction, and
@@ -213,27 +201,24 @@ async fn postgres_work_that_swallowed_a_failure_is_not_told_it_committed() {
 async fn postgres_work_that_ended_its_transaction_is_not_told_it_committed() {
     use lease_core::BoxError;
     use lease_sqlx::sqlx::{self, Acquire, AssertSqlSafe};
-    use lease_sqlx::{CheckAt, LeaseClient, PgLeaseStore, PgProtocol, runtime::TokioRuntime};
+    use lease_sqlx::{CheckAt, LeaseClient, PgProtocol, runtime::TokioRuntime};
 
-    let pool = match sqlx::PgPool::connect(&env::postgres_url()).await {
-        Ok(pool) => pool,
-        Err(error) => return env::skip_or_fail("postgres", &error.to_string()),
+    let Some(fixture) = PgNotes::new("ended").await else {
+        return;
     };
+    let PgNotes {
+        pool,
+        store: prepared,
+        notes,
+        ..
+    } = &fixture;
     let serializable = sqlx::PgPool::connect(&env::serializable(&env::postgres_url()))
-        .await
-        .unwrap();
-    let table = env::unique_table("ended");
-    let prepared = PgLeaseStore::with_table(pool.clone(), &table).unwrap();
-    prepared.setup().await.unwrap();
-    let notes = format!("{table}_notes");
-    sqlx::raw_sql(AssertSqlSafe(format!("CREATE TABLE {notes} (v int)")))
-        .execute(&pool)
         .await
         .unwrap();
     let count = async || -> i64 {
         let (rows,): (i64,) =
             sqlx::query_as(AssertSqlSafe(format!("SELECT count(*) FROM {notes}")))
-                .fetch_one(&pool)
+                .fetch_one(pool)
                 .await
                 .unwrap();
         rows
@@ -307,12 +292,7 @@ async fn postgres_work_that_ended_its_transaction_is_not_told_it_committed() {
         }
         guard.release().await.unwrap();
     }
-    sqlx::raw_sql(AssertSqlSafe(format!(
-        "DROP TABLE {notes}; DROP TABLE {table}"
-    )))
-    .execute(&pool)
-    .await
-    .unwrap();
+    fixture.drop_tables().await;
 }
 
 /// On MariaDB a statement can end the transaction inside the work without an error the work
@@ -512,6 +492,60 @@ async fn mariadb_work_that_went_on_after_a_deadlock_is_not_told_it_committed() {
     .execute(&pool)
     .await
     .unwrap();
+}
+
+/// A PostgreSQL pool, a store on a lease table of its own and a table of notes (one `int`
+/// column) for fenced work to write to.
+struct PgNotes {
+    pool: lease_sqlx::sqlx::PgPool,
+    store: lease_sqlx::PgLeaseStore,
+    table: String,
+    notes: String,
+}
+
+impl PgNotes {
+    /// Makes both tables, named after `prefix`; `None`, after saying so (or failing where every
+    /// backend must run), when the server cannot be reached.
+    async fn new(prefix: &str) -> Option<Self> {
+        use lease_sqlx::sqlx::{self, AssertSqlSafe};
+
+        let pool = match sqlx::PgPool::connect(&env::postgres_url()).await {
+            Ok(pool) => pool,
+            Err(error) => {
+                env::skip_or_fail("postgres", &error.to_string());
+                return None;
+            }
+        };
+        let table = env::unique_table(prefix);
+        let store = lease_sqlx::PgLeaseStore::with_table(pool.clone(), &table).unwrap();
+        store.setup().await.unwrap();
+        let notes = format!("{table}_notes");
+        sqlx::raw_sql(AssertSqlSafe(format!("CREATE TABLE {notes} (v int)")))
+            .execute(&pool)
+            .await
+            .unwrap();
+        Some(Self {
+            pool,
+            store,
+            table,
+            notes,
+        })
+    }
+
+    /// Drops both tables.
+    async fn drop_tables(self) {
+        use lease_sqlx::sqlx::{self, AssertSqlSafe};
+
+        let Self {
+            pool, table, notes, ..
+        } = self;
+        sqlx::raw_sql(AssertSqlSafe(format!(
+            "DROP TABLE {notes}; DROP TABLE {table}"
+        )))
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
 }
 
 /// Asserts that `answer` is the store's `OutcomeUnknown` whose source is `TransactionEnded`: the
