@@ -156,7 +156,7 @@ async fn postgres_work_that_swallowed_a_failure_is_not_told_it_committed() {
     let client = LeaseClient::new(store.clone(), TokioRuntime);
     let guard = client.try_acquire("notes").await.unwrap().expect("free");
     for at in [CheckAt::Begin, CheckAt::Commit] {
-        let answer = lease_sqlx::fenced_with(&store, &guard, at, async |tx| {
+        let answer = lease_sqlx::fenced_with(store, &guard, at, async |tx| {
             sqlx::query(AssertSqlSafe(format!("INSERT INTO {notes} VALUES (1)")))
                 .execute(&mut *tx)
                 .await?;
