@@ -19,8 +19,9 @@ Database URLs:
   mysql://user:password@host:3306/database      (or mariadb://)
   sqlite:path/to/file.db                        (or sqlite://path/to/file.db)
 
-Exit codes: 0 done, 1 failed (unreachable database, unknown lease, nothing released, a table
-that does not fit), 2 usage (bad arguments or URL, release without --yes).
+Exit codes: 0 done (also nothing to release: the lease expired or was released meanwhile),
+1 failed (unreachable database, unknown lease, a lease that changed hands before its release, a
+table that does not fit), 2 usage (bad arguments or URL, release without --yes).
 
 Examples:
   DATABASE_URL=postgres://app@db/app leasectl list

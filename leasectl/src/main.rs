@@ -27,8 +27,8 @@ use crate::args::{Cli, Command, Output};
 pub(crate) enum Failure {
     /// The command line, the URL or a name was wrong: exit code 2.
     Usage(String),
-    /// The database failed, the lease is unknown, nothing was released, or the table does not
-    /// fit: exit code 1.
+    /// The database failed, the lease is unknown, it changed hands before its release, or the
+    /// table does not fit: exit code 1.
     Failed(String),
     /// As `Failed`, its message already printed (each round of `watch` says why it failed as
     /// it goes): exit code 1, nothing printed again.
@@ -70,11 +70,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         dir,
     } = &cli.command
     {
-        print!(
-            "{}",
-            migrations::run(&table, *dialect, *layout, dir.as_deref())?
-        );
-        return Ok(());
+        return print(&migrations::run(&table, *dialect, *layout, dir.as_deref())?);
     }
     let url = cli.target.database_url.as_deref().ok_or_else(|| {
         Failure::Usage(
@@ -91,32 +87,23 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 store.list(),
             )
             .await?;
-            print!(
-                "{}",
-                match output.output {
-                    Output::Text => render::list(&leases, &table),
-                    Output::Json => json::list(&leases, &table),
-                }
-            );
+            print(&match output.output {
+                Output::Text => render::list(&leases, &table),
+                Output::Json => json::list(&leases, &table),
+            })?;
         }
         Command::Show { name, output } => {
             let name = lease_name(&name)?;
             let info = answered(format!("cannot read lease {name:?}"), store.inspect(&name))
                 .await?
                 .ok_or_else(|| unknown(&name, &table))?;
-            print!(
-                "{}",
-                match output.output {
-                    Output::Text => render::show(&info),
-                    Output::Json => json::show(&info, &table),
-                }
-            );
+            print(&match output.output {
+                Output::Text => render::show(&info),
+                Output::Json => json::show(&info, &table),
+            })?;
         }
         Command::Release { name, yes } => {
-            print!(
-                "{}",
-                release(store, &lease_name(&name)?, &table, yes).await?
-            );
+            print(&release(store, &lease_name(&name)?, &table, yes).await?)?;
         }
         Command::Watch {
             interval,
@@ -129,20 +116,20 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 store.prune(released_for),
             )
             .await?;
-            println!(
-                "deleted {deleted} lease row{} free for longer than {}",
+            print(&format!(
+                "deleted {deleted} lease row{} free for longer than {}\n",
                 if deleted == 1 { "" } else { "s" },
                 if released_for < Duration::from_secs(1) {
                     format!("{released_for:?}")
                 } else {
                     time::span(released_for)
                 }
-            );
+            ))?;
         }
         Command::Check => {
             let what = format!("cannot check table {table}");
             match tokio::time::timeout(store::ANSWER_TIMEOUT, opened.verify()).await {
-                Ok(Ok(())) => println!("table {table} fits the store"),
+                Ok(Ok(())) => print(&format!("table {table} fits the store\n"))?,
                 Ok(Err(error @ Error::SchemaMismatch { .. })) => {
                     return Err(Failure::Failed(error.to_string()));
                 }
@@ -156,6 +143,21 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Migrations { .. } => {}
     }
     Ok(())
+}
+
+/// Writes `text` to standard output. A reader that went away (`leasectl list | head -1`) is not
+/// a failure of the command: the rest is dropped, as the reader asked; any other error writing
+/// is.
+fn print(text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::Failed(
+            format!("cannot write to standard output: {error}"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// `call`'s answer, or a failure that says `what` could not be done, with the store's error or

@@ -817,6 +817,45 @@ async fn watch_lists_again_at_each_interval_and_stops_after_its_count() {
     );
 }
 
+/// `leasectl list | head -1`: the reader goes away before the listing is written. The tool
+/// stops writing and exits 0, without a panic (Rust ignores SIGPIPE, so a closed pipe is an
+/// error of the write, which `print!` would turn into a panic and exit code 101).
+#[tokio::test]
+async fn a_reader_that_went_away_is_not_a_failure() {
+    let dir = TempDir::new();
+    let (store, url) = sqlite_table(&dir).await;
+    let holder = HolderId::generate();
+    // More than a pipe holds (64 KiB on Linux), so the tool's write fails whenever the read
+    // end closes.
+    for lease in 0..2_000 {
+        store
+            .try_acquire(
+                &name(&format!("lease-{lease:04}")),
+                &holder,
+                Ttl::from_secs(600).unwrap(),
+            )
+            .await
+            .unwrap()
+            .expect("free");
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leasectl"))
+        .args(["--database-url", &url, "list"])
+        .env_remove("DATABASE_URL")
+        .env_remove("LEASE_TABLE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
 #[tokio::test]
 async fn watch_stops_cleanly_when_interrupted() {
     let dir = TempDir::new();
