@@ -111,11 +111,24 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             output,
         } => watch::run(store, &table, interval, count, output.output).await?,
         Command::Prune { released_for } => {
-            let deleted = answered(
-                format!("cannot prune the leases in table {table}"),
+            let what = format!("cannot prune the leases in table {table}");
+            let deleted = match tokio::time::timeout(
+                store::ANSWER_TIMEOUT,
                 store.prune(released_for),
             )
-            .await?;
+            .await
+            {
+                Ok(deleted) => deleted
+                    .map_err(|error| Failure::Failed(format!("{what}: {}", ErrorChain(&error))))?,
+                // The statement may still be waiting on the server, and delete when it runs.
+                Err(_) => {
+                    return Err(Failure::Failed(format!(
+                        "{}; the rows may still be deleted when the database gets to the \
+                         statement",
+                        no_answer_text(&what)
+                    )));
+                }
+            };
             print(&format!(
                 "deleted {deleted} lease row{} free for longer than {}\n",
                 if deleted == 1 { "" } else { "s" },
@@ -176,10 +189,16 @@ async fn answered<T>(
 }
 
 fn no_answer(what: &str) -> Failure {
-    Failure::Failed(format!(
+    Failure::Failed(no_answer_text(what))
+}
+
+/// That `what` could not be done because no answer came within [`store::ANSWER_TIMEOUT`]. The
+/// tool stops waiting; the server does not stop the statement, which a write must say.
+fn no_answer_text(what: &str) -> String {
+    format!(
         "{what}: the database did not answer within {} s (a lock held by another session?)",
         store::ANSWER_TIMEOUT.as_secs()
-    ))
+    )
 }
 
 fn lease_name(name: &str) -> Result<LeaseName, Failure> {
@@ -231,7 +250,8 @@ async fn release(
         Err(_) => {
             return Err(Failure::Failed(format!(
                 "no answer to the release of lease {name:?} within {} s: it may or may not have \
-                 taken effect; see `leasectl show {name}`",
+                 taken effect, and may still take effect when the database gets to it (a lock \
+                 held by another session?); see `leasectl show {name}`",
                 store::ANSWER_TIMEOUT.as_secs()
             )));
         }

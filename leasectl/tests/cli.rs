@@ -537,10 +537,10 @@ async fn a_locked_table_is_reported_not_waited_for() {
     let store = PgLeaseStore::with_table(pool.clone(), &table).unwrap();
     store.setup().await.unwrap();
     let mut console = pool.begin().await.unwrap();
-    // The server ends the console's session after 25 s, so a tool that waits for the lock
+    // The server ends the console's session after 45 s, so a tool that waits for the lock
     // ends too, and fails the assertions below, rather than hang the test.
     for statement in [
-        "SET idle_in_transaction_session_timeout = '25s'".to_owned(),
+        "SET idle_in_transaction_session_timeout = '45s'".to_owned(),
         format!("LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE"),
     ] {
         sqlx::query(sqlx::AssertSqlSafe(statement))
@@ -551,6 +551,8 @@ async fn a_locked_table_is_reported_not_waited_for() {
     let started = std::time::Instant::now();
     let outcome = run(&url, Some(&table), &["list"]);
     let waited = started.elapsed();
+    // A write the tool gave up on may still run when the lock is freed: the message says so.
+    let prune = run(&url, Some(&table), &["prune", "--released-for", "1h"]);
     // Ended by the server already, when the tool waited that long.
     let _ = console.rollback().await;
     pool.execute(sqlx::AssertSqlSafe(format!("DROP TABLE {table}")))
@@ -563,6 +565,12 @@ async fn a_locked_table_is_reported_not_waited_for() {
     );
     assert_eq!(outcome.stderr.lines().count(), 1, "{outcome:?}");
     assert!(waited < Duration::from_secs(30), "waited {waited:?}");
+    assert_eq!(prune.code, 1, "{prune:?}");
+    assert!(
+        prune.stderr.contains("did not answer within 10 s")
+            && prune.stderr.contains("may still be deleted"),
+        "{prune:?}"
+    );
 }
 
 #[test]
