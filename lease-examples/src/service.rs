@@ -78,7 +78,9 @@ impl std::fmt::Debug for Config {
 /// Runs the service until `stop` completes (SIGTERM, in the binary), then shuts down
 /// gracefully: the HTTP server stops taking requests, the schedules stop, running work gets
 /// the grace period to finish, and every lease is handed back. Calls `listening` with the
-/// address the server took, before the jobs start. Answers what the shutdown did.
+/// address the server took, before the jobs start. Answers what the shutdown did; when `stop`
+/// completes while the store connects (a database that does not answer), at once, with a report
+/// of nothing done: nothing was taken yet.
 ///
 /// # Errors
 /// When the database cannot be reached or set up, the address cannot be bound, or a metrics
@@ -93,7 +95,13 @@ pub async fn run(
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<ShutdownReport, BoxError> {
     let metrics = PrometheusBuilder::new().install_recorder()?;
-    let store = store::connect(&config.database_url, &config.table, config.notifications).await?;
+    let mut stop = std::pin::pin!(stop);
+    // Connecting can take as long as the pool's timeout where the database accepts and does not
+    // answer: a stop asked for meanwhile ends the service at once, as it holds nothing yet.
+    let store = tokio::select! {
+        store = store::connect(&config.database_url, &config.table, config.notifications) => store?,
+        () = &mut stop => return Ok(ShutdownReport::default()),
+    };
     let client = LeaseClient::builder(store, TokioRuntime)
         .store_label(config.table.as_str())
         .build()?;

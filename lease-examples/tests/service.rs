@@ -426,6 +426,56 @@ fn exit_of(vars: &[(&str, &str)]) -> (std::process::ExitStatus, String) {
     (status, stderr)
 }
 
+/// A SIGTERM while the service connects to a database that accepts and never answers (here a
+/// listening socket nobody reads: the kernel completes the connection) stops it at once, with
+/// nothing to hand back, and it exits 0; it does not wait out the pool's 30 s timeout first.
+#[test]
+fn a_sigterm_while_connecting_stops_it_at_once() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("postgres://app@{}/app", silent.local_addr().unwrap());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lease-service"))
+        .env("DATABASE_URL", &url)
+        .env("LISTEN", "127.0.0.1:0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the service starts");
+    // Its first connection is on its way by now (the signal is caught from the start anyway).
+    std::thread::sleep(Duration::from_millis(1_500));
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let sent = Instant::now();
+    let limit = Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if sent.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running {limit:?} after SIGTERM while connecting");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = sent.elapsed();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    drop(silent);
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(
+        took < Duration::from_secs(3),
+        "exited {took:?} after SIGTERM"
+    );
+}
+
 /// A setting it cannot read stops it before it opens anything: `NOTIFICATIONS` is `on` or
 /// `off`, and anything else exits 2 naming the setting and the value.
 #[test]
