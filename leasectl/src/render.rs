@@ -14,6 +14,21 @@ pub(crate) fn expires_in(info: &LeaseInfo) -> String {
     }
 }
 
+/// `text` (a lease's name or holder, which may hold any character but NUL) with its control
+/// characters escaped (`\n`, `\u{1b}`), so that a name cannot break a row in two or move the
+/// terminal's cursor; every other character as it is.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// Every lease as a table, with the database time it was read at.
 pub(crate) fn list(leases: &[LeaseInfo], table: &str) -> String {
     let Some(first) = leases.first() else {
@@ -31,8 +46,8 @@ pub(crate) fn list(leases: &[LeaseInfo], table: &str) -> String {
         .iter()
         .map(|info| {
             [
-                info.name.to_string(),
-                info.holder.to_string(),
+                printable(info.name.as_str()),
+                printable(info.holder.as_str()),
                 info.fence.to_string(),
                 rfc3339(info.taken_at),
                 rfc3339(info.expires_at),
@@ -79,8 +94,8 @@ pub(crate) fn list(leases: &[LeaseInfo], table: &str) -> String {
 pub(crate) fn show(info: &LeaseInfo) -> String {
     let mut out = String::new();
     for (field, value) in [
-        ("name", info.name.to_string()),
-        ("holder", info.holder.to_string()),
+        ("name", printable(info.name.as_str())),
+        ("holder", printable(info.holder.as_str())),
         ("fence", info.fence.to_string()),
         ("taken at", rfc3339(info.taken_at)),
         ("expires at", rfc3339(info.expires_at)),
@@ -142,6 +157,20 @@ mod tests {
             "2 leases in table leases, read at 2027-01-15T08:00:00.000Z (database time)"
         );
         assert_eq!(list(&[], "jobs.leases"), "no leases in table jobs.leases\n");
+    }
+
+    #[test]
+    fn control_characters_in_a_name_are_escaped() {
+        let lease = info("a\nfake-row\u{1b}[2J", 1, 60);
+        let listed = list(std::slice::from_ref(&lease), "leases");
+        assert_eq!(listed.lines().count(), 3, "{listed}");
+        assert!(listed.contains("a\\nfake-row\\u{1b}[2J"), "{listed}");
+        let shown = show(&lease);
+        assert!(!shown.contains('\u{1b}'), "{shown}");
+        assert!(
+            shown.contains("name:       a\\nfake-row\\u{1b}[2J\n"),
+            "{shown}"
+        );
     }
 
     #[test]

@@ -48,10 +48,8 @@ pub(crate) async fn run(
                 None
             }
             Err(_) => {
-                let message = format!(
-                    "listing the leases took longer than {:?}",
-                    crate::store::ANSWER_TIMEOUT
-                );
+                let message =
+                    crate::no_answer_text(&format!("cannot list the leases in table {table}"));
                 eprintln!("leasectl: {message}");
                 last = Err(Failure::Reported);
                 None
