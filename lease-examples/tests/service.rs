@@ -393,17 +393,35 @@ async fn on_mariadb() {
     on_server::<MySql>("mariadb", &env::mysql_url()).await;
 }
 
-/// Starts the service with `vars` and waits (at most 30 s, then kills it and fails) for it to
-/// exit on its own: its exit status and what it printed to standard error.
-fn exit_of(vars: &[(&str, &str)]) -> (std::process::ExitStatus, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lease-service"))
+/// The service with `vars`, its standard error piped.
+fn spawn_with(vars: &[(&str, &str)]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_lease-service"))
         .envs(vars.iter().copied())
         .env("LISTEN", "127.0.0.1:0")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("the service starts");
-    let limit = Duration::from_secs(30);
+        .expect("the service starts")
+}
+
+/// Starts the service with `vars` and waits (at most 30 s, then kills it and fails) for it to
+/// exit on its own: its exit status and what it printed to standard error.
+fn exit_of(vars: &[(&str, &str)]) -> (std::process::ExitStatus, String) {
+    let child = spawn_with(vars);
+    exited_within(
+        child,
+        Duration::from_secs(30),
+        &format!("started with {vars:?}"),
+    )
+}
+
+/// Waits at most `limit` for `child` to exit (then kills it and fails, saying `after` what):
+/// its exit status and what it printed to standard error.
+fn exited_within(
+    mut child: Child,
+    limit: Duration,
+    after: &str,
+) -> (std::process::ExitStatus, String) {
     let started = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -412,7 +430,7 @@ fn exit_of(vars: &[(&str, &str)]) -> (std::process::ExitStatus, String) {
         if started.elapsed() > limit {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("still running {limit:?} after it was started with {vars:?}");
+            panic!("still running {limit:?} after it was {after}");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -433,13 +451,7 @@ fn exit_of(vars: &[(&str, &str)]) -> (std::process::ExitStatus, String) {
 fn a_sigterm_while_connecting_stops_it_at_once() {
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("postgres://app@{}/app", silent.local_addr().unwrap());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lease-service"))
-        .env("DATABASE_URL", &url)
-        .env("LISTEN", "127.0.0.1:0")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the service starts");
+    let child = spawn_with(&[("DATABASE_URL", &url)]);
     // Its first connection is on its way by now (the signal is caught from the start anyway).
     std::thread::sleep(Duration::from_millis(1_500));
     let killed = Command::new("kill")
@@ -448,26 +460,12 @@ fn a_sigterm_while_connecting_stops_it_at_once() {
         .unwrap();
     assert!(killed.success());
     let sent = Instant::now();
-    let limit = Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if sent.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("still running {limit:?} after SIGTERM while connecting");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (status, stderr) = exited_within(
+        child,
+        Duration::from_secs(10),
+        "sent SIGTERM while connecting",
+    );
     let took = sent.elapsed();
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
     drop(silent);
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(
