@@ -234,17 +234,7 @@ async fn postgres_work_that_ended_its_transaction_is_not_told_it_committed() {
                 let context = format!("{protocol:?}, {ending} at {at:?}");
                 let before = count().await;
                 let answer = lease_sqlx::fenced_with(&store, &guard, at, async |tx| {
-                    sqlx::query(AssertSqlSafe(format!("INSERT INTO {notes} VALUES (1)")))
-                        .execute(&mut *tx)
-                        .await?;
-                    // Ends the transaction; the next insert commits on its own.
-                    sqlx::raw_sql(AssertSqlSafe(ending))
-                        .execute(&mut *tx)
-                        .await?;
-                    sqlx::query(AssertSqlSafe(format!("INSERT INTO {notes} VALUES (2)")))
-                        .execute(&mut *tx)
-                        .await?;
-                    Ok::<_, BoxError>(())
+                    insert_end_insert::<Postgres>(tx, notes, ending).await
                 })
                 .await;
                 assert_transaction_ended(answer, &context);
@@ -302,7 +292,6 @@ async fn postgres_work_that_ended_its_transaction_is_not_told_it_committed() {
 /// check goes, and the lease is not lost by it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_work_that_ended_its_transaction_is_not_told_it_committed() {
-    use lease_core::BoxError;
     use lease_sqlx::sqlx::{self, AssertSqlSafe};
     use lease_sqlx::{CheckAt, LeaseClient, MySqlLeaseStore, runtime::TokioRuntime};
 
@@ -323,18 +312,10 @@ async fn mariadb_work_that_ended_its_transaction_is_not_told_it_committed() {
     let client = LeaseClient::new(store.clone(), TokioRuntime);
     let guard = client.try_acquire("notes").await.unwrap().expect("free");
     for at in [CheckAt::Begin, CheckAt::Commit] {
+        // `TRUNCATE` commits the transaction first.
+        let truncate = format!("TRUNCATE TABLE {scratch}");
         let answer = lease_sqlx::fenced_with(&store, &guard, at, async |tx| {
-            sqlx::query(AssertSqlSafe(format!("INSERT INTO {notes} VALUES (1)")))
-                .execute(&mut *tx)
-                .await?;
-            // Commits the transaction first; the next insert commits on its own.
-            sqlx::raw_sql(AssertSqlSafe(format!("TRUNCATE TABLE {scratch}")))
-                .execute(&mut *tx)
-                .await?;
-            sqlx::query(AssertSqlSafe(format!("INSERT INTO {notes} VALUES (2)")))
-                .execute(&mut *tx)
-                .await?;
-            Ok::<_, BoxError>(())
+            insert_end_insert::<MySql>(tx, &notes, &truncate).await
         })
         .await;
         assert_transaction_ended(answer, &format!("{at:?}"));
@@ -492,6 +473,31 @@ async fn mariadb_work_that_went_on_after_a_deadlock_is_not_told_it_committed() {
     .execute(&pool)
     .await
     .unwrap();
+}
+
+/// Fenced work that inserts into `notes`, ends its transaction with `ending` (so the next insert
+/// commits on its own), and inserts again.
+async fn insert_end_insert<DB>(
+    tx: &mut DB::Connection,
+    notes: &str,
+    ending: &str,
+) -> Result<(), lease_core::BoxError>
+where
+    DB: lease_sqlx::sqlx::Database,
+    for<'e> &'e mut DB::Connection: lease_sqlx::sqlx::Executor<'e, Database = DB>,
+{
+    use lease_sqlx::sqlx::{self, AssertSqlSafe};
+
+    for statement in [
+        format!("INSERT INTO {notes} VALUES (1)"),
+        ending.to_owned(),
+        format!("INSERT INTO {notes} VALUES (2)"),
+    ] {
+        sqlx::raw_sql(AssertSqlSafe(statement))
+            .execute(&mut *tx)
+            .await?;
+    }
+    Ok(())
 }
 
 /// A PostgreSQL pool, a store on a lease table of its own and a table of notes (one `int`
