@@ -103,8 +103,9 @@ where
 }
 
 /// [`fenced`] with the check placed as `at` says. [`CheckAt::Begin`] sends the check with
-/// the `BEGIN` (on PostgreSQL the prepared check's `EXECUTE`): the transaction costs only the
-/// check, no statement more, and a stale holder learns before the work; but the lease's row
+/// the `BEGIN` (on PostgreSQL the prepared check's `EXECUTE`): the transaction costs the check
+/// and, with its `COMMIT`, a guard against work that ended it, but no round trip more, and a
+/// stale holder learns before the work; but the lease's row
 /// stays locked until the transaction ends, so the holder's renewals wait for the work. Take
 /// it for transactions well shorter than the client's store timeout; [`CheckAt::Commit`]
 /// ([`fenced`]) for longer ones.

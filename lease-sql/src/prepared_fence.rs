@@ -28,7 +28,9 @@
 //! after the ones the commits execute, so a connection whose begin found its statement has
 //! them too, even where an earlier preparation stopped half-way (a timeout, a cancelled
 //! future); only work that deallocates them itself takes them away between the begin and the
-//! commit.
+//! commit. (Behind a pooler that hands each transaction another server connection, each
+//! `PREPARE` may land elsewhere and no order helps: there statements are sent as text,
+//! lease-sqlx's `PgProtocol::SimpleInline`.)
 
 use crate::{InlineError, Query};
 

@@ -272,6 +272,11 @@ impl Statements {
     /// ([`SnapshotIsolation`](crate::SnapshotIsolation)). On MariaDB the check carries the first
     /// test itself.
     ///
+    /// The transaction must have begun in an earlier message (a driver's `begin` waits for the
+    /// `BEGIN`'s answer): on PostgreSQL the guard reads a transaction whose time is the message's
+    /// own as one the work ended, and fails, so a `BEGIN` sent in the same message as this text
+    /// never commits.
+    ///
     /// `None` on SQLite, which runs in process: there [`fence`](Statements::fence) and a
     /// `COMMIT` cost no round trip.
     ///

@@ -398,7 +398,10 @@ impl<X: Execute> SqlStore<X> {
     /// The fenced check and the commit of the caller's transaction on `connection`, in one
     /// round trip: the end of a transaction the database keeps exclusive to the lease's holder,
     /// as [`fence`](SqlStore::fence) at its start does, but without holding the lease's row
-    /// locked while the job works.
+    /// locked while the job works. The transaction must have begun in an earlier message than
+    /// this one (as every driver's `begin` does: it waits for the `BEGIN`'s answer): on
+    /// PostgreSQL the message tells a transaction the work ended by its time being the
+    /// message's own.
     ///
     /// One message ([`Statements::fence_then_commit`]): the check, which succeeds only while the
     /// row still names this holder and `lease`'s fence and has not expired by the database's

@@ -190,8 +190,9 @@ where
 }
 
 /// [`fenced`] with the check placed as `at` says. [`CheckAt::Begin`] sends the check with the
-/// `BEGIN` (on PostgreSQL the prepared check's `EXECUTE`): the transaction then costs only the
-/// check, no statement and no round trip more than one without it, and a stale holder learns
+/// `BEGIN` (on PostgreSQL the prepared check's `EXECUTE`): the transaction then costs the check
+/// and, with its `COMMIT`, a guard against work that ended it, but no round trip more than one
+/// without them, and a stale holder learns
 /// before the work; but the lease's row stays locked until the transaction ends, so the
 /// holder's renewals wait for the work. Take it for transactions well shorter than the
 /// client's store timeout, [`CheckAt::Commit`] ([`fenced`]) for longer ones.

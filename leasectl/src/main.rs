@@ -220,12 +220,14 @@ async fn release(
     yes: bool,
 ) -> Result<String, Failure> {
     let read = || format!("cannot read lease {name:?}");
+    // A name or holder is printed with its control characters escaped, as `list` prints it.
+    let shown = render::printable(name.as_str());
     let info = answered(read(), store.inspect(name))
         .await?
         .ok_or_else(|| unknown(name, table))?;
     if info.is_expired() {
         return Ok(format!(
-            "{name} expired at {} without a release: nothing to release, any instance may take it\n",
+            "{shown} expired at {} without a release: nothing to release, any instance may take it\n",
             time::rfc3339(info.expires_at)
         ));
     }
@@ -251,31 +253,35 @@ async fn release(
             return Err(Failure::Failed(format!(
                 "no answer to the release of lease {name:?} within {} s: it may or may not have \
                  taken effect, and may still take effect when the database gets to it (a lock \
-                 held by another session?); see `leasectl show {name}`",
+                 held by another session?); see `leasectl show {shown}`",
                 store::ANSWER_TIMEOUT.as_secs()
             )));
         }
     };
     if released {
         return Ok(format!(
-            "released {name} (holder {}, fence {}); its holder finds out at its next renewal and \
+            "released {shown} (holder {}, fence {}); its holder finds out at its next renewal and \
              stops, and the next instance may take it now (a lease kept only for a minimum hold \
              after its work ended may now run again within its period)\n",
-            info.holder, info.fence
+            render::printable(info.holder.as_str()),
+            info.fence
         ));
     }
     // The lease changed between the read and the release: say what it is now.
     match answered(read(), store.inspect(name)).await? {
         None => Ok(format!(
-            "{name} was released by its holder in the meantime: nothing left to release\n"
+            "{shown} was released by its holder in the meantime: nothing left to release\n"
         )),
         Some(now) if now.holder == info.holder => Ok(format!(
-            "{name} expired in the meantime: nothing to release, any instance may take it\n"
+            "{shown} expired in the meantime: nothing to release, any instance may take it\n"
         )),
         Some(now) => Err(Failure::Failed(format!(
-            "not released: {name} changed hands after it was read (was {} with fence {}, now {} \
+            "not released: {shown} changed hands after it was read (was {} with fence {}, now {} \
              with fence {}); run the command again to release the new holder's lease",
-            info.holder, info.fence, now.holder, now.fence
+            render::printable(info.holder.as_str()),
+            info.fence,
+            render::printable(now.holder.as_str()),
+            now.fence
         ))),
     }
 }

@@ -17,7 +17,7 @@ pub(crate) fn expires_in(info: &LeaseInfo) -> String {
 /// `text` (a lease's name or holder, which may hold any character but NUL) with its control
 /// characters escaped (`\n`, `\u{1b}`), so that a name cannot break a row in two or move the
 /// terminal's cursor; every other character as it is.
-fn printable(text: &str) -> String {
+pub(crate) fn printable(text: &str) -> String {
     text.chars()
         .map(|c| {
             if c.is_control() {
