@@ -366,10 +366,9 @@ where
             .await
             .map_err(|e| store.commit_failed(handle, e.into()))?;
     } else {
-        // Through the store: with the check, or with `commit_after_check` (PostgreSQL: the
-        // statement that fails in a transaction a failed statement aborted, where sqlx's
-        // `commit` would answer `Ok` for writes thrown away; MariaDB: the guard that fails when
-        // the work ended the transaction).
+        // Through the store: with the check, or with `commit_after_check`, the guard that fails
+        // when the work ended the transaction (and, on PostgreSQL, in a transaction a failed
+        // statement aborted, where sqlx's `commit` would answer `Ok` for writes thrown away).
         let committed = store
             .end_fenced(&mut *transaction, lease, commit, AfterCommit::Begin)
             .await;

@@ -32,8 +32,9 @@ const POLL: Duration = Duration::from_millis(10);
 
 /// The case, on the server at `url`, once for each place of the check ([`CheckAt::Commit`]:
 /// the check and the `COMMIT` in one message; [`CheckAt::Begin`]: the `COMMIT` after the check
-/// with the `BEGIN`, in one message with what goes before it where the dialect needs it). `connect` makes a store on a table (the URL and the table's name; a
-/// pool of one connection keeps the case simple) and is called twice a place: for the store the
+/// with the `BEGIN`, in one message with what goes before it where the dialect needs it).
+/// `connect` makes a store on a table (the URL and the table's name; a pool of one connection
+/// keeps the case simple) and is called twice a place: for the store the
 /// lease and the checks use, at `url`, and for the store the writes go through, at the proxy's
 /// URL. `write` runs `sql` (an insert) in a fenced transaction checked where it is told,
 /// through the store it is given, under the lease, and calls its last argument once the insert

@@ -111,24 +111,13 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             output,
         } => watch::run(store, &table, interval, count, output.output).await?,
         Command::Prune { released_for } => {
-            let what = format!("cannot prune the leases in table {table}");
-            let deleted = match tokio::time::timeout(
-                store::ANSWER_TIMEOUT,
+            // The statement may still be waiting on the server, and delete when it runs.
+            let deleted = answered_or(
+                format!("cannot prune the leases in table {table}"),
+                "; the rows may still be deleted when the database gets to the statement",
                 store.prune(released_for),
             )
-            .await
-            {
-                Ok(deleted) => deleted
-                    .map_err(|error| Failure::Failed(format!("{what}: {}", ErrorChain(&error))))?,
-                // The statement may still be waiting on the server, and delete when it runs.
-                Err(_) => {
-                    return Err(Failure::Failed(format!(
-                        "{}; the rows may still be deleted when the database gets to the \
-                         statement",
-                        no_answer_text(&what)
-                    )));
-                }
-            };
+            .await?;
             print(&format!(
                 "deleted {deleted} lease row{} free for longer than {}\n",
                 if deleted == 1 { "" } else { "s" },
@@ -181,10 +170,23 @@ async fn answered<T>(
     what: String,
     call: impl Future<Output = Result<T, Error>>,
 ) -> Result<T, Failure> {
+    answered_or(what, "", call).await
+}
+
+/// [`answered`], with `after_timeout` appended to the message when no answer came: for a
+/// write, which the server may still run once the lock is freed.
+async fn answered_or<T>(
+    what: String,
+    after_timeout: &str,
+    call: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Failure> {
     match tokio::time::timeout(store::ANSWER_TIMEOUT, call).await {
         Ok(Ok(answer)) => Ok(answer),
         Ok(Err(error)) => Err(Failure::Failed(format!("{what}: {}", ErrorChain(&error)))),
-        Err(_) => Err(no_answer(&what)),
+        Err(_) => Err(Failure::Failed(format!(
+            "{}{after_timeout}",
+            no_answer_text(&what)
+        ))),
     }
 }
 
