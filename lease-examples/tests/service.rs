@@ -14,6 +14,7 @@ use lease_core::{LeaseName, LeaseStore};
 use lease_sqlx::sqlx::{MySql, Postgres};
 use lease_sqlx::{Connect, Execute, SqliteLeaseStore, SqlxExecutor, SqlxStore};
 use lease_tests::env;
+use lease_tests::proxy::FaultProxy;
 
 /// The service's grace period in these tests.
 const GRACE: Duration = Duration::from_secs(3);
@@ -472,6 +473,110 @@ fn a_sigterm_while_connecting_stops_it_at_once() {
         took < Duration::from_secs(3),
         "exited {took:?} after SIGTERM"
     );
+}
+
+/// A second signal while the graceful shutdown runs ends the service at once: here the database
+/// stops answering (a proxy in front of the shared PostgreSQL holds every byte), so the
+/// handover after SIGTERM would wait out the 30 s grace period; a Ctrl-C after it exits 130
+/// within seconds, saying its leases lapse after their TTL. The check that it still runs a
+/// second after the SIGTERM is the control: without the second signal it would wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_signal_during_the_shutdown_exits_at_once() {
+    let url = env::postgres_url();
+    let table = env::unique_table("service_twice");
+    let store = match SqlxStore::<Postgres>::connect_with_table(&url, &table).await {
+        Ok(store) => store,
+        Err(error) => {
+            env::skip_or_fail("postgres", &error.to_string());
+            return;
+        }
+    };
+    store.setup().await.unwrap();
+    let proxy = FaultProxy::in_front_of(&url).unwrap();
+    let child = spawn_with(&[
+        ("DATABASE_URL", &proxy.rewrite_url(&url)),
+        ("LEASE_TABLE", &table),
+        ("NODE", NODE),
+        ("GRACE_SECS", "30"),
+    ]);
+    let mut child = KillOnDrop(Some(child));
+    let started = Instant::now();
+    while store.inspect(&name("alerts")).await.unwrap().is_none() {
+        assert!(
+            started.elapsed() < READY_WITHIN,
+            "alerts not led within {READY_WITHIN:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    proxy.stall();
+    send(child.id(), "TERM");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "exited within a second of SIGTERM with its database stalled: the control failed"
+    );
+    send(child.id(), "INT");
+    let sent = Instant::now();
+    let (status, stderr) = exited_within(
+        child.take(),
+        Duration::from_secs(10),
+        "sent SIGTERM, then SIGINT during the shutdown",
+    );
+    let took = sent.elapsed();
+    proxy.pass();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(
+        took < Duration::from_secs(3),
+        "exited {took:?} after the second signal"
+    );
+    assert_eq!(
+        stderr
+            .matches("a second signal during the shutdown")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("lapse after their TTL"), "{stderr}");
+    store
+        .executor()
+        .batch(&format!("DROP TABLE IF EXISTS {table}"))
+        .await
+        .unwrap();
+}
+
+/// A child process killed if the test fails before it exits.
+struct KillOnDrop(Option<Child>);
+
+impl KillOnDrop {
+    fn id(&self) -> u32 {
+        self.0.as_ref().expect("not taken").id()
+    }
+
+    fn try_wait(&mut self) -> std::io::Result<Option<std::process::ExitStatus>> {
+        self.0.as_mut().expect("not taken").try_wait()
+    }
+
+    fn take(&mut self) -> Child {
+        self.0.take().expect("not taken")
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Sends `signal` (`TERM`, `INT`) to the process `id`.
+fn send(id: u32, signal: &str) {
+    let killed = Command::new("kill")
+        .args([&format!("-{signal}"), &id.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
 }
 
 /// A setting it cannot read stops it before it opens anything: `NOTIFICATIONS` is `on` or

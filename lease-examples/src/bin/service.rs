@@ -5,7 +5,9 @@
 //! `NODE` (default the host name), `GRACE_SECS` (default 10), `NOTIFICATIONS` (`on`, the
 //! default, or `off`: whether releases notify waiting instances, on PostgreSQL). Prints
 //! `listening on <address>` once it serves, and on SIGTERM or Ctrl-C shuts down gracefully,
-//! prints what the shutdown did, and exits 0 (1 when some lease could not be handed back). When
+//! prints what the shutdown did, and exits 0 (1 when some lease could not be handed back); a
+//! second signal during that shutdown ends it at once (exit 130 after Ctrl-C, 143 after
+//! SIGTERM), its leases not handed back yet lapsing after their TTL. When
 //! it cannot start, it prints the error with its causes and exits 1. What the library reports
 //! as it goes (a renewal that failed, a lease lost, a lease not given back at the shutdown)
 //! goes to standard error as log lines, at `RUST_LOG`'s level (default `warn`).
@@ -120,7 +122,10 @@ impl Stop {
         }
     }
 
-    /// Completes on the first of them.
+    /// Completes on the first of them. A second one after it, while the graceful shutdown
+    /// runs (an operator pressing Ctrl-C again, an orchestrator's repeated SIGTERM), ends the
+    /// process at once with 128 plus its number, saying so: leases not handed back yet lapse
+    /// after their TTL, as after a crash.
     async fn requested(self) {
         #[cfg(unix)]
         {
@@ -128,14 +133,40 @@ impl Stop {
                 mut term,
                 mut interrupt,
             } = self;
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = interrupt.recv() => {}
-            }
+            Self::next(&mut term, &mut interrupt).await;
+            tokio::spawn(async move {
+                let number = Self::next(&mut term, &mut interrupt).await;
+                Self::exit_now(number);
+            });
         }
         #[cfg(not(unix))]
         {
             let _ = tokio::signal::ctrl_c().await;
+            tokio::spawn(async {
+                let _ = tokio::signal::ctrl_c().await;
+                // Ctrl-C's number, as on Unix.
+                Self::exit_now(2);
+            });
         }
+    }
+
+    /// The number of whichever signal comes next.
+    #[cfg(unix)]
+    async fn next(
+        term: &mut tokio::signal::unix::Signal,
+        interrupt: &mut tokio::signal::unix::Signal,
+    ) -> i32 {
+        tokio::select! {
+            _ = term.recv() => 15,
+            _ = interrupt.recv() => 2,
+        }
+    }
+
+    /// Ends the process without waiting for the shutdown under way.
+    fn exit_now(number: i32) -> ! {
+        eprintln!(
+            "lease-service: a second signal during the shutdown: exiting now; leases not handed back yet lapse after their TTL"
+        );
+        std::process::exit(128 + number)
     }
 }
