@@ -478,7 +478,7 @@ fn a_sigterm_while_connecting_stops_it_at_once() {
 /// A second signal while the graceful shutdown runs ends the service at once: here the database
 /// stops answering (a proxy in front of the shared PostgreSQL holds every byte), so the
 /// handover after SIGTERM would wait out the 30 s grace period; a Ctrl-C after it exits 130
-/// within seconds, saying its leases lapse after their TTL. The check that it still runs a
+/// within seconds, saying a lease not handed back lapses after its TTL. The check that it still runs a
 /// second after the SIGTERM is the control: without the second signal it would wait.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_signal_during_the_shutdown_exits_at_once() {
@@ -536,7 +536,7 @@ async fn a_second_signal_during_the_shutdown_exits_at_once() {
         1,
         "{stderr}"
     );
-    assert!(stderr.contains("lapse after their TTL"), "{stderr}");
+    assert!(stderr.contains("lapses after its TTL"), "{stderr}");
     store
         .executor()
         .batch(&format!("DROP TABLE IF EXISTS {table}"))

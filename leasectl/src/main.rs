@@ -48,7 +48,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
+    let outcome = runtime.block_on(run(cli));
+    // Not waiting for blocking work left behind: the host-name lookup of a connection given up
+    // after its 5 s (DNS that does not answer) would hold the exit for as long as the resolver
+    // tries, after the message that said it gave up.
+    runtime.shutdown_background();
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Usage(message)) => {
             eprintln!("leasectl: {message}");

@@ -17,8 +17,25 @@ use std::time::Duration;
 
 use lease_examples::service::{self, Config};
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("lease-service: cannot start: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(serve());
+    // Not waiting for blocking work left behind: a host-name lookup of a connection given up
+    // (DNS that does not answer) would hold the exit for as long as the resolver tries.
+    runtime.shutdown_background();
+    code
+}
+
+async fn serve() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -28,7 +45,7 @@ async fn main() -> ExitCode {
         .init();
     // The signals are caught from here on, before any lease is taken: a SIGTERM that came
     // before the first wait for it would otherwise end the process as a crash does.
-    let stop = match Stop::listen() {
+    let mut stop = match Stop::listen() {
         Ok(stop) => stop,
         Err(error) => {
             eprintln!("lease-service: cannot listen for SIGTERM: {error}");
@@ -71,7 +88,27 @@ async fn main() -> ExitCode {
         Err(_) => {}
     }
     let listening = |address| println!("listening on {address}");
-    match service::run(config, listening, stop.requested()).await {
+    let (asked, requested) = tokio::sync::oneshot::channel::<()>();
+    let service = service::run(config, listening, async {
+        let _ = requested.await;
+    });
+    // The first signal starts the graceful shutdown; a second one while it runs (an operator
+    // pressing Ctrl-C again, a database that stopped answering) ends the process without it.
+    let signals = async {
+        stop.next().await;
+        let _ = asked.send(());
+        stop.next().await
+    };
+    let outcome = tokio::select! {
+        outcome = service => outcome,
+        second = signals => {
+            eprintln!(
+                "lease-service: a second signal during the shutdown: exiting without waiting for it; a lease not handed back yet lapses after its TTL"
+            );
+            return ExitCode::from(128 + second);
+        }
+    };
+    match outcome {
         Ok(report) => {
             println!(
                 "shut down in {} ms: {} leases released, {} rounds let finish, {} stopped, {} leaderships given back, {} failed",
@@ -122,51 +159,19 @@ impl Stop {
         }
     }
 
-    /// Completes on the first of them. A second one after it, while the graceful shutdown
-    /// runs (an operator pressing Ctrl-C again, an orchestrator's repeated SIGTERM), ends the
-    /// process at once with 128 plus its number, saying so: leases not handed back yet lapse
-    /// after their TTL, as after a crash.
-    async fn requested(self) {
+    /// The number of the next of them to come (15 for SIGTERM, 2 for Ctrl-C).
+    async fn next(&mut self) -> u8 {
         #[cfg(unix)]
         {
-            let Self {
-                mut term,
-                mut interrupt,
-            } = self;
-            Self::next(&mut term, &mut interrupt).await;
-            tokio::spawn(async move {
-                let number = Self::next(&mut term, &mut interrupt).await;
-                Self::exit_now(number);
-            });
+            tokio::select! {
+                _ = self.term.recv() => 15,
+                _ = self.interrupt.recv() => 2,
+            }
         }
         #[cfg(not(unix))]
         {
             let _ = tokio::signal::ctrl_c().await;
-            tokio::spawn(async {
-                let _ = tokio::signal::ctrl_c().await;
-                // Ctrl-C's number, as on Unix.
-                Self::exit_now(2);
-            });
+            2
         }
-    }
-
-    /// The number of whichever signal comes next.
-    #[cfg(unix)]
-    async fn next(
-        term: &mut tokio::signal::unix::Signal,
-        interrupt: &mut tokio::signal::unix::Signal,
-    ) -> i32 {
-        tokio::select! {
-            _ = term.recv() => 15,
-            _ = interrupt.recv() => 2,
-        }
-    }
-
-    /// Ends the process without waiting for the shutdown under way.
-    fn exit_now(number: i32) -> ! {
-        eprintln!(
-            "lease-service: a second signal during the shutdown: exiting now; leases not handed back yet lapse after their TTL"
-        );
-        std::process::exit(128 + number)
     }
 }
