@@ -2,8 +2,8 @@
 //! [`commit_fenced`], the check and the commit of a transaction of the caller's in one round trip.
 
 use lease_core::{Error, Fence, LeaseHandle, Operation, StoreErrorKind};
-use lease_sql::{AfterCommit, CheckAt, Execute, ExecuteOn, FencedCommit};
-use sqlx::{AssertSqlSafe, SqlSafeStr, Transaction};
+use lease_sql::{AfterCommit, CheckAt, Execute, ExecuteOn, FencedCommit, TransactionEnded};
+use sqlx::{AssertSqlSafe, Connection, SqlSafeStr, Transaction};
 use tracing::Instrument;
 
 use crate::fenced_connection::FencedConnection;
@@ -87,7 +87,7 @@ where
     let committed = store
         .commit_fenced(&mut *transaction, lease, AfterCommit::Begin)
         .await;
-    end(transaction, committed).await
+    end(store, transaction, committed).await
 }
 
 /// Ends `transaction` after its fenced commit answered `committed`. Committed, the dropped
@@ -96,15 +96,34 @@ where
 /// rolled back at once: on MariaDB, a check that found the lease taken over keeps a lock on the
 /// new holder's row (`REPEATABLE READ` keeps the locks of the rows it read) until then, and a
 /// connection the caller keeps may send nothing for a while. With the answer lost, the
-/// connection is broken and there is nothing to roll back; with the transaction ended inside
-/// the work ([`TransactionEnded`](lease_sql::TransactionEnded)) there is none either.
-async fn end<DB: sqlx::Database, T>(
-    transaction: Transaction<'_, DB>,
+/// connection is broken and there is nothing to roll back. With the transaction ended inside
+/// the work ([`TransactionEnded`](lease_sql::TransactionEnded)) the server has none while sqlx
+/// still counts one: a `BEGIN` sqlx does not see gives its `ROLLBACK` a transaction to end, so
+/// that the connection goes back to its pool counted as outside any (SQLite's driver counts a
+/// transaction ended only when its `ROLLBACK` succeeds, and would otherwise begin the
+/// connection's next transaction with a savepoint, whose rollback ends nothing).
+async fn end<DB, T>(
+    store: &SqlxStore<DB>,
+    mut transaction: Transaction<'_, DB>,
     committed: Result<T, Error>,
-) -> Result<T, Error> {
+) -> Result<T, Error>
+where
+    DB: SqlxDatabase,
+    SqlxExecutor<DB>: for<'c> ExecuteOn<&'c mut DB::Connection>,
+{
     match committed {
         Err(error) if error.store_error_kind() != Some(StoreErrorKind::OutcomeUnknown) => {
             let _ = transaction.rollback().await;
+            Err(error)
+        }
+        Err(error) if ended_inside(&error) => {
+            let begun = store
+                .executor()
+                .batch_on(&mut *transaction, "BEGIN".to_owned())
+                .await;
+            if begun.is_ok() {
+                let _ = transaction.rollback().await;
+            }
             Err(error)
         }
         committed => {
@@ -112,6 +131,11 @@ async fn end<DB: sqlx::Database, T>(
             committed
         }
     }
+}
+
+/// Whether `error` says the work ended its transaction itself.
+fn ended_inside(error: &Error) -> bool {
+    std::error::Error::source(error).is_some_and(|source| source.is::<TransactionEnded>())
 }
 
 /// Runs `work` in a fenced transaction of its own: it commits when `work` answers `Ok` and the
@@ -239,6 +263,16 @@ where
     // Until here a dropped future closes the connection (a begin in flight leaves the server's
     // transaction open where sqlx does not see it); from here it goes back to the pool.
     connection.ended();
+    // A transaction sqlx still counts after its end (on SQLite, one whose `ROLLBACK` failed
+    // because the server had rolled it back by itself, on a full disk or an I/O error) would
+    // make the connection's next transaction a savepoint, whose rollback ends nothing: such a
+    // connection is closed rather than given back.
+    if connection.connection().is_in_transaction() {
+        tracing::warn!(
+            "a fenced transaction's connection is still counted in a transaction: closing it"
+        );
+        connection.close_on_drop();
+    }
     match outcome {
         Ok(done) => done,
         Err(error) => {
@@ -372,7 +406,7 @@ where
         let committed = store
             .end_fenced(&mut *transaction, lease, commit, AfterCommit::Begin)
             .await;
-        end(transaction, committed).await?;
+        end(store, transaction, committed).await?;
     }
     Ok(Ok(output))
 }

@@ -348,8 +348,10 @@ async fn sqlite_work_whose_transaction_ended_is_not_told_nothing_committed() {
     let options = SqliteConnectOptions::new()
         .filename(&file)
         .create_if_missing(true);
+    // One connection: the statements after the fenced transaction run on the connection it
+    // gave back, unless it was closed.
     let pool = SqlitePoolOptions::new()
-        .max_connections(2)
+        .max_connections(1)
         .connect_with(lease_sqlx::sqlite_connect_options(options))
         .await
         .unwrap();
@@ -371,11 +373,60 @@ async fn sqlite_work_whose_transaction_ended_is_not_told_nothing_committed() {
         Ok::<_, BoxError>(())
     })
     .await;
-    assert_transaction_ended(answer, "");
+    assert_transaction_ended(answer, "fenced");
     assert!(guard.is_held(), "the ended transaction cost the lease");
+    assert_no_transaction_left(&pool, "after `fenced`").await;
+
+    // The same through the caller's own transaction and `commit_fenced`.
+    let mut tx = pool.begin().await.unwrap();
+    store.fence(&mut *tx, &guard).await.unwrap();
+    sqlx::raw_sql("INSERT INTO notes VALUES (4); ROLLBACK")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let answer = lease_sqlx::commit_fenced(&store, tx, &guard)
+        .await
+        .map_err(BoxError::from);
+    assert_transaction_ended(answer, "commit_fenced");
+    assert!(guard.is_held(), "the ended transaction cost the lease");
+    assert_no_transaction_left(&pool, "after `commit_fenced`").await;
     guard.release().await.unwrap();
     pool.close().await;
     let _ = std::fs::remove_file(&file);
+}
+
+/// Asserts that the connections of `pool` (of one connection) are outside any transaction, as
+/// sqlx counts them and as SQLite does: a transaction begun and rolled back on it leaves nothing
+/// open and nothing written (counted one transaction too many, sqlx would begin it with a
+/// savepoint, whose rollback ends nothing), and a `BEGIN` it does not see starts one.
+async fn assert_no_transaction_left(pool: &lease_sqlx::sqlx::SqlitePool, context: &str) {
+    use lease_sqlx::sqlx::{self, Connection};
+
+    let mut tx = pool.begin().await.unwrap();
+    sqlx::raw_sql("INSERT INTO notes VALUES (3)")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx.rollback().await.unwrap();
+    let mut connection = pool.acquire().await.unwrap();
+    assert!(
+        !connection.is_in_transaction(),
+        "{context}: sqlx counts a transaction on the connection given back"
+    );
+    sqlx::raw_sql("BEGIN")
+        .execute(&mut *connection)
+        .await
+        .unwrap_or_else(|e| panic!("{context}: a transaction is still open: {e}"));
+    sqlx::raw_sql("ROLLBACK")
+        .execute(&mut *connection)
+        .await
+        .unwrap();
+    drop(connection);
+    let rolled_back: i64 = sqlx::query_scalar("SELECT count(*) FROM notes WHERE v = 3")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(rolled_back, 0, "{context}: a rolled back insert stayed");
 }
 
 /// A deadlock ends MariaDB's transaction too: the victim's transaction is rolled back and no
