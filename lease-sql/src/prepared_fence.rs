@@ -32,7 +32,7 @@
 //! `PREPARE` may land elsewhere and no order helps: there statements are sent as text,
 //! lease-sqlx's `PgProtocol::SimpleInline`.)
 
-use crate::{InlineError, Query};
+use crate::{InlineError, Query, is_not_held, is_transaction_ended, snapshot_isolation};
 
 /// PostgreSQL's fenced commit as statements prepared once per connection; see the module's
 /// documentation. Built by [`Statements`](crate::Statements) for its table; `None` on MariaDB
@@ -106,9 +106,11 @@ impl PreparedFence {
     }
 
     /// Whether the database's `message` says that a `PREPARE` of
-    /// [`prepare`](PreparedFence::prepare) found its statement there already.
+    /// [`prepare`](PreparedFence::prepare) found its statement there already: it names the
+    /// statement, in whatever language the server writes its messages in (`lc_messages`, which
+    /// a client cannot always change), the only failure of a `PREPARE` that does.
     pub fn already_exists(&self, message: &str) -> bool {
-        message.contains(&self.check_name) && message.contains("already exists")
+        message.contains(&self.check_name)
     }
 
     /// The name of the statement [`begin`](PreparedFence::begin) executes.
@@ -140,9 +142,16 @@ impl PreparedFence {
     }
 
     /// Whether the database's `message` says that [`begin`](PreparedFence::begin) (or a
-    /// transaction that begins with the check) found the statements missing.
+    /// transaction that begins with the check) found the statements missing: it names one of
+    /// them, in whatever language the server writes its messages in (`prepared statement "…"
+    /// does not exist`, `vorbereitete Anweisung »…« existiert nicht`: `lc_messages`, which a
+    /// client cannot always change), and it is not one of the check's own refusals, which
+    /// name the lease (whose name may hold the statement's).
     pub fn is_missing(&self, message: &str) -> bool {
-        message.contains(&self.check_name) && message.contains("does not exist")
+        message.contains(&self.check_name)
+            && !is_not_held(message)
+            && !is_transaction_ended(message)
+            && snapshot_isolation(message).is_none()
     }
 
     /// The `EXECUTE` of the check at the commit and `COMMIT` in one self-contained text,
@@ -185,7 +194,7 @@ fn fnv1a(text: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Param;
+    use crate::{NOT_HELD_MARKER, Param};
 
     #[test]
     fn names_follow_the_checks_text() {
@@ -276,6 +285,36 @@ mod tests {
         assert!(fence.is_missing(&check));
         assert!(!fence.is_missing("prepared statement \"sqlx_s_1\" does not exist"));
         assert!(!fence.is_missing("division by zero"));
+        // A server that writes its messages in another language (`lc_messages`).
+        let german = format!(
+            "vorbereitete Anweisung »{}« existiert nicht",
+            fence.ready_name()
+        );
+        assert!(fence.is_missing(&german));
+        // The check's refusal naming a lease whose name holds the statement's is a refusal.
+        let refusal = format!(
+            "invalid input syntax for type integer: \"{NOT_HELD_MARKER}: {}\"",
+            fence.check_name()
+        );
+        assert!(!fence.is_missing(&refusal));
+    }
+
+    #[test]
+    fn an_existing_statement_is_told_by_its_name() {
+        let fence = PreparedFence::new("SELECT 1", "SELECT 1", "SELECT 3", "SELECT 5");
+        for message in [
+            format!(
+                "prepared statement \"{}\" already exists",
+                fence.check_name()
+            ),
+            format!(
+                "vorbereitete Anweisung »{}_ready« existiert bereits",
+                fence.check_name()
+            ),
+        ] {
+            assert!(fence.already_exists(&message), "{message}");
+        }
+        assert!(!fence.already_exists("syntax error at or near \"EXECUTE\""));
     }
 
     #[test]
