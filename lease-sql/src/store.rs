@@ -480,8 +480,9 @@ impl<X: Execute> SqlStore<X> {
     /// whose transaction object can be told that a transaction began, as diesel's can), the
     /// check placed as `at` says, and answers how it must end.
     ///
-    /// [`CheckAt::Commit`]: on PostgreSQL it sends [`PreparedFence::begin`](crate::PreparedFence::begin);
-    /// elsewhere `BEGIN`. [`CheckAt::Begin`]: `BEGIN` and the check in one message
+    /// [`CheckAt::Commit`]: on PostgreSQL it sends [`PreparedFence::begin`](crate::PreparedFence::begin)
+    /// (on a connection without the prepared statements, `BEGIN` and the guard of
+    /// [`SnapshotIsolation`](crate::SnapshotIsolation) as text); elsewhere `BEGIN`. [`CheckAt::Begin`]: `BEGIN` and the check in one message
     /// ([`Statements::begin_then_fence`], on PostgreSQL the prepared check's `EXECUTE`); on
     /// SQLite `BEGIN`, the check to follow ([`FencedCommit::CheckFirst`]). On PostgreSQL, where
     /// the connection lacks the prepared statements it prepares them
@@ -1209,7 +1210,8 @@ pub enum CheckAt {
     #[default]
     Commit,
     /// With the `BEGIN`, in its message: a stale holder learns before the work, and the
-    /// transaction costs only the check itself, no statement more; the lease's row stays
+    /// transaction costs the check and, with its `COMMIT`, the guard of
+    /// [`TransactionEnded`](crate::TransactionEnded) (PostgreSQL, MariaDB); the lease's row stays
     /// locked until the transaction ends, so the holder's renewals wait for the work (a
     /// transaction longer than the client's store timeout fails them until it ends, one
     /// longer than the TTL loses the lease).
