@@ -10,6 +10,7 @@ mod execute;
 pub mod exports;
 mod fence_span;
 mod fenced_begin;
+mod fnv1a;
 mod inline;
 mod json;
 mod migration;

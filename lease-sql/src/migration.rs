@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use crate::fnv1a::fnv1a;
 use crate::{Dialect, Statements, TableName};
 
 /// Where a migration tool looks for a migration's files.
@@ -56,26 +57,28 @@ pub struct MigrationFile {
 /// assert!(migration.up().contains("CREATE TABLE \"jobs\".\"leases\""));
 /// assert_eq!(migration.down(), "DROP TABLE \"jobs\".\"leases\";\n");
 /// let files = migration.files(Layout::Diesel);
-/// assert_eq!(files[0].path, "2026-12-01-000000_create_jobs_leases/up.sql");
-/// assert_eq!(files[1].path, "2026-12-01-000000_create_jobs_leases/down.sql");
+/// assert_eq!(files[0].path, "2026-12-01-975082_create_jobs_leases/up.sql");
+/// assert_eq!(files[1].path, "2026-12-01-975082_create_jobs_leases/down.sql");
 /// let files = migration.files(Layout::Sqlx);
-/// assert_eq!(files[0].path, "20261201000000_create_jobs_leases.up.sql");
+/// assert_eq!(files[0].path, "20261201975082_create_jobs_leases.up.sql");
 /// # Ok::<(), lease_core::Error>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct Migration {
     name: String,
+    /// The six digits of the version that follow its date.
+    serial: u64,
     up: String,
     down: String,
 }
 
 impl Migration {
-    /// The migration's version in sqlx's layout: fixed, so that the files are the same at every
-    /// run and a tool that applied them once never applies them again.
-    pub const SQLX_VERSION: &'static str = "20261201000000";
+    /// The date every version begins with, in sqlx's layout; the six digits after it come from
+    /// the table's name (see [`sqlx_version`](Migration::sqlx_version)).
+    const DATE: &'static str = "20261201";
 
-    /// The same version in diesel's layout.
-    pub const DIESEL_VERSION: &'static str = "2026-12-01-000000";
+    /// The same date in diesel's layout.
+    const DIESEL_DATE: &'static str = "2026-12-01";
 
     /// The migration of `table` on `dialect`.
     pub fn new(dialect: Dialect, table: &TableName) -> Self {
@@ -99,8 +102,31 @@ impl Migration {
         let down = format!("DROP TABLE {};\n", table.quoted(dialect.quote()));
         Self {
             name: format!("create_{}", table.to_string().replace('.', "_")),
+            serial: fnv1a(&table.to_string()) % 1_000_000,
             up,
             down,
+        }
+    }
+
+    /// The migration's version in sqlx's layout: `20261201` and six digits of a hash of the
+    /// table's name. The same at every run for the same table, so that a tool that applied the
+    /// files once never applies them again; another for another table, so that two lease
+    /// tables' migrations do not claim one version (which sqlx and diesel key their records
+    /// by), but for one pair of names in a million.
+    pub fn sqlx_version(&self) -> String {
+        format!("{}{:06}", Self::DATE, self.serial)
+    }
+
+    /// The same version in diesel's layout: `2026-12-01-` and the same six digits.
+    pub fn diesel_version(&self) -> String {
+        format!("{}-{:06}", Self::DIESEL_DATE, self.serial)
+    }
+
+    /// The migration's version in `layout`.
+    pub fn version(&self, layout: Layout) -> String {
+        match layout {
+            Layout::Sqlx => self.sqlx_version(),
+            Layout::Diesel => self.diesel_version(),
         }
     }
 
@@ -122,15 +148,10 @@ impl Migration {
 
     /// The files of the migration in `layout`: up first, then down.
     pub fn files(&self, layout: Layout) -> Vec<MigrationFile> {
+        let stem = format!("{}_{}", self.version(layout), self.name);
         let (up, down) = match layout {
-            Layout::Sqlx => {
-                let stem = format!("{}_{}", Self::SQLX_VERSION, self.name);
-                (format!("{stem}.up.sql"), format!("{stem}.down.sql"))
-            }
-            Layout::Diesel => {
-                let dir = format!("{}_{}", Self::DIESEL_VERSION, self.name);
-                (format!("{dir}/up.sql"), format!("{dir}/down.sql"))
-            }
+            Layout::Sqlx => (format!("{stem}.up.sql"), format!("{stem}.down.sql")),
+            Layout::Diesel => (format!("{stem}/up.sql"), format!("{stem}/down.sql")),
         };
         vec![
             MigrationFile {
@@ -174,5 +195,28 @@ mod tests {
         }
         let my = Migration::new(Dialect::MySql, &TableName::new("jobs.leases").unwrap());
         assert_eq!(my.down(), "DROP TABLE `jobs`.`leases`;\n");
+    }
+
+    #[test]
+    fn each_table_has_a_version_of_its_own_the_same_at_every_run() {
+        let version = |table: &str, layout| {
+            Migration::new(Dialect::Postgres, &TableName::new(table).unwrap()).version(layout)
+        };
+        for layout in Layout::ALL {
+            assert_eq!(version("leases", layout), version("leases", layout));
+            assert_ne!(version("leases", layout), version("mail_leases", layout));
+            assert_ne!(version("jobs.leases", layout), version("leases", layout));
+        }
+        let sqlx = version("leases", Layout::Sqlx);
+        assert_eq!(sqlx.len(), 14, "{sqlx}");
+        assert!(sqlx.starts_with("20261201"), "{sqlx}");
+        assert!(sqlx.bytes().all(|b| b.is_ascii_digit()), "{sqlx}");
+        let diesel = version("leases", Layout::Diesel);
+        assert_eq!(diesel, format!("2026-12-01-{}", &sqlx[8..]));
+        // The dialect does not change it: the files are the table's.
+        assert_eq!(
+            Migration::new(Dialect::Sqlite, &TableName::new("leases").unwrap()).sqlx_version(),
+            sqlx
+        );
     }
 }

@@ -24,13 +24,15 @@ pub(crate) fn run(
         LayoutArg::Sqlx => Layout::Sqlx,
         LayoutArg::Diesel => Layout::Diesel,
     };
-    let files = Migration::new(dialect, table).files(layout);
+    let migration = Migration::new(dialect, table);
+    let files = migration.files(layout);
     let Some(dir) = dir else {
         return Ok(files
             .iter()
             .map(|file| format!("-- {}\n{}\n", file.path, file.contents))
             .collect());
     };
+    refuse_another_of_its_version(dir, &migration, layout)?;
     let mut written = String::new();
     for file in files {
         let path = dir.join(&file.path);
@@ -49,4 +51,33 @@ pub(crate) fn run(
         written.push_str(&format!("wrote {}\n", path.display()));
     }
     Ok(written)
+}
+
+/// Refuses a migrations directory holding another migration of `migration`'s version: the
+/// tools record migrations by version, so one of the two would never run (diesel) or would
+/// stop every run (sqlx). Only a table whose name hashes to another's six digits meets one.
+fn refuse_another_of_its_version(
+    dir: &Path,
+    migration: &Migration,
+    layout: Layout,
+) -> Result<(), Failure> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        // No directory yet: nothing in it.
+        return Ok(());
+    };
+    let prefix = format!("{}_", migration.version(layout));
+    let own = format!("{prefix}{}", migration.name());
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with(&prefix) && !name.starts_with(&own) {
+            return Err(Failure::Failed(format!(
+                "{} holds {name}, another migration of version {}: the migration tools keep one \
+                 record per version; rename one of the tables, or write this one elsewhere and \
+                 give it another version by hand",
+                dir.display(),
+                migration.version(layout)
+            )));
+        }
+    }
+    Ok(())
 }

@@ -1002,7 +1002,7 @@ fn migrations_are_printed_or_written_for_each_tool() {
     ];
     let written = leasectl(&args);
     assert_eq!(written.code, 0, "{written:?}");
-    let up = migrations.join("2026-12-01-000000_create_leases/up.sql");
+    let up = migrations.join("2026-12-01-142942_create_leases/up.sql");
     assert!(
         written.stdout.contains(&format!("wrote {}", up.display())),
         "{written:?}"
@@ -1016,4 +1016,38 @@ fn migrations_are_printed_or_written_for_each_tool() {
     let again = leasectl(&args);
     assert_eq!(again.code, 1, "{again:?}");
     assert!(again.stderr.contains("cannot write"), "{again:?}");
+
+    // Another table's migration beside it, of a version of its own.
+    let mut other = vec!["--table", "mail_leases"];
+    other.extend_from_slice(&args);
+    let beside = leasectl(&other);
+    assert_eq!(beside.code, 0, "{beside:?}");
+    let versions: std::collections::BTreeSet<String> = std::fs::read_dir(&migrations)
+        .unwrap()
+        .map(|entry| {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            name.split('_').next().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(
+        versions.len(),
+        2,
+        "one version for two tables: {versions:?}"
+    );
+
+    // A migration of another name that claims its version is refused, nothing written.
+    let clash = dir.0.join("clash");
+    std::fs::create_dir_all(clash.join("2026-12-01-142942_create_jobs")).unwrap();
+    let mut clashing = args.to_vec();
+    let clash_arg = clash.to_str().unwrap();
+    *clashing.last_mut().unwrap() = clash_arg;
+    let refused = leasectl(&clashing);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused
+            .stderr
+            .contains("another migration of version 2026-12-01-142942"),
+        "{refused:?}"
+    );
+    assert_eq!(std::fs::read_dir(&clash).unwrap().count(), 1, "{refused:?}");
 }
