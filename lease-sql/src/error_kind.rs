@@ -59,6 +59,24 @@ pub fn mysql_error_kind(number: u16) -> StoreErrorKind {
     }
 }
 
+/// Whether a PostgreSQL error, by its SQLSTATE, says that the server ended the session while
+/// the statement it answers was in flight, so that whether the statement took effect is
+/// unknown: class `08` (connection exception, also PgBouncer's farewells) and `57P01`,
+/// `57P02`, `57P05` (a shutdown, `pg_terminate_backend`, a crash of another backend, an idle
+/// session's timeout). [`ends_session`] reads the same in a message's words; the code reads it
+/// whatever language the server writes its messages in (`lc_messages`).
+pub fn postgres_ends_session(sqlstate: &str) -> bool {
+    matches!(sqlstate, "57P01" | "57P02" | "57P05") || sqlstate.starts_with("08")
+}
+
+/// Whether a MariaDB or MySQL error, by its number, says that the session ended while the
+/// statement it answers was in flight: 1053 (server shutdown), 1927 (connection killed), 4031
+/// (disconnected for inactivity) and the client's 2006 and 2013 (server gone, connection
+/// lost); as [`postgres_ends_session`], in any language the server speaks.
+pub fn mysql_ends_session(number: u16) -> bool {
+    matches!(number, 1053 | 1927 | 2006 | 2013 | 4031)
+}
+
 /// The kind of a SQLite error, by its result code (primary or extended).
 ///
 /// `SQLITE_BUSY` (5), `SQLITE_LOCKED` (6), `SQLITE_IOERR` (10), `SQLITE_FULL` (13) and
@@ -110,6 +128,22 @@ pub fn ends_session(message: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn codes_that_end_the_session() {
+        for code in ["57P01", "57P02", "57P05", "08006", "08003", "08P01"] {
+            assert!(postgres_ends_session(code), "{code}");
+        }
+        for code in ["57014", "40001", "23505", "25006", "57P03", ""] {
+            assert!(!postgres_ends_session(code), "{code}");
+        }
+        for number in [1053, 1927, 2006, 2013, 4031] {
+            assert!(mysql_ends_session(number), "{number}");
+        }
+        for number in [1205, 1213, 1290, 1064] {
+            assert!(!mysql_ends_session(number), "{number}");
+        }
+    }
 
     #[test]
     fn postgres_codes() {

@@ -82,17 +82,33 @@ pub trait Execute: std::fmt::Debug + Send + Sync + 'static {
     /// [`SqlStore::commit_failed`](crate::SqlStore::commit_failed) reads a fenced commit's
     /// failure by it.
     ///
-    /// The default: with a [`database_message`](Execute::database_message), whether that
-    /// message ends the session; without one, whether the error is
+    /// The default: whether the error's code says so
+    /// ([`code_ends_session`](Execute::code_ends_session)); otherwise, with a
+    /// [`database_message`](Execute::database_message), whether that message ends the session; without one, whether the error is
     /// [`Transient`](StoreErrorKind::Transient) (a failure of the connection, not of the
     /// statement), which an executor that cannot tell the database's messages reads for every
     /// transient failure: the cautious reading. A driver that wraps its connection failures as
     /// database errors (as diesel does) says so itself.
     fn answer_lost(&self, error: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
+        if self.code_ends_session(error) {
+            return true;
+        }
         match self.database_message(error) {
             Some(message) => crate::ends_session(message),
             None => self.classify(error) == StoreErrorKind::Transient,
         }
+    }
+
+    /// Whether the database's code in `error` (a SQLSTATE, an error number) says that the
+    /// session ended while the statement was in flight
+    /// ([`postgres_ends_session`](crate::postgres_ends_session),
+    /// [`mysql_ends_session`](crate::mysql_ends_session)): what
+    /// [`answer_lost`](Execute::answer_lost) reads first, as the words of a message depend on
+    /// the language the server writes in. `false`, the default, for an executor whose errors
+    /// carry no code.
+    fn code_ends_session(&self, error: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
+        let _ = error;
+        false
     }
 
     /// Rows of two integers: try-acquire's `(fence, won)`.

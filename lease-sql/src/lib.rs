@@ -34,7 +34,10 @@ mod transaction_ended;
 pub use after_commit::AfterCommit;
 pub use database_error::DatabaseError;
 pub use dialect::Dialect;
-pub use error_kind::{ends_session, mysql_error_kind, postgres_error_kind, sqlite_error_kind};
+pub use error_kind::{
+    ends_session, mysql_ends_session, mysql_error_kind, postgres_ends_session, postgres_error_kind,
+    sqlite_error_kind,
+};
 pub use execute::{Connect, ConnectWith, Execute, ExecuteOn, OnConnection};
 pub use fenced_begin::FencedBegin;
 pub use inline::{InlineError, mysql_literal, postgres_literal};

@@ -40,6 +40,15 @@ pub trait SqlxDatabase: Database + sqlx::database::HasStatementCache + sealed::S
     #[doc(hidden)]
     fn database_error_kind(error: &dyn DatabaseError) -> StoreErrorKind;
 
+    /// Whether an error the database answered says, by its code, that the session ended with
+    /// the statement in flight: lease-sql's table for the database's SQLSTATEs or error
+    /// numbers; `false` where there is no session (SQLite).
+    #[doc(hidden)]
+    fn database_error_ends_session(error: &dyn DatabaseError) -> bool {
+        let _ = error;
+        false
+    }
+
     /// Opens a pool at `url` with the settings a lease store needs: the URL's options, through
     /// [`connect_pool_with`](Self::connect_pool_with).
     #[doc(hidden)]

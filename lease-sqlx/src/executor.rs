@@ -180,6 +180,10 @@ where
         crate::describe::describe(error)
     }
 
+    fn code_ends_session(&self, error: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
+        crate::error_kind::code_ends_session::<DB>(error)
+    }
+
     fn database_message<'e>(
         &self,
         error: &'e (dyn std::error::Error + Send + Sync + 'static),

@@ -40,6 +40,12 @@ impl SqlxDatabase for MySql {
             })
     }
 
+    fn database_error_ends_session(error: &dyn DatabaseError) -> bool {
+        error
+            .try_downcast_ref::<MySqlDatabaseError>()
+            .is_some_and(|error| lease_sql::mysql_ends_session(error.number()))
+    }
+
     /// MariaDB cannot push notifications: waiters poll.
     fn release_events<'a>(
         _: &'a MySqlPool,

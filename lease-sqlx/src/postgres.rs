@@ -39,6 +39,12 @@ impl SqlxDatabase for Postgres {
         })
     }
 
+    fn database_error_ends_session(error: &dyn DatabaseError) -> bool {
+        error
+            .code()
+            .is_some_and(|code| lease_sql::postgres_ends_session(&code))
+    }
+
     fn release_events<'a>(
         pool: &'a PgPool,
         channel: &'a str,

@@ -86,3 +86,49 @@ async fn mariadb_connection_killed_under_a_statement() {
         .await
         .unwrap();
 }
+
+/// A session the server ends (`pg_terminate_backend`) is read as such by its SQLSTATE (57P01),
+/// not only by the English words of its message: a server that writes its messages in another
+/// language (`lc_messages`) must still have a commit answered this way read as `OutcomeUnknown`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_reads_a_terminated_session_by_its_code() {
+    let url = env::postgres_url();
+    let store = match connect::<Postgres>(&url, &env::unique_table("terminated")).await {
+        Ok(store) => store,
+        Err(error) => {
+            env::skip_or_fail("postgres", &error.to_string());
+            return;
+        }
+    };
+    let mut connection = store.pool().acquire().await.unwrap();
+    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&mut *connection)
+        .await
+        .unwrap();
+    let admin = sqlx::PgPool::connect(&url).await.unwrap();
+    let terminated: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+        .bind(pid)
+        .fetch_one(&admin)
+        .await
+        .unwrap();
+    assert!(terminated);
+    // The server's farewell (57P01, `terminating connection due to administrator command`)
+    // waits on the socket for the next statement to read it.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let error = sqlx::raw_sql("SELECT 1")
+        .execute(&mut *connection)
+        .await
+        .expect_err("the session was terminated");
+    // The farewell is read before the closed socket: a database error, with its code.
+    assert!(
+        matches!(&error, sqlx::Error::Database(database) if database.code().as_deref() == Some("57P01")),
+        "{error:?}"
+    );
+    let error = BoxError::from(error);
+    assert!(
+        store.executor().code_ends_session(&*error),
+        "the code of {error} not read as the session's end"
+    );
+    assert!(store.executor().answer_lost(&*error), "{error}");
+    admin.close().await;
+}
