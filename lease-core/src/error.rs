@@ -257,8 +257,17 @@ pub enum LossReason {
     NotHeld,
     /// The client shut down (see [`LeaseClient::shutdown`](crate::LeaseClient::shutdown)) and
     /// gave the lease back itself, because its guard was not released within the grace period,
-    /// or stopped the work that held it.
+    /// or stopped the work that held it, or ended the campaign that led with it (the term's
+    /// lease, [`Leader::lease`](crate::Leader::lease), learns of it before the release is sent).
     ShutDown,
+    /// The campaign that led with this lease ended and gave it back:
+    /// [`Leader::resign`](crate::Leader::resign), the last [`Leader`](crate::Leader) dropped, or
+    /// the campaign's future dropped. The term's lease ([`Leader::lease`](crate::Leader::lease))
+    /// learns of it before the release is sent, so work under the leadership stops before
+    /// another instance can lead. (The client's shutdown ends campaigns with
+    /// [`ShutDown`](Self::ShutDown).) A leadership given back is counted as a release, not as a
+    /// loss ([`Losses`](crate::Losses)).
+    Resigned,
 }
 
 impl fmt::Display for LossReason {
@@ -268,6 +277,7 @@ impl fmt::Display for LossReason {
             Self::DeadlinePassed => "no renewal succeeded before the local deadline",
             Self::NotHeld => "a fenced check found the lease no longer held by this holder",
             Self::ShutDown => "the client shut down and gave it back",
+            Self::Resigned => "the campaign resigned and gave it back",
         })
     }
 }

@@ -146,12 +146,49 @@ impl LeaseGuard {
     /// Not cancel safe, as [`release`](LeaseGuard::release): cancelled before the store answers,
     /// the lease is kept until `min_hold` after it was taken if the statement ran, and lapses
     /// after its TTL if it did not.
-    pub async fn release_after(mut self, min_hold: Duration) -> Result<(), Error> {
+    pub async fn release_after(self, min_hold: Duration) -> Result<(), Error> {
+        self.release_telling(min_hold, None).await
+    }
+
+    /// Gives the lease back as [`release`](LeaseGuard::release) does, but first marks it lost
+    /// with `reason` for every [`lost`](LeaseHandle::lost) waiter of its handles (not counted as
+    /// a loss): for a holder that stops on its own while others work under the lease (a
+    /// campaign that ends), so that their work stops before the lease is free.
+    ///
+    /// # Errors
+    /// As [`release`](LeaseGuard::release): [`Error::Lost`] only when the lease had been lost
+    /// otherwise first.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe, as [`release`](LeaseGuard::release); the waiters are told at its first
+    /// poll.
+    pub(crate) async fn give_back(self, reason: LossReason) -> Result<(), Error> {
+        self.release_telling(Duration::ZERO, Some(reason)).await
+    }
+
+    /// Marks the lease lost with `reason` for every waiter of its handles, as
+    /// [`give_back`](LeaseGuard::give_back) does, without releasing it: a guard about to be
+    /// dropped, which then releases it in the background. Returns how it had been lost, if it
+    /// was lost first (then nothing changes).
+    pub(crate) fn mark_given_back(&self, reason: LossReason) -> Option<LossReason> {
+        self.handle.held.mark_given_back(reason)
+    }
+
+    /// Releases the lease, kept taken until `min_hold` after it was taken; `told`, the reason
+    /// every loss waiter is told first, if any ([`give_back`](LeaseGuard::give_back)).
+    async fn release_telling(
+        mut self,
+        min_hold: Duration,
+        told: Option<LossReason>,
+    ) -> Result<(), Error> {
         self.released = true;
         let token = self.releasing();
         let held = &self.handle.held;
         self.renewer.forget(held);
-        let lost = held.mark_released();
+        let lost = match told {
+            None => held.mark_released(),
+            Some(reason) => held.mark_given_back(reason),
+        };
         if !min_hold.is_zero() {
             self.renewer.no_renewal_in_flight().await;
         }
@@ -193,7 +230,9 @@ impl Drop for LeaseGuard {
             // Given up here before the store's expiry: the row may still name this holder (for
             // the safety margin at least, a whole TTL after a renewal that committed unanswered),
             // so free it for the next instance rather than leave it to lapse.
-            None | Some(LossReason::DeadlinePassed) => {}
+            // So may a lease whose campaign's future was dropped while it led, which told the
+            // term's waiters (`mark_given_back`) before it dropped this guard.
+            None | Some(LossReason::DeadlinePassed | LossReason::Resigned) => {}
             // Taken over, found gone, or given back by the shutdown that stopped it.
             Some(LossReason::Rejected | LossReason::NotHeld | LossReason::ShutDown) => return,
         }
@@ -240,7 +279,10 @@ impl fmt::Debug for LeaseGuard {
 /// loss. Cheap to clone; hand it to the tasks the work spawns.
 ///
 /// After the guard releases the lease, [`is_held`](LeaseHandle::is_held) is `false` and
-/// [`lost`](LeaseHandle::lost) never completes.
+/// [`lost`](LeaseHandle::lost) never completes: the owner of the guard knows it gave the lease
+/// back. A leader's lease ([`Leader::lease`](crate::Leader::lease)) is different, since its
+/// guard is the campaign's: when the campaign gives the leadership back, `lost` completes first,
+/// with [`LossReason::ShutDown`] or [`LossReason::Resigned`].
 #[derive(Clone)]
 pub struct LeaseHandle {
     held: Arc<Held>,
@@ -278,7 +320,10 @@ impl LeaseHandle {
         self.held.time_left()
     }
 
-    /// Completes when the lease is lost, with how. Never completes once the lease is released.
+    /// Completes when the lease is lost, with how. Never completes once the guard released the
+    /// lease; the lease of a campaign's term ([`Leader::lease`](crate::Leader::lease)) completes
+    /// when the campaign gives the leadership back, before the release is sent:
+    /// [`LossReason::ShutDown`] at the client's shutdown, [`LossReason::Resigned`] otherwise.
     ///
     /// # Cancel safety
     /// This method is cancel safe: it only waits, so dropping it loses nothing, and a later

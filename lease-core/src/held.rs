@@ -18,6 +18,10 @@ const DEADLINE_PASSED: u8 = 2;
 const RELEASED: u8 = 3;
 const NOT_HELD: u8 = 4;
 const SHUT_DOWN: u8 = 5;
+const RESIGNED: u8 = 6;
+/// Set beside a loss's code when the holder gave the lease back itself and told its waiters
+/// why (a campaign that ended): released, as far as a later loss is concerned.
+const GIVEN_BACK: u8 = 0x80;
 
 /// The state a loss is stored as.
 fn loss_code(reason: LossReason) -> u8 {
@@ -26,16 +30,18 @@ fn loss_code(reason: LossReason) -> u8 {
         LossReason::DeadlinePassed => DEADLINE_PASSED,
         LossReason::NotHeld => NOT_HELD,
         LossReason::ShutDown => SHUT_DOWN,
+        LossReason::Resigned => RESIGNED,
     }
 }
 
-/// The loss a stored state means: `None` while held, and once released.
+/// The loss a stored state means, given back or not: `None` while held, and once released.
 fn loss_reason(code: u8) -> Option<LossReason> {
-    match code {
+    match code & !GIVEN_BACK {
         REJECTED => Some(LossReason::Rejected),
         DEADLINE_PASSED => Some(LossReason::DeadlinePassed),
         NOT_HELD => Some(LossReason::NotHeld),
         SHUT_DOWN => Some(LossReason::ShutDown),
+        RESIGNED => Some(LossReason::Resigned),
         _ => None,
     }
 }
@@ -44,7 +50,8 @@ fn loss_reason(code: u8) -> Option<LossReason> {
 ///
 /// The renewer moves `deadline` and `next_renewal` forward; anybody may mark the lease lost, once,
 /// and a lost lease never comes back: a renewal that succeeds after the deadline passed does not
-/// make work that was cancelled valid again.
+/// make work that was cancelled valid again. Its holder may instead mark it released, or given
+/// back: released, with its waiters told why.
 #[derive(Debug)]
 pub(crate) struct Held {
     /// Its key among the leases the renewer holds.
@@ -141,7 +148,8 @@ impl Held {
         self.set_next_renewal(next_renewal);
     }
 
-    /// How the lease was lost, if it was; checks the deadline too. A released lease was not lost.
+    /// How the lease was lost, if it was; checks the deadline too. A released lease was not lost;
+    /// one given back answers the reason its waiters were told.
     pub(crate) fn loss(&self) -> Option<LossReason> {
         match self.loss.load(Ordering::Acquire) {
             HELD if self.clock.now() >= self.deadline() => {
@@ -171,7 +179,8 @@ impl Held {
         self.loss().is_none() && self.loss.load(Ordering::Acquire) == HELD
     }
 
-    /// Marks the lease given back. Returns how it had been lost, if it was lost first.
+    /// Marks the lease released, its waiters told nothing. Returns how it had been lost, if it
+    /// was lost (or given back) first.
     pub(crate) fn mark_released(&self) -> Option<LossReason> {
         let loss = self.loss();
         let _ = self
@@ -180,32 +189,56 @@ impl Held {
         loss
     }
 
-    /// Marks the lease lost (the first reason sticks) and wakes everybody waiting for that.
-    /// Returns the reason that stuck; `None` when the lease had been released first.
-    pub(crate) fn mark_lost(&self, reason: LossReason) -> Option<LossReason> {
-        match self.loss.compare_exchange(
-            HELD,
-            loss_code(reason),
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
-            Ok(_) => {
-                tracing::warn!(lease = %self.name, fence = %self.fence, holder = %self.holder, %reason, "lease lost");
-                self.stats.lost(&self.name, reason);
+    /// Marks the lease given back by its holder, which sends the release next (a campaign that
+    /// ends), and wakes everybody waiting for its loss with `reason`, so that work raced against
+    /// it stops before the lease is free: unless it was lost first (its deadline passed
+    /// included), whose reason it returns, changing nothing. Not counted as a loss: the release
+    /// that follows is counted.
+    pub(crate) fn mark_given_back(&self, reason: LossReason) -> Option<LossReason> {
+        if let Some(lost) = self.loss() {
+            return Some(lost);
+        }
+        match self.leave_held(loss_code(reason) | GIVEN_BACK) {
+            Ok(()) => {
+                tracing::debug!(lease = %self.name, fence = %self.fence, %reason, "lease given back; its waiters told");
                 self.stop_counting();
-                let notify = self
-                    .notify
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .take();
-                if let Some(notify) = notify {
-                    // Nobody waiting is fine: the flag above is what `loss` reads.
-                    let _ = notify.send(());
-                }
-                Some(reason)
+                None
             }
             Err(code) => loss_reason(code),
         }
+    }
+
+    /// Marks the lease lost (the first reason sticks) and wakes everybody waiting for that.
+    /// Returns the reason that stuck; `None` when the lease had been released (or given back)
+    /// first.
+    pub(crate) fn mark_lost(&self, reason: LossReason) -> Option<LossReason> {
+        match self.leave_held(loss_code(reason)) {
+            Ok(()) => {
+                tracing::warn!(lease = %self.name, fence = %self.fence, holder = %self.holder, %reason, "lease lost");
+                self.stats.lost(&self.name, reason);
+                self.stop_counting();
+                Some(reason)
+            }
+            Err(code) if code & GIVEN_BACK != 0 => None,
+            Err(code) => loss_reason(code),
+        }
+    }
+
+    /// Moves a held lease to state `to` and wakes everybody waiting for its loss; the state it
+    /// found when the lease was no longer held.
+    fn leave_held(&self, to: u8) -> Result<(), u8> {
+        self.loss
+            .compare_exchange(HELD, to, Ordering::AcqRel, Ordering::Acquire)?;
+        let notify = self
+            .notify
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(notify) = notify {
+            // Nobody waiting is fine: the state above is what `loss` reads.
+            let _ = notify.send(());
+        }
+        Ok(())
     }
 
     /// Marks the lease lost because a fenced check found it no longer held, unless it was lost
@@ -222,7 +255,8 @@ impl Held {
     }
 
     /// Completes when the lease is lost: on a rejected renewal, a fenced check that found it not
-    /// held, or when the deadline passes.
+    /// held, or when the deadline passes; and when its holder gives it back telling why
+    /// ([`mark_given_back`](Self::mark_given_back)).
     /// Never completes for a lease that was released.
     pub(crate) async fn lost(&self) -> LossReason {
         loop {

@@ -10,11 +10,11 @@ use futures::stream::Stream;
 
 use crate::backoff::Backoff;
 use crate::clock::ticks;
-use crate::guard::LeaseHandle;
+use crate::guard::{LeaseGuard, LeaseHandle};
 use crate::handover;
 use crate::shutdown::Token;
 use crate::signal::Signal;
-use crate::{Error, Fence, LeaseClient, LeaseName};
+use crate::{Error, Fence, LeaseClient, LeaseName, LossReason};
 
 /// Leader election on one lease name: the campaign keeps trying to take the lease, holds it while
 /// it can, and tries again when it is lost.
@@ -23,7 +23,9 @@ use crate::{Error, Fence, LeaseClient, LeaseName};
 /// (it turns `false` as soon as the lease is lost or its local deadline passes);
 /// [`changes`](Leader::changes) streams every change. Dropping the last `Leader` or calling
 /// [`resign`](Leader::resign) ends the campaign and gives the lease back, and so does the
-/// client's [`shutdown`](LeaseClient::shutdown).
+/// client's [`shutdown`](LeaseClient::shutdown); work under the leadership learns of it from
+/// the term's [`lease`](Leader::lease), whose [`lost`](LeaseHandle::lost) completes before the
+/// release is sent.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lease_core::Error> {
@@ -92,7 +94,13 @@ impl Leader {
             .map(LeaseHandle::fence)
     }
 
-    /// The lease of the current term, while this process leads: for work that runs under it.
+    /// The lease of the current term, while this process leads: for work that runs under it,
+    /// raced against its [`lost`](LeaseHandle::lost). That completes when the term ends: when
+    /// the lease is lost, and when the campaign gives the leadership back, before the release
+    /// is sent, so the work stops before another instance can lead: with
+    /// [`LossReason::ShutDown`] at the client's [`shutdown`](LeaseClient::shutdown), with
+    /// [`LossReason::Resigned`] on [`resign`](Leader::resign), when the last `Leader` is
+    /// dropped, or when the campaign's future is dropped.
     pub fn lease(&self) -> Option<LeaseHandle> {
         self.shared
             .state()
@@ -139,6 +147,8 @@ impl Leader {
 
     /// Ends the campaign, for every clone of this `Leader`, and gives the lease back; returns
     /// once it is given back (also when another clone resigned first: each waits for the end).
+    /// The term's [`lease`](Leader::lease) reports [`LossReason::Resigned`] (at the client's
+    /// shutdown, [`LossReason::ShutDown`]) before the release is sent.
     ///
     /// # Cancel safety
     /// Once polled, cancelling it does not undo the resignation: the campaign still ends and
@@ -282,18 +292,25 @@ async fn run_campaign(
                 leader.attempted.fire();
                 // No strong reference while leading, so dropping the last `Leader` stops this.
                 drop(leader);
-                let term = events.until_stopped(guard.lost()).await;
+                let term = Term(Some(guard));
+                let ended = events.until_stopped(term.lost()).await;
                 if let Some(leader) = shared.upgrade() {
                     leader.set(None);
                 }
-                match term {
+                match ended {
                     Ok(reason) => {
                         tracing::info!(lease = %name, %reason, "leadership lost; campaigning again");
-                        drop(guard);
+                        drop(term);
                         retry
                     }
                     Err(resigned) => {
-                        if let Err(error) = guard.release().await {
+                        // Work under the term's lease learns of it before the lease is free.
+                        let reason = if token.shutdown().is_closing() {
+                            LossReason::ShutDown
+                        } else {
+                            LossReason::Resigned
+                        };
+                        if let Err(error) = term.give_back(reason).await {
                             tracing::warn!(lease = %name, error = &error as &dyn std::error::Error, "leadership not given back on resign");
                         } else if token.shutdown().is_closing() {
                             tracing::info!(lease = %name, "leadership given back: the client shuts down");
@@ -333,6 +350,41 @@ async fn run_campaign(
         let _ = resigned.send(());
     }
     drop(token);
+}
+
+/// The guard of the term a campaign leads in. Dropped with the campaign's future before the
+/// term ended (a task aborted, a runtime shut down, the future of `campaign_on_this_task` let
+/// go), it tells the term's lease handles that the leadership is given back
+/// ([`LossReason::Resigned`]), and the guard then releases the lease in the background, as a
+/// dropped guard does.
+struct Term(Option<LeaseGuard>);
+
+impl Term {
+    /// Completes when the term's lease is lost.
+    async fn lost(&self) -> LossReason {
+        match &self.0 {
+            Some(guard) => guard.lost().await,
+            None => future::pending().await,
+        }
+    }
+
+    /// Gives the leadership back: the term's lease handles are told `reason`, then the lease
+    /// is released.
+    async fn give_back(mut self, reason: LossReason) -> Result<(), Error> {
+        match self.0.take() {
+            Some(guard) => guard.give_back(reason).await,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Term {
+    fn drop(&mut self) {
+        if let Some(guard) = self.0.take() {
+            // A term already lost keeps its reason.
+            guard.mark_given_back(LossReason::Resigned);
+        }
+    }
 }
 
 /// What a campaign waits on besides its own work.

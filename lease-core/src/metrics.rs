@@ -36,6 +36,8 @@ pub(crate) fn reason_label(reason: LossReason) -> &'static str {
         LossReason::DeadlinePassed => "deadline_passed",
         LossReason::NotHeld => "not_held",
         LossReason::ShutDown => "shut_down",
+        // Never counted (a campaign's give-back is a release): named all the same.
+        LossReason::Resigned => "resigned",
     }
 }
 

@@ -52,6 +52,11 @@ pub struct ClientStats {
 }
 
 /// Leases lost, by [`LossReason`].
+///
+/// A campaign that gives its leadership back tells its term's lease
+/// ([`Leader::lease`](crate::Leader::lease)) so, with [`LossReason::Resigned`] or, at the
+/// client's shutdown, [`LossReason::ShutDown`]; that is counted as a release
+/// ([`ClientStats::released`]), not here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct Losses {
@@ -61,7 +66,8 @@ pub struct Losses {
     pub deadline_passed: u64,
     /// [`LossReason::NotHeld`]: a fenced check found the lease gone.
     pub not_held: u64,
-    /// [`LossReason::ShutDown`]: the client's shutdown gave it back.
+    /// [`LossReason::ShutDown`]: the client's shutdown gave back a guard its owner had not
+    /// released within the grace period.
     pub shut_down: u64,
 }
 
@@ -319,6 +325,8 @@ impl Stats {
             LossReason::DeadlinePassed => &self.deadline_passed,
             LossReason::NotHeld => &self.not_held,
             LossReason::ShutDown => &self.shut_down,
+            // Only ever told by a campaign that gives its leadership back: counted as released.
+            LossReason::Resigned => return,
         });
         #[cfg(feature = "metrics")]
         crate::metrics::lost(&self.store, name, reason);

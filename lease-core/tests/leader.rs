@@ -2,13 +2,14 @@
 
 mod common;
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::{Faulty, fast_client, tokio_memory};
 use futures::StreamExt;
 use lease_core::runtime::TokioRuntime;
-use lease_core::{LeaseClient, LeaseStore};
+use lease_core::{Leader, LeaseClient, LeaseHandle, LeaseStore, LossReason};
 
 #[tokio::test(start_paused = true)]
 async fn leadership_passes_on_when_the_leader_resigns_or_goes_away() {
@@ -168,4 +169,113 @@ async fn resign_returns_when_the_campaign_future_was_never_polled() {
     tokio::time::timeout(Duration::from_secs(10), leader.resign())
         .await
         .expect("resign waited for a campaign that never ran");
+}
+
+/// The lease of the term `leader` leads in, once it leads.
+async fn term(leader: &Leader) -> LeaseHandle {
+    let leading = tokio::time::timeout(Duration::from_secs(10), leader.changes().next()).await;
+    assert_eq!(leading, Ok(Some(true)), "the campaign did not lead");
+    leader.lease().expect("leads")
+}
+
+/// Runs `stop`, which ends a leading campaign, while the store takes 200 ms to answer a
+/// release: the term's lease (`Leader::lease`, what work under the leadership races against)
+/// must report its loss with `expected` at once, while the store still names its holder, that
+/// is before another instance could take the leadership. Answers what `stop` did.
+async fn lost_before_given_back<T: Send + 'static>(
+    store: &Faulty,
+    lease: LeaseHandle,
+    stop: impl Future<Output = T> + Send + 'static,
+    expected: LossReason,
+) -> T {
+    store.delay_releases(Duration::from_millis(200));
+    let stopping = tokio::spawn(stop);
+    let reason = tokio::time::timeout(Duration::from_millis(100), lease.lost())
+        .await
+        .expect("the term's lease never reported the loss: work raced against it runs on");
+    assert_eq!(reason, expected);
+    assert!(!lease.is_held());
+    let row = store.inner.inspect(lease.name()).await.unwrap();
+    assert_eq!(
+        row.map(|row| row.holder),
+        Some(lease.holder().clone()),
+        "the loss was reported only once the lease was given back"
+    );
+    let stopped = tokio::time::timeout(Duration::from_secs(10), stopping)
+        .await
+        .expect("the campaign did not stop")
+        .unwrap();
+    // Given back once the store answers (in the background, for a dropped campaign).
+    tokio::time::timeout(Duration::from_secs(1), async {
+        while store.inner.inspect(lease.name()).await.unwrap().is_some() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the leadership was not given back");
+    stopped
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_leaders_lease_is_lost_when_the_shutdown_gives_the_leadership_back() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(Arc::clone(&store));
+    let leader = client.campaign("alerts").unwrap();
+    let lease = term(&leader).await;
+    let stopping = client.clone();
+    let report = lost_before_given_back(
+        &store,
+        lease,
+        async move { stopping.shutdown(Duration::from_secs(5)).await },
+        LossReason::ShutDown,
+    )
+    .await;
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!((report.resigned, report.forced), (1, 0), "{report:?}");
+    assert!(!leader.is_leader());
+    // Given back, not lost: a release in the statistics.
+    let stats = client.stats();
+    assert_eq!((stats.losses.total(), stats.released), (0, 1), "{stats:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_leaders_lease_is_lost_when_the_campaign_resigns() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(Arc::clone(&store));
+    let leader = client.campaign("alerts").unwrap();
+    let lease = term(&leader).await;
+    lost_before_given_back(&store, lease, leader.resign(), LossReason::Resigned).await;
+    let stats = client.stats();
+    assert_eq!((stats.losses.total(), stats.released), (0, 1), "{stats:?}");
+    assert_eq!(
+        LossReason::Resigned.to_string(),
+        "the campaign resigned and gave it back"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_leaders_lease_is_lost_when_the_last_leader_is_dropped() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(Arc::clone(&store));
+    let leader = client.campaign("alerts").unwrap();
+    let lease = term(&leader).await;
+    let dropped = async move { drop(leader) };
+    lost_before_given_back(&store, lease, dropped, LossReason::Resigned).await;
+}
+
+/// The campaign's future let go while it leads (a task aborted): its guard releases the lease
+/// in the background, as a dropped guard does, and the term's lease is told first.
+#[tokio::test(start_paused = true)]
+async fn a_leaders_lease_is_lost_when_the_campaign_future_is_dropped() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(Arc::clone(&store));
+    let (leader, campaign) = client.campaign_on_this_task("alerts").unwrap();
+    let running = tokio::spawn(campaign);
+    let lease = term(&leader).await;
+    let aborted = async move {
+        running.abort();
+        assert!(running.await.unwrap_err().is_cancelled());
+    };
+    lost_before_given_back(&store, lease, aborted, LossReason::Resigned).await;
+    assert!(!leader.is_leader());
 }

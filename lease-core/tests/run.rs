@@ -4,9 +4,10 @@ mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::Poll;
 use std::time::Duration;
 
-use common::{Faulty, Mode, fast_client, tokio_memory};
+use common::{Faulty, Mode, Stoppable, fast_client, tokio_memory};
 use futures::future::BoxFuture;
 use lease_core::{
     LeaseClient, LeaseStore, LossReason, OnLoss, RunOptions, RunOutcome, Runtime, Ttl,
@@ -146,29 +147,6 @@ async fn the_work_is_dropped_before_the_lease_is_released() {
     );
 }
 
-/// A runtime whose clock jumps when told: a process that was stopped (a paused VM, a long
-/// pause of the whole process) sees its clock move on at once when it resumes.
-#[derive(Debug, Clone, Default)]
-struct Stoppable(Arc<std::sync::atomic::AtomicU64>);
-
-impl Stoppable {
-    /// The process was stopped for `duration`, and resumes now.
-    fn stopped_for(&self, duration: Duration) {
-        self.0
-            .fetch_add(duration.as_nanos() as u64, Ordering::SeqCst);
-    }
-}
-
-impl Runtime for Stoppable {
-    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
-        Box::pin(tokio::time::sleep(duration))
-    }
-
-    fn now(&self) -> std::time::Instant {
-        tokio::time::Instant::now().into_std() + Duration::from_nanos(self.0.load(Ordering::SeqCst))
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn work_that_ends_as_its_deadline_passes_did_not_finish_under_the_lease() {
     let runtime = Stoppable::default();
@@ -178,8 +156,8 @@ async fn work_that_ends_as_its_deadline_passes_did_not_finish_under_the_lease() 
         .unwrap();
     let outcome = client
         .run_exclusive("alerts", |_| async {
-            // Stopped past the lease's deadline, the process resumes to the work's end and to
-            // the deadline at once; the work is polled first.
+            // Stopped past the lease's deadline in the middle of its last step, the process
+            // resumes to the work's end and to the deadline at once.
             runtime.stopped_for(Duration::from_secs(10));
             "done"
         })
@@ -191,6 +169,133 @@ async fn work_that_ends_as_its_deadline_passes_did_not_finish_under_the_lease() 
             output: "done",
             reason: LossReason::DeadlinePassed
         })
+    );
+}
+
+/// A lease already past its local deadline when the acquisition answers (an answer slower than
+/// the TTL less the margin): the work is never polled, not even once.
+#[tokio::test(start_paused = true)]
+async fn work_whose_lease_is_lost_before_it_starts_is_never_polled() {
+    let store = Faulty::new(tokio_memory());
+    store.delay_acquire_answers(Duration::from_millis(950));
+    let client = LeaseClient::builder(store, TokioRuntime)
+        .ttl(Ttl::from_secs(1).unwrap())
+        .renew_every(Duration::from_millis(250))
+        .safety_margin(Duration::from_millis(100))
+        .store_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let polls = AtomicUsize::new(0);
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.run_exclusive("sweep", |_| {
+            futures::future::poll_fn(|_| {
+                polls.fetch_add(1, Ordering::SeqCst);
+                Poll::<()>::Pending
+            })
+        }),
+    )
+    .await
+    .expect("the run did not end")
+    .unwrap();
+    assert_eq!(
+        outcome,
+        Some(RunOutcome::Cancelled {
+            reason: LossReason::DeadlinePassed
+        })
+    );
+    assert_eq!(
+        polls.load(Ordering::SeqCst),
+        0,
+        "the work was polled under a lease whose deadline had passed"
+    );
+}
+
+/// The process is stopped past the lease's local deadline while the work waits for an answer:
+/// when it resumes, the answer and the loss are both there, and the loss is seen first: the
+/// work takes no step after it.
+#[tokio::test(start_paused = true)]
+async fn after_a_stall_past_the_deadline_the_work_takes_no_further_step() {
+    let runtime = Stoppable::default();
+    let client = LeaseClient::builder(tokio_memory(), runtime.clone())
+        .ttl(Ttl::from_secs(1).unwrap())
+        .build()
+        .unwrap();
+    let (waiting, waits) = futures::channel::oneshot::channel::<()>();
+    let (answer, answered) = futures::channel::oneshot::channel::<()>();
+    let steps = AtomicUsize::new(0);
+    let run = client.run_exclusive("sweep", |_| async {
+        steps.fetch_add(1, Ordering::SeqCst);
+        let _ = waiting.send(());
+        let _ = answered.await;
+        // The next step, a write under a lease the process no longer holds.
+        steps.fetch_add(1, Ordering::SeqCst);
+        futures::future::pending::<()>().await
+    });
+    let stall = async {
+        let _ = waits.await;
+        runtime.stopped_for(Duration::from_secs(10));
+        let _ = answer.send(());
+    };
+    let (outcome, ()) = tokio::time::timeout(Duration::from_secs(10), async {
+        futures::join!(run, stall)
+    })
+    .await
+    .expect("the run did not end");
+    assert_eq!(
+        outcome.unwrap(),
+        Some(RunOutcome::Cancelled {
+            reason: LossReason::DeadlinePassed
+        })
+    );
+    assert_eq!(
+        steps.load(Ordering::SeqCst),
+        1,
+        "the work took a step after its lease's deadline had passed"
+    );
+}
+
+/// Work let finish after a loss ([`OnLoss::Finish`]) that a shutdown stops as it could take
+/// its next step: the shutdown is seen first, and the step is not taken.
+#[tokio::test(start_paused = true)]
+async fn on_loss_finish_work_stopped_by_the_shutdown_takes_no_further_step() {
+    let client = fast_client(tokio_memory());
+    let (go, gone) = futures::channel::oneshot::channel::<()>();
+    let (lost, lost_seen) = futures::channel::oneshot::channel::<()>();
+    let steps = AtomicUsize::new(0);
+    let stepped = &steps;
+    let run = client.run_exclusive_with(
+        "sweep",
+        RunOptions::default().on_loss(OnLoss::Finish),
+        |lease| async move {
+            let _ = lease.mark_not_held();
+            let _ = lost.send(());
+            let _ = gone.await;
+            stepped.fetch_add(1, Ordering::SeqCst);
+            "done"
+        },
+    );
+    let stop = async {
+        let _ = lost_seen.await;
+        // The work's next step and the end of the grace period fall due together.
+        let _ = go.send(());
+        client.shutdown(Duration::ZERO).await
+    };
+    let (outcome, report) =
+        tokio::time::timeout(Duration::from_secs(10), async { futures::join!(run, stop) })
+            .await
+            .expect("the run did not end");
+    assert_eq!(
+        outcome.unwrap(),
+        Some(RunOutcome::Cancelled {
+            reason: LossReason::ShutDown
+        })
+    );
+    assert_eq!(report.cancelled, 1, "{report:?}");
+    assert_eq!(
+        steps.load(Ordering::SeqCst),
+        0,
+        "the work took a step after the shutdown stopped it"
     );
 }
 

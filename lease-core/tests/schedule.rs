@@ -8,8 +8,8 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::{fast_client, tokio_memory};
-use lease_core::{LeaseClient, MemoryStore, Schedule, Scheduled};
+use common::{Stoppable, fast_client, tokio_memory};
+use lease_core::{LeaseClient, MemoryStore, Schedule, Scheduled, Ttl};
 use tokio::time::Instant;
 
 /// When each run started, in ms since the test's start, and on which instance.
@@ -395,4 +395,57 @@ async fn a_shutdown_stops_a_leaders_running_round_as_it_gives_leadership_back() 
             .unwrap()
             .is_some()
     );
+}
+
+/// The process is stopped past the leader's lease's local deadline while a round's work waits
+/// for an answer: when it resumes, the answer and the loss are both there, and the loss is seen
+/// first: the round stops without the work taking another step.
+#[tokio::test(start_paused = true)]
+async fn after_a_stall_past_the_deadline_a_leaders_round_takes_no_further_step() {
+    let runtime = Stoppable::default();
+    let client = LeaseClient::builder(tokio_memory(), runtime.clone())
+        .ttl(Ttl::from_secs(1).unwrap())
+        .build()
+        .unwrap();
+    let (waiting, mut waits) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let answer = Arc::new(tokio::sync::Notify::new());
+    let steps = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let alerts = client
+        .schedule_on_leader("alerts", every(3600), {
+            let (answer, steps) = (Arc::clone(&answer), Arc::clone(&steps));
+            move |_| {
+                let (waiting, answer, steps) =
+                    (waiting.clone(), Arc::clone(&answer), Arc::clone(&steps));
+                async move {
+                    steps.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let _ = waiting.send(());
+                    answer.notified().await;
+                    // The next step, a write under a lease the process no longer holds.
+                    steps.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    futures::future::pending::<()>().await
+                }
+            }
+        })
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), waits.recv())
+        .await
+        .expect("the leader's first round did not start")
+        .unwrap();
+    runtime.stopped_for(Duration::from_secs(10));
+    answer.notify_one();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while alerts.stats().lost == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the round did not stop");
+    assert_eq!(
+        steps.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the round's work took a step after its lease's deadline had passed"
+    );
+    tokio::time::timeout(Duration::from_secs(10), alerts.stop())
+        .await
+        .expect("the schedule did not stop");
 }

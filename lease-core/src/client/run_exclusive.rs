@@ -19,6 +19,8 @@ pub enum RunOutcome<T> {
     /// The lease was lost while the work ran, and the work was stopped ([`OnLoss::Cancel`]);
     /// or the client's [`shutdown`](LeaseClient::shutdown) stopped it when its grace period ran
     /// out, with [`LossReason::ShutDown`] (whatever [`OnLoss`] says), and gave the lease back.
+    /// Also the outcome, whatever [`OnLoss`] says, of a lease lost before the work would have
+    /// started (an acquisition answered after the lease's local deadline): the work never ran.
     Cancelled {
         /// How the lease was lost.
         reason: LossReason,
@@ -85,6 +87,11 @@ impl LeaseClient {
     /// When the lease is lost while the work runs, the work is cancelled (its future dropped,
     /// before the release is sent) and the outcome says so; [`OnLoss::Finish`] lets it run to
     /// its end instead. The work gets a [`LeaseHandle`] for the fence to pass downstream.
+    ///
+    /// The loss is checked before each poll of the work: the work never starts under a lease
+    /// already lost, and a process that resumes from a stall past the lease's local deadline (a
+    /// blocked runtime thread, a paused VM, SIGSTOP) stops the work before it takes another
+    /// step, even when the work is ready to go on.
     ///
     /// Renewal runs on this task alongside the work where the runtime cannot spawn, so this needs
     /// nothing but a timer.
@@ -163,7 +170,12 @@ impl LeaseClient {
         // runtime cannot spawn, a renewal it has in flight holds what a release with a minimum
         // hold waits for.
         let mut renewer = std::pin::pin!(self.inner.renewer.run_unless_spawned());
-        let outcome = {
+        let outcome = 'run: {
+            // A lease lost before the work starts (an acquisition answered after its local
+            // deadline) runs nothing of it: not even the closure that makes it.
+            if let Some(reason) = handle.loss() {
+                break 'run RunOutcome::Cancelled { reason };
+            }
             // Pinned in this block, so the work's future (and whatever it owns: tasks it joins,
             // an open transaction and its row locks) is dropped before the lease is released,
             // not after: once released, the next holder may start at once.
@@ -176,37 +188,41 @@ impl LeaseClient {
                     Either::Right(_) => LossReason::ShutDown,
                 }
             });
-            match future::select(work, future::select(lost, renewer.as_mut())).await {
+            // The loss is polled before the work, at every poll: a process that resumes from a
+            // stall past its deadline (a blocked runtime thread, SIGSTOP) with the loss due and
+            // the work ready stops the work before it takes another step.
+            match future::select(future::select(lost, renewer.as_mut()), work).await {
                 // The work ended by itself; whether the lease was still held then is read now,
                 // not from which future was polled first: work that ends after a pause past its
                 // deadline, or after a fenced check found the lease gone (whatever the on-loss
                 // setting), did not finish under the lease.
-                Either::Left((output, _)) => match handle.loss() {
+                Either::Right((output, _)) => match handle.loss() {
                     None => RunOutcome::Finished(output),
                     Some(reason) => RunOutcome::FinishedAfterLoss { output, reason },
                 },
-                Either::Right((Either::Right((never, _)), _)) => match never {},
-                Either::Right((Either::Left((LossReason::ShutDown, _)), _)) => {
+                Either::Left((Either::Right((never, _)), _)) => match never {},
+                Either::Left((Either::Left((LossReason::ShutDown, _)), _)) => {
                     tracing::info!(lease = %guard.name(), fence = %guard.fence(), "the shutdown's grace period ran out; work stopped");
                     RunOutcome::Cancelled {
                         reason: LossReason::ShutDown,
                     }
                 }
-                Either::Right((Either::Left((reason, _)), work)) => match on_loss {
+                Either::Left((Either::Left((reason, _)), work)) => match on_loss {
                     OnLoss::Cancel => RunOutcome::Cancelled { reason },
                     OnLoss::Finish => {
                         tracing::warn!(lease = %guard.name(), fence = %guard.fence(), %reason, "lease lost; letting the work finish as configured");
+                        // The shutdown's end of grace, too, is polled before the work.
                         let cancelled = self.shutdown_state().cancelling();
-                        match future::select(work, future::select(renewer.as_mut(), cancelled))
+                        match future::select(future::select(cancelled, renewer.as_mut()), work)
                             .await
                         {
-                            Either::Left((output, _)) => {
+                            Either::Right((output, _)) => {
                                 RunOutcome::FinishedAfterLoss { output, reason }
                             }
-                            Either::Right((Either::Right(_), _)) => RunOutcome::Cancelled {
+                            Either::Left((Either::Left(_), _)) => RunOutcome::Cancelled {
                                 reason: LossReason::ShutDown,
                             },
-                            Either::Right((Either::Left((never, _)), _)) => match never {},
+                            Either::Left((Either::Right((never, _)), _)) => match never {},
                         }
                     }
                 },

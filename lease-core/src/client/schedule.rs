@@ -114,10 +114,10 @@ impl LeaseClient {
     /// work: one acquisition, then renewals, instead of one every round. The schedule's hold
     /// does not apply: the term's lease stays taken while the leader leads, and a new leader
     /// runs the rounds of its own schedule (on the same boundaries, for an aligned one). Work
-    /// whose lease is lost
-    /// while it runs is stopped. The campaign ends, giving leadership back, when the schedule
-    /// stops; the client's shutdown gives leadership back at once, and so stops a running round
-    /// at once rather than after the grace period.
+    /// whose lease is lost while it runs is stopped, the loss checked before each poll of the
+    /// work, as [`run_exclusive`](LeaseClient::run_exclusive) does. The campaign ends, giving
+    /// leadership back, when the schedule stops; the client's shutdown gives leadership back at
+    /// once, and so stops a running round at once rather than after the grace period.
     ///
     /// # Errors
     /// As [`schedule`](LeaseClient::schedule).
@@ -158,14 +158,17 @@ impl LeaseClient {
                         Either::Right(_) => LossReason::ShutDown,
                     }
                 };
+                // The loss is polled before the work, at every poll (the first included): a
+                // process that resumes from a stall past its deadline with the loss due and the
+                // work ready stops the work before it takes another step.
                 let round = match future::select(
-                    std::pin::pin!(work(lease.clone())),
                     std::pin::pin!(lost),
+                    std::pin::pin!(work(lease.clone())),
                 )
                 .await
                 {
-                    Either::Left(((), _)) => Round::Ran,
-                    Either::Right((reason, _)) => {
+                    Either::Right(((), _)) => Round::Ran,
+                    Either::Left((reason, _)) => {
                         tracing::warn!(lease = %rounds.name(), %reason, "leader's scheduled round stopped");
                         Round::Lost
                     }

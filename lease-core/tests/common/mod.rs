@@ -2,13 +2,16 @@
 
 #![allow(dead_code)]
 
+use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::task::Poll;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use lease_core::{
     Error, Fence, HolderId, LeaseClient, LeaseInfo, LeaseName, LeaseStore, MemoryStore, Operation,
-    ReleaseEvents, StoreErrorKind, Ttl, async_trait, runtime::TokioRuntime,
+    ReleaseEvents, Runtime, StoreErrorKind, Ttl, async_trait, runtime::TokioRuntime,
 };
 
 /// What the wrapped store does with each call.
@@ -248,4 +251,41 @@ pub fn paused_runtime() -> tokio::runtime::Runtime {
 
 pub fn name(text: &str) -> LeaseName {
     LeaseName::new(text).unwrap()
+}
+
+/// A runtime on tokio's clock that can be stopped: a process stopped for a while (a paused VM,
+/// SIGSTOP, a runtime thread blocked) sees its clock move on at once when it resumes, and every
+/// timer that fell due meanwhile has fired by its next poll. Spawns on tokio.
+#[derive(Debug, Clone, Default)]
+pub struct Stoppable(Arc<AtomicU64>);
+
+impl Stoppable {
+    /// The process was stopped for `duration`, and resumes now.
+    pub fn stopped_for(&self, duration: Duration) {
+        self.0
+            .fetch_add(duration.as_nanos() as u64, Ordering::SeqCst);
+    }
+}
+
+impl Runtime for Stoppable {
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        let (runtime, until) = (self.clone(), self.now() + duration);
+        let mut timer = Box::pin(tokio::time::sleep(duration));
+        Box::pin(futures::future::poll_fn(move |cx| {
+            if runtime.now() >= until {
+                Poll::Ready(())
+            } else {
+                timer.as_mut().poll(cx)
+            }
+        }))
+    }
+
+    fn now(&self) -> std::time::Instant {
+        tokio::time::Instant::now().into_std() + Duration::from_nanos(self.0.load(Ordering::SeqCst))
+    }
+
+    fn spawn(&self, task: BoxFuture<'static, ()>) -> Result<(), BoxFuture<'static, ()>> {
+        tokio::spawn(task);
+        Ok(())
+    }
 }
