@@ -4,11 +4,18 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::backoff::Backoff;
 use crate::held::Held;
 use crate::renewer::Renewer;
 use crate::shutdown::{Kind, Token};
 use crate::timed_store::TimedStore;
-use crate::{Error, Fence, FencedCheck, HolderId, LeaseName, LossReason};
+use crate::{Error, Fence, FencedCheck, HolderId, LeaseName, LossReason, StoreErrorKind};
+
+/// The first and the longest pause between tries of a release with a minimum hold that failed.
+const RELEASE_RETRY: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(2));
+
+/// The most tries of a release with a minimum hold.
+const RELEASE_TRIES: u32 = 20;
 
 /// A lease this process holds, kept alive by the client's renewer until it is released.
 ///
@@ -139,8 +146,14 @@ impl LeaseGuard {
     /// after the release: it never shortens the hold (a renewal never moves an expiry back),
     /// and may keep the lease taken up to one TTL past the hold's end.
     ///
+    /// A release that fails in a way another try may not (a timeout, a store failure but a
+    /// permanent one) is tried again, with pauses from 100 ms doubling up to 2 s, until it
+    /// succeeds or the lease's local deadline passes (renewal stopped with the release): one
+    /// that failed would leave the row to expire one TTL after the last renewal, short of the
+    /// hold, and another instance could run the work again within the period.
+    ///
     /// # Errors
-    /// As [`release`](LeaseGuard::release).
+    /// As [`release`](LeaseGuard::release), the last try's.
     ///
     /// # Cancel safety
     /// Not cancel safe, as [`release`](LeaseGuard::release): cancelled before the store answers,
@@ -193,10 +206,13 @@ impl LeaseGuard {
             self.renewer.no_renewal_in_flight().await;
         }
         // Even a lease this process gave up on may still be ours in the store: free it.
-        let released = self
-            .store
-            .release(held.name(), held.holder(), min_hold)
-            .await;
+        let released = if min_hold.is_zero() || lost.is_some() {
+            self.store
+                .release(held.name(), held.holder(), min_hold)
+                .await
+        } else {
+            self.release_keeping(min_hold).await
+        };
         if let Some(token) = &token {
             token.shutdown().record_release(&released);
         }
@@ -215,6 +231,49 @@ impl LeaseGuard {
                 name: held.name().clone(),
                 reason: LossReason::Rejected,
             }),
+        }
+    }
+}
+
+impl LeaseGuard {
+    /// The release of a lease to be kept until `min_hold` after it was taken, tried again while
+    /// it fails in a way another try may not (a store failure but a permanent one, a timeout)
+    /// and the row may still be this holder's (before the local deadline of the last renewal,
+    /// at most [`RELEASE_TRIES`] times): a release that failed leaves the row's expiry one TTL
+    /// after that renewal, short of the hold, and another instance could run the work again
+    /// within the period. A try that reaches the row after another took it over changes
+    /// nothing: the release names this holder.
+    async fn release_keeping(&self, min_hold: Duration) -> Result<bool, Error> {
+        let held = &self.handle.held;
+        let clock = self.store.clock();
+        let mut backoff = Backoff::new(RELEASE_RETRY);
+        let mut tries = 1;
+        loop {
+            let released = self
+                .store
+                .release(held.name(), held.holder(), min_hold)
+                .await;
+            let Err(error) = &released else {
+                return released;
+            };
+            let again = matches!(error, Error::Timeout { .. })
+                || error
+                    .store_error_kind()
+                    .is_some_and(|kind| kind != StoreErrorKind::Permanent);
+            let left = held
+                .deadline_instant()
+                .saturating_duration_since(clock.instant(clock.now()));
+            if !again || left.is_zero() || tries >= RELEASE_TRIES {
+                return released;
+            }
+            tracing::warn!(
+                lease = %held.name(),
+                error = error as &dyn std::error::Error,
+                ?min_hold,
+                "release with a minimum hold failed; trying again before the lease could lapse"
+            );
+            clock.runtime().sleep(backoff.next_pause().min(left)).await;
+            tries += 1;
         }
     }
 }

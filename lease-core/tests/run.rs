@@ -316,6 +316,63 @@ async fn min_hold_keeps_the_next_instance_out_for_the_period() {
     assert_eq!(second, None, "ran again within 15 minutes");
 }
 
+/// A release with a minimum hold that fails (a connection that broke) is tried again, so the
+/// lease is kept for the hold, not only until one TTL after its last renewal; without the tries
+/// the next instance would run the work again a second after the first.
+#[tokio::test(start_paused = true)]
+async fn a_failed_release_with_a_minimum_hold_is_tried_again() {
+    let store = Faulty::new(tokio_memory());
+    let hold = Duration::from_secs(15 * 60);
+    let options = RunOptions::default().min_hold(hold);
+    store.fail_next_releases(2);
+    let first = fast_client(store.clone())
+        .run_exclusive_with("mail-checks", options, |_| async {})
+        .await
+        .unwrap();
+    assert_eq!(first, Some(RunOutcome::Finished(())));
+    assert_eq!(
+        store.releases.load(Ordering::SeqCst),
+        3,
+        "two failed tries, then one"
+    );
+    let info = store
+        .inner
+        .inspect(&common::name("mail-checks"))
+        .await
+        .unwrap()
+        .expect("kept for its hold");
+    let kept = info.expires_at.duration_since(info.taken_at).unwrap();
+    assert!(kept >= hold, "kept {kept:?} of a {hold:?} hold");
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let second = fast_client(store.clone())
+        .run_exclusive_with("mail-checks", options, |_| async {})
+        .await
+        .unwrap();
+    assert_eq!(second, None, "ran again within the hold");
+}
+
+/// A release with a minimum hold that keeps failing is not tried past the lease's local
+/// deadline: the run ends, its release reported failed, within the TTL.
+#[tokio::test(start_paused = true)]
+async fn a_release_with_a_minimum_hold_is_not_tried_past_the_deadline() {
+    let store = Faulty::new(tokio_memory());
+    let options = RunOptions::default().min_hold(Duration::from_secs(15 * 60));
+    store.fail_next_releases(usize::MAX);
+    let started = tokio::time::Instant::now();
+    let outcome = fast_client(store.clone())
+        .run_exclusive_with("mail-checks", options, |_| async {})
+        .await
+        .unwrap();
+    assert_eq!(outcome, Some(RunOutcome::Finished(())));
+    assert!(
+        started.elapsed() <= Duration::from_secs(1),
+        "tried for {:?}, past the 900 ms of local validity",
+        started.elapsed()
+    );
+    let tries = store.releases.load(Ordering::SeqCst);
+    assert!((2..=20).contains(&tries), "{tries} tries");
+}
+
 /// A runtime that can sleep but not spawn, like a bare executor.
 #[derive(Debug)]
 struct NoSpawn;

@@ -44,6 +44,8 @@ pub struct Faulty {
     pub renew_manys: AtomicUsize,
     pub renewed_leases: AtomicUsize,
     pub releases: AtomicUsize,
+    /// Releases still to fail, as a connection that broke does, before they reach the store.
+    failing_releases: AtomicUsize,
 }
 
 impl Faulty {
@@ -61,7 +63,13 @@ impl Faulty {
             renew_manys: AtomicUsize::new(0),
             renewed_leases: AtomicUsize::new(0),
             releases: AtomicUsize::new(0),
+            failing_releases: AtomicUsize::new(0),
         })
+    }
+
+    /// Fails the next `count` releases with a transient error, before they reach the store.
+    pub fn fail_next_releases(&self, count: usize) {
+        self.failing_releases.store(count, Ordering::SeqCst);
     }
 
     pub fn set(&self, mode: Mode) {
@@ -179,6 +187,16 @@ impl LeaseStore for Faulty {
     ) -> Result<bool, Error> {
         self.releases.fetch_add(1, Ordering::SeqCst);
         self.gate(Operation::Release).await?;
+        let failing = self
+            .failing_releases
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        if failing.is_ok() {
+            return Err(Error::store(
+                Operation::Release,
+                Some(name),
+                "injected release failure",
+            ));
+        }
         let delay = self.release_delay.load(Ordering::SeqCst);
         if delay > 0 {
             tokio::time::sleep(Duration::from_millis(delay)).await;
