@@ -1,6 +1,7 @@
 //! Adopting an existing table through diesel-async (deadpool), on SQLite (always), the local
 //! PostgreSQL and MariaDB: the same cases as lease-sqlx's (`lease_tests::adoption`), MariaDB's
-//! port of the story's table among them.
+//! port of the story's table, a name or holder declared too short, an upgrade that gives up on a
+//! table another transaction holds and SQLite times in seconds among them.
 
 mod support;
 
@@ -63,6 +64,11 @@ macro_rules! adoption_cases {
             }
 
             #[tokio::test(flavor = "multi_thread")]
+            async fn short_name_and_holder_are_refused_then_widened() {
+                on_fresh_table::<$ty, deadpool::Pool<$conn>, _>(adoption::short_name_and_holder_are_refused_then_widened).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread")]
             async fn unrelated_table_is_refused() {
                 on_fresh_table::<$ty, deadpool::Pool<$conn>, _>(adoption::unrelated_table_is_refused).await;
             }
@@ -96,6 +102,30 @@ adoption_cases!(
 async fn mariadb_port_is_refused_then_upgraded_in_utc() {
     on_fresh_table::<MariaDb, deadpool::Pool<AsyncMysqlConnection>, _>(
         adoption::mariadb_port_is_refused_then_upgraded_in_utc,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_upgrade_gives_up_on_a_locked_table() {
+    on_fresh_table::<Postgres, deadpool::Pool<AsyncPgConnection>, _>(async |store, table| {
+        adoption::upgrade_gives_up_on_a_locked_table(store, table, TokioRuntime).await
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mariadb_upgrade_gives_up_on_a_locked_table() {
+    on_fresh_table::<MariaDb, deadpool::Pool<AsyncMysqlConnection>, _>(async |store, table| {
+        adoption::upgrade_gives_up_on_a_locked_table(store, table, TokioRuntime).await
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sqlite_times_in_seconds_are_refused_then_converted() {
+    on_fresh_table::<Sqlite, deadpool::Pool<AsyncSqliteConnection>, _>(
+        adoption::sqlite_times_in_seconds_are_refused_then_converted,
     )
     .await;
 }

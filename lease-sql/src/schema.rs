@@ -6,17 +6,33 @@
 //! `default` and `key` are `1` or `0`: the column has a default, or it alone is a unique key).
 //! This file reads those rows and decides, the same way for every dialect: each of the store's
 //! five columns fits, can be upgraded in place (a [`Fix`]), or cannot (the table is not a lease
-//! table); an extra column the store's inserts would leave empty must accept that.
+//! table); an extra column the store's inserts would leave empty must accept that. A name or
+//! holder declared shorter than the store writes them is widened (PostgreSQL's `varchar(n)`,
+//! MariaDB's `VARBINARY(n)`; SQLite ignores lengths). On SQLite, whose times are integers of no
+//! declared unit, a second statement counts the times that look like seconds
+//! ([`SchemaCheck::times_in_seconds`]), which are made milliseconds.
 
 use std::borrow::Cow;
 
-use lease_core::Error;
+use lease_core::{Error, LeaseName};
 
 use crate::{Dialect, Param, Query, TableName};
 
+pub(crate) mod lock_wait;
 mod mysql;
 mod postgres;
 mod sqlite;
+
+/// The longest lease name, in bytes: what a `name` column must take
+/// ([`LeaseName::MAX_LEN`]; MariaDB's `VARBINARY(255)`).
+const NAME_LENGTH: u64 = LeaseName::MAX_LEN as u64;
+
+/// What a `holder` column must take, in bytes: the store's own column on MariaDB
+/// (`VARBINARY(1024)`). A holder is `host:pid:random` (lease-core's `HolderId`), the host name
+/// up to 255 bytes and 16 hexadecimal digits at the end: a column that cuts it would fail every
+/// acquisition (PostgreSQL, MariaDB in strict mode) or, truncated in silence, make two holders
+/// of one host and process one.
+const HOLDER_LENGTH: u64 = 1024;
 
 /// A change that brings an earlier lease table to the store's shape, keeping its rows; the SQL
 /// makes them in this order.
@@ -47,6 +63,13 @@ pub(crate) enum Fix {
     UtcTakenAt,
     /// Store `expires_at` as a UTC `DATETIME(6)` instead of a `TIMESTAMP` (MariaDB).
     UtcExpiresAt,
+    /// Let `name` take the longest lease name (PostgreSQL: `text`; MariaDB:
+    /// `VARBINARY(255)`).
+    WidenName,
+    /// Let `holder` take the store's holders (PostgreSQL: `text`; MariaDB: `VARBINARY(1024)`).
+    WidenHolder,
+    /// Make times stored in Unix seconds milliseconds (SQLite), row by row.
+    MillisecondTimes,
 }
 
 /// One of the store's columns.
@@ -77,6 +100,28 @@ impl Column {
             Column::ExpiresAt => "expires_at",
         }
     }
+
+    /// The length the column must take, and the fix that widens a shorter one: names and
+    /// holders only.
+    fn needed_length(self) -> Option<(u64, Fix)> {
+        match self {
+            Column::Name => Some((NAME_LENGTH, Fix::WidenName)),
+            Column::Holder => Some((HOLDER_LENGTH, Fix::WidenHolder)),
+            Column::Fence | Column::TakenAt | Column::ExpiresAt => None,
+        }
+    }
+}
+
+/// A declared type and its length: `varbinary(36)` is `("varbinary", Some(36))`, `text` is
+/// `("text", None)`.
+fn declared_length(data_type: &str) -> (&str, Option<u64>) {
+    if let Some(inner) = data_type.strip_suffix(')')
+        && let Some((base, length)) = inner.rsplit_once('(')
+        && let Ok(length) = length.parse()
+    {
+        return (base, Some(length));
+    }
+    (data_type, None)
 }
 
 /// What a dialect says of a column's type.
@@ -186,13 +231,58 @@ impl SchemaCheck {
         }
     }
 
-    /// The verdict on the rows of [`columns`](SchemaCheck::columns).
+    /// The statement the check needs besides [`columns`](SchemaCheck::columns), given its
+    /// rows: on SQLite, where times are integers of no declared unit, how many rows hold a
+    /// `taken_at`, and how many an `expires_at`, that looks like Unix seconds (above zero and
+    /// below 10^11) rather than the store's milliseconds: one row of two integers
+    /// ([`Execute::int_pairs`](crate::Execute::int_pairs)), for
+    /// [`verdict_with_seconds`](SchemaCheck::verdict_with_seconds). It reads the table itself.
+    /// `None` on PostgreSQL and MariaDB, and when the table lacks either time column or it is
+    /// not an integer.
+    pub fn times_in_seconds(&self, rows: &[(String, String)]) -> Option<Query<'static>> {
+        if self.dialect != Dialect::Sqlite {
+            return None;
+        }
+        let integer = |column: Column| {
+            rows.iter().any(|(name, facts)| {
+                name == column.as_str()
+                    && Facts::parse(facts)
+                        .is_some_and(|facts| sqlite::fit(column, &facts.data_type) == Fit::Fits)
+            })
+        };
+        (integer(Column::TakenAt) && integer(Column::ExpiresAt)).then(|| Query {
+            sql: Cow::Owned(sqlite::seconds(&self.quoted)),
+            params: Vec::new(),
+        })
+    }
+
+    /// The verdict on the rows of [`columns`](SchemaCheck::columns) alone: without the count of
+    /// [`times_in_seconds`](SchemaCheck::times_in_seconds), so on SQLite it cannot tell times
+    /// in seconds (use [`verdict_with_seconds`](SchemaCheck::verdict_with_seconds), as
+    /// [`SqlStore::verify`](crate::SqlStore::verify) does).
     ///
     /// # Errors
     /// [`Error::SchemaMismatch`] when the table does not exist (with the SQL that creates it),
     /// is an earlier shape of a lease table (with the SQL that upgrades it, keeping its rows),
     /// or is a table of another kind (without SQL).
     pub fn verdict(&self, rows: &[(String, String)]) -> Result<(), Error> {
+        self.verdict_with_seconds(rows, None)
+    }
+
+    /// The verdict on the rows of [`columns`](SchemaCheck::columns) and, on SQLite, the answer
+    /// of [`times_in_seconds`](SchemaCheck::times_in_seconds): `(taken_at, expires_at)`, how
+    /// many rows hold each in seconds (`None` where it was not asked). Times in seconds are an
+    /// earlier lease table's: the store would read every lease as long expired, and hand a
+    /// lease held now to another holder; the upgrade multiplies them by 1000, row by row.
+    ///
+    /// # Errors
+    /// As [`verdict`](SchemaCheck::verdict), and [`Error::SchemaMismatch`] with the SQL that
+    /// makes them milliseconds when times are in seconds.
+    pub fn verdict_with_seconds(
+        &self,
+        rows: &[(String, String)],
+        seconds: Option<(i64, i64)>,
+    ) -> Result<(), Error> {
         if rows.is_empty() {
             return Err(self.mismatch(
                 "the table does not exist".to_owned(),
@@ -221,7 +311,13 @@ impl SchemaCheck {
                 continue;
             };
             let name = column.as_str();
-            match self.fit(column, &facts.data_type) {
+            // SQLite ignores a declared length; elsewhere a name's or holder's is read apart.
+            let (data_type, length) = match column.needed_length() {
+                Some(_) if self.dialect != Dialect::Sqlite => declared_length(&facts.data_type),
+                _ => (facts.data_type.as_str(), None),
+            };
+            let fit = self.fit(column, data_type);
+            match fit {
                 Fit::Fits => {}
                 Fit::Upgrade(fix) => fixes.push((
                     fix,
@@ -231,6 +327,15 @@ impl SchemaCheck {
                     "column {name} is {}, the store needs {needed}",
                     facts.data_type
                 )),
+            }
+            if let (Some(length), Some((needed, fix))) = (length, column.needed_length())
+                && length < needed
+                && !matches!(fit, Fit::Wrong(_))
+            {
+                fixes.push((
+                    fix,
+                    format!("column {name} is {}: {}", facts.data_type, describe(fix)),
+                ));
             }
             match column {
                 Column::Name if !facts.key => problems
@@ -256,6 +361,29 @@ impl SchemaCheck {
                 _ => {}
             }
         }
+        if self.dialect == Dialect::Sqlite
+            && let Some((taken_at, expires_at)) = seconds
+        {
+            let counted: Vec<String> = [("taken_at", taken_at), ("expires_at", expires_at)]
+                .into_iter()
+                .filter(|(_, rows)| *rows > 0)
+                .map(|(column, rows)| {
+                    format!("{column} in {rows} row{}", if rows == 1 { "" } else { "s" })
+                })
+                .collect();
+            if !counted.is_empty() {
+                fixes.push((
+                    Fix::MillisecondTimes,
+                    format!(
+                        "the times look like Unix seconds ({}: above zero and below 10^11), and \
+                         the store keeps milliseconds: it would read every such lease as long \
+                         expired and hand it to another holder; convert them once no service \
+                         writes seconds into the table any more",
+                        counted.join(", ")
+                    ),
+                ));
+            }
+        }
         for (column, facts) in &found {
             let ours = Column::ALL.iter().any(|c| c.as_str() == *column);
             if !ours && !facts.nullable && !facts.has_default {
@@ -274,23 +402,36 @@ impl SchemaCheck {
             return Ok(());
         }
         fixes.sort_by_key(|(fix, _)| *fix);
-        let extra = found
+        let extra: Vec<&str> = found
             .iter()
-            .any(|(column, _)| !Column::ALL.iter().any(|c| c.as_str() == *column));
+            .map(|(column, _)| *column)
+            .filter(|column| !Column::ALL.iter().any(|c| c.as_str() == *column))
+            .collect();
         let present = |column: Column| found.iter().any(|(name, _)| *name == column.as_str());
         let (why, fixes): (Vec<String>, Vec<Fix>) =
             fixes.into_iter().map(|(fix, why)| (why, fix)).unzip();
         let upgrade = match self.dialect {
             Dialect::Postgres => Some(postgres::upgrade(&self.quoted, &fixes)),
             Dialect::MySql => Some(mysql::upgrade(&self.quoted, &fixes)),
-            Dialect::Sqlite => sqlite::upgrade(&self.table, &fixes, present(Column::Fence), extra),
+            Dialect::Sqlite => sqlite::upgrade(
+                &self.table,
+                &fixes,
+                present(Column::Fence),
+                !extra.is_empty(),
+            ),
         };
         let mut why = why.join("; ");
         if upgrade.is_none() {
-            why.push_str(
-                "; SQLite cannot change a column in place, and rebuilding the table would drop \
-                 its other columns",
-            );
+            // SQLite's alone: an earlier lease table with columns of its own.
+            why.push_str(&format!(
+                "; this is an earlier lease table, but SQLite cannot change a column in place, \
+                 and the store's rebuild of the table would drop the columns that are not the \
+                 store's ({}), so there is no SQL to run: rebuild the table by hand, keeping \
+                 them (in one transaction: the store's table, as `leasectl migrations` prints \
+                 it, under a new name with those columns added, every row copied into it, a \
+                 missing fence as 0, then this table dropped and the new one renamed to it)",
+                extra.join(", ")
+            ));
         }
         Err(self.mismatch(why, upgrade))
     }
@@ -343,6 +484,16 @@ fn describe(fix: Fix) -> &'static str {
             "a TIMESTAMP is read and written in the session's time zone, to the second, and ends \
              in 2038; the store keeps DATETIME(6) in UTC"
         }
+        Fix::WidenName => {
+            "shorter than a lease name may be (255 bytes): acquiring such a lease would fail, or \
+             store a cut name"
+        }
+        Fix::WidenHolder => {
+            "shorter than the store's holders may be (host:pid:random, the store's own column \
+             takes 1024 bytes): acquisitions would fail, or store cut holders that two \
+             acquisitions could share"
+        }
+        Fix::MillisecondTimes => "the store keeps Unix milliseconds",
     }
 }
 
@@ -501,7 +652,8 @@ mod tests {
         assert!(why.contains("column fence is missing"), "{why}");
         assert_eq!(
             sql.unwrap(),
-            "ALTER TABLE \"jobs\".\"leases\"\n    ADD COLUMN fence bigint NOT NULL DEFAULT 0,\n    \
+            "SET LOCAL lock_timeout = '5s';\n\
+             ALTER TABLE \"jobs\".\"leases\"\n    ADD COLUMN fence bigint NOT NULL DEFAULT 0,\n    \
              ALTER COLUMN holder DROP NOT NULL;"
         );
         let (why, sql) =
@@ -511,7 +663,10 @@ mod tests {
             "{why}"
         );
         let sql = sql.unwrap();
-        assert!(sql.starts_with("ALTER TABLE `jobs`.`leases`\n"), "{sql}");
+        assert!(
+            sql.starts_with("ALTER TABLE `jobs`.`leases` WAIT 5\n"),
+            "{sql}"
+        );
         assert!(
             sql.contains("ADD COLUMN fence BIGINT NOT NULL DEFAULT 0"),
             "{sql}"
@@ -562,7 +717,7 @@ mod tests {
             sql.unwrap(),
             "SET @lease_time_zone = @@session.time_zone;\n\
              SET time_zone = '+00:00';\n\
-             ALTER TABLE `leases`\n    \
+             ALTER TABLE `leases` WAIT 5\n    \
              ADD COLUMN fence BIGINT NOT NULL DEFAULT 0,\n    \
              MODIFY holder VARBINARY(1024) NULL,\n    \
              MODIFY name VARBINARY(255) NOT NULL,\n    \
@@ -609,7 +764,7 @@ mod tests {
             assert!(why.contains("signed 64-bit"), "{fence}: {why}");
             assert_eq!(
                 sql.unwrap(),
-                "ALTER TABLE `leases`\n    MODIFY fence BIGINT NOT NULL;",
+                "ALTER TABLE `leases` WAIT 5\n    MODIFY fence BIGINT NOT NULL;",
                 "{fence}"
             );
         }
@@ -634,6 +789,225 @@ mod tests {
         holder_not_null[1].1 = "text;NO;0;0".to_owned();
         let (why, sql) = mismatch(check.verdict(&holder_not_null));
         assert_eq!(sql, None);
-        assert!(why.contains("would drop its other columns"), "{why}");
+        // An earlier lease table with a column of its own: said so, with what to do by hand,
+        // and nothing in the mismatch that calls it a table of another kind.
+        assert!(why.contains("this is an earlier lease table"), "{why}");
+        assert!(
+            why.contains("would drop the columns that are not the store's (note)"),
+            "{why}"
+        );
+        assert!(
+            why.contains("rebuild the table by hand, keeping them"),
+            "{why}"
+        );
+        assert!(!why.contains("not a lease table"), "{why}");
+        assert!(!why.contains("another table name"), "{why}");
+    }
+
+    #[test]
+    fn short_names_and_holders_are_widened_and_long_enough_ones_fit() {
+        // What the store's own DDL declares is what the check asks for.
+        let mariadb = crate::Statements::new(Dialect::MySql, &TableName::default());
+        for length in [NAME_LENGTH, HOLDER_LENGTH] {
+            let declared = format!("VARBINARY({length})");
+            assert!(mariadb.create_table().contains(&declared), "{declared}");
+        }
+        assert_eq!(NAME_LENGTH, 255);
+        let table = |name: &str, holder: &str, dialect| {
+            let (fence, time) = match dialect {
+                Dialect::Postgres => ("bigint", TZ),
+                _ => ("bigint", "datetime(6)"),
+            };
+            rows(&[
+                ("name", &format!("{name};NO;0;1")),
+                ("holder", &format!("{holder};YES;0;0")),
+                ("fence", &format!("{fence};NO;0;0")),
+                ("taken_at", &format!("{time};NO;0;0")),
+                ("expires_at", &format!("{time};NO;0;0")),
+            ])
+        };
+        let postgres = SchemaCheck::new(Dialect::Postgres, &TableName::default());
+        for (name, holder) in [
+            ("text", "text"),
+            ("character varying", "character varying"),
+            ("character varying(255)", "character varying(1024)"),
+            ("character varying(4000)", "text"),
+        ] {
+            assert!(
+                postgres
+                    .verdict(&table(name, holder, Dialect::Postgres))
+                    .is_ok(),
+                "{name}, {holder}"
+            );
+        }
+        let (why, sql) = mismatch(postgres.verdict(&table(
+            "character varying(64)",
+            "character varying(36)",
+            Dialect::Postgres,
+        )));
+        assert!(
+            why.contains("column name is character varying(64): shorter than a lease name"),
+            "{why}"
+        );
+        assert!(
+            why.contains(
+                "column holder is character varying(36): shorter than the store's holders"
+            ),
+            "{why}"
+        );
+        assert_eq!(
+            sql.unwrap(),
+            "SET LOCAL lock_timeout = '5s';\n\
+             ALTER TABLE \"leases\"\n    \
+             ALTER COLUMN name TYPE text COLLATE \"C\",\n    \
+             ALTER COLUMN holder TYPE text;"
+        );
+        // A holder one byte short is widened too; a wrong type is refused, not widened.
+        let (why, _) = mismatch(postgres.verdict(&table(
+            "text",
+            "character varying(1023)",
+            Dialect::Postgres,
+        )));
+        assert!(
+            why.contains("column holder is character varying(1023)"),
+            "{why}"
+        );
+        let (why, sql) =
+            mismatch(postgres.verdict(&table("character(36)", "text", Dialect::Postgres)));
+        assert_eq!(sql, None);
+        assert!(
+            why.contains("column name is character(36), the store needs text")
+                && !why.contains("shorter"),
+            "{why}"
+        );
+
+        let mysql = SchemaCheck::new(Dialect::MySql, &TableName::default());
+        assert!(
+            mysql
+                .verdict(&table("varbinary(255)", "varbinary(1024)", Dialect::MySql))
+                .is_ok()
+        );
+        assert!(
+            mysql
+                .verdict(&table("varbinary(3072)", "varbinary(2048)", Dialect::MySql))
+                .is_ok()
+        );
+        let (why, sql) =
+            mismatch(mysql.verdict(&table("varbinary(100)", "varbinary(36)", Dialect::MySql)));
+        assert!(
+            why.contains("column name is varbinary(100): shorter than a lease name"),
+            "{why}"
+        );
+        assert!(
+            why.contains("column holder is varbinary(36): shorter than the store's holders"),
+            "{why}"
+        );
+        assert_eq!(
+            sql.unwrap(),
+            "ALTER TABLE `leases` WAIT 5\n    \
+             MODIFY name VARBINARY(255) NOT NULL,\n    \
+             MODIFY holder VARBINARY(1024) NULL;"
+        );
+        // A collated, short holder: both said, one MODIFY.
+        let (why, sql) =
+            mismatch(mysql.verdict(&table("varbinary(255)", "varchar(36)", Dialect::MySql)));
+        assert!(
+            why.contains("compared by a collation") && why.contains("shorter"),
+            "{why}"
+        );
+        assert_eq!(
+            sql.unwrap(),
+            "ALTER TABLE `leases` WAIT 5\n    MODIFY holder VARBINARY(1024) NULL;"
+        );
+
+        // SQLite ignores declared lengths.
+        let sqlite = SchemaCheck::new(Dialect::Sqlite, &TableName::default());
+        let short = rows(&[
+            ("name", "varchar(10);NO;0;1"),
+            ("holder", "varchar(10);YES;0;0"),
+            ("fence", "integer;NO;0;0"),
+            ("taken_at", "integer;NO;0;0"),
+            ("expires_at", "integer;NO;0;0"),
+        ]);
+        assert!(sqlite.verdict(&short).is_ok());
+    }
+
+    #[test]
+    fn sqlite_times_in_seconds_are_counted_and_made_milliseconds() {
+        let check = SchemaCheck::new(Dialect::Sqlite, &TableName::default());
+        let ours = rows(&[
+            ("name", "text;NO;0;1"),
+            ("holder", "text;YES;0;0"),
+            ("fence", "integer;NO;0;0"),
+            ("taken_at", "integer;NO;0;0"),
+            ("expires_at", "integer;NO;0;0"),
+            ("note", "text;YES;0;0"),
+        ]);
+        let query = check
+            .times_in_seconds(&ours)
+            .expect("SQLite counts its times");
+        assert_eq!(
+            query.sql(),
+            "SELECT coalesce(sum((taken_at > 0 AND taken_at < 100000000000)), 0), \
+             coalesce(sum((expires_at > 0 AND expires_at < 100000000000)), 0) FROM \"leases\""
+        );
+        assert!(query.params().is_empty());
+        // Elsewhere the catalog says the unit; without the times, nothing to count.
+        let postgres = SchemaCheck::new(Dialect::Postgres, &TableName::default());
+        assert!(postgres.times_in_seconds(&ours).is_none());
+        assert!(check.times_in_seconds(&ours[..4]).is_none());
+
+        assert!(check.verdict_with_seconds(&ours, Some((0, 0))).is_ok());
+        let (why, sql) = mismatch(check.verdict_with_seconds(&ours, Some((3, 1))));
+        assert!(
+            why.contains(
+                "the times look like Unix seconds (taken_at in 3 rows, expires_at in 1 row: above \
+                 zero and below 10^11), and the store keeps milliseconds"
+            ),
+            "{why}"
+        );
+        // In place, extra column and all.
+        assert_eq!(
+            sql.unwrap(),
+            "BEGIN IMMEDIATE;\n\
+             UPDATE \"leases\" SET taken_at = CASE WHEN (taken_at > 0 AND taken_at < 100000000000) \
+             THEN taken_at * 1000 ELSE taken_at END,\n    \
+             expires_at = CASE WHEN (expires_at > 0 AND expires_at < 100000000000) THEN expires_at \
+             * 1000 ELSE expires_at END\n    \
+             WHERE (taken_at > 0 AND taken_at < 100000000000) OR (expires_at > 0 AND expires_at \
+             < 100000000000);\n\
+             COMMIT;"
+        );
+        // With a missing fence, in the same transaction.
+        let no_fence: Vec<_> = ours.iter().filter(|(c, _)| c != "fence").cloned().collect();
+        let (_, sql) = mismatch(check.verdict_with_seconds(&no_fence, Some((0, 2))));
+        let sql = sql.unwrap();
+        assert!(
+            sql.starts_with(
+                "BEGIN IMMEDIATE;\nALTER TABLE \"leases\" ADD COLUMN fence INTEGER NOT NULL \
+                 DEFAULT 0;\nUPDATE \"leases\" SET taken_at"
+            ) && sql.ends_with(";\nCOMMIT;"),
+            "{sql}"
+        );
+        // With a rebuild, before the rows are copied.
+        let mut rebuilt = no_fence[..4].to_vec();
+        rebuilt[1].1 = "text;NO;0;0".to_owned();
+        let (_, sql) = mismatch(check.verdict_with_seconds(&rebuilt, Some((1, 1))));
+        let sql = sql.unwrap();
+        let update = sql.find("UPDATE \"leases\" SET taken_at").expect(&sql);
+        assert!(update < sql.find("INSERT INTO").unwrap(), "{sql}");
+        // The count is SQLite's alone.
+        let pg_ours = rows(&[
+            ("name", "text;NO;0;1"),
+            ("holder", "text;YES;0;0"),
+            ("fence", "bigint;NO;0;0"),
+            ("taken_at", &format!("{TZ};NO;0;0")),
+            ("expires_at", &format!("{TZ};NO;0;0")),
+        ]);
+        assert!(
+            postgres
+                .verdict_with_seconds(&pg_ours, Some((1, 1)))
+                .is_ok()
+        );
     }
 }

@@ -244,9 +244,10 @@ impl<X: Execute> SqlStore<X> {
 
     /// Checks that the lease table exists and has the columns, types and key the store needs,
     /// without changing anything: for applications that create the table in their own
-    /// migrations, and for a store without DDL rights. It reads only the database's catalog
-    /// (one statement, [`SchemaCheck::columns`]), so a table that does not fit is refused before
-    /// any lease statement runs on it.
+    /// migrations, and for a store without DDL rights. It reads the database's catalog (one
+    /// statement, [`SchemaCheck::columns`]; on SQLite a second one reads the table's times,
+    /// [`SchemaCheck::times_in_seconds`], as SQLite declares no unit), so a table that does not
+    /// fit is refused before any lease statement runs on it.
     ///
     /// # Errors
     /// [`Error::SchemaMismatch`] when the table is missing (with the SQL that creates it), is an
@@ -257,12 +258,17 @@ impl<X: Execute> SqlStore<X> {
     /// Cancel-safe: it only reads.
     pub async fn verify(&self) -> Result<(), Error> {
         let check = SchemaCheck::new(self.statements.dialect(), self.statements.table());
+        let failed = self.failure(Operation::Setup, None);
         let rows = self
             .executor
             .text_pairs(check.columns())
             .await
-            .map_err(self.failure(Operation::Setup, None))?;
-        check.verdict(&rows)
+            .map_err(failed)?;
+        let seconds = match check.times_in_seconds(&rows) {
+            Some(query) => self.executor.int_pairs(query).await.map_err(failed)?,
+            None => Vec::new(),
+        };
+        check.verdict_with_seconds(&rows, seconds.first().copied())
     }
 
     /// Upgrades an earlier shape of a lease table in place, with the SQL that
@@ -272,19 +278,25 @@ impl<X: Execute> SqlStore<X> {
     /// every fence the store hands out is above zero. A missing table is not created (that is
     /// [`setup`](SqlStore::setup)'s), and a table of another kind is refused as by `verify`.
     ///
-    /// It changes a table that another service may still use, with an `ALTER TABLE` that
-    /// locks it briefly (SQLite, for anything but a missing fence: rebuilds it in one
-    /// transaction). Prefer running the same SQL in your migrations; this is for a start-up
-    /// that owns its table.
+    /// It changes a table that another service may still use, with an `ALTER TABLE` that needs
+    /// the table to itself (SQLite, for anything but a missing fence or times in seconds:
+    /// rebuilds it in one transaction). That waits for every transaction that read or wrote the
+    /// table to end, and every statement on the table, every holder's renewals, waits behind
+    /// it; so the upgrade waits for the table at most 5 s (PostgreSQL `SET LOCAL lock_timeout`,
+    /// MariaDB `ALTER TABLE ... WAIT 5`, SQLite's busy timeout) and then fails, the table's
+    /// shape as it was: run it again when no long transaction holds the table. Prefer running
+    /// the same SQL in your migrations; this is for a start-up that owns its table.
     ///
     /// # Errors
     /// As [`verify`](SqlStore::verify), and [`Error::Store`] with [`Operation::Setup`] when the
-    /// upgrade fails (the database then keeps the table as it was, where its DDL is
-    /// transactional: PostgreSQL, SQLite; on MariaDB the `UPDATE`s that fill a missing fence or
-    /// time may have committed before a failed `ALTER TABLE`, which leaves the table's shape as
-    /// it was, and running the upgrade again finishes it: such as one that meets a `NULL`
-    /// another service inserted after them, under MariaDB's default strict mode; without it,
-    /// the `ALTER TABLE` would store that `NULL` as a zero date no store can read).
+    /// upgrade fails: [`Transient`](StoreErrorKind::Transient), its cause saying to run the
+    /// upgrade again, when it gave up waiting for the table. The database then keeps the table
+    /// as it was, where its DDL is transactional: PostgreSQL, SQLite. On MariaDB the `UPDATE`s
+    /// that fill a missing fence or time may have committed before a failed `ALTER TABLE`,
+    /// which leaves the table's shape as it was, and running the upgrade again finishes it:
+    /// such as one that meets a `NULL` another service inserted after them, under MariaDB's
+    /// default strict mode (without it, the `ALTER TABLE` would store that `NULL` as a zero
+    /// date no store can read).
     ///
     /// # Cancel safety
     /// Dropped half-way, the upgrade either ran or did not on PostgreSQL and SQLite. On MariaDB
@@ -301,10 +313,18 @@ impl<X: Execute> SqlStore<X> {
             Err(error) => return Err(error),
         };
         tracing::warn!(table = %self.table(), sql = %sql, "upgrading the lease table in place");
-        self.executor
-            .batch(&sql)
-            .await
-            .map_err(self.failure(Operation::Setup, None))?;
+        self.executor.batch(&sql).await.map_err(|source| {
+            let locked = self
+                .executor
+                .database_message(&*source)
+                .is_some_and(crate::schema::lock_wait::timed_out);
+            let error = self.failure(Operation::Setup, None)(source);
+            if locked {
+                crate::schema::lock_wait::explained(error)
+            } else {
+                error
+            }
+        })?;
         self.verify().await?;
         Ok(true)
     }

@@ -3,7 +3,9 @@
 //! that upgrades it, and `upgrade` keeps its live lease; rows with an older version's counter
 //! fences need no migration and are overtaken by the next fences; a table of another kind is
 //! refused without SQL; `verify` without a table names the DDL; MariaDB's port of the story's
-//! table (`TEXT` holder, `TIMESTAMP` times) is upgraded in UTC (`lease_tests::adoption`).
+//! table (`TEXT` holder, `TIMESTAMP` times) is upgraded in UTC; a name or holder declared too
+//! short is widened; an upgrade gives up on a table another transaction holds rather than wait
+//! for it; SQLite times in seconds are made milliseconds (`lease_tests::adoption`).
 #![cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 
 mod common;
@@ -70,6 +72,11 @@ macro_rules! adoption_cases {
             }
 
             #[tokio::test]
+            async fn short_name_and_holder_are_refused_then_widened() {
+                on_fresh_table::<$ty, _>(adoption::short_name_and_holder_are_refused_then_widened).await;
+            }
+
+            #[tokio::test]
             async fn unrelated_table_is_refused() {
                 on_fresh_table::<$ty, _>(adoption::unrelated_table_is_refused).await;
             }
@@ -98,6 +105,27 @@ adoption_cases!(postgres: Postgres, mariadb: MySql, sqlite: Sqlite);
 #[tokio::test]
 async fn mariadb_port_is_refused_then_upgraded_in_utc() {
     on_fresh_table::<MySql, _>(adoption::mariadb_port_is_refused_then_upgraded_in_utc).await;
+}
+
+#[tokio::test]
+async fn postgres_upgrade_gives_up_on_a_locked_table() {
+    on_fresh_table::<Postgres, _>(async |store, table| {
+        adoption::upgrade_gives_up_on_a_locked_table(store, table, TokioRuntime).await
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn mariadb_upgrade_gives_up_on_a_locked_table() {
+    on_fresh_table::<MySql, _>(async |store, table| {
+        adoption::upgrade_gives_up_on_a_locked_table(store, table, TokioRuntime).await
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn sqlite_times_in_seconds_are_refused_then_converted() {
+    on_fresh_table::<Sqlite, _>(adoption::sqlite_times_in_seconds_are_refused_then_converted).await;
 }
 
 #[tokio::test]

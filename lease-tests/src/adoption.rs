@@ -5,10 +5,12 @@
 //! (lease-sql's [`SqlStore`] over a driver's [`Execute`]) and reaches the database only through
 //! the store's executor, so every driver runs the same cases.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use lease_core::{BoxError, Error, ErrorChain, HolderId, LeaseName, LeaseStore, Ttl};
-use lease_sql::{Dialect, Execute, SqlStore};
+use lease_core::{
+    BoxError, Error, ErrorChain, HolderId, LeaseName, LeaseStore, Runtime, StoreErrorKind, Ttl,
+};
+use lease_sql::{Dialect, Execute, Query, SqlStore};
 
 /// The holder of the story's service's live lease.
 pub const SEED_HOLDER: &str = "seed-service";
@@ -762,4 +764,288 @@ pub async fn nullable_expiry_is_filled_then_free<X: Execute>(
         return Err(format!("took fence {fence} over the row's fence 3").into());
     }
     Ok(())
+}
+
+/// A lease table whose `name` and `holder` are declared shorter than the store writes them:
+/// PostgreSQL `varchar(64)` and `varchar(16)`, MariaDB `VARBINARY(64)` and `VARBINARY(16)`
+/// (every holder, `host:pid:` and 16 hexadecimal digits, is longer than 16 bytes). The control:
+/// on that table an acquisition fails on the database ("value too long"; MariaDB in strict
+/// mode, without which it would store a cut holder that two acquisitions could share).
+/// `verify` refuses it with the SQL that widens both columns; after `upgrade` a lease with the
+/// longest name (255 bytes) is taken by a holder and read back whole. On SQLite, which ignores
+/// declared lengths, the same table fits and the same lease is taken as it is. `store` is on
+/// `table`, which the case creates and leaves for the caller to drop.
+///
+/// # Errors
+/// A description of the first thing that went otherwise.
+///
+/// # Cancel safety
+/// Dropped, it leaves `table` as far as it got, for the caller to drop as after the case.
+pub async fn short_name_and_holder_are_refused_then_widened<X: Execute>(
+    store: &SqlStore<X>,
+    table: &str,
+) -> Result<(), BoxError> {
+    let dialect = store.statements().dialect();
+    let create = match dialect {
+        Dialect::Postgres => format!(
+            "CREATE TABLE {table} (name varchar(64) COLLATE \"C\" NOT NULL PRIMARY KEY, \
+             holder varchar(16), fence bigint NOT NULL, taken_at timestamptz NOT NULL, \
+             expires_at timestamptz NOT NULL)"
+        ),
+        Dialect::MySql => format!(
+            "CREATE TABLE {table} (name VARBINARY(64) NOT NULL PRIMARY KEY, \
+             holder VARBINARY(16) NULL, fence BIGINT NOT NULL, taken_at DATETIME(6) NOT NULL, \
+             expires_at DATETIME(6) NOT NULL)"
+        ),
+        Dialect::Sqlite => format!(
+            "CREATE TABLE {table} (name VARCHAR(64) NOT NULL PRIMARY KEY, holder VARCHAR(16), \
+             fence INTEGER NOT NULL, taken_at INTEGER NOT NULL, expires_at INTEGER NOT NULL)"
+        ),
+        other => return Err(format!("no table written for {other:?}").into()),
+    };
+    store.executor().batch(&create).await?;
+    let ttl = Ttl::from_secs(30)?;
+    let longest = name(&"n".repeat(LeaseName::MAX_LEN));
+    let take_longest = async || {
+        let holder = HolderId::generate();
+        let fence = store
+            .try_acquire(&longest, &holder, ttl)
+            .await?
+            .ok_or("the longest name was not free")?;
+        let info = store
+            .inspect(&longest)
+            .await?
+            .ok_or("the lease taken is not listed")?;
+        if info.holder != holder || info.fence != fence || info.name != longest {
+            return Err::<(), BoxError>(format!("took {fence} as {holder}, read {info:?}").into());
+        }
+        Ok(())
+    };
+    if dialect == Dialect::Sqlite {
+        store.verify().await?;
+        return take_longest().await;
+    }
+
+    // The control: the store's statements fail on this table.
+    match store
+        .try_acquire(&name("digest"), &HolderId::generate(), ttl)
+        .await
+    {
+        Err(Error::Store { .. }) => {}
+        other => return Err(format!("acquiring with a 16-byte holder answered {other:?}").into()),
+    }
+    match store.verify().await {
+        Err(Error::SchemaMismatch {
+            mismatch,
+            upgrade: Some(sql),
+            ..
+        }) => {
+            for column in ["name", "holder"] {
+                if !mismatch.contains(&format!("column {column} is ")) {
+                    return Err(format!("verify missed the short {column}: {mismatch}").into());
+                }
+            }
+            let widened: &[&str] = match dialect {
+                Dialect::Postgres => &[
+                    "ALTER COLUMN name TYPE text COLLATE \"C\"",
+                    "ALTER COLUMN holder TYPE text",
+                ],
+                _ => &[
+                    "MODIFY name VARBINARY(255) NOT NULL",
+                    "MODIFY holder VARBINARY(1024) NULL",
+                ],
+            };
+            for needed in widened {
+                if !sql.contains(needed) {
+                    return Err(format!("the upgrade has no {needed}: {sql}").into());
+                }
+            }
+        }
+        other => return Err(format!("verify of a 16-byte holder answered {other:?}").into()),
+    }
+    if !store.upgrade().await? {
+        return Err("upgrade changed nothing".into());
+    }
+    store.verify().await?;
+    take_longest().await
+}
+
+/// How long [`upgrade_gives_up_on_a_locked_table`]'s other transaction holds the table.
+const HOLD: Duration = Duration::from_secs(20);
+/// How soon the upgrade must give up on a table held for [`HOLD`]: its wait is 5 s.
+const GIVES_UP_WITHIN: Duration = Duration::from_secs(15);
+
+/// The story's table (see [`story_table`]), read by another transaction that stays open for
+/// 20 s (PostgreSQL: the message `SELECT ... FROM table; SELECT pg_sleep(20)`, one implicit
+/// transaction holding its `ACCESS SHARE` lock; MariaDB: `START TRANSACTION`, a read, a
+/// 20 s `SLEEP`, holding the table's metadata lock), sent on a connection of `store`'s pool
+/// (which needs two). Once that transaction holds the table, `upgrade` fails within 15 s (it
+/// waits 5 s for the lock) with a transient store error whose cause says to run it again
+/// when no long transaction holds the table; the table is unchanged (`verify` still finds no
+/// fence); once the transaction has ended, `upgrade` runs. Without the bound, the upgrade's
+/// `ALTER TABLE` waits the 20 s out, every statement on the table queued behind it, and then
+/// succeeds. `store` is on `table`, which the case creates and leaves for the caller to drop.
+///
+/// # Errors
+/// A description of the first thing that went otherwise, or that the store is SQLite's.
+///
+/// # Cancel safety
+/// Dropped, it leaves `table` as far as it got (the upgrade ran entirely or not at all); the
+/// other transaction ends on its own within 20 s.
+pub async fn upgrade_gives_up_on_a_locked_table<X: Execute, R: Runtime>(
+    store: &SqlStore<X>,
+    table: &str,
+    runtime: R,
+) -> Result<(), BoxError> {
+    let secs = HOLD.as_secs();
+    let marker = format!("{table}_held");
+    let (hold, held) = match store.statements().dialect() {
+        Dialect::Postgres => (
+            format!("SELECT count(*) FROM {table}; SELECT pg_sleep({secs}) AS {marker};"),
+            format!(
+                "SELECT count(*) FROM pg_locks WHERE relation = to_regclass('{table}') \
+                 AND granted AND pid <> pg_backend_pid()"
+            ),
+        ),
+        Dialect::MySql => (
+            format!(
+                "START TRANSACTION; SELECT COUNT(*) FROM {table}; SELECT SLEEP({secs}) AS {marker}; \
+                 COMMIT;"
+            ),
+            format!(
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User sleep' \
+                 AND INFO LIKE '%{marker}%' AND ID <> CONNECTION_ID()"
+            ),
+        ),
+        other => return Err(format!("no lock held on {other:?}").into()),
+    };
+    create_story_table(store, table).await?;
+    let holding = store.executor().batch(&hold);
+    let checked = async {
+        let waited = Instant::now();
+        loop {
+            let rows = store.executor().ints(Query::new(&held, Vec::new())).await?;
+            if rows.first().is_some_and(|&count| count > 0) {
+                break;
+            }
+            if waited.elapsed() > Duration::from_secs(10) {
+                return Err::<(), BoxError>("the other transaction never held the table".into());
+            }
+            runtime.sleep(Duration::from_millis(50)).await;
+        }
+        let started = Instant::now();
+        let upgraded = store.upgrade().await;
+        let took = started.elapsed();
+        match upgraded {
+            Err(
+                ref error @ Error::Store {
+                    kind: StoreErrorKind::Transient,
+                    ..
+                },
+            ) if took < GIVES_UP_WITHIN => {
+                let line = ErrorChain(error).to_string();
+                if !line.contains("run the upgrade again when no long transaction holds the table")
+                {
+                    return Err(format!("the failed upgrade reads {line:?}").into());
+                }
+            }
+            other => {
+                return Err(format!(
+                    "upgrade of a table another transaction held answered {other:?} after \
+                     {took:?}"
+                )
+                .into());
+            }
+        }
+        match store.verify().await {
+            Err(Error::SchemaMismatch { mismatch, .. })
+                if mismatch.contains("column fence is missing") =>
+            {
+                Ok(())
+            }
+            other => Err(format!("after the failed upgrade, verify answered {other:?}").into()),
+        }
+    };
+    let (held, checked) = futures::future::join(holding, checked).await;
+    checked?;
+    held?;
+    if !store.upgrade().await? {
+        return Err("once the other transaction ended, upgrade changed nothing".into());
+    }
+    store.verify().await?;
+    Ok(())
+}
+
+/// SQLite: a lease table whose service wrote its times in Unix seconds (`unixepoch()`), with
+/// `report` held by [`SEED_HOLDER`] for another hour and `digest` expired a minute ago. The
+/// control: the store's statements, comparing milliseconds, read the live `report` as long
+/// expired and hand it to another holder. `verify` refuses the table, saying its times look
+/// like seconds, with the SQL that makes them milliseconds; after `upgrade` the live lease
+/// still excludes our holders with its hour left, and the expired one is taken. `store` is on
+/// `table`, which the case creates and leaves for the caller to drop.
+///
+/// # Errors
+/// A description of the first thing that went otherwise, or that the store is not SQLite's.
+///
+/// # Cancel safety
+/// Dropped, it leaves `table` as far as it got, for the caller to drop as after the case.
+pub async fn sqlite_times_in_seconds_are_refused_then_converted<X: Execute>(
+    store: &SqlStore<X>,
+    table: &str,
+) -> Result<(), BoxError> {
+    if store.statements().dialect() != Dialect::Sqlite {
+        return Err("times in seconds are SQLite's".into());
+    }
+    let run = |sql: String| async move { store.executor().batch(&sql).await };
+    run(format!(
+        "CREATE TABLE {table} (name TEXT NOT NULL PRIMARY KEY, holder TEXT, \
+         fence INTEGER NOT NULL DEFAULT 0, taken_at INTEGER NOT NULL DEFAULT (unixepoch()), \
+         expires_at INTEGER NOT NULL)"
+    ))
+    .await?;
+    let rows = format!(
+        "DELETE FROM {table};\n\
+         INSERT INTO {table} (name, holder, expires_at) VALUES \
+         ('report', '{SEED_HOLDER}', unixepoch() + 3600), ('digest', 'old-instance', unixepoch() - 60);"
+    );
+    run(rows.clone()).await?;
+    let ttl = Ttl::from_secs(30)?;
+
+    // The control: the live lease, read in milliseconds, is taken.
+    if store
+        .try_acquire(&name("report"), &HolderId::generate(), ttl)
+        .await?
+        .is_none()
+    {
+        return Err(
+            "the control: the live lease in seconds excluded us, so the case could not \
+                    tell a check of the unit from none"
+                .into(),
+        );
+    }
+    run(rows).await?;
+
+    for (what, result) in [
+        ("setup", store.setup().await),
+        ("verify", store.verify().await),
+    ] {
+        match result {
+            Err(Error::SchemaMismatch {
+                mismatch,
+                upgrade: Some(sql),
+                ..
+            }) if mismatch.contains(
+                "the times look like Unix seconds (taken_at in 2 rows, expires_at in 2 rows",
+            ) && sql.contains("expires_at * 1000") => {}
+            other => return Err(format!("{what} of times in seconds answered {other:?}").into()),
+        }
+    }
+    if !store.upgrade().await? {
+        return Err("upgrade changed nothing".into());
+    }
+    store.verify().await?;
+    if store.upgrade().await? {
+        return Err("a second upgrade changed the table again".into());
+    }
+    story_leases_survived(store, ttl).await
 }

@@ -6,7 +6,8 @@ use super::{Column, Fit, Fix};
 /// database): its name and `type;nullable;default;key`. `key` says the column alone, whole,
 /// is the primary key or a unique key: a key on a prefix of it (`PRIMARY KEY (name(4))`) would
 /// let two names that share the prefix collide. Times carry their precision
-/// (`datetime(6)`), and unsigned integers say so (`bigint unsigned`: `DATA_TYPE` alone reads
+/// (`datetime(6)`), strings their declared length (`varbinary(36)`: bytes, `varchar(36)`:
+/// characters), and unsigned integers say so (`bigint unsigned`: `DATA_TYPE` alone reads
 /// `bigint` for them, and sqlx reads no `i64` from such a column).
 pub(super) fn columns(schema: bool) -> String {
     let schema = if schema { "?" } else { "DATABASE()" };
@@ -14,7 +15,8 @@ pub(super) fn columns(schema: bool) -> String {
         "SELECT CAST(c.COLUMN_NAME AS CHAR),\n       \
              CAST(CONCAT_WS(';',\n           \
                  IF(c.DATA_TYPE IN ('datetime', 'timestamp', 'time'), CONCAT(c.DATA_TYPE, '(', c.DATETIME_PRECISION, ')'),\n              \
-                     IF(c.COLUMN_TYPE LIKE '%unsigned%', CONCAT(c.DATA_TYPE, ' unsigned'), c.DATA_TYPE)),\n           \
+                 IF(c.DATA_TYPE IN ('varbinary', 'binary', 'varchar', 'char'), CONCAT(c.DATA_TYPE, '(', c.CHARACTER_MAXIMUM_LENGTH, ')'),\n              \
+                     IF(c.COLUMN_TYPE LIKE '%unsigned%', CONCAT(c.DATA_TYPE, ' unsigned'), c.DATA_TYPE))),\n           \
                  c.IS_NULLABLE,\n           \
                  IF(c.COLUMN_DEFAULT IS NOT NULL OR c.EXTRA LIKE '%auto_increment%' OR c.EXTRA LIKE '%GENERATED%', '1', '0'),\n           \
                  IF(EXISTS (\n               \
@@ -31,6 +33,7 @@ pub(super) fn columns(schema: bool) -> String {
     )
 }
 
+/// Which types fit, by the type without a string's length (the check reads that itself).
 pub(super) fn fit(column: Column, data_type: &str) -> Fit {
     let collated = matches!(data_type, "varchar" | "char");
     // A holder of text: its bytes fit VARBINARY(1024) (a longer one makes the upgrade fail, in
@@ -72,6 +75,10 @@ pub(super) fn fit(column: Column, data_type: &str) -> Fit {
 /// pooled connection's next user (an upgrade that fails or is dropped half-way may leave it at
 /// `+00:00`, which the store's own statements, on `UTC_TIMESTAMP(6)`, do not read). The range of
 /// `TIMESTAMP` (1970 to 2038) fits `DATETIME`.
+///
+/// The `ALTER TABLE` waits for the table's metadata lock at most
+/// [`LOCK_WAIT`](super::lock_wait::LOCK_WAIT) (`WAIT n`, for that statement alone), then fails
+/// with the table as it was.
 pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
     let zoned = fixes
         .iter()
@@ -99,14 +106,18 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
                 before.push_str(&format!("UPDATE {t} SET fence = 0 WHERE fence IS NULL;\n"));
                 push("MODIFY fence BIGINT NOT NULL");
             }
-            Fix::BinaryName => push("MODIFY name VARBINARY(255) NOT NULL"),
-            Fix::HolderNullable | Fix::BinaryHolder => push("MODIFY holder VARBINARY(1024) NULL"),
+            Fix::BinaryName | Fix::WidenName => push("MODIFY name VARBINARY(255) NOT NULL"),
+            Fix::HolderNullable | Fix::BinaryHolder | Fix::WidenHolder => {
+                push("MODIFY holder VARBINARY(1024) NULL")
+            }
             Fix::PreciseTakenAt | Fix::UtcTakenAt | Fix::TakenAtNotNull => {
                 push("MODIFY taken_at DATETIME(6) NOT NULL")
             }
             Fix::PreciseExpiresAt | Fix::UtcExpiresAt | Fix::ExpiresAtNotNull => {
                 push("MODIFY expires_at DATETIME(6) NOT NULL")
             }
+            // SQLite's alone.
+            Fix::MillisecondTimes => {}
         }
     }
     if fixes
@@ -118,7 +129,8 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
         before.push_str(&super::fill_times(t, "UTC_TIMESTAMP(6)"));
     }
     format!(
-        "{open}{before}ALTER TABLE {t}\n    {};{close}",
+        "{open}{before}ALTER TABLE {t}{}\n    {};{close}",
+        super::lock_wait::mysql(),
         actions.join(",\n    ")
     )
 }

@@ -5,11 +5,13 @@ use super::{Column, Fit, Fix};
 /// One row per column of the table `$1` names (quoted, resolved by the search path as the
 /// store's statements are): its name and `type;nullable;default;key`, where `key` says the
 /// column alone is the primary key or a unique index without a predicate (what
-/// `ON CONFLICT (name)` needs). No rows when the table does not exist.
+/// `ON CONFLICT (name)` needs). A `varchar` carries its declared length
+/// (`character varying(36)`); other types are named without theirs (`timestamp with time
+/// zone` also for a `timestamptz(3)`). No rows when the table does not exist.
 pub(super) const COLUMNS: &str = "\
 SELECT a.attname::text,
        concat_ws(';',
-           format_type(a.atttypid, NULL),
+           format_type(a.atttypid, CASE WHEN a.atttypid = 'character varying'::regtype THEN a.atttypmod END),
            CASE WHEN a.attnotnull THEN 'NO' ELSE 'YES' END,
            CASE WHEN a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> '' THEN '1' ELSE '0' END,
            CASE WHEN EXISTS (
@@ -22,6 +24,8 @@ FROM pg_attribute a
 WHERE a.attrelid = to_regclass($1::text) AND a.attnum > 0 AND NOT a.attisdropped
 ORDER BY a.attnum";
 
+/// Which types fit, by the type without its length (the check reads a `varchar`'s length
+/// itself).
 pub(super) fn fit(column: Column, data_type: &str) -> Fit {
     let text = matches!(data_type, "text" | "character varying");
     match column {
@@ -38,9 +42,13 @@ pub(super) fn fit(column: Column, data_type: &str) -> Fit {
 }
 
 /// One `ALTER TABLE` (after the `UPDATE`s that `NOT NULL` columns need): a single statement,
-/// so the table is locked once. Adding a column with a constant default rewrites nothing.
+/// so the table is locked once. Adding a column with a constant default rewrites nothing, nor
+/// does widening a `varchar` name or holder to `text` (a name's index is rebuilt when its
+/// collation becomes the store's `"C"`). The lock is waited for at most
+/// [`LOCK_WAIT`](super::lock_wait::LOCK_WAIT), set first (`SET LOCAL`: the upgrade runs as one
+/// transaction).
 pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
-    let mut before = String::new();
+    let mut before = super::lock_wait::postgres();
     let mut actions = Vec::new();
     for fix in fixes {
         match fix {
@@ -51,6 +59,8 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
                 actions.push("ALTER COLUMN fence SET NOT NULL");
             }
             Fix::HolderNullable => actions.push("ALTER COLUMN holder DROP NOT NULL"),
+            Fix::WidenName => actions.push("ALTER COLUMN name TYPE text COLLATE \"C\""),
+            Fix::WidenHolder => actions.push("ALTER COLUMN holder TYPE text"),
             Fix::TakenAtNotNull => actions.push("ALTER COLUMN taken_at SET NOT NULL"),
             Fix::ExpiresAtNotNull => actions.push("ALTER COLUMN expires_at SET NOT NULL"),
             // MariaDB's alone.
@@ -59,7 +69,9 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
             | Fix::PreciseTakenAt
             | Fix::PreciseExpiresAt
             | Fix::UtcTakenAt
-            | Fix::UtcExpiresAt => {}
+            | Fix::UtcExpiresAt
+            // SQLite's alone.
+            | Fix::MillisecondTimes => {}
         }
     }
     if fixes

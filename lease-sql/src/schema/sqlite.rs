@@ -33,6 +33,47 @@ pub(super) fn columns(schema: bool) -> String {
     )
 }
 
+/// The largest Unix time in seconds that the check tells from milliseconds: 10^11 seconds is
+/// the year 5138, 10^11 milliseconds March 1973. A time above zero and below it is in seconds
+/// (`unixepoch()`, `strftime('%s')`), which the store's statements, comparing with
+/// milliseconds, would read as long past.
+const SECONDS_BELOW: i64 = 100_000_000_000;
+
+/// Whether `column` holds a time that looks like seconds, as SQL.
+fn in_seconds(column: &str) -> String {
+    format!("({column} > 0 AND {column} < {SECONDS_BELOW})")
+}
+
+/// How many rows of the table `quoted` hold a `taken_at`, and how many an `expires_at`, that
+/// looks like seconds: one row of two integers. It reads the table, not the catalog (SQLite
+/// keeps no unit), and only where both columns are there.
+pub(super) fn seconds(quoted: &str) -> String {
+    format!(
+        "SELECT coalesce(sum({}), 0), coalesce(sum({}), 0) FROM {quoted}",
+        in_seconds("taken_at"),
+        in_seconds("expires_at")
+    )
+}
+
+/// The `UPDATE` that makes every time in seconds milliseconds, row by row and column by
+/// column: a time already in milliseconds, zero or negative is kept, so running it twice
+/// changes nothing more.
+fn to_milliseconds(quoted: &str) -> String {
+    let scaled = |column: &str| {
+        format!(
+            "{column} = CASE WHEN {} THEN {column} * 1000 ELSE {column} END",
+            in_seconds(column)
+        )
+    };
+    format!(
+        "UPDATE {quoted} SET {},\n    {}\n    WHERE {} OR {};",
+        scaled("taken_at"),
+        scaled("expires_at"),
+        in_seconds("taken_at"),
+        in_seconds("expires_at")
+    )
+}
+
 /// By affinity: a declared type holding `INT` stores integers, one holding `CHAR`, `CLOB` or
 /// `TEXT` (and no `INT`) stores text.
 pub(super) fn fit(column: Column, data_type: &str) -> Fit {
@@ -50,11 +91,12 @@ pub(super) fn fit(column: Column, data_type: &str) -> Fit {
     }
 }
 
-/// A missing fence alone is added in place. Anything else needs the table rebuilt (SQLite
-/// cannot change a column), in one transaction: the store's table made anew beside it, the
-/// rows copied (a missing fence as `0`, a missing time as the upgrade's), the old table
-/// dropped and the new one renamed. `None` when the table has
-/// columns of its own, which a rebuild would drop.
+/// A missing fence alone is added in place, and times in seconds are made milliseconds in
+/// place (with a missing fence, in one transaction). Anything else needs the table rebuilt
+/// (SQLite cannot change a column), in one transaction: times in seconds made milliseconds, the
+/// store's table made anew beside it, the rows copied (a missing fence as `0`, a missing time
+/// as the upgrade's), the old table dropped and the new one renamed. `None` when a rebuild is
+/// needed and the table has columns of its own, which it would drop.
 pub(super) fn upgrade(
     table: &TableName,
     fixes: &[Fix],
@@ -62,10 +104,25 @@ pub(super) fn upgrade(
     extra: bool,
 ) -> Option<String> {
     let quoted = table.quoted('"');
+    let add_fence = format!("ALTER TABLE {quoted} ADD COLUMN fence INTEGER NOT NULL DEFAULT 0;");
+    let scale = if fixes.contains(&Fix::MillisecondTimes) {
+        format!("{}\n", to_milliseconds(&quoted))
+    } else {
+        String::new()
+    };
     if fixes == [Fix::AddFence] {
-        return Some(format!(
-            "ALTER TABLE {quoted} ADD COLUMN fence INTEGER NOT NULL DEFAULT 0;"
-        ));
+        return Some(add_fence);
+    }
+    if fixes
+        .iter()
+        .all(|fix| matches!(fix, Fix::AddFence | Fix::MillisecondTimes))
+    {
+        let add_fence = if fixes.contains(&Fix::AddFence) {
+            format!("{add_fence}\n")
+        } else {
+            String::new()
+        };
+        return Some(format!("BEGIN IMMEDIATE;\n{add_fence}{scale}COMMIT;"));
     }
     if extra {
         return None;
@@ -83,7 +140,7 @@ pub(super) fn upgrade(
     let now = crate::sqlite::NOW;
     Some(format!(
         "BEGIN IMMEDIATE;\n\
-         {create};\n\
+         {scale}{create};\n\
          INSERT INTO {new_quoted} (name, holder, fence, taken_at, expires_at)\n    \
              SELECT name, holder, {fence}, coalesce(taken_at, {now}), coalesce(expires_at, {now})\n    \
              FROM {quoted};\n\
