@@ -99,8 +99,13 @@ pub enum Error {
     /// column), `upgrade` is the SQL that brings it to the store's shape while keeping its
     /// rows (a lease held now stays held until it expires); when the table does not exist (a
     /// check without setup), the SQL that creates it; when it is a table of another kind,
-    /// `None`: give the store another table name.
-    #[error("lease table {table} does not fit the store: {mismatch}{}", DisplayUpgrade(.upgrade))]
+    /// `None` and `other_kind`: give the store another table name; when it is a lease table the
+    /// store cannot change (SQLite's, with columns of its own), `None`, and `mismatch` says
+    /// what to do by hand.
+    #[error(
+        "lease table {table} does not fit the store: {mismatch}{}",
+        DisplayUpgrade(.upgrade, *.other_kind)
+    )]
     SchemaMismatch {
         /// The table, as configured (`name` or `schema.name`).
         table: String,
@@ -108,6 +113,8 @@ pub enum Error {
         mismatch: String,
         /// The SQL that upgrades the table in place, when it can be upgraded.
         upgrade: Option<String>,
+        /// Whether it is a table of another kind than a lease table, which no SQL makes one.
+        other_kind: bool,
     },
 
     /// The store failed: connection refused, pool timed out, statement rejected, ...
@@ -211,13 +218,17 @@ impl fmt::Display for DisplayOutcome {
     }
 }
 
-struct DisplayUpgrade<'a>(&'a Option<String>);
+struct DisplayUpgrade<'a>(&'a Option<String>, bool);
 
 impl fmt::Display for DisplayUpgrade<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Some(sql) => write!(f, "; the SQL that fixes it:\n{sql}"),
-            None => f.write_str("; it is not a lease table: give the store another table name"),
+        match self {
+            Self(Some(sql), _) => write!(f, "; the SQL that fixes it:\n{sql}"),
+            Self(None, true) => {
+                f.write_str("; it is not a lease table: give the store another table name")
+            }
+            // A lease table to change by hand: the mismatch says how.
+            Self(None, false) => Ok(()),
         }
     }
 }
@@ -355,6 +366,7 @@ mod tests {
             upgrade: Some(
                 "ALTER TABLE leases ADD COLUMN fence bigint NOT NULL DEFAULT 0;".to_owned(),
             ),
+            other_kind: false,
         };
         assert_eq!(
             err.to_string(),
@@ -366,10 +378,21 @@ mod tests {
             table: "users".to_owned(),
             mismatch: "column holder is missing".to_owned(),
             upgrade: None,
+            other_kind: true,
         };
         assert!(
             err.to_string()
                 .ends_with("it is not a lease table: give the store another table name")
+        );
+        let err = Error::SchemaMismatch {
+            table: "leases".to_owned(),
+            mismatch: "rebuild the table by hand".to_owned(),
+            upgrade: None,
+            other_kind: false,
+        };
+        assert_eq!(
+            err.to_string(),
+            "lease table leases does not fit the store: rebuild the table by hand"
         );
     }
 

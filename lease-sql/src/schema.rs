@@ -287,6 +287,7 @@ impl SchemaCheck {
             return Err(self.mismatch(
                 "the table does not exist".to_owned(),
                 Some(format!("{};", self.create_table())),
+                false,
             ));
         }
         let mut problems = Vec::new();
@@ -396,7 +397,7 @@ impl SchemaCheck {
         if !problems.is_empty() {
             let mut all = problems;
             all.extend(fixes.into_iter().map(|(_, why)| why));
-            return Err(self.mismatch(all.join("; "), None));
+            return Err(self.mismatch(all.join("; "), None, false));
         }
         if fixes.is_empty() {
             return Ok(());
@@ -433,7 +434,8 @@ impl SchemaCheck {
                 extra.join(", ")
             ));
         }
-        Err(self.mismatch(why, upgrade))
+        // Without SQL, a lease table all the same: SQLite's with columns of its own.
+        Err(self.mismatch(why, upgrade, true))
     }
 
     fn fit(&self, column: Column, data_type: &str) -> Fit {
@@ -450,9 +452,12 @@ impl SchemaCheck {
             .to_owned()
     }
 
-    fn mismatch(&self, mismatch: String, upgrade: Option<String>) -> Error {
+    /// The error for a table that does not fit: a lease table when `upgrade` fixes it or
+    /// `by_hand` (a lease table the store cannot change), a table of another kind otherwise.
+    fn mismatch(&self, mismatch: String, upgrade: Option<String>, by_hand: bool) -> Error {
         Error::SchemaMismatch {
             table: self.table.to_string(),
+            other_kind: upgrade.is_none() && !by_hand,
             mismatch,
             upgrade,
         }
@@ -802,6 +807,13 @@ mod tests {
         );
         assert!(!why.contains("not a lease table"), "{why}");
         assert!(!why.contains("another table name"), "{why}");
+        // Nor in the whole message, which lease-core ends for a table of another kind.
+        let message = check.verdict(&holder_not_null).unwrap_err().to_string();
+        assert!(!message.contains("another table name"), "{message}");
+        assert!(
+            message.ends_with("to it)"),
+            "the message ends with what to do by hand: {message}"
+        );
     }
 
     #[test]

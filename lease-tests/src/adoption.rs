@@ -194,6 +194,7 @@ pub async fn story_table_is_refused_then_upgraded<X: Execute>(
                 table: named,
                 mismatch,
                 upgrade: Some(sql),
+                other_kind: false,
             }) => {
                 if named != table || !mismatch.contains("column fence is missing") {
                     return Err(format!("{what} named {named}: {mismatch}").into());
@@ -518,6 +519,7 @@ pub async fn unrelated_table_is_refused<X: Execute>(
             Err(Error::SchemaMismatch {
                 mismatch,
                 upgrade: None,
+                other_kind: true,
                 ..
             }) if mismatch.contains("column name is missing")
                 && mismatch.contains("column email is NOT NULL without a default") => {}
