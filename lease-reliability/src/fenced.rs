@@ -11,7 +11,7 @@
 //! fence's first one.
 
 use async_trait::async_trait;
-use lease_core::{BoxError, Error, LeaseHandle};
+use lease_core::{BoxError, Error, LeaseHandle, StoreErrorKind};
 use lease_diesel::diesel;
 use lease_diesel::diesel_async::pooled_connection::deadpool;
 use lease_diesel::diesel_async::{
@@ -141,6 +141,18 @@ pub trait FencedWrites: StoreFactory {
 /// Whether `error` is the fenced check's refusal.
 pub fn is_refusal(error: &BoxError) -> bool {
     matches!(error.downcast_ref::<Error>(), Some(Error::NotHeld { .. }))
+}
+
+/// Whether `error` is a conflict with a concurrent transaction: on a Galera cluster, a write
+/// that lost certification against one another node committed first, rolled back. The store's
+/// error of the kind [`StoreErrorKind::Conflict`] at the commit, or the driver's deadlock
+/// (MariaDB's 1213, how Galera reports a lost certification) answered to the work's statement
+/// when the replicated write aborted its transaction first.
+pub fn is_conflict(error: &BoxError) -> bool {
+    if let Some(error) = error.downcast_ref::<Error>() {
+        return error.store_error_kind() == Some(StoreErrorKind::Conflict);
+    }
+    error.to_string().to_ascii_lowercase().contains("deadlock")
 }
 
 macro_rules! sqlx_writes {

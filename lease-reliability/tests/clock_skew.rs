@@ -22,7 +22,7 @@
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lease_diesel::AsyncSqliteConnection;
 use lease_diesel::diesel_async::{AsyncMysqlConnection, AsyncPgConnection};
@@ -165,6 +165,33 @@ impl Suite {
     }
 }
 
+/// How long one skewed run of the suite may take before it is killed and the test fails.
+const SKEWED_WITHIN: Duration = Duration::from_secs(300);
+
+/// `command`'s output, or a failure naming `offset` when it has not exited within `limit`
+/// (then it is killed): a case that hangs under a skewed clock fails the test, not CI.
+fn output_within(mut command: Command, limit: Duration, offset: &str) -> std::process::Output {
+    let child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(output) => output.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("the suite under the clock offset {offset} still ran after {limit:?}: killed");
+        }
+    }
+}
+
 fn skewed(offset: &str, expect_secs: i64) {
     let Some(lib) = libfaketime() else {
         return env::skip_or_fail(
@@ -172,7 +199,8 @@ fn skewed(offset: &str, expect_secs: i64) {
             "libfaketime.so.1 not found: install libfaketime or set LEASE_TEST_LIBFAKETIME",
         );
     };
-    let output = Command::new(std::env::current_exe().unwrap())
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
         .args([
             "--ignored",
             "--test-threads=6",
@@ -187,9 +215,8 @@ fn skewed(offset: &str, expect_secs: i64) {
         // A backend that cannot run is judged here, as `env::skip_or_fail` would (a failure under
         // LEASE_TEST_REQUIRE_ALL, else a loud skip): the child only reports it, with a SKIPPED
         // line per case on its standard error, so that every skip is counted and named.
-        .env_remove(env::REQUIRE_ALL_VAR)
-        .output()
-        .unwrap();
+        .env_remove(env::REQUIRE_ALL_VAR);
+    let output = output_within(command, SKEWED_WITHIN, offset);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     // `test result: ok. 49 passed; 0 failed; 0 ignored; ...`

@@ -135,6 +135,11 @@ fn run(db: Db) {
         }
     }
     counts.faults = pauses + proxies.iter().map(|p| p.stats().faults).sum::<u64>();
+    // A run too short for a fault (`LEASE_RELIABILITY_HISTORY_SECS` of 3 or less) tested
+    // nothing: it fails rather than report a clean history.
+    counts.expect(counts.faults > 0, || {
+        format!("no fault in {secs:?}: give the run more than 3 s")
+    });
     // Each proxied worker really went through its proxy (a driver that moved to a Unix socket
     // would dodge every fault).
     for (i, proxy) in proxies.iter().enumerate() {

@@ -117,7 +117,18 @@ async fn partition<F: StoreFactory>(
     // Read at once: whether A still believed it held the lease when B had it.
     let a_held_at_takeover = guard_a.is_held();
     counts.operations += takeover.attempts;
-    let (lost_at, reason) = watcher.await.unwrap();
+    // Bounded: a loss that never fires (a deadline that failed renewals moved on) is the
+    // violation to name, not a hang.
+    let (lost_at, reason) = match tokio::time::timeout(timing.ttl * 2, watcher).await {
+        Ok(lost) => lost.unwrap(),
+        Err(_) => {
+            counts.violation(format!(
+                "A's lost signal had not fired {:?} after B's takeover (A held: {a_held_at_takeover})",
+                timing.ttl * 2
+            ));
+            return counts;
+        }
+    };
     counts.expect(!a_held_at_takeover, || {
         "A still believed it held the lease when B took it over".into()
     });
