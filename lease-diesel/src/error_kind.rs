@@ -101,6 +101,12 @@ const PHRASES: &[(&str, StoreErrorKind)] = &[
     ("no space left on device", StoreErrorKind::Transient),
     ("could not extend file", StoreErrorKind::Transient),
     ("could not write to file", StoreErrorKind::Transient),
+    // PgBouncer's class 08 before a statement went out, as lease-sqlx reads the class: no
+    // server connection came free in time (`query_wait_timeout`), or none can be opened
+    // (`pgbouncer cannot connect to server`, `server login has been failing`).
+    ("query_wait_timeout", StoreErrorKind::Transient),
+    ("cannot connect to server", StoreErrorKind::Transient),
+    ("server login has been failing", StoreErrorKind::Transient),
     // 40003 (statement completion unknown), as CockroachDB words it for a commit: it may
     // have committed.
     ("result is ambiguous", StoreErrorKind::OutcomeUnknown),
@@ -162,6 +168,11 @@ mod tests {
                 StoreErrorKind::Transient,
             ),
             ("database is locked", StoreErrorKind::Transient),
+            ("query_wait_timeout", StoreErrorKind::Transient),
+            (
+                "pgbouncer cannot connect to server",
+                StoreErrorKind::Transient,
+            ),
             (
                 "canceling statement due to lock timeout",
                 StoreErrorKind::Transient,

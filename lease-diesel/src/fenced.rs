@@ -88,13 +88,12 @@ type Manager<P> = <<P as DieselPool>::Connection as AsyncConnection>::Transactio
 /// [`CheckAt::Begin`]) can keep the lease's row, or SQLite's write lock, from the holder's
 /// renewals meanwhile. Where such a future may be dropped (a timeout around it), drop the
 /// pooled connection with it through deadpool's `Object::take`, which closes it at once.
-/// Not on SQLite: diesel-async runs each of its statements on a blocking thread that goes on
-/// after the future is dropped, and panics when the connection's transaction state is read
-/// before that statement ends ("Cannot access shared transaction state"), which bb8 does as
-/// the connection goes back and deadpool as it hands it out again. There, do not drop the
-/// future half-way (put no timeout around it): SQLite's busy timeout
-/// ([`SQLITE_BUSY_TIMEOUT`](lease_sql::SQLITE_BUSY_TIMEOUT)) already bounds how long a
-/// statement waits for the write lock.
+/// Not on SQLite: diesel-async runs each of its statements on a blocking thread, and a future
+/// dropped while one runs waits for it to end (`block_in_place`), so a timeout around it does
+/// not cut it short, and on a current-thread runtime the drop panics ("can call blocking only
+/// when running on the multi-threaded runtime"). There, put no timeout around it: SQLite's
+/// busy timeout ([`SQLITE_BUSY_TIMEOUT`](lease_sql::SQLITE_BUSY_TIMEOUT)) already bounds how
+/// long a statement waits for the write lock.
 pub async fn fenced<P, T, E, F>(
     store: &DieselStore<P>,
     connection: &mut P::Connection,
