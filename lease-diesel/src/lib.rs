@@ -38,6 +38,10 @@ pub type DieselStore<P> = lease_sql::SqlStore<DieselExecutor<P>>;
 
 #[cfg(feature = "sqlite")]
 pub use lease_sql::SQLITE_BUSY_TIMEOUT;
+#[cfg(all(feature = "mysql", any(feature = "deadpool", feature = "bb8")))]
+pub use mysql::mysql_manager;
+#[cfg(feature = "mysql")]
+pub use mysql::mysql_ping;
 #[cfg(feature = "postgres")]
 pub use postgres::establish_postgres;
 #[cfg(all(feature = "postgres", any(feature = "deadpool", feature = "bb8")))]
