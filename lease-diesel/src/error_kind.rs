@@ -9,7 +9,8 @@ use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use lease_core::StoreErrorKind;
 
 /// What `error` means to whoever would try again. An error that is not diesel's comes from the
-/// pool (no connection in time, a connection that could not be opened): transient.
+/// pool (no connection in time, a connection that could not be opened): transient, but for a
+/// connection the server refused for good ([`connect_kind`]).
 pub(crate) fn error_kind(
     error: &(dyn std::error::Error + Send + Sync + 'static),
 ) -> StoreErrorKind {
@@ -24,8 +25,39 @@ pub(crate) fn error_kind(
         },
         Some(DieselError::BrokenTransactionManager) => StoreErrorKind::Transient,
         Some(_) => StoreErrorKind::Permanent,
-        None => StoreErrorKind::Transient,
+        None => connect_kind(error),
     }
+}
+
+/// Phrases, lower case, of a connection the server refused for good: a wrong password or user
+/// (PostgreSQL 28P01, 28000; MariaDB 1045), a database or role that does not exist (3D000;
+/// MariaDB 1049), which waiting does not fix.
+const REFUSED_FOR_GOOD: &[&str] = &[
+    "password authentication failed",
+    "no pg_hba.conf entry",
+    "access denied",
+    "unknown database",
+    "does not exist",
+];
+
+/// What a failure of the pool means: transient (no connection in time, a server down or
+/// starting), or permanent when a connection was refused for good ([`REFUSED_FOR_GOOD`],
+/// anywhere in the error's chain: the pools wrap the connection's error), as lease-sqlx reads
+/// their codes. A campaign then stops rather than retry a wrong password for ever.
+fn connect_kind(error: &(dyn std::error::Error + 'static)) -> StoreErrorKind {
+    let mut next = Some(error);
+    // Bounded by the chain's length, which no error makes endless.
+    while let Some(error) = next {
+        let message = error.to_string().to_ascii_lowercase();
+        if REFUSED_FOR_GOOD
+            .iter()
+            .any(|phrase| message.contains(phrase))
+        {
+            return StoreErrorKind::Permanent;
+        }
+        next = error.source();
+    }
+    StoreErrorKind::Transient
 }
 
 /// The database's own message in a diesel database error; `None` for diesel's own failures.
@@ -133,6 +165,48 @@ mod tests {
             kind,
             Box::new(message.to_owned()),
         ))
+    }
+
+    #[test]
+    fn connections_refused_for_good_are_permanent() {
+        #[derive(Debug)]
+        struct Pool(Box<dyn std::error::Error + Send + Sync>);
+        impl std::fmt::Display for Pool {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("error occurred while creating a new object")
+            }
+        }
+        impl std::error::Error for Pool {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&*self.0)
+            }
+        }
+        let wrapped = |message: &str| -> Box<dyn std::error::Error + Send + Sync> {
+            Box::new(Pool(message.to_owned().into()))
+        };
+        for message in [
+            "db error: FATAL: password authentication failed for user \"app\"",
+            "db error: FATAL: database \"app\" does not exist",
+            "Server error: `ERROR 28000 (1045): Access denied for user 'app'@'localhost'",
+            "Server error: `ERROR 42000 (1049): Unknown database 'app''",
+        ] {
+            assert_eq!(
+                error_kind(&*wrapped(message)),
+                StoreErrorKind::Permanent,
+                "{message}"
+            );
+        }
+        for message in [
+            "error connecting to server: Connection refused (os error 111)",
+            "db error: FATAL: the database system is starting up",
+            "Timed out in bb8",
+        ] {
+            assert_eq!(
+                error_kind(&*wrapped(message)),
+                StoreErrorKind::Transient,
+                "{message}"
+            );
+        }
     }
 
     #[test]

@@ -189,3 +189,48 @@ async fn postgres_manager_connections_hold_leases() {
         .await
         .unwrap();
 }
+
+/// A connection the server refuses for good (here a database that does not exist) is a
+/// permanent failure, as lease-sqlx reads its code, not a transient one to retry for ever; on
+/// PostgreSQL through `postgres_manager`, whose connections keep the server's answer.
+#[tokio::test]
+async fn a_database_that_does_not_exist_is_a_permanent_failure() {
+    let missing = env::unique_table("no_such_db");
+    let pg_url = env::postgres_url();
+    let pg_base = pg_url
+        .rsplit_once('/')
+        .map_or(pg_url.as_str(), |(base, _)| base);
+    let pg = DieselStore::new(
+        deadpool::Pool::builder(postgres_manager(format!("{pg_base}/{missing}")))
+            .build()
+            .unwrap(),
+    );
+    let mysql_url = env::mysql_url();
+    let mysql_base = mysql_url
+        .rsplit_once('/')
+        .map_or(mysql_url.as_str(), |(base, _)| base);
+    let mysql = DieselStore::new(
+        deadpool::Pool::builder(AsyncDieselConnectionManager::<AsyncMysqlConnection>::new(
+            format!("{mysql_base}/{missing}"),
+        ))
+        .build()
+        .unwrap(),
+    );
+    let name = LeaseName::new("no-connection").unwrap();
+    for (label, answer) in [
+        ("postgres", pg.inspect(&name).await),
+        ("mariadb", mysql.inspect(&name).await),
+    ] {
+        let error = answer.expect_err("a store on a database that does not exist");
+        let text = ErrorChain(&error).to_string();
+        if text.to_lowercase().contains("connection refused") {
+            env::skip_or_fail(label, &text);
+            continue;
+        }
+        assert_eq!(
+            error.store_error_kind(),
+            Some(lease_core::StoreErrorKind::Permanent),
+            "{label}: {text}"
+        );
+    }
+}
