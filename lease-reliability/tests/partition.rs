@@ -116,6 +116,10 @@ async fn partition<F: StoreFactory>(
     };
     // Read at once: whether A still believed it held the lease when B had it.
     let a_held_at_takeover = guard_a.is_held();
+    // A believes it holds the lease until its local deadline, whenever its tasks wake to see
+    // it: that instant, not when A's watcher woke, must come before B's winning attempt went
+    // out (before the database granted it, which is later still).
+    let a_deadline = guard_a.deadline();
     counts.operations += takeover.attempts;
     // Bounded: a loss that never fires (a deadline that failed renewals moved on) is the
     // violation to name, not a hang.
@@ -131,6 +135,12 @@ async fn partition<F: StoreFactory>(
     };
     counts.expect(!a_held_at_takeover, || {
         "A still believed it held the lease when B took it over".into()
+    });
+    counts.expect(a_deadline < takeover.sent, || {
+        format!(
+            "A's local deadline came {:?} after B's winning attempt was sent",
+            a_deadline - takeover.sent
+        )
     });
     counts.expect(lost_at < takeover.acquired, || {
         format!(
@@ -248,11 +258,13 @@ async fn cancel_or_finish<F: StoreFactory>(
             .unwrap();
         counts.operations += takeover.attempts + 1;
         let outcome = run.await.unwrap().unwrap().expect("A took the lease");
+        // From when B's winning attempt went out, not when its answer came back: the database
+        // granted the lease somewhere in between.
         let after_takeover = steps
             .lock()
             .unwrap()
             .iter()
-            .filter(|step| **step > takeover.acquired)
+            .filter(|step| **step > takeover.sent)
             .count();
         counts.operations += steps.lock().unwrap().len() as u64;
         match on_loss {

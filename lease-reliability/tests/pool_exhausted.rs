@@ -66,6 +66,14 @@ async fn exhausted<F: StoreFactory>(factory: F, url: String) -> Counts {
     counts.expect(!held_at_takeover, || {
         "A believed it held the lease when B took it over".into()
     });
+    // A believes until its local deadline, whenever its sampler wakes: that instant must come
+    // before B's winning attempt went out (the sampler only starts counting after its answer).
+    counts.expect(guard.deadline() < takeover.sent, || {
+        format!(
+            "A's local deadline came {:?} after B's winning attempt was sent",
+            guard.deadline() - takeover.sent
+        )
+    });
     counts.expect(takeover.guard.fence() > guard.fence(), || {
         "B's fence is not above A's".into()
     });
