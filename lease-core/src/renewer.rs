@@ -124,7 +124,14 @@ impl Renewer {
     /// Whether its leases are renewed in time: see [`Health`].
     pub(crate) fn health(&self, shutting_down: bool, store_timeout: std::time::Duration) -> Health {
         let now = self.clock().now();
-        let overdue_after = self.period.saturating_add(ticks(store_timeout));
+        // A renewal that should have succeeded by then did not; but never as late as the
+        // local deadline, where the lease is no longer held (and no longer counted): half-way
+        // between the renewal's due time and the deadline at the latest, so that a period and
+        // a store timeout as long as the local validity still turn a probe unready in time.
+        let overdue_after = self
+            .period
+            .saturating_add(ticks(store_timeout))
+            .min(self.period + self.validity.saturating_sub(self.period) / 2);
         let leases = self.leases();
         let mut health = Health {
             held: 0,

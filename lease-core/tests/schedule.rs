@@ -264,6 +264,51 @@ async fn the_leaders_first_round_runs_as_the_schedule_starts() {
     assert_eq!((stats.ran, stats.skipped), (1, 0), "{stats:?}");
 }
 
+/// A campaign that a permanent store error ended (a table renamed by a migration, a
+/// permission revoked for a while) fails the leader schedule's round, and the schedule
+/// campaigns again: once the store answers, the rounds run again, rather than being skipped
+/// for good as if another instance led.
+#[tokio::test(start_paused = true)]
+async fn a_leader_schedule_campaigns_again_after_a_permanent_store_error() {
+    let store = common::Faulty::new(tokio_memory());
+    store.set(common::Mode::Refuse);
+    let client = fast_client(store.clone());
+    let runs = Runs::default();
+    let started = Instant::now();
+    let alerts = client
+        .schedule_on_leader("alerts", every(1), {
+            let runs = runs.clone();
+            move |_| {
+                runs.record(started, "a");
+                async {}
+            }
+        })
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let refused = alerts.stats();
+    assert!(refused.failed >= 2, "{refused:?}");
+    assert_eq!(refused.ran, 0, "{refused:?}");
+    store.set(common::Mode::Pass);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let stats = alerts.stats();
+    assert!(
+        stats.ran >= 3,
+        "the rounds did not run again once the store answered: {stats:?}"
+    );
+    assert!(!alerts.is_stopped());
+}
+
+/// A schedule stopped as it starts runs no round, though its first round is due at once.
+#[tokio::test(start_paused = true)]
+async fn a_schedule_stopped_as_it_starts_runs_no_round() {
+    let runs = Runs::default();
+    let client = fast_client(tokio_memory());
+    let sweep = sweep(&client, every(10), &runs, "a", Duration::ZERO);
+    sweep.stop().await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(runs.times(), Vec::<u128>::new(), "a round ran after stop");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_shutdown_lets_the_running_round_finish_and_starts_no_other() {
     let store = tokio_memory();

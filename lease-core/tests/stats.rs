@@ -96,6 +96,31 @@ async fn store_call_latency_is_timed_on_the_clock() {
     assert_eq!(calls.errors, 1);
 }
 
+/// A renewal period and a store timeout that reach the local deadline (a TTL of 60 s renewed
+/// every 30 s: the store timeout follows the period, 30 s, and the local validity is 54 s) still
+/// turn the client unhealthy before its lease is lost: half-way between the renewal's due time
+/// and the deadline, at 42 s, not after 60 s, when the lease would be lost and no longer counted.
+#[tokio::test(start_paused = true)]
+async fn a_long_period_and_timeout_still_turn_the_client_unhealthy_before_the_deadline() {
+    let store = Faulty::new(tokio_memory());
+    let client =
+        lease_core::LeaseClient::builder(Arc::clone(&store), lease_core::runtime::TokioRuntime)
+            .ttl(Ttl::from_secs(60).unwrap())
+            .renew_every(Duration::from_secs(30))
+            .build()
+            .unwrap();
+    let guard = client.try_acquire("sweep").await.unwrap().unwrap();
+    store.set(Mode::Fail);
+    tokio::time::sleep(Duration::from_secs(45)).await;
+    let health = client.health();
+    assert!(guard.is_held(), "lost before the deadline: {health:?}");
+    assert!(
+        !health.is_healthy(),
+        "healthy 45 s after the last renewal, 9 s before the lease is lost: {health:?}"
+    );
+    assert_eq!((health.held, health.overdue), (1, 1));
+}
+
 #[tokio::test(start_paused = true)]
 async fn failed_and_late_renewals_are_counted_and_the_client_turns_unhealthy_before_the_deadline() {
     let store = Faulty::new(tokio_memory());

@@ -2,7 +2,7 @@
 //! [`Schedule`], run by whichever instance wins each round or by the elected leader.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::future::{self, BoxFuture, Either, FutureExt};
@@ -117,7 +117,10 @@ impl LeaseClient {
     /// whose lease is lost while it runs is stopped, the loss checked before each poll of the
     /// work, as [`run_exclusive`](LeaseClient::run_exclusive) does. The campaign ends, giving
     /// leadership back, when the schedule stops; the client's shutdown gives leadership back at
-    /// once, and so stops a running round at once rather than after the grace period.
+    /// once, and so stops a running round at once rather than after the grace period. A
+    /// campaign that a permanent store error ended (see [`Leader::error`]) fails its round
+    /// (counted in [`ScheduleStats::failed`](crate::ScheduleStats::failed)), and the schedule
+    /// campaigns again for the next one.
     ///
     /// # Errors
     /// As [`schedule`](LeaseClient::schedule).
@@ -133,18 +136,31 @@ impl LeaseClient {
     {
         let name = name.into_lease_name()?;
         let token = self.enter(Kind::Schedule, &name)?;
-        let leader = self.campaign(name.clone())?;
+        // The campaign of the moment: one that a permanent store error ended is replaced at
+        // the next round.
+        let campaign = Arc::new(Mutex::new(self.campaign(name.clone())?));
         let rounds = Arc::new(Rounds::new(name));
         let scheduled = Scheduled::new(Arc::clone(&rounds));
         let client = self.clone();
         let work = Arc::new(work);
-        let term = leader.clone();
+        let term = Arc::clone(&campaign);
         let round = move |rounds: Arc<Rounds>| {
-            let (client, work, leader) = (client.clone(), Arc::clone(&work), term.clone());
+            let (client, work, campaign) = (client.clone(), Arc::clone(&work), Arc::clone(&term));
             async move {
+                let leader = current(&campaign);
                 // The first round falls as the schedule starts, before the campaign's first
                 // attempt has answered: not leading yet says nothing until it has.
                 leader.first_attempt().await;
+                if let Some(error) = leader.error() {
+                    // A permanent store error ended the campaign (a table renamed by a
+                    // migration, a permission revoked): the round failed, and the schedule
+                    // campaigns again for the next, as a plain schedule acquires again at each
+                    // round, rather than skip every round for good.
+                    tracing::warn!(lease = %rounds.name(), error = &*error as &dyn std::error::Error, "the leader's campaign ended; campaigning again");
+                    let again = client.campaign(rounds.name().clone()).ok()?;
+                    *campaign.lock().unwrap_or_else(PoisonError::into_inner) = again;
+                    return Some(Round::Failed);
+                }
                 let Some(lease) = leader.lease() else {
                     return Some(Round::Skipped);
                 };
@@ -185,7 +201,7 @@ impl LeaseClient {
                 Arc::clone(&rounds),
                 schedule,
                 round,
-                Some(leader),
+                Some(campaign),
                 token,
                 rounds.ends_when_dropped(),
             )
@@ -215,7 +231,7 @@ async fn run_rounds<R, Fut>(
     rounds: Arc<Rounds>,
     schedule: Schedule,
     round: R,
-    leader: Option<Leader>,
+    leader: Option<Arc<Mutex<Leader>>>,
     token: Token,
     ends: EndsWhenDropped,
 ) where
@@ -242,19 +258,28 @@ async fn run_rounds<R, Fut>(
             rounds.missed(missed);
         }
     }
-    if let Some(leader) = leader {
-        leader.resign().await;
+    if let Some(campaign) = leader {
+        current(&campaign).resign().await;
     }
     drop(ends);
     drop(token);
 }
 
+/// The leader's campaign of the moment.
+fn current(campaign: &Mutex<Leader>) -> Leader {
+    campaign
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+}
+
 /// Waits until clock tick `at`: `false` when the schedule was stopped or the client began
-/// shutting down first.
+/// shutting down first, also when the round is due already (the stop is polled first: a
+/// schedule stopped as it starts, or a task polled late, starts no round).
 async fn until_due(clock: &Clock, at: u64, client: &LeaseClient, rounds: &Rounds) -> bool {
     let stop = future::select(rounds.stopped(), client.shutdown_state().closing());
     let due = std::pin::pin!(clock.sleep_until(at));
-    matches!(future::select(due, stop).await, Either::Left(_))
+    matches!(future::select(stop, due).await, Either::Right(_))
 }
 
 /// A random delay below `limit`, in clock ticks.
