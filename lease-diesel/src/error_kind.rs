@@ -110,6 +110,9 @@ const PHRASES: &[(&str, StoreErrorKind)] = &[
     ("wsrep", StoreErrorKind::Transient),
     ("lock wait timeout", StoreErrorKind::Transient),
     ("too many connections", StoreErrorKind::Transient),
+    // MariaDB 1203 and 1226: an account's own connection limits.
+    ("max_user_connections", StoreErrorKind::Transient),
+    ("has exceeded the '", StoreErrorKind::Transient),
     ("shutting down", StoreErrorKind::Transient),
     ("starting up", StoreErrorKind::Transient),
     ("statement timeout", StoreErrorKind::Transient),
@@ -243,6 +246,14 @@ mod tests {
             ),
             ("database is locked", StoreErrorKind::Transient),
             ("query_wait_timeout", StoreErrorKind::Transient),
+            (
+                "User app already has more than 'max_user_connections' active connections",
+                StoreErrorKind::Transient,
+            ),
+            (
+                "User 'app' has exceeded the 'max_connections_per_hour' resource (current value: 10)",
+                StoreErrorKind::Transient,
+            ),
             (
                 "pgbouncer cannot connect to server",
                 StoreErrorKind::Transient,

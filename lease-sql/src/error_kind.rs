@@ -43,8 +43,10 @@ pub fn postgres_error_kind(sqlstate: &str) -> StoreErrorKind {
 ///   from MariaDB 11.6.2, a locking read of a row a concurrent transaction changed since the
 ///   transaction's read view; the transaction is rolled back) are
 ///   [`Conflict`](StoreErrorKind::Conflict);
-/// - 1040 (too many connections), 1047 (a Galera node not ready for statements), 1053 (server
-///   shutdown), 1205 (lock wait timeout), 1927 (connection killed), 1969 and 3024 (statement
+/// - 1040 (too many connections), 1203 and 1226 (an account's own connection limits,
+///   `max_user_connections` and the hourly ones), 1047 (a Galera node not ready for
+///   statements), 1053 (server shutdown), 1205 (lock wait timeout), 1927 (connection killed),
+///   1969 and 3024 (statement
 ///   timeouts), 4031 (disconnected for inactivity) and the client's 2002, 2003, 2006 and 2013
 ///   (cannot connect, server gone, connection lost) are [`Transient`](StoreErrorKind::Transient);
 /// - everything else is [`Permanent`](StoreErrorKind::Permanent).
@@ -52,9 +54,8 @@ pub fn mysql_error_kind(number: u16) -> StoreErrorKind {
     match number {
         1290 | 1792 | 1836 => StoreErrorKind::ReadOnly,
         1020 | 1213 => StoreErrorKind::Conflict,
-        1040 | 1047 | 1053 | 1205 | 1927 | 1969 | 2002 | 2003 | 2006 | 2013 | 3024 | 4031 => {
-            StoreErrorKind::Transient
-        }
+        1040 | 1047 | 1053 | 1203 | 1205 | 1226 | 1927 | 1969 | 2002 | 2003 | 2006 | 2013
+        | 3024 | 4031 => StoreErrorKind::Transient,
         _ => StoreErrorKind::Permanent,
     }
 }
@@ -176,6 +177,9 @@ mod tests {
         assert_eq!(mysql_error_kind(1020), StoreErrorKind::Conflict);
         assert_eq!(mysql_error_kind(1047), StoreErrorKind::Transient);
         assert_eq!(mysql_error_kind(2013), StoreErrorKind::Transient);
+        // An account's connection limits, as the server-wide one (1040).
+        assert_eq!(mysql_error_kind(1203), StoreErrorKind::Transient);
+        assert_eq!(mysql_error_kind(1226), StoreErrorKind::Transient);
         assert_eq!(mysql_error_kind(1054), StoreErrorKind::Permanent);
         assert_eq!(mysql_error_kind(1142), StoreErrorKind::Permanent);
     }

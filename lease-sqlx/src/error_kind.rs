@@ -19,9 +19,10 @@ pub(crate) fn error_kind<DB: SqlxDatabase>(
         | sqlx::Error::Tls(_)
         | sqlx::Error::Protocol(_)
         | sqlx::Error::PoolTimedOut
-        | sqlx::Error::PoolClosed
         | sqlx::Error::WorkerCrashed
         | sqlx::Error::BeginFailed => StoreErrorKind::Transient,
+        // A closed pool never opens again (`PoolClosed`, as everything else): retrying waits
+        // for nothing.
         _ => StoreErrorKind::Permanent,
     }
 }

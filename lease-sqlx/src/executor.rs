@@ -13,6 +13,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Database, Executor, FromRow, IntoArguments, Pool};
 
 use crate::SqlxDatabase;
+use crate::closing_connection::ClosingConnection;
 use crate::database::ConnectOptionsOf;
 use crate::error_kind::error_kind;
 
@@ -231,20 +232,16 @@ where
         Ok(DB::rows_affected(&result))
     }
 
-    /// A script that failed part-way may have left the connection inside a transaction it
-    /// began (SQLite's rebuild of a table, `BEGIN IMMEDIATE` to `COMMIT`, holding the
-    /// database's write lock), which sqlx does not see and its pool would hand on: the
+    /// A script that failed or was dropped part-way may have left the connection inside a
+    /// transaction it began (SQLite's rebuild of a table, `BEGIN IMMEDIATE` to `COMMIT`, holding
+    /// the database's write lock), which sqlx does not see and its pool would hand on: the
     /// connection is closed instead, whatever the error.
     async fn batch(&self, sql: &str) -> Result<(), BoxError> {
-        let mut connection = crate::acquire::acquire(&self.pool).await?;
+        let mut connection = ClosingConnection::new(crate::acquire::acquire(&self.pool).await?);
         sqlx::raw_sql(AssertSqlSafe(sql.to_owned()))
-            .execute(&mut *connection)
-            .await
-            .map_err(|error| {
-                let error = close_if_read_only::<DB>(&mut connection, error);
-                connection.close_on_drop();
-                error
-            })?;
+            .execute(connection.connection())
+            .await?;
+        connection.ended();
         Ok(())
     }
 

@@ -6,7 +6,7 @@ use lease_sql::{AfterCommit, CheckAt, Execute, ExecuteOn, FencedCommit, Transact
 use sqlx::{AssertSqlSafe, Connection, SqlSafeStr, Transaction};
 use tracing::Instrument;
 
-use crate::fenced_connection::FencedConnection;
+use crate::closing_connection::ClosingConnection;
 use crate::{SqlxDatabase, SqlxExecutor, SqlxStore};
 
 /// Commits `transaction` if the lease is still held, with the fenced check and the `COMMIT` in
@@ -254,7 +254,7 @@ where
     F: AsyncFnOnce(&mut DB::Connection) -> Result<T, E>,
     E: From<Error>,
 {
-    let mut connection = FencedConnection::new(
+    let mut connection = ClosingConnection::new(
         crate::acquire::acquire(store.executor().pool())
             .await
             .map_err(|e| failed(store, lease.as_ref(), e))?,

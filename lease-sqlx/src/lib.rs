@@ -19,12 +19,12 @@
 )]
 
 mod acquire;
+mod closing_connection;
 mod database;
 mod describe;
 mod error_kind;
 mod executor;
 mod fenced;
-mod fenced_connection;
 
 #[cfg(feature = "mysql")]
 mod mysql;

@@ -70,7 +70,8 @@ impl SqlxDatabase for Sqlite {
 /// system SQLite is 3.40). [`connect`](SqlStore::connect) and
 /// [`connect_with_table`](SqlStore::connect_with_table) open a pool at a URL with
 /// [`sqlite_connect_options`]; [`connect_with`](SqlStore::connect_with) opens one from your
-/// `SqliteConnectOptions` with the same settings, on any table:
+/// `SqliteConnectOptions` with those settings put in (WAL and a 5 s busy timeout, in place of
+/// yours), on any table:
 ///
 /// ```no_run
 /// # async fn example() -> Result<(), lease_sqlx::lease_core::Error> {
@@ -89,7 +90,11 @@ pub type SqliteLeaseStore = SqlStore<SqlxExecutor<Sqlite>>;
 
 /// `options` as a lease store needs them (lease-sql's SQLite settings): write-ahead logging, so
 /// readers never wait for the writer, and a busy timeout of [`SQLITE_BUSY_TIMEOUT`], so
-/// contenders wait their turn to write instead of failing.
+/// contenders wait their turn to write instead of failing. These replace what `options` set for
+/// either (sqlx cannot tell what was set): a journal mode of your own becomes WAL, which stays
+/// with the database file for every program that opens it, and a busy timeout of your own
+/// becomes 5 s. Where the file must keep another journal mode, make the pool yourself and give
+/// it to [`SqlStore::new`](lease_sql::SqlStore::new).
 pub fn sqlite_connect_options(options: SqliteConnectOptions) -> SqliteConnectOptions {
     options
         .journal_mode(SqliteJournalMode::Wal)

@@ -238,3 +238,99 @@ async fn connect_with_opens_a_store_from_options_on_any_table() {
         }
     }
 }
+
+/// A script dropped part-way (a timeout around `upgrade()`, a `select!` with a shutdown) may
+/// have begun a transaction sqlx does not see (SQLite's rebuild of a table, `BEGIN IMMEDIATE`
+/// to `COMMIT`, stopped where its future was dropped): its connection is closed, not given back
+/// to the pool holding the database's write lock, which would fail every other writer, every
+/// renewal of every process on the file, until the pool retired it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_dropped_part_way_leaves_no_transaction_on_the_pool() {
+    use std::time::{Duration, Instant};
+
+    use lease_sqlx::Execute;
+    use lease_sqlx::sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+    use lease_sqlx::sqlx::{self, Connection};
+
+    let file = std::env::temp_dir().join(format!(
+        "{}.db",
+        lease_tests::env::unique_table("dropped_script")
+    ));
+    let options = || {
+        lease_sqlx::sqlite_connect_options(
+            SqliteConnectOptions::new()
+                .filename(&file)
+                .create_if_missing(true),
+        )
+    };
+    let pool = SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(options())
+        .await
+        .unwrap();
+    let store = SqliteLeaseStore::new(pool.clone());
+    store.setup().await.unwrap();
+    // Another process's writer holds the write lock, so the script's `BEGIN IMMEDIATE` waits.
+    let mut other = sqlx::SqliteConnection::connect_with(&options())
+        .await
+        .unwrap();
+    sqlx::raw_sql("BEGIN IMMEDIATE")
+        .execute(&mut other)
+        .await
+        .unwrap();
+    let script = "BEGIN IMMEDIATE;\nINSERT INTO leases (name, holder, fence, taken_at, expires_at) VALUES ('x', 'h', 1, 0, 0);\nCOMMIT;";
+    let dropped =
+        tokio::time::timeout(Duration::from_millis(300), store.executor().batch(script)).await;
+    assert!(
+        dropped.is_err(),
+        "the script ended before the timeout: {dropped:?}"
+    );
+    // The lock is let go: the dropped script's `BEGIN IMMEDIATE` goes through, and its script
+    // stops there, its answer having nobody to go to.
+    sqlx::raw_sql("ROLLBACK").execute(&mut other).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // Another writer is not kept out.
+    let started = Instant::now();
+    let wrote = sqlx::raw_sql("BEGIN IMMEDIATE; ROLLBACK")
+        .execute(&mut other)
+        .await;
+    assert!(
+        wrote.is_ok() && started.elapsed() < Duration::from_secs(2),
+        "another writer waited {:?} and got {wrote:?}: a pooled connection holds the write lock",
+        started.elapsed()
+    );
+    // And the store's pool answers outside any transaction.
+    assert_eq!(
+        store.inspect(&LeaseName::new("x").unwrap()).await.unwrap(),
+        None
+    );
+    other.close().await.unwrap();
+    pool.close().await;
+    let _ = common::remove_files(Some(&file));
+}
+
+/// A store on a pool that was closed (an application that closed its pool before its client's
+/// shutdown, a shared pool closed elsewhere) fails with a permanent error: a closed pool never
+/// opens again, so a campaign stops instead of retrying for ever.
+#[tokio::test]
+async fn a_closed_pool_is_a_permanent_failure() {
+    let file = std::env::temp_dir().join(format!(
+        "{}.db",
+        lease_tests::env::unique_table("closed_pool")
+    ));
+    let url = format!("sqlite:{}?mode=rwc", file.display());
+    let store = SqliteLeaseStore::connect(&url).await.unwrap();
+    store.setup().await.unwrap();
+    store.pool().close().await;
+    let error = store
+        .inspect(&LeaseName::new("sweep").unwrap())
+        .await
+        .expect_err("a closed pool answered");
+    assert_eq!(
+        error.store_error_kind(),
+        Some(lease_core::StoreErrorKind::Permanent),
+        "{error}"
+    );
+    let _ = common::remove_files(Some(&file));
+}
