@@ -96,8 +96,12 @@ impl Schedule {
 
     /// Keeps each round's lease taken until `min_hold` after it was taken, even when the work
     /// ends sooner: at most one run per `min_hold` across all instances. Choose a little under
-    /// the period, so the next round's run is not blocked by this one's hold (see
-    /// [`RunOptions::min_hold`](crate::RunOptions::min_hold)).
+    /// the period less the [`jitter`](Schedule::jitter), so the next round's run is not blocked
+    /// by this one's hold: the hold counts from when this round took the lease, its jitter
+    /// included, and the next round may fall as early as its own jitter allows (with a period
+    /// of 15 minutes, a jitter of 5 and a hold of 14, a round taken 4 minutes late holds the
+    /// lease until 3 minutes into the next period, and an instance whose next round falls
+    /// before then skips it). See [`RunOptions::min_hold`](crate::RunOptions::min_hold).
     ///
     /// Unset, the hold is the period less the jitter and a tenth of the period, at least half
     /// the period (see [`hold`](Schedule::hold)). Without a hold, an instance that tries a round after its
@@ -113,7 +117,8 @@ impl Schedule {
     /// How long each round's lease is kept at least: the [`min_hold`](Schedule::min_hold) set,
     /// or else the period less the jitter and a tenth of the period, and at least half the
     /// period. The winner's next round falls at least the period less the jitter after this
-    /// one, so its own hold never keeps it out; an instance that tries the same round later
+    /// one, so the default hold never keeps it out (a `min_hold` longer than the period less
+    /// the jitter may); an instance that tries the same round later
     /// (within the jitter, which is below half the period, or on a clock that differs by less
     /// than the rest) finds the lease still taken and skips it.
     pub fn hold(&self) -> Duration {
