@@ -72,7 +72,12 @@ impl Schedule {
 
     /// Rounds on the wall clock's boundaries of the period (multiples of it since the Unix
     /// epoch: on the hour for an hour, at :00, :15, :30 and :45 for 15 minutes), the same on
-    /// every instance; the first at the next boundary.
+    /// every instance; the first at the next boundary. The wall clock is read once, when the
+    /// schedule starts; the rounds then follow the runtime's clock, period after period (so a
+    /// runtime whose clock runs faster, as a test's or a demonstration's, runs them faster
+    /// too). A wall clock stepped later (NTP correcting one that started off) leaves the rounds
+    /// off its boundaries by the step until the schedule starts again: start schedules once
+    /// the clock is synchronised.
     pub fn aligned(mut self) -> Self {
         self.aligned = true;
         self
