@@ -17,10 +17,14 @@ pub struct ShutdownReport {
     /// campaigns that resigned and the shutdown itself. A lease released with a minimum hold
     /// counts too: the store keeps it until the hold ends, as it would have anyway.
     pub released: usize,
-    /// [`run_exclusive`](LeaseClient::run_exclusive) work that ended within the grace period.
+    /// [`run_exclusive`](LeaseClient::run_exclusive) work that ended within the grace period,
+    /// by itself or stopped by a loss of its own lease (a renewal refused, a deadline passed)
+    /// meanwhile.
     pub finished: usize,
-    /// Work stopped when the grace period ran out
-    /// ([`RunOutcome::Cancelled`](crate::RunOutcome::Cancelled) with [`LossReason::ShutDown`]).
+    /// Work the shutdown stopped: `run_exclusive` work when the grace period ran out
+    /// ([`RunOutcome::Cancelled`](crate::RunOutcome::Cancelled) with [`LossReason::ShutDown`]),
+    /// and a leader schedule's running round at once, as its campaign gives the leadership back
+    /// when the shutdown begins.
     pub cancelled: usize,
     /// Leaderships given back by campaigns the shutdown ended.
     pub resigned: usize,

@@ -11,7 +11,8 @@ use crate::signal::Signal;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct ScheduleStats {
-    /// Rounds this instance ran.
+    /// Rounds this instance ran, or took the lease for: those counted in
+    /// [`lost`](ScheduleStats::lost) too.
     pub ran: u64,
     /// Rounds another instance had (the lease was held elsewhere, or this one did not lead).
     pub skipped: u64,
@@ -19,8 +20,10 @@ pub struct ScheduleStats {
     pub missed: u64,
     /// Rounds whose lease could not be taken because the store failed.
     pub failed: u64,
-    /// Rounds run whose lease was lost while the work ran, so the work was stopped (or let
-    /// finish, with [`OnLoss::Finish`](crate::OnLoss::Finish)).
+    /// Rounds whose work was stopped (or let finish, with
+    /// [`OnLoss::Finish`](crate::OnLoss::Finish)): the lease was lost while the work ran, or
+    /// before it started (an acquisition answered after the lease's local deadline: the work
+    /// never ran), or the client's shutdown stopped it.
     pub lost: u64,
 }
 
