@@ -129,9 +129,12 @@ impl SqlxExecutor<Postgres> {
 
 /// Listens to a table's release notifications on a connection of its own: a pool of one, made
 /// with this pool's connect options, so no connection of the store's pool is pinned. sqlx's
-/// listener reconnects by itself after a lost connection (releases in the gap are not pushed:
-/// the waiters' next poll finds them); the stream ends only when reconnecting fails, and
-/// lease-core then polls and subscribes again at the next wait.
+/// listener reconnects by itself after a connection it found closed or reset (releases in the
+/// gap are not pushed: the waiters' next poll finds them); the stream ends when reconnecting
+/// fails or the connection fails otherwise, and lease-core then polls and subscribes again at
+/// the next wait. A connection that died without a word (a host gone without a reset, a NAT
+/// that dropped an idle flow) is not found, as the listener only reads: nothing is pushed from
+/// then on, and the waiters find releases by polling, as without notifications.
 async fn listen(pool: &PgPool, channel: &str) -> Result<Option<ReleaseEvents>, BoxError> {
     let dedicated = PgPoolOptions::new()
         .max_connections(1)
