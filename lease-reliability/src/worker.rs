@@ -180,6 +180,13 @@ async fn critical_section(guard: LeaseGuard, worker: &str) -> Option<Section> {
     let ending = loop {
         let t = history::now();
         if !guard.is_held() {
+            // This process believed it held the lease until its local deadline, whenever this
+            // check came: a section lost to its deadline ends there, not at the last check
+            // that said yes (20 ms or a stall earlier), so that an overlap shorter than the
+            // gap between two checks is found too.
+            let past = std::time::Instant::now().saturating_duration_since(guard.deadline());
+            let until = t.saturating_sub(u64::try_from(past.as_nanos()).unwrap_or(u64::MAX));
+            believed = believed.map(|(start, end)| (start, end.max(until)));
             break Ending::Lost;
         }
         believed = Some(believed.map_or((t, t), |(start, _)| (start, t)));
@@ -193,7 +200,8 @@ async fn critical_section(guard: LeaseGuard, worker: &str) -> Option<Section> {
         guard.fence().get(),
         guard.holder().as_str().to_owned(),
     );
-    // A release after a loss answers `Lost`; the section ended at its last check either way.
+    // A release after a loss answers `Lost`; the section ended at its last check, or at the
+    // deadline after it.
     let _ = guard.release().await;
     let (start, end) = believed?;
     Some(Section {
