@@ -148,7 +148,8 @@ impl LeaseGuard {
     ///
     /// A release that fails in a way another try may not (a timeout, a store failure but a
     /// permanent one) is tried again, with pauses from 100 ms doubling up to 2 s, until it
-    /// succeeds or the lease's local deadline passes (renewal stopped with the release): one
+    /// succeeds, the lease's local deadline passes (renewal stopped with the release) or 20
+    /// tries have failed: one
     /// that failed would leave the row to expire one TTL after the last renewal, short of the
     /// hold, and another instance could run the work again within the period.
     ///
