@@ -148,8 +148,8 @@ impl LeaseGuard {
     ///
     /// A release that fails in a way another try may not (a timeout, a store failure but a
     /// permanent one) is tried again, with pauses from 100 ms doubling up to 2 s, until it
-    /// succeeds, the lease's local deadline passes (renewal stopped with the release) or 20
-    /// tries have failed: one
+    /// succeeds, the lease's local deadline passes (renewal stopped with the release), 20
+    /// tries have failed or the client shuts down: one
     /// that failed would leave the row to expire one TTL after the last renewal, short of the
     /// hold, and another instance could run the work again within the period.
     ///
@@ -212,7 +212,7 @@ impl LeaseGuard {
                 .release(held.name(), held.holder(), min_hold)
                 .await
         } else {
-            self.release_keeping(min_hold).await
+            self.release_keeping(min_hold, token.as_ref()).await
         };
         if let Some(token) = &token {
             token.shutdown().record_release(&released);
@@ -243,8 +243,13 @@ impl LeaseGuard {
     /// at most [`RELEASE_TRIES`] times): a release that failed leaves the row's expiry one TTL
     /// after that renewal, short of the hold, and another instance could run the work again
     /// within the period. A try that reaches the row after another took it over changes
-    /// nothing: the release names this holder.
-    async fn release_keeping(&self, min_hold: Duration) -> Result<bool, Error> {
+    /// nothing: the release names this holder. Not tried again once the client shuts down
+    /// (`token`'s): the shutdown's own bound stands.
+    async fn release_keeping(
+        &self,
+        min_hold: Duration,
+        token: Option<&Token>,
+    ) -> Result<bool, Error> {
         let held = &self.handle.held;
         let clock = self.store.clock();
         let mut backoff = Backoff::new(RELEASE_RETRY);
@@ -257,10 +262,11 @@ impl LeaseGuard {
             let Err(error) = &released else {
                 return released;
             };
-            let again = matches!(error, Error::Timeout { .. })
-                || error
-                    .store_error_kind()
-                    .is_some_and(|kind| kind != StoreErrorKind::Permanent);
+            // A store timeout is a transient store failure too.
+            let again = error
+                .store_error_kind()
+                .is_some_and(|kind| kind != StoreErrorKind::Permanent)
+                && !token.is_some_and(|token| token.shutdown().is_closing());
             let left = held
                 .deadline_instant()
                 .saturating_duration_since(clock.instant(clock.now()));

@@ -10,9 +10,9 @@ use std::time::Duration;
 /// then did not. With the defaults (TTL 2 min, renewal every 30 s, store timeout 30 s, safety
 /// margin 12 s) that is a minute after the last success, 48 s before the lease's local
 /// deadline: time for a load balancer to take the instance out before it loses its leases.
-/// Where a period and a store timeout reach that deadline (a TTL of 60 s renewed every 30 s,
-/// whose store timeout is 30 s too), it is half-way between the renewal's due time and the
-/// deadline instead, so the lease is overdue before it is lost.
+/// It is half-way between the renewal's due time and the deadline instead, where that comes
+/// first (a TTL of 60 s renewed every 30 s, whose store timeout is 30 s too, would otherwise
+/// reach the deadline), so the lease is overdue before it is lost.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lease_core::Error> {

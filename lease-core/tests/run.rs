@@ -211,6 +211,66 @@ async fn work_whose_lease_is_lost_before_it_starts_is_never_polled() {
     );
 }
 
+/// The same with `OnLoss::Finish`, which lets work go on after a loss that comes while it runs:
+/// under a lease lost before it would start, the work is not even made (its closure is not
+/// called), and the outcome says it was cancelled, not that it finished.
+#[tokio::test(start_paused = true)]
+async fn work_whose_lease_is_lost_before_it_starts_is_not_made_even_with_on_loss_finish() {
+    let store = Faulty::new(tokio_memory());
+    store.delay_acquire_answers(Duration::from_millis(950));
+    let client = LeaseClient::builder(store, TokioRuntime)
+        .ttl(Ttl::from_secs(1).unwrap())
+        .renew_every(Duration::from_millis(250))
+        .safety_margin(Duration::from_millis(100))
+        .store_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let made = AtomicUsize::new(0);
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.run_exclusive_with(
+            "sweep",
+            RunOptions::default().on_loss(lease_core::OnLoss::Finish),
+            |_| {
+                made.fetch_add(1, Ordering::SeqCst);
+                async {}
+            },
+        ),
+    )
+    .await
+    .expect("the run did not end")
+    .unwrap();
+    assert_eq!(
+        outcome,
+        Some(RunOutcome::Cancelled {
+            reason: LossReason::DeadlinePassed
+        })
+    );
+    assert_eq!(made.load(Ordering::SeqCst), 0, "the work was made");
+}
+
+/// A release with a minimum hold that keeps failing fast is tried 20 times at the most, even
+/// with its lease's local deadline far off (a TTL of an hour).
+#[tokio::test(start_paused = true)]
+async fn a_release_with_a_minimum_hold_is_tried_twenty_times_at_the_most() {
+    let store = Faulty::new(tokio_memory());
+    let client = LeaseClient::builder(store.clone(), TokioRuntime)
+        .ttl(Ttl::from_secs(3600).unwrap())
+        .build()
+        .unwrap();
+    store.fail_next_releases(usize::MAX);
+    let outcome = client
+        .run_exclusive_with(
+            "mail-checks",
+            RunOptions::default().min_hold(Duration::from_secs(7200)),
+            |_| async {},
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome, Some(RunOutcome::Finished(())));
+    assert_eq!(store.releases.load(Ordering::SeqCst), 20);
+}
+
 /// The process is stopped past the lease's local deadline while the work waits for an answer:
 /// when it resumes, the answer and the loss are both there, and the loss is seen first: the
 /// work takes no step after it.

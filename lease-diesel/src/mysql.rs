@@ -51,9 +51,14 @@ pub fn mysql_ping(
         if Manager::is_broken_transaction_manager(connection) {
             return Err(diesel::result::Error::BrokenTransactionManager);
         }
-        Manager::transaction_manager_status_mut(connection).set_in_error();
+        // What it was put back after the answer: a test transaction
+        // (`begin_test_transaction`) stays counted.
+        let found = std::mem::replace(
+            Manager::transaction_manager_status_mut(connection),
+            TransactionManagerStatus::InError,
+        );
         connection.batch_execute("SELECT 1").await?;
-        *Manager::transaction_manager_status_mut(connection) = TransactionManagerStatus::default();
+        *Manager::transaction_manager_status_mut(connection) = found;
         Ok(())
     })
 }

@@ -27,12 +27,13 @@ mod sqlite;
 /// ([`LeaseName::MAX_LEN`]; MariaDB's `VARBINARY(255)`).
 const NAME_LENGTH: u64 = LeaseName::MAX_LEN as u64;
 
-/// What a `holder` column must take, in bytes: the store's own column on MariaDB
-/// (`VARBINARY(1024)`). A holder is `host:pid:random` (lease-core's `HolderId`), the host name
-/// up to 255 bytes and 16 hexadecimal digits at the end: a column that cuts it would fail every
-/// acquisition (PostgreSQL, MariaDB in strict mode) or, truncated in silence, make two holders
-/// of one host and process one.
-const HOLDER_LENGTH: u64 = 1024;
+/// What a `holder` column must take, in bytes: the longest holder the store writes. A holder is
+/// `host:pid:random` (lease-core's `HolderId`): a host name of up to 255 bytes, a process id
+/// of up to 10 digits and 16 hexadecimal digits, with two colons. A column that cuts it would
+/// fail every acquisition (PostgreSQL, MariaDB in strict mode) or, truncated in silence, make
+/// two holders of one host and process one. A shorter column is widened to the store's own
+/// (`VARBINARY(1024)` on MariaDB, `text` on PostgreSQL).
+const HOLDER_LENGTH: u64 = 255 + 1 + 10 + 1 + 16;
 
 /// A change that brings an earlier lease table to the store's shape, keeping its rows; the SQL
 /// makes them in this order.
@@ -818,13 +819,17 @@ mod tests {
 
     #[test]
     fn short_names_and_holders_are_widened_and_long_enough_ones_fit() {
-        // What the store's own DDL declares is what the check asks for.
+        // What the store's own DDL declares is what the check asks for, or more.
         let mariadb = crate::Statements::new(Dialect::MySql, &TableName::default());
-        for length in [NAME_LENGTH, HOLDER_LENGTH] {
-            let declared = format!("VARBINARY({length})");
-            assert!(mariadb.create_table().contains(&declared), "{declared}");
-        }
+        assert!(
+            mariadb
+                .create_table()
+                .contains(&format!("VARBINARY({NAME_LENGTH})"))
+        );
+        assert!(mariadb.create_table().contains("VARBINARY(1024)"));
         assert_eq!(NAME_LENGTH, 255);
+        // A holder column sized for the longest holder fits: 283 bytes.
+        assert_eq!(HOLDER_LENGTH, 283);
         let table = |name: &str, holder: &str, dialect| {
             let (fence, time) = match dialect {
                 Dialect::Postgres => ("bigint", TZ),
@@ -874,15 +879,26 @@ mod tests {
              ALTER COLUMN name TYPE text COLLATE \"C\",\n    \
              ALTER COLUMN holder TYPE text;"
         );
-        // A holder one byte short is widened too; a wrong type is refused, not widened.
-        let (why, _) = mismatch(postgres.verdict(&table(
-            "text",
-            "character varying(1023)",
-            Dialect::Postgres,
-        )));
+        // A holder one byte short of the longest is widened too, one that takes it fits (a
+        // `varchar(300)` of an earlier service); a wrong type is refused, not widened.
+        let (why, _) =
+            mismatch(postgres.verdict(&table("text", "character varying(282)", Dialect::Postgres)));
         assert!(
-            why.contains("column holder is character varying(1023)"),
+            why.contains("column holder is character varying(282)"),
             "{why}"
+        );
+        for holder in ["character varying(283)", "character varying(300)"] {
+            assert!(
+                postgres
+                    .verdict(&table("text", holder, Dialect::Postgres))
+                    .is_ok(),
+                "{holder}"
+            );
+        }
+        assert!(
+            SchemaCheck::new(Dialect::MySql, &TableName::default())
+                .verdict(&table("varbinary(255)", "varbinary(512)", Dialect::MySql))
+                .is_ok()
         );
         let (why, sql) =
             mismatch(postgres.verdict(&table("character(36)", "text", Dialect::Postgres)));

@@ -157,8 +157,18 @@ impl LeaseClient {
                     // campaigns again for the next, as a plain schedule acquires again at each
                     // round, rather than skip every round for good.
                     tracing::warn!(lease = %rounds.name(), error = &*error as &dyn std::error::Error, "the leader's campaign ended; campaigning again");
-                    let again = client.campaign(rounds.name().clone()).ok()?;
-                    *campaign.lock().unwrap_or_else(PoisonError::into_inner) = again;
+                    match client.campaign(rounds.name().clone()) {
+                        Ok(again) => {
+                            *campaign.lock().unwrap_or_else(PoisonError::into_inner) = again;
+                        }
+                        // The client shuts down: the schedule ends with it.
+                        Err(Error::ShuttingDown { .. }) => return None,
+                        // Another failure (a runtime that cannot spawn it): the round failed,
+                        // and the next tries again.
+                        Err(error) => {
+                            tracing::warn!(lease = %rounds.name(), error = &error as &dyn std::error::Error, "the leader's campaign could not start again");
+                        }
+                    }
                     return Some(Round::Failed);
                 }
                 let Some(lease) = leader.lease() else {

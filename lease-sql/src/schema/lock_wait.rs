@@ -31,6 +31,18 @@ pub(super) fn postgres() -> String {
     format!("SET LOCAL lock_timeout = '{}s';\n", LOCK_WAIT.as_secs())
 }
 
+/// MariaDB: what comes before each of the upgrade's `UPDATE`s (MariaDB 10.1.2 and later): the
+/// row locks it waits for (another transaction that wrote a lease row and stays open) bounded
+/// as the `ALTER TABLE`'s table lock is, for that statement alone, rather than by
+/// `innodb_lock_wait_timeout` (50 s by default), while every renewal of a row it locked waits
+/// behind it.
+pub(super) fn mysql_statement() -> String {
+    format!(
+        "SET STATEMENT innodb_lock_wait_timeout = {} FOR ",
+        LOCK_WAIT.as_secs()
+    )
+}
+
 /// MariaDB: the clause after `ALTER TABLE name` (MariaDB 10.3 and later), which sets
 /// `lock_wait_timeout` for that statement alone, so there is no session setting to put back.
 pub(super) fn mysql() -> String {

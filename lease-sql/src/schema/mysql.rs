@@ -103,7 +103,10 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
             Fix::AddFence => push("ADD COLUMN fence BIGINT NOT NULL DEFAULT 0"),
             Fix::WidenFence => push("MODIFY fence BIGINT NOT NULL"),
             Fix::FenceNotNull => {
-                before.push_str(&format!("UPDATE {t} SET fence = 0 WHERE fence IS NULL;\n"));
+                before.push_str(&format!(
+                    "{}UPDATE {t} SET fence = 0 WHERE fence IS NULL;\n",
+                    super::lock_wait::mysql_statement()
+                ));
                 push("MODIFY fence BIGINT NOT NULL");
             }
             Fix::BinaryName | Fix::WidenName => push("MODIFY name VARBINARY(255) NOT NULL"),
@@ -126,6 +129,7 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
     {
         // `UTC_TIMESTAMP(6)`: a `TIMESTAMP` column reads it in the session's zone, `+00:00`
         // whenever the upgrade converts one.
+        before.push_str(&super::lock_wait::mysql_statement());
         before.push_str(&super::fill_times(t, "UTC_TIMESTAMP(6)"));
     }
     format!(
