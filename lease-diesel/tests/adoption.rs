@@ -123,6 +123,14 @@ async fn mariadb_upgrade_gives_up_on_a_locked_table() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn mariadb_upgrade_gives_up_on_a_written_row() {
+    on_fresh_table::<MariaDb, deadpool::Pool<AsyncMysqlConnection>, _>(async |store, table| {
+        adoption::mariadb_upgrade_gives_up_on_a_written_row(store, table, TokioRuntime).await
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn sqlite_times_in_seconds_are_refused_then_converted() {
     on_fresh_table::<Sqlite, deadpool::Pool<AsyncSqliteConnection>, _>(
         adoption::sqlite_times_in_seconds_are_refused_then_converted,

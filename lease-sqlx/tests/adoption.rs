@@ -124,6 +124,14 @@ async fn mariadb_upgrade_gives_up_on_a_locked_table() {
 }
 
 #[tokio::test]
+async fn mariadb_upgrade_gives_up_on_a_written_row() {
+    on_fresh_table::<MySql, _>(async |store, table| {
+        adoption::mariadb_upgrade_gives_up_on_a_written_row(store, table, TokioRuntime).await
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn sqlite_times_in_seconds_are_refused_then_converted() {
     on_fresh_table::<Sqlite, _>(adoption::sqlite_times_in_seconds_are_refused_then_converted).await;
 }

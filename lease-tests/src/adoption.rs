@@ -978,6 +978,104 @@ pub async fn upgrade_gives_up_on_a_locked_table<X: Execute, R: Runtime>(
     Ok(())
 }
 
+/// MariaDB: an earlier lease table whose `fence` may be `NULL`, one row without a fence, which
+/// another transaction has written (a service of the old version renewing it) and keeps open
+/// for 20 s. The upgrade's `UPDATE` that fills the missing fence waits for that row's lock:
+/// bounded to 5 s like the `ALTER TABLE`'s wait for the table, so `upgrade` fails within 15 s
+/// with a transient store error whose cause says to run it again, the table's fence still
+/// nullable; without the bound it would wait `innodb_lock_wait_timeout` (50 s by default),
+/// every renewal of the rows it locked queued behind it. Once the transaction has ended,
+/// `upgrade` runs. `store` is on `table` (its pool needs two connections), which the case
+/// creates and leaves for the caller to drop.
+///
+/// # Errors
+/// A description of the first thing that went otherwise, or that the store is not MariaDB's.
+///
+/// # Cancel safety
+/// Dropped, it leaves `table` as far as it got; the other transaction ends on its own within
+/// 20 s.
+pub async fn mariadb_upgrade_gives_up_on_a_written_row<X: Execute, R: Runtime>(
+    store: &SqlStore<X>,
+    table: &str,
+    runtime: R,
+) -> Result<(), BoxError> {
+    if store.statements().dialect() != Dialect::MySql {
+        return Err("a written row's lock is MariaDB's case".into());
+    }
+    let secs = HOLD.as_secs();
+    let marker = format!("{table}_held");
+    store
+        .executor()
+        .batch(&format!(
+            "CREATE TABLE {table} (name VARBINARY(255) NOT NULL PRIMARY KEY, \
+             holder VARBINARY(1024) NULL, fence BIGINT NULL, taken_at DATETIME(6) NOT NULL, \
+             expires_at DATETIME(6) NOT NULL);\n\
+             INSERT INTO {table} VALUES ('report', 'old-service', NULL, UTC_TIMESTAMP(6), \
+             UTC_TIMESTAMP(6) + INTERVAL 1 HOUR);"
+        ))
+        .await?;
+    let hold = format!(
+        "START TRANSACTION; UPDATE {table} SET expires_at = expires_at WHERE name = 'report'; \
+         SELECT SLEEP({secs}) AS {marker}; COMMIT;"
+    );
+    let held = format!(
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User sleep' \
+         AND INFO LIKE '%{marker}%' AND ID <> CONNECTION_ID()"
+    );
+    let holding = store.executor().batch(&hold);
+    let checked = async {
+        let waited = Instant::now();
+        loop {
+            let rows = store.executor().ints(Query::new(&held, Vec::new())).await?;
+            if rows.first().is_some_and(|&count| count > 0) {
+                break;
+            }
+            if waited.elapsed() > Duration::from_secs(10) {
+                return Err::<(), BoxError>("the other transaction never wrote the row".into());
+            }
+            runtime.sleep(Duration::from_millis(50)).await;
+        }
+        let started = Instant::now();
+        let upgraded = store.upgrade().await;
+        let took = started.elapsed();
+        match upgraded {
+            Err(
+                ref error @ Error::Store {
+                    kind: StoreErrorKind::Transient,
+                    ..
+                },
+            ) if took < GIVES_UP_WITHIN => {
+                let line = ErrorChain(error).to_string();
+                if !line.contains("run the upgrade again when no long transaction holds the table")
+                {
+                    return Err(format!("the failed upgrade reads {line:?}").into());
+                }
+            }
+            other => {
+                return Err(format!(
+                    "upgrade of a table whose row another transaction wrote answered {other:?} \
+                     after {took:?}"
+                )
+                .into());
+            }
+        }
+        match store.verify().await {
+            Err(Error::SchemaMismatch { mismatch, .. }) if mismatch.contains("column fence") => {
+                Ok(())
+            }
+            other => Err(format!("after the failed upgrade, verify answered {other:?}").into()),
+        }
+    };
+    let (held, checked) = futures::future::join(holding, checked).await;
+    checked?;
+    held?;
+    if !store.upgrade().await? {
+        return Err("once the other transaction ended, upgrade changed nothing".into());
+    }
+    store.verify().await?;
+    Ok(())
+}
+
 /// SQLite: a lease table whose service wrote its times in Unix seconds (`unixepoch()`), with
 /// `report` held by [`SEED_HOLDER`] for another hour and `digest` expired a minute ago. The
 /// control: the store's statements, comparing milliseconds, read the live `report` as long
