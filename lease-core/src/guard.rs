@@ -149,7 +149,7 @@ impl LeaseGuard {
     /// A release that fails in a way another try may not (a timeout, a store failure but a
     /// permanent one) is tried again, with pauses from 100 ms doubling up to 2 s, until it
     /// succeeds, the lease's local deadline passes (renewal stopped with the release), 20
-    /// tries have failed or the client shuts down: one
+    /// tries have failed or the client's shutdown ends its grace period: one
     /// that failed would leave the row to expire one TTL after the last renewal, short of the
     /// hold, and another instance could run the work again within the period.
     ///
@@ -243,8 +243,9 @@ impl LeaseGuard {
     /// at most [`RELEASE_TRIES`] times): a release that failed leaves the row's expiry one TTL
     /// after that renewal, short of the hold, and another instance could run the work again
     /// within the period. A try that reaches the row after another took it over changes
-    /// nothing: the release names this holder. Not tried again once the client shuts down
-    /// (`token`'s): the shutdown's own bound stands.
+    /// nothing: the release names this holder. Tried again during a shutdown's grace period,
+    /// as work let finish releases as usual (its hold respected), but not once the grace
+    /// period is over (`token`'s shutdown): the shutdown's own bound stands.
     async fn release_keeping(
         &self,
         min_hold: Duration,
@@ -266,7 +267,7 @@ impl LeaseGuard {
             let again = error
                 .store_error_kind()
                 .is_some_and(|kind| kind != StoreErrorKind::Permanent)
-                && !token.is_some_and(|token| token.shutdown().is_closing());
+                && !token.is_some_and(|token| token.shutdown().is_cancelling());
             let left = held
                 .deadline_instant()
                 .saturating_duration_since(clock.instant(clock.now()));

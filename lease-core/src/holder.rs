@@ -22,6 +22,11 @@ use std::sync::{Arc, OnceLock};
 pub struct HolderId(Arc<str>);
 
 impl HolderId {
+    /// The longest id [`generate`](HolderId::generate) makes, in bytes: a host name of at most
+    /// 255 bytes (a longer one is cut), a process id of at most 10 digits and 16 hexadecimal
+    /// digits, with two colons. What a store's holder column must take.
+    pub const MAX_LEN: usize = HOST_MAX_LEN + 1 + 10 + 1 + 16;
+
     /// A fresh id for one acquisition.
     pub fn generate() -> Self {
         let nonce: u64 = rand::random();
@@ -44,17 +49,24 @@ impl HolderId {
     }
 }
 
+/// The longest host name in an id, in bytes.
+const HOST_MAX_LEN: usize = 255;
+
 /// The host name, read once: it does not change while the process runs, and every acquisition
-/// needs it.
+/// needs it. Cut to [`HOST_MAX_LEN`] bytes (at a character's boundary): a name that is not
+/// UTF-8 reads with a replacement character, three bytes, for each byte it could not read.
 fn host() -> &'static str {
     static HOST: OnceLock<String> = OnceLock::new();
     HOST.get_or_init(|| {
         let host = gethostname::gethostname().to_string_lossy().into_owned();
         if host.is_empty() {
-            "unknown-host".to_owned()
-        } else {
-            host
+            return "unknown-host".to_owned();
         }
+        let mut end = host.len().min(HOST_MAX_LEN);
+        while !host.is_char_boundary(end) {
+            end -= 1;
+        }
+        host[..end].to_owned()
     })
 }
 
@@ -80,6 +92,13 @@ impl AsRef<str> for HolderId {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn is_never_longer_than_its_maximum() {
+        assert_eq!(HolderId::MAX_LEN, 283);
+        assert!(HolderId::generate().as_str().len() <= HolderId::MAX_LEN);
+        assert!(host().len() <= HOST_MAX_LEN);
+    }
 
     #[test]
     fn has_host_pid_and_random_part() {

@@ -132,6 +132,11 @@ impl Shutdown {
         self.closing.fired()
     }
 
+    /// Whether the grace period is over.
+    pub(crate) fn is_cancelling(&self) -> bool {
+        self.cancelling.is_fired()
+    }
+
     /// Completes once the grace period is over.
     pub(crate) fn cancelling(&self) -> impl Future<Output = ()> + Send + Unpin + 'static {
         self.cancelling.fired()

@@ -249,6 +249,40 @@ async fn work_whose_lease_is_lost_before_it_starts_is_not_made_even_with_on_loss
     assert_eq!(made.load(Ordering::SeqCst), 0, "the work was made");
 }
 
+/// A release with a minimum hold that fails while a shutdown's grace period runs (work let
+/// finish, a connection cut by the deploy) is tried again as at any other time: the hold is
+/// kept, and the next instance does not run the work again within the period.
+#[tokio::test(start_paused = true)]
+async fn a_release_with_a_minimum_hold_in_a_shutdowns_grace_is_tried_again() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(store.clone());
+    let hold = Duration::from_secs(15 * 60);
+    let run = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client
+                .run_exclusive_with("mail-checks", RunOptions::default().min_hold(hold), |_| {
+                    tokio::time::sleep(Duration::from_millis(300))
+                })
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    store.fail_next_releases(2);
+    let report = client.shutdown(Duration::from_secs(5)).await;
+    let outcome = run.await.unwrap().unwrap();
+    assert_eq!(outcome, Some(RunOutcome::Finished(())), "{report:?}");
+    assert_eq!(store.releases.load(Ordering::SeqCst), 3, "{report:?}");
+    let info = store
+        .inner
+        .inspect(&common::name("mail-checks"))
+        .await
+        .unwrap()
+        .expect("kept for its hold");
+    let kept = info.expires_at.duration_since(info.taken_at).unwrap();
+    assert!(kept >= hold, "kept {kept:?} of a {hold:?} hold");
+}
+
 /// A release with a minimum hold that keeps failing fast is tried 20 times at the most, even
 /// with its lease's local deadline far off (a TTL of an hour).
 #[tokio::test(start_paused = true)]

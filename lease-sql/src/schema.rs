@@ -14,7 +14,7 @@
 
 use std::borrow::Cow;
 
-use lease_core::{Error, LeaseName};
+use lease_core::{Error, HolderId, LeaseName};
 
 use crate::{Dialect, Param, Query, TableName};
 
@@ -27,13 +27,13 @@ mod sqlite;
 /// ([`LeaseName::MAX_LEN`]; MariaDB's `VARBINARY(255)`).
 const NAME_LENGTH: u64 = LeaseName::MAX_LEN as u64;
 
-/// What a `holder` column must take, in bytes: the longest holder the store writes. A holder is
-/// `host:pid:random` (lease-core's `HolderId`): a host name of up to 255 bytes, a process id
-/// of up to 10 digits and 16 hexadecimal digits, with two colons. A column that cuts it would
-/// fail every acquisition (PostgreSQL, MariaDB in strict mode) or, truncated in silence, make
-/// two holders of one host and process one. A shorter column is widened to the store's own
+/// What a `holder` column must take, in bytes: the longest holder the store writes
+/// ([`HolderId::MAX_LEN`]: `host:pid:random`, a host name of up to 255 bytes, a process id of
+/// up to 10 digits and 16 hexadecimal digits). A column that cuts it would fail every
+/// acquisition (PostgreSQL, MariaDB in strict mode) or, truncated in silence, make two holders
+/// of one host and process one. A shorter column is widened to the store's own
 /// (`VARBINARY(1024)` on MariaDB, `text` on PostgreSQL).
-const HOLDER_LENGTH: u64 = 255 + 1 + 10 + 1 + 16;
+const HOLDER_LENGTH: u64 = HolderId::MAX_LEN as u64;
 
 /// A change that brings an earlier lease table to the store's shape, keeping its rows; the SQL
 /// makes them in this order.
@@ -495,9 +495,8 @@ fn describe(fix: Fix) -> &'static str {
              store a cut name"
         }
         Fix::WidenHolder => {
-            "shorter than the store's holders may be (host:pid:random, the store's own column \
-             takes 1024 bytes): acquisitions would fail, or store cut holders that two \
-             acquisitions could share"
+            "shorter than the store's holders may be (host:pid:random, up to 283 bytes): \
+             acquisitions would fail, or store cut holders that two acquisitions could share"
         }
         Fix::MillisecondTimes => "the store keeps Unix milliseconds",
     }

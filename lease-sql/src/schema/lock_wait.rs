@@ -32,13 +32,14 @@ pub(super) fn postgres() -> String {
 }
 
 /// MariaDB: what comes before each of the upgrade's `UPDATE`s (MariaDB 10.1.2 and later): the
-/// row locks it waits for (another transaction that wrote a lease row and stays open) bounded
-/// as the `ALTER TABLE`'s table lock is, for that statement alone, rather than by
+/// row locks it waits for (another transaction that wrote a lease row and stays open) and the
+/// table's metadata lock (`LOCK TABLES`, a backup's read lock) bounded as the `ALTER TABLE`'s
+/// `WAIT` bounds both, for that statement alone, rather than by
 /// `innodb_lock_wait_timeout` (50 s by default), while every renewal of a row it locked waits
 /// behind it.
 pub(super) fn mysql_statement() -> String {
     format!(
-        "SET STATEMENT innodb_lock_wait_timeout = {} FOR ",
+        "SET STATEMENT innodb_lock_wait_timeout = {0}, lock_wait_timeout = {0} FOR ",
         LOCK_WAIT.as_secs()
     )
 }
