@@ -172,19 +172,25 @@ async fn work_that_ends_as_its_deadline_passes_did_not_finish_under_the_lease() 
     );
 }
 
-/// A lease already past its local deadline when the acquisition answers (an answer slower than
-/// the TTL less the margin): the work is never polled, not even once.
-#[tokio::test(start_paused = true)]
-async fn work_whose_lease_is_lost_before_it_starts_is_never_polled() {
+/// A client whose acquisitions answer 950 ms after they were sent, past the local deadline of
+/// its 1 s TTL less a 100 ms margin: every lease it takes is lost as it is answered.
+fn answered_after_the_deadline() -> LeaseClient {
     let store = Faulty::new(tokio_memory());
     store.delay_acquire_answers(Duration::from_millis(950));
-    let client = LeaseClient::builder(store, TokioRuntime)
+    LeaseClient::builder(store, TokioRuntime)
         .ttl(Ttl::from_secs(1).unwrap())
         .renew_every(Duration::from_millis(250))
         .safety_margin(Duration::from_millis(100))
         .store_timeout(Duration::from_secs(2))
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+/// A lease already past its local deadline when the acquisition answers (an answer slower than
+/// the TTL less the margin): the work is never polled, not even once.
+#[tokio::test(start_paused = true)]
+async fn work_whose_lease_is_lost_before_it_starts_is_never_polled() {
+    let client = answered_after_the_deadline();
     let polls = AtomicUsize::new(0);
     let outcome = tokio::time::timeout(
         Duration::from_secs(10),
@@ -216,15 +222,7 @@ async fn work_whose_lease_is_lost_before_it_starts_is_never_polled() {
 /// called), and the outcome says it was cancelled, not that it finished.
 #[tokio::test(start_paused = true)]
 async fn work_whose_lease_is_lost_before_it_starts_is_not_made_even_with_on_loss_finish() {
-    let store = Faulty::new(tokio_memory());
-    store.delay_acquire_answers(Duration::from_millis(950));
-    let client = LeaseClient::builder(store, TokioRuntime)
-        .ttl(Ttl::from_secs(1).unwrap())
-        .renew_every(Duration::from_millis(250))
-        .safety_margin(Duration::from_millis(100))
-        .store_timeout(Duration::from_secs(2))
-        .build()
-        .unwrap();
+    let client = answered_after_the_deadline();
     let made = AtomicUsize::new(0);
     let outcome = tokio::time::timeout(
         Duration::from_secs(10),

@@ -922,60 +922,7 @@ pub async fn upgrade_gives_up_on_a_locked_table<X: Execute, R: Runtime>(
         other => return Err(format!("no lock held on {other:?}").into()),
     };
     create_story_table(store, table).await?;
-    let holding = store.executor().batch(&hold);
-    let checked = async {
-        let waited = Instant::now();
-        loop {
-            let rows = store.executor().ints(Query::new(&held, Vec::new())).await?;
-            if rows.first().is_some_and(|&count| count > 0) {
-                break;
-            }
-            if waited.elapsed() > Duration::from_secs(10) {
-                return Err::<(), BoxError>("the other transaction never held the table".into());
-            }
-            runtime.sleep(Duration::from_millis(50)).await;
-        }
-        let started = Instant::now();
-        let upgraded = store.upgrade().await;
-        let took = started.elapsed();
-        match upgraded {
-            Err(
-                ref error @ Error::Store {
-                    kind: StoreErrorKind::Transient,
-                    ..
-                },
-            ) if took < GIVES_UP_WITHIN => {
-                let line = ErrorChain(error).to_string();
-                if !line.contains("run the upgrade again when no long transaction holds the table")
-                {
-                    return Err(format!("the failed upgrade reads {line:?}").into());
-                }
-            }
-            other => {
-                return Err(format!(
-                    "upgrade of a table another transaction held answered {other:?} after \
-                     {took:?}"
-                )
-                .into());
-            }
-        }
-        match store.verify().await {
-            Err(Error::SchemaMismatch { mismatch, .. })
-                if mismatch.contains("column fence is missing") =>
-            {
-                Ok(())
-            }
-            other => Err(format!("after the failed upgrade, verify answered {other:?}").into()),
-        }
-    };
-    let (held, checked) = futures::future::join(holding, checked).await;
-    checked?;
-    held?;
-    if !store.upgrade().await? {
-        return Err("once the other transaction ended, upgrade changed nothing".into());
-    }
-    store.verify().await?;
-    Ok(())
+    upgrade_gives_up_while_held(store, &hold, &held, "column fence is missing", runtime).await
 }
 
 /// MariaDB: an earlier lease table whose `fence` may be `NULL`, one row without a fence, which
@@ -1022,16 +969,31 @@ pub async fn mariadb_upgrade_gives_up_on_a_written_row<X: Execute, R: Runtime>(
         "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User sleep' \
          AND INFO LIKE '%{marker}%' AND ID <> CONNECTION_ID()"
     );
-    let holding = store.executor().batch(&hold);
+    upgrade_gives_up_while_held(store, &hold, &held, "column fence", runtime).await
+}
+
+/// Runs `hold` (a transaction that holds `store`'s table for [`HOLD`]) on a connection of the
+/// store's pool and, once `held` (a count of such holders) counts one, the upgrade: it must
+/// fail within [`GIVES_UP_WITHIN`] with a transient store error whose cause says to run it
+/// again, `verify` must still find the mismatch naming `still`; once `hold` has ended, the
+/// upgrade must run and the table verify.
+async fn upgrade_gives_up_while_held<X: Execute, R: Runtime>(
+    store: &SqlStore<X>,
+    hold: &str,
+    held: &str,
+    still: &str,
+    runtime: R,
+) -> Result<(), BoxError> {
+    let holding = store.executor().batch(hold);
     let checked = async {
         let waited = Instant::now();
         loop {
-            let rows = store.executor().ints(Query::new(&held, Vec::new())).await?;
+            let rows = store.executor().ints(Query::new(held, Vec::new())).await?;
             if rows.first().is_some_and(|&count| count > 0) {
                 break;
             }
             if waited.elapsed() > Duration::from_secs(10) {
-                return Err::<(), BoxError>("the other transaction never wrote the row".into());
+                return Err::<(), BoxError>("the other transaction never held the table".into());
             }
             runtime.sleep(Duration::from_millis(50)).await;
         }
@@ -1053,16 +1015,14 @@ pub async fn mariadb_upgrade_gives_up_on_a_written_row<X: Execute, R: Runtime>(
             }
             other => {
                 return Err(format!(
-                    "upgrade of a table whose row another transaction wrote answered {other:?} \
-                     after {took:?}"
+                    "upgrade of a table another transaction held answered {other:?} after \
+                     {took:?}"
                 )
                 .into());
             }
         }
         match store.verify().await {
-            Err(Error::SchemaMismatch { mismatch, .. }) if mismatch.contains("column fence") => {
-                Ok(())
-            }
+            Err(Error::SchemaMismatch { mismatch, .. }) if mismatch.contains(still) => Ok(()),
             other => Err(format!("after the failed upgrade, verify answered {other:?}").into()),
         }
     };
