@@ -234,9 +234,7 @@ impl LeaseGuard {
             }),
         }
     }
-}
 
-impl LeaseGuard {
     /// The release of a lease to be kept until `min_hold` after it was taken, tried again while
     /// it fails in a way another try may not (a store failure but a permanent one, a timeout)
     /// and the row may still be this holder's (before the local deadline of the last renewal,
