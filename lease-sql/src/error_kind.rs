@@ -60,11 +60,13 @@ pub fn mysql_error_kind(number: u16) -> StoreErrorKind {
     }
 }
 
-/// Whether a PostgreSQL error, by its SQLSTATE, says that the server ended the session while
+/// Whether a PostgreSQL error, by its SQLSTATE, may say that the server ended the session while
 /// the statement it answers was in flight, so that whether the statement took effect is
-/// unknown: class `08` (connection exception, also PgBouncer's farewells) and `57P01`,
-/// `57P02`, `57P05` (a shutdown, `pg_terminate_backend`, a crash of another backend, an idle
-/// session's timeout). [`ends_session`] reads the same in a message's words; the code reads it
+/// unknown: `57P01`, `57P02`, `57P05` (a shutdown, `pg_terminate_backend`, a crash of another
+/// backend, an idle session's timeout) and class `08` (connection exception), read cautiously
+/// as a whole: PgBouncer answers `08P01` both after a statement went out (`query_timeout`, a
+/// server connection that crashed) and before (`query_wait_timeout`), and a code cannot tell
+/// which, so a commit answered with any of them is not claimed to have failed. [`ends_session`] reads the same in a message's words; the code reads it
 /// whatever language the server writes its messages in (`lc_messages`).
 pub fn postgres_ends_session(sqlstate: &str) -> bool {
     matches!(sqlstate, "57P01" | "57P02" | "57P05") || sqlstate.starts_with("08")

@@ -73,12 +73,9 @@ pub struct Migration {
 }
 
 impl Migration {
-    /// The date every version begins with, in sqlx's layout; the six digits after it come from
-    /// the table's name (see [`sqlx_version`](Migration::sqlx_version)).
-    const DATE: &'static str = "20261201";
-
-    /// The same date in diesel's layout.
-    const DIESEL_DATE: &'static str = "2026-12-01";
+    /// The date every version begins with, the six digits after it coming from the table's name
+    /// (see [`version`](Migration::version)).
+    const DATE: (u32, u32, u32) = (2026, 12, 1);
 
     /// The migration of `table` on `dialect`.
     pub fn new(dialect: Dialect, table: &TableName) -> Self {
@@ -108,25 +105,18 @@ impl Migration {
         }
     }
 
-    /// The migration's version in sqlx's layout: `20261201` and six digits of a hash of the
-    /// table's name. The same at every run for the same table, so that a tool that applied the
+    /// The migration's version in `layout`: the date and six digits of a hash of the table's
+    /// name, `20261201142942` in sqlx's layout and `2026-12-01-142942` in diesel's for
+    /// `leases`. The same at every run for the same table, so that a tool that applied the
     /// files once never applies them again; another for another table, so that two lease
     /// tables' migrations do not claim one version (which sqlx and diesel key their records
     /// by), but for one pair of names in a million.
-    pub fn sqlx_version(&self) -> String {
-        format!("{}{:06}", Self::DATE, self.serial)
-    }
-
-    /// The same version in diesel's layout: `2026-12-01-` and the same six digits.
-    pub fn diesel_version(&self) -> String {
-        format!("{}-{:06}", Self::DIESEL_DATE, self.serial)
-    }
-
-    /// The migration's version in `layout`.
     pub fn version(&self, layout: Layout) -> String {
+        let (year, month, day) = Self::DATE;
+        let serial = self.serial;
         match layout {
-            Layout::Sqlx => self.sqlx_version(),
-            Layout::Diesel => self.diesel_version(),
+            Layout::Sqlx => format!("{year}{month:02}{day:02}{serial:06}"),
+            Layout::Diesel => format!("{year}-{month:02}-{day:02}-{serial:06}"),
         }
     }
 
@@ -208,6 +198,7 @@ mod tests {
             assert_ne!(version("jobs.leases", layout), version("leases", layout));
         }
         let sqlx = version("leases", Layout::Sqlx);
+        assert_eq!(sqlx, "20261201142942");
         assert_eq!(sqlx.len(), 14, "{sqlx}");
         assert!(sqlx.starts_with("20261201"), "{sqlx}");
         assert!(sqlx.bytes().all(|b| b.is_ascii_digit()), "{sqlx}");
@@ -215,7 +206,8 @@ mod tests {
         assert_eq!(diesel, format!("2026-12-01-{}", &sqlx[8..]));
         // The dialect does not change it: the files are the table's.
         assert_eq!(
-            Migration::new(Dialect::Sqlite, &TableName::new("leases").unwrap()).sqlx_version(),
+            Migration::new(Dialect::Sqlite, &TableName::new("leases").unwrap())
+                .version(Layout::Sqlx),
             sqlx
         );
     }

@@ -378,10 +378,11 @@ impl SchemaCheck {
                     Fix::MillisecondTimes,
                     format!(
                         "the times look like Unix seconds ({}: above zero and below 10^11), and \
-                         the store keeps milliseconds: it would read every such lease as long \
-                         expired and hand it to another holder; convert them once no service \
-                         writes seconds into the table any more",
-                        counted.join(", ")
+                         {}: it would read every such lease as long expired and hand it to \
+                         another holder; convert them once no service writes seconds into the \
+                         table any more",
+                        counted.join(", "),
+                        describe(Fix::MillisecondTimes)
                     ),
                 ));
             }
@@ -398,7 +399,7 @@ impl SchemaCheck {
         if !problems.is_empty() {
             let mut all = problems;
             all.extend(fixes.into_iter().map(|(_, why)| why));
-            return Err(self.mismatch(all.join("; "), None, false));
+            return Err(self.mismatch(all.join("; "), None, true));
         }
         if fixes.is_empty() {
             return Ok(());
@@ -435,8 +436,8 @@ impl SchemaCheck {
                 extra.join(", ")
             ));
         }
-        // Without SQL, a lease table all the same: SQLite's with columns of its own.
-        Err(self.mismatch(why, upgrade, true))
+        // A lease table, with SQL or without (SQLite's with columns of its own).
+        Err(self.mismatch(why, upgrade, false))
     }
 
     fn fit(&self, column: Column, data_type: &str) -> Fit {
@@ -453,14 +454,13 @@ impl SchemaCheck {
             .to_owned()
     }
 
-    /// The error for a table that does not fit: a lease table when `upgrade` fixes it or
-    /// `by_hand` (a lease table the store cannot change), a table of another kind otherwise.
-    fn mismatch(&self, mismatch: String, upgrade: Option<String>, by_hand: bool) -> Error {
+    /// The error for a table that does not fit; `other_kind` when it is not a lease table.
+    fn mismatch(&self, mismatch: String, upgrade: Option<String>, other_kind: bool) -> Error {
         Error::SchemaMismatch {
             table: self.table.to_string(),
-            other_kind: upgrade.is_none() && !by_hand,
             mismatch,
             upgrade,
+            other_kind,
         }
     }
 }
@@ -498,7 +498,7 @@ fn describe(fix: Fix) -> &'static str {
             "shorter than the store's holders may be (host:pid:random, up to 283 bytes): \
              acquisitions would fail, or store cut holders that two acquisitions could share"
         }
-        Fix::MillisecondTimes => "the store keeps Unix milliseconds",
+        Fix::MillisecondTimes => "the store keeps milliseconds",
     }
 }
 

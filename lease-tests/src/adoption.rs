@@ -914,10 +914,7 @@ pub async fn upgrade_gives_up_on_a_locked_table<X: Execute, R: Runtime>(
                 "START TRANSACTION; SELECT COUNT(*) FROM {table}; SELECT SLEEP({secs}) AS {marker}; \
                  COMMIT;"
             ),
-            format!(
-                "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User sleep' \
-                 AND INFO LIKE '%{marker}%' AND ID <> CONNECTION_ID()"
-            ),
+            mariadb_sleeping(&marker),
         ),
         other => return Err(format!("no lock held on {other:?}").into()),
     };
@@ -965,11 +962,17 @@ pub async fn mariadb_upgrade_gives_up_on_a_written_row<X: Execute, R: Runtime>(
         "START TRANSACTION; UPDATE {table} SET expires_at = expires_at WHERE name = 'report'; \
          SELECT SLEEP({secs}) AS {marker}; COMMIT;"
     );
-    let held = format!(
+    let held = mariadb_sleeping(&marker);
+    upgrade_gives_up_while_held(store, &hold, &held, "column fence", runtime).await
+}
+
+/// MariaDB: how many other sessions sleep in a statement that names `marker` (a transaction
+/// that holds the table, in its `SLEEP`).
+fn mariadb_sleeping(marker: &str) -> String {
+    format!(
         "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User sleep' \
          AND INFO LIKE '%{marker}%' AND ID <> CONNECTION_ID()"
-    );
-    upgrade_gives_up_while_held(store, &hold, &held, "column fence", runtime).await
+    )
 }
 
 /// Runs `hold` (a transaction that holds `store`'s table for [`HOLD`]) on a connection of the

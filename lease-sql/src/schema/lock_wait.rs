@@ -17,7 +17,7 @@ use lease_core::{BoxError, Error};
 /// The longest an upgrade waits for a lock on the table: as long as a SQLite connection of the
 /// store waits for another's write ([`SQLITE_BUSY_TIMEOUT`](crate::SQLITE_BUSY_TIMEOUT)), and
 /// short beside a lease's renewal period.
-pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const LOCK_WAIT: Duration = crate::SQLITE_BUSY_TIMEOUT;
 
 /// PostgreSQL: the upgrade's first statement. `SET LOCAL` lasts until the end of the
 /// transaction: the upgrade is one simple-protocol message ([`Execute::batch`]: lease-sqlx's
