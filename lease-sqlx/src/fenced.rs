@@ -2,7 +2,9 @@
 //! [`commit_fenced`], the check and the commit of a transaction of the caller's in one round trip.
 
 use lease_core::{Error, Fence, LeaseHandle, Operation, StoreErrorKind};
-use lease_sql::{AfterCommit, CheckAt, Execute, ExecuteOn, FencedCommit, TransactionEnded};
+use lease_sql::{
+    AfterCommit, CheckAt, Dialect, Execute, ExecuteOn, FencedCommit, TransactionEnded,
+};
 use sqlx::{AssertSqlSafe, Connection, SqlSafeStr, Transaction};
 use tracing::Instrument;
 
@@ -98,10 +100,11 @@ where
 /// connection the caller keeps may send nothing for a while. With the answer lost, the
 /// connection is broken and there is nothing to roll back. With the transaction ended inside
 /// the work ([`TransactionEnded`](lease_sql::TransactionEnded)) the server has none while sqlx
-/// still counts one: a `BEGIN` sqlx does not see gives its `ROLLBACK` a transaction to end, so
-/// that the connection goes back to its pool counted as outside any (SQLite's driver counts a
-/// transaction ended only when its `ROLLBACK` succeeds, and would otherwise begin the
-/// connection's next transaction with a savepoint, whose rollback ends nothing).
+/// still counts one, which PostgreSQL's and MariaDB's drivers let go of as the transaction is
+/// dropped; SQLite's counts a transaction ended only when its `ROLLBACK` succeeds, and would
+/// begin the connection's next transaction with a savepoint, whose rollback ends nothing: there
+/// a `BEGIN` sqlx does not see gives its `ROLLBACK` a transaction to end, so that the
+/// connection goes back to its pool counted as outside any.
 async fn end<DB, T>(
     store: &SqlxStore<DB>,
     mut transaction: Transaction<'_, DB>,
@@ -116,7 +119,7 @@ where
             let _ = transaction.rollback().await;
             Err(error)
         }
-        Err(error) if ended_inside(&error) => {
+        Err(error) if ended_inside(&error) && store.statements().dialect() == Dialect::Sqlite => {
             let begun = store
                 .executor()
                 .batch_on(&mut *transaction, "BEGIN".to_owned())

@@ -113,8 +113,23 @@ async fn postgres_reads_a_terminated_session_by_its_code() {
         .unwrap();
     assert!(terminated);
     // The server's farewell (57P01, `terminating connection due to administrator command`)
-    // waits on the socket for the next statement to read it.
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // waits on the socket for the next statement to read it once the backend is gone.
+    let waited = std::time::Instant::now();
+    loop {
+        let alive: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE pid = $1")
+            .bind(pid)
+            .fetch_one(&admin)
+            .await
+            .unwrap();
+        if alive == 0 {
+            break;
+        }
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(10),
+            "the terminated backend {pid} is still there"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let error = sqlx::raw_sql("SELECT 1")
         .execute(&mut *connection)
         .await

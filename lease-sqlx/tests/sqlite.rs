@@ -288,7 +288,12 @@ async fn a_script_dropped_part_way_leaves_no_transaction_on_the_pool() {
     // The lock is let go: the dropped script's `BEGIN IMMEDIATE` goes through, and its script
     // stops there, its answer having nobody to go to.
     sqlx::raw_sql("ROLLBACK").execute(&mut other).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Until the pool has closed its connection, which it does once the script stopped; kept
+    // (the control), it never does, and after 2 s its script holds the lock for sure.
+    let waited = Instant::now();
+    while pool.size() > 0 && waited.elapsed() < Duration::from_secs(2) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     // Another writer is not kept out.
     let started = Instant::now();
