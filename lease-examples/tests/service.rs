@@ -149,11 +149,7 @@ impl Service {
     /// Sends SIGTERM and waits for the exit: how long it took, and the last line printed.
     fn terminate(&mut self) -> (Duration, String) {
         let sent = Instant::now();
-        let killed = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(killed.success());
+        send(self.child.id(), "TERM");
         let limit = GRACE + Duration::from_secs(5);
         let status = loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -455,11 +451,7 @@ fn a_sigterm_while_connecting_stops_it_at_once() {
     let child = spawn_with(&[("DATABASE_URL", &url)]);
     // Its first connection is on its way by now (the signal is caught from the start anyway).
     std::thread::sleep(Duration::from_millis(1_500));
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    send(child.id(), "TERM");
     let sent = Instant::now();
     let (status, stderr) = exited_within(
         child,
