@@ -271,14 +271,7 @@ async fn a_release_with_a_minimum_hold_in_a_shutdowns_grace_is_tried_again() {
     let outcome = run.await.unwrap().unwrap();
     assert_eq!(outcome, Some(RunOutcome::Finished(())), "{report:?}");
     assert_eq!(store.releases.load(Ordering::SeqCst), 3, "{report:?}");
-    let info = store
-        .inner
-        .inspect(&common::name("mail-checks"))
-        .await
-        .unwrap()
-        .expect("kept for its hold");
-    let kept = info.expires_at.duration_since(info.taken_at).unwrap();
-    assert!(kept >= hold, "kept {kept:?} of a {hold:?} hold");
+    assert_kept_for(&store, hold).await;
 }
 
 /// A release with a minimum hold that keeps failing fast is tried 20 times at the most, even
@@ -408,6 +401,18 @@ async fn min_hold_keeps_the_next_instance_out_for_the_period() {
     assert_eq!(second, None, "ran again within 15 minutes");
 }
 
+/// Asserts that `store` keeps `mail-checks` taken for `hold` after it was taken.
+async fn assert_kept_for(store: &Faulty, hold: Duration) {
+    let info = store
+        .inner
+        .inspect(&common::name("mail-checks"))
+        .await
+        .unwrap()
+        .expect("kept for its hold");
+    let kept = info.expires_at.duration_since(info.taken_at).unwrap();
+    assert!(kept >= hold, "kept {kept:?} of a {hold:?} hold");
+}
+
 /// A release with a minimum hold that fails (a connection that broke) is tried again, so the
 /// lease is kept for the hold, not only until one TTL after its last renewal; without the tries
 /// the next instance would run the work again a second after the first.
@@ -427,14 +432,7 @@ async fn a_failed_release_with_a_minimum_hold_is_tried_again() {
         3,
         "two failed tries, then one"
     );
-    let info = store
-        .inner
-        .inspect(&common::name("mail-checks"))
-        .await
-        .unwrap()
-        .expect("kept for its hold");
-    let kept = info.expires_at.duration_since(info.taken_at).unwrap();
-    assert!(kept >= hold, "kept {kept:?} of a {hold:?} hold");
+    assert_kept_for(&store, hold).await;
     tokio::time::sleep(Duration::from_secs(60)).await;
     let second = fast_client(store.clone())
         .run_exclusive_with("mail-checks", options, |_| async {})
