@@ -216,7 +216,9 @@ impl SchemaCheck {
     }
 
     /// The catalog query: one row `(column, facts)` per column of the table, none when it does
-    /// not exist. It reads only the catalog, so it needs no right on the table itself.
+    /// not exist. It reads only the catalog: on PostgreSQL (`pg_attribute`) it needs no right
+    /// on the table itself; MariaDB's `information_schema` lists only the columns the account
+    /// has some right on (the store's own are enough), so without any the table reads as missing.
     /// Parameters: PostgreSQL the quoted table name (resolved like the store's statements, by
     /// the search path); MariaDB and SQLite the table, then the schema when one is given.
     pub fn columns(&self) -> Query<'_> {
