@@ -213,20 +213,20 @@ impl Renewer {
         drop(self.in_flight.lock().await);
     }
 
-    /// Runs the loop on the caller's task until the renewer is gone; where it already runs
-    /// elsewhere, waits until that ends.
-    pub(crate) async fn run(self: &Arc<Self>) {
-        Self::run_loop(Arc::downgrade(self), Arc::clone(&self.driver)).await;
-    }
-
-    /// Runs the loop on the caller's task when no spawned task does; otherwise never completes.
-    /// Other leases are renewed by it too, for as long as this task drives it. (A spawned task
-    /// that went with its runtime is spawned again by the next acquisition: `Spawned`.)
+    /// Never completes. Spawns the loop on the runtime, once, where the runtime can spawn it;
+    /// where it cannot, runs the loop on the caller's task (or waits while another caller's
+    /// task runs it), renewing every lease of the renewer for as long as this future is polled.
+    /// (A spawned task that went with its runtime is spawned again by the next call or
+    /// acquisition: `Spawned`.)
+    ///
+    /// Spawning first matters where nothing is held yet (a campaign's first poll): the loop
+    /// run here would take the driver's lock before the first acquisition spawns the task, and
+    /// every lease would then be renewed only while the caller polls this future.
     pub(crate) async fn run_unless_spawned(self: &Arc<Self>) -> Infallible {
-        if self.spawned.load(Ordering::Acquire) {
-            return future::pending().await;
+        self.spawn_once();
+        if !self.spawned.load(Ordering::Acquire) {
+            Self::run_loop(Arc::downgrade(self), Arc::clone(&self.driver)).await;
         }
-        self.run().await;
         // The caller holds the renewer, so the loop cannot have ended.
         future::pending().await
     }

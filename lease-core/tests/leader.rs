@@ -279,3 +279,36 @@ async fn a_leaders_lease_is_lost_when_the_campaign_future_is_dropped() {
     lost_before_given_back(&store, lease, aborted, LossReason::Resigned).await;
     assert!(!leader.is_leader());
 }
+
+/// A campaign future polled on the caller's own task (`campaign_on_this_task`, raced in a
+/// `select!` against other work) does not take over the renewal of the client's leases where
+/// the runtime can spawn the renewer: while the caller runs something else and leaves the
+/// campaign unpolled, the term's lease and every other lease of the client are still renewed.
+/// Before, the campaign, polled first, ran the renewal loop itself, and the spawned renewer
+/// waited for it: both leases passed their local deadline within a second.
+#[tokio::test(start_paused = true)]
+async fn a_campaign_on_this_task_leaves_the_renewals_to_the_spawned_renewer() {
+    let client = fast_client(tokio_memory());
+    let (leader, campaign) = client.campaign_on_this_task("alerts").unwrap();
+    let mut campaign = std::pin::pin!(campaign);
+    let mut changes = leader.changes();
+    tokio::select! {
+        _ = &mut campaign => panic!("the campaign ended before it led"),
+        leading = changes.next() => assert_eq!(leading, Some(true)),
+    }
+    let term = leader.lease().expect("leads");
+    let other = client.try_acquire("sweep").await.unwrap().expect("free");
+    // The caller works on for ten TTLs without polling the campaign.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert!(term.is_held(), "the term's lease was not renewed");
+    assert!(
+        other.is_held(),
+        "another lease of the client was not renewed"
+    );
+    // Polled again, the campaign still leads.
+    tokio::select! {
+        _ = &mut campaign => panic!("the campaign ended"),
+        () = tokio::time::sleep(Duration::from_secs(1)) => {}
+    }
+    assert!(leader.is_leader());
+}

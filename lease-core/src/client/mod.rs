@@ -301,12 +301,14 @@ impl LeaseClient {
         )))
     }
 
-    /// Runs the shared renewer on the caller's task, until every clone of this client and every
-    /// guard it gave is gone.
+    /// Runs the shared renewer on the caller's task, where the [`Runtime`] cannot spawn it; never
+    /// completes (drop it to stop).
     ///
     /// Needed only with a [`Runtime`] that cannot spawn, for guards from
     /// [`try_acquire`](LeaseClient::try_acquire) and [`acquire`](LeaseClient::acquire). Where the
-    /// renewer already runs elsewhere this waits until it stops, doing nothing.
+    /// runtime can spawn, it spawns the renewer (if no acquisition has yet) and waits, doing
+    /// nothing: the leases are renewed whether or not this future is polled. Where the renewer
+    /// already runs on another caller's task, it waits too.
     ///
     /// # Cancel safety
     /// This method is cancel safe: dropping it stops renewal on this task, and a later call
@@ -315,12 +317,10 @@ impl LeaseClient {
     /// them and the next round renews at once. Leases lapse only if nothing drives the renewer
     /// again before their deadline.
     pub async fn run_renewer(&self) {
-        self.inner.renewer.run().await;
+        match self.inner.renewer.run_unless_spawned().await {}
     }
 
-    /// The old name of [`run_renewer`](LeaseClient::run_renewer), which it runs: the shared
-    /// renewer on the caller's task, until every clone of this client and every guard it gave is
-    /// gone.
+    /// The old name of [`run_renewer`](LeaseClient::run_renewer), which it runs.
     ///
     /// # Cancel safety
     /// As [`run_renewer`](LeaseClient::run_renewer): cancel safe.
