@@ -506,6 +506,53 @@ async fn without_spawn_the_work_drives_renewal_for_every_lease() {
     assert!(store.renew_manys.load(Ordering::SeqCst) >= 15);
 }
 
+/// Where the work drives the renewer (a runtime that cannot spawn), a renewal the store refuses
+/// stops the work before its next step: the renewer is polled before the loss and the work, so
+/// a refusal it reads in the same wake-up as the work's timer is seen first. Before, the loss
+/// was polled first, the renewer then marked the lease lost, and the work took one more step
+/// under a lease the process knew was gone.
+#[tokio::test(start_paused = true)]
+async fn without_spawn_a_refused_renewal_stops_the_work_before_its_next_step() {
+    let store = Faulty::new(tokio_memory());
+    let client = LeaseClient::builder(store.clone(), NoSpawn)
+        .ttl(Ttl::from_secs(1).unwrap())
+        .build()
+        .unwrap();
+    let steps_after_loss = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&steps_after_loss);
+    let inner = store.inner.clone();
+    let outcome = client
+        .run_exclusive("sweep", |lease| async move {
+            // An operator's forced release: the next renewal (250 ms on) is refused.
+            assert!(
+                inner
+                    .release(lease.name(), lease.holder(), Duration::ZERO)
+                    .await
+                    .unwrap()
+            );
+            // Steps of 1 ms: one falls due in the wake-up that reads the refusal.
+            for _ in 0..2_000 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                if !lease.is_held() {
+                    seen.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        Some(RunOutcome::Cancelled {
+            reason: LossReason::Rejected
+        })
+    );
+    assert_eq!(
+        steps_after_loss.load(Ordering::SeqCst),
+        0,
+        "the work took a step after the store refused the renewal"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn without_spawn_a_minimum_hold_release_does_not_wait_for_the_renewal_it_stopped() {
     let store = Faulty::new(tokio_memory());

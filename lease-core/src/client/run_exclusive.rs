@@ -191,7 +191,9 @@ impl LeaseClient {
             // The loss is polled before the work, at every poll: a process that resumes from a
             // stall past its deadline (a blocked runtime thread, SIGSTOP) with the loss due and
             // the work ready stops the work before it takes another step.
-            match future::select(future::select(lost, renewer.as_mut()), work).await {
+            // The renewer comes first: a refusal it reads in this wake-up marks the lease lost
+            // before the loss is polled, not after, when the work would already have stepped.
+            match future::select(future::select(renewer.as_mut(), lost), work).await {
                 // The work ended by itself; whether the lease was still held then is read now,
                 // not from which future was polled first: work that ends after a pause past its
                 // deadline, or after a fenced check found the lease gone (whatever the on-loss
@@ -200,14 +202,14 @@ impl LeaseClient {
                     None => RunOutcome::Finished(output),
                     Some(reason) => RunOutcome::FinishedAfterLoss { output, reason },
                 },
-                Either::Left((Either::Right((never, _)), _)) => match never {},
-                Either::Left((Either::Left((LossReason::ShutDown, _)), _)) => {
+                Either::Left((Either::Left((never, _)), _)) => match never {},
+                Either::Left((Either::Right((LossReason::ShutDown, _)), _)) => {
                     tracing::info!(lease = %guard.name(), fence = %guard.fence(), "the shutdown's grace period ran out; work stopped");
                     RunOutcome::Cancelled {
                         reason: LossReason::ShutDown,
                     }
                 }
-                Either::Left((Either::Left((reason, _)), work)) => match on_loss {
+                Either::Left((Either::Right((reason, _)), work)) => match on_loss {
                     OnLoss::Cancel => RunOutcome::Cancelled { reason },
                     OnLoss::Finish => {
                         tracing::warn!(lease = %guard.name(), fence = %guard.fence(), %reason, "lease lost; letting the work finish as configured");
