@@ -112,7 +112,8 @@ impl Leader {
     /// Every change of leadership from now on: `true` when this process becomes leader, `false`
     /// when it stops. The first item is the current state when this process leads. The stream
     /// ends when the campaign does (a resignation, the client's shutdown, a permanent store
-    /// error).
+    /// error, its future dropped), after a `false` when it led. `true` is told only for a lease
+    /// still held when the campaign took it, as [`is_leader`](Leader::is_leader) would say.
     pub fn changes(&self) -> impl Stream<Item = bool> + Send + 'static {
         let (tx, rx) = mpsc::unbounded();
         let mut state = self.shared.state();
@@ -209,20 +210,30 @@ impl Shared {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The campaign ended: every `changes` stream ends.
+    /// The campaign ended: every `changes` stream ends, after a `false` if it had been told
+    /// `true` (a campaign future dropped while leading ends without a term's end), and a stream
+    /// made later says nothing.
     fn end(&self) {
         let mut state = self.state();
         state.current = None;
         state.ended = true;
+        if std::mem::take(&mut state.told) {
+            for watcher in &state.watchers {
+                let _ = watcher.unbounded_send(false);
+            }
+        }
         state.watchers.clear();
         drop(state);
         self.attempted.fire();
         self.ended.fire();
     }
 
+    /// The current term's lease, or `None` between terms; watchers are told when leadership
+    /// changes. A lease already lost (an acquisition answered after its local deadline) is no
+    /// leadership: nobody is told `true` for it.
     fn set(&self, current: Option<LeaseHandle>) {
         let mut state = self.state();
-        let leading = current.is_some();
+        let leading = current.as_ref().is_some_and(LeaseHandle::is_held);
         state.current = current;
         if state.told != leading {
             state.told = leading;

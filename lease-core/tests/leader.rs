@@ -148,11 +148,15 @@ async fn resign_returns_when_the_campaign_future_is_gone() {
     running.abort();
     assert!(running.await.unwrap_err().is_cancelled());
     assert!(!leader.is_leader());
+    // Told that the leadership ended, then the stream ends; a stream made now says nothing
+    // (it had said `true`, the leadership of a campaign that no longer runs).
+    assert_eq!(changes.next().await, Some(false));
     assert_eq!(
         tokio::time::timeout(Duration::from_secs(10), changes.next()).await,
         Ok(None),
         "the changes stream did not end with the campaign"
     );
+    assert_eq!(leader.changes().next().await, None);
     tokio::time::timeout(Duration::from_secs(10), leader.resign())
         .await
         .expect("resign waited for a campaign that no longer runs");
@@ -311,4 +315,30 @@ async fn a_campaign_on_this_task_leaves_the_renewals_to_the_spawned_renewer() {
         () = tokio::time::sleep(Duration::from_secs(1)) => {}
     }
     assert!(leader.is_leader());
+}
+
+/// An acquisition that answers after its local deadline gives a lease already lost: no
+/// leadership. The campaign tells nobody `true` for it (it had told `true`, and `false` at
+/// once, while `is_leader` said no), and tries again.
+#[tokio::test(start_paused = true)]
+async fn a_term_lost_on_arrival_is_never_told_as_leadership() {
+    let store = Faulty::new(tokio_memory());
+    // Past the local validity of 900 ms, within the store timeout.
+    store.delay_acquire_answers(Duration::from_millis(1_000));
+    let client = LeaseClient::builder(Arc::clone(&store), TokioRuntime)
+        .ttl(lease_core::Ttl::from_millis(1_000).unwrap())
+        .renew_every(Duration::from_millis(250))
+        .safety_margin(Duration::from_millis(100))
+        .store_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let leader = client.campaign("alerts").unwrap();
+    let mut changes = leader.changes();
+    let told = tokio::time::timeout(Duration::from_secs(10), changes.next()).await;
+    assert!(told.is_err(), "told {told:?} for terms lost on arrival");
+    assert!(
+        store.acquires.load(std::sync::atomic::Ordering::SeqCst) >= 2,
+        "the campaign did not try again"
+    );
+    assert!(!leader.is_leader());
 }
