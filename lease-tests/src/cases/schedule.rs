@@ -4,9 +4,11 @@
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use lease_core::{LeaseClient, LeaseInfo, LeaseStore, Runtime, Schedule, ScheduleStats, Scheduled};
+use lease_core::{
+    HolderId, LeaseClient, LeaseInfo, LeaseStore, Schedule, ScheduleStats, Scheduled,
+};
 
 use super::grant_witness::GrantWitness;
 use super::{client_of, name};
@@ -20,6 +22,9 @@ const PERIODS: u32 = 6;
 /// Each round's lease is kept this long after it was taken, so an instance whose tick comes
 /// late on a busy machine (by up to this long) still finds this round's lease taken.
 const HOLD: Duration = Duration::from_millis(350);
+/// How much shorter than [`HOLD`] two leases' `taken_at` may read apart: a store that keeps
+/// times in milliseconds rounds each.
+const HOLD_ROUNDING: Duration = Duration::from_millis(2);
 /// How often the leader's rounds fall.
 const LEADER_PERIOD: Duration = Duration::from_millis(200);
 /// How many of the leader's periods the case watches.
@@ -63,13 +68,16 @@ fn client<S: LeaseStore, B: TestBackend>(
 
 /// Two clients on one store schedule `sweep` on the same aligned schedule (every 400 ms, a
 /// minimum hold of 350 ms) for six periods, in which six or seven of the wall clock's
-/// boundaries fall. Between them they run it at most once per round (four to seven runs, the
-/// rounds the schedules report missed counting toward the four; two runs of every round would
-/// be twelve or more), each run with a fence of its own, the schedules' counts agree with the
+/// boundaries fall. Between them they run it at most once per round: every run reads the row,
+/// which names its own lease, and in fence order each lease was taken at least the minimum hold
+/// after the one before, by the store's clock (one round run twice breaks that, however the
+/// instances' ticks fell); four to seven runs, the rounds the schedules report missed counting
+/// toward the four. Each run has a fence of its own, the schedules' counts agree with the
 /// runs, and once both are stopped the lease is free.
 ///
 /// # Errors
-/// A [`CaseFailure`] when too few runs happen or some round runs twice, two runs share a fence, the
+/// A [`CaseFailure`] when too few runs happen or some round runs twice (a run finds another
+/// lease named, two leases taken within the minimum hold, or more runs than boundaries), two runs share a fence, the
 /// schedules' counts disagree with the runs, a round failed or lost its lease, or `sweep` is still
 /// held once the last round's minimum hold has passed, and, [as any case](crate::cases#errors),
 /// when a call it needs fails.
@@ -82,18 +90,55 @@ pub async fn schedule_runs_each_round_on_one_instance<B: TestBackend>(
     ctx: &Context<B>,
 ) -> CaseResult {
     let store = ctx.store().await?;
-    let runs: Arc<Mutex<Vec<(Instant, u64)>>> = Arc::default();
+    let runs: Arc<Mutex<Vec<AlignedRun>>> = Arc::default();
     let schedule = Schedule::every(PERIOD)?.aligned().min_hold(HOLD);
     let mut scheduled = Vec::new();
     for _ in 0..2 {
         let client = client(Arc::clone(&store), ctx)?;
-        let (runs, runtime) = (Arc::clone(&runs), ctx.runtime().clone());
+        let (runs, store) = (Arc::clone(&runs), Arc::clone(&store));
         scheduled.push(client.schedule("sweep", schedule, move |lease| {
-            record(&runs, (runtime.now(), lease.fence().get()));
-            async {}
+            let (runs, store) = (Arc::clone(&runs), Arc::clone(&store));
+            async move {
+                let row = store.inspect(lease.name()).await.map_err(|e| e.to_string());
+                record(
+                    &runs,
+                    AlignedRun {
+                        fence: lease.fence().get(),
+                        holder: lease.holder().clone(),
+                        row,
+                    },
+                );
+            }
         })?);
     }
     let (stats, runs) = watch(ctx, scheduled, &runs, PERIOD * PERIODS).await;
+    // Each run read the row while it ran: the store named its lease, and, in fence order, each
+    // lease was taken at least the minimum hold after the one before, by the store's own clock
+    // (a release with a hold keeps the lease until `taken_at` plus the hold). Two runs of one
+    // round break the second, whenever the instances' ticks and answers came.
+    let mut taken = Vec::new();
+    for run in &runs {
+        match &run.row {
+            Ok(Some(row)) if row.holder == run.holder && row.fence.get() == run.fence => {
+                taken.push((run.fence, row.taken_at));
+            }
+            other => {
+                return Err(CaseFailure::new(format!(
+                    "a round ran while the store named another lease ({other:?} for fence {}): some round ran twice ({stats:?})",
+                    run.fence
+                )));
+            }
+        }
+    }
+    taken.sort_unstable();
+    for pair in taken.windows(2) {
+        let ((first, first_at), (next, next_at)) = (pair[0], pair[1]);
+        let apart = next_at.duration_since(first_at).unwrap_or_default();
+        ensure!(
+            apart + HOLD_ROUNDING >= HOLD,
+            "the leases of fences {first} and {next} were taken {apart:?} apart by the store's clock, within the minimum hold of {HOLD:?}: some round ran twice ({taken:?})"
+        );
+    }
     // Counted, not timed: on a busy machine a run's answer can reach its instance late, so the
     // local times of two rounds' runs can fall close together while the store kept them apart.
     // There, too, an acquisition can take longer than a period: the rounds that fell meanwhile
@@ -113,7 +158,7 @@ pub async fn schedule_runs_each_round_on_one_instance<B: TestBackend>(
         "{} runs in {rounds} periods between two instances: some round ran twice ({runs:?}, {stats:?})",
         runs.len()
     );
-    let mut fences: Vec<u64> = runs.iter().map(|(_, fence)| *fence).collect();
+    let mut fences: Vec<u64> = runs.iter().map(|run| run.fence).collect();
     fences.sort_unstable();
     fences.dedup();
     ensure!(
@@ -238,6 +283,17 @@ pub async fn schedule_on_leader_runs_each_round_on_the_leader<B: TestBackend>(
         "rollup still held a second after both schedules stopped: leadership was not given back ({left:?})"
     );
     Ok(Verdict::Passed)
+}
+
+/// One round of the aligned schedule, as its run saw it.
+#[derive(Debug, Clone)]
+struct AlignedRun {
+    /// The fence of the lease it ran under.
+    fence: u64,
+    /// Its holder.
+    holder: HolderId,
+    /// The row the store answered while it ran.
+    row: Result<Option<LeaseInfo>, String>,
 }
 
 /// One round of the leader's schedule, as its run saw it.

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -19,6 +20,9 @@ use lease_tests::{FreshStore, TestBackend};
 pub enum Flaw {
     /// Acquire takes the lease even while somebody holds it.
     AcquireIgnoresHolder,
+    /// Acquire takes the lease while somebody holds it, once (the first time it finds a
+    /// holder whose lease runs); correct afterwards.
+    AcquireIgnoresHolderOnce,
     /// Acquire refuses a lease whose holder's lease expired.
     AcquireIgnoresExpiry,
     /// Renewal revives a lease that expired.
@@ -124,6 +128,8 @@ pub struct BrokenStore {
     per_name: Mutex<HashMap<LeaseName, MemoryStore>>,
     /// The subscribers of [`Flaw::ReleasePushesUnfreed`], told of every release.
     pushed_to: Mutex<Vec<UnboundedSender<LeaseName>>>,
+    /// Whether [`Flaw::AcquireIgnoresHolderOnce`] has taken a held lease.
+    overwrote: AtomicBool,
 }
 
 impl fmt::Debug for BrokenStore {
@@ -141,6 +147,7 @@ impl BrokenStore {
             inner: MemoryStore::new(),
             per_name: Mutex::new(HashMap::new()),
             pushed_to: Mutex::new(Vec::new()),
+            overwrote: AtomicBool::new(false),
         }
     }
 
@@ -191,6 +198,11 @@ impl LeaseStore for BrokenStore {
         let current = store.inspect(name).await?;
         match (self.flaw, current) {
             (Flaw::AcquireIgnoresHolder, Some(info)) => {
+                store.release(name, &info.holder, Duration::ZERO).await?;
+            }
+            (Flaw::AcquireIgnoresHolderOnce, Some(info))
+                if !info.is_expired() && !self.overwrote.swap(true, Ordering::SeqCst) =>
+            {
                 store.release(name, &info.holder, Duration::ZERO).await?;
             }
             (Flaw::AcquireIgnoresExpiry, Some(_)) => return Ok(None),
