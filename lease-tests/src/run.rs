@@ -5,18 +5,26 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use lease_core::Runtime;
 
 use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict, env};
 
+/// The longest a case may run, and then its teardown: far beyond what any case takes (seconds),
+/// so that a wait that never ends (a row lock an earlier step left held, a server that stopped
+/// answering) fails the case, saying so, rather than hanging the test run.
+pub const CASE_LIMIT: Duration = Duration::from_secs(300);
+
 /// Runs one case against `backend` on `runtime`: [`Verdict::Skipped`] when the backend is not
 /// available, otherwise the case's result, after the teardown of every store it made. A failed
-/// teardown fails a case that passed.
+/// teardown fails a case that passed. The case, and then its teardown, may each take at most
+/// [`CASE_LIMIT`]: a case still running then is dropped where it waits, and its teardown runs.
 ///
 /// # Errors
-/// The case's own [`CaseFailure`]; for a case that passed, one naming the error of its teardown
-/// (after a failed case, the case's failure is reported and the teardown's error is not).
+/// The case's own [`CaseFailure`], or one saying that it or its teardown passed
+/// [`CASE_LIMIT`]; for a case that passed, one naming the error of its teardown (after a failed
+/// case, the case's failure is reported and the teardown's error is not).
 ///
 /// # Cancel safety
 /// Not cancel safe: dropped while the case runs, the case is dropped where it is (see [the
@@ -32,8 +40,19 @@ where
         return Ok(Verdict::Skipped(why.to_string()));
     }
     let ctx = Arc::new(Context::new(backend, runtime));
-    let result = case(Arc::clone(&ctx)).await;
-    match (result, ctx.teardown().await) {
+    let result = ctx
+        .within(CASE_LIMIT, case(Arc::clone(&ctx)))
+        .await
+        .unwrap_or_else(|| {
+            Err(CaseFailure::new(format!(
+                "the case did not finish within {CASE_LIMIT:?}: one of its waits never ended"
+            )))
+        });
+    let teardown = ctx.within(CASE_LIMIT, ctx.teardown()).await;
+    let teardown = teardown.unwrap_or_else(|| {
+        Err(format!("the teardown did not finish within {CASE_LIMIT:?}").into())
+    });
+    match (result, teardown) {
         (Ok(_), Err(error)) => Err(CaseFailure::new(format!(
             "the case passed but its teardown failed: {error}"
         ))),

@@ -163,3 +163,29 @@ fn a_case_that_does_not_apply_passes() {
         Ok(Verdict::NotApplicable("no pool".to_owned())),
     );
 }
+
+/// A case whose wait never ends fails once it has run for `CASE_LIMIT`, saying so, and the
+/// stores it made are still torn down: the test run goes on instead of hanging.
+#[tokio::test(start_paused = true)]
+async fn a_case_that_never_ends_fails_at_the_limit_and_is_torn_down() {
+    let backend = Counting::default();
+    let teardowns = Arc::clone(&backend.teardowns);
+    let started = tokio::time::Instant::now();
+    let result = run_case(backend, TokioRuntime, |ctx| async move {
+        ctx.store().await?;
+        futures::future::pending::<()>().await;
+        Ok(Verdict::Passed)
+    })
+    .await;
+    let failure = result.expect_err("a case that never ends passed");
+    assert!(
+        failure.message().contains("did not finish within 300s"),
+        "{failure}"
+    );
+    assert_eq!(started.elapsed(), lease_tests::run::CASE_LIMIT);
+    assert_eq!(
+        teardowns.load(Ordering::SeqCst),
+        1,
+        "its store was not torn down"
+    );
+}

@@ -18,9 +18,10 @@
 //! # Cancel safety
 //!
 //! No case is cancel safe, and none needs to be: [`run_case`](crate::run::run_case) awaits a case
-//! to its end, and only then runs the [teardown](Context::teardown) of the stores it made. A case
-//! whose future is dropped stops at the await it was in, with no verdict, and leaves what it had
-//! made as it is:
+//! to its end, and only then runs the [teardown](Context::teardown) of the stores it made; only a
+//! case still running after [`CASE_LIMIT`](crate::run::CASE_LIMIT) (five minutes, a wait that
+//! never ends) is dropped, and fails. A case whose future is dropped stops at the await it was
+//! in, with no verdict, and leaves what it had made as it is:
 //!
 //! - The stores it made through its [`Context`] stay registered there, and are removed only if
 //!   that context's teardown still runs: dropping `run_case`'s future drops the context without
