@@ -255,6 +255,12 @@ async fn acquire_that_overwrites_the_holder_breaks_the_leaders_rounds() {
     );
 }
 catches!(
+    renewal_that_leaves_the_expiry_breaks_renewed_leases,
+    RenewLeavesExpiry,
+    renewed_lease_is_never_taken_over,
+    "failed although it was renewed every"
+);
+catches!(
     acquire_that_overwrites_the_holder_breaks_scheduled_rounds,
     AcquireIgnoresHolder,
     schedule_runs_each_round_on_one_instance,

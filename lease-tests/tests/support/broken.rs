@@ -27,6 +27,8 @@ pub enum Flaw {
     AcquireIgnoresExpiry,
     /// Renewal revives a lease that expired.
     RenewIgnoresExpiry,
+    /// Renewal answers that the holder's running lease was renewed, without moving its expiry.
+    RenewLeavesExpiry,
     /// Renewal extends the lease whoever asks, as long as somebody holds it.
     RenewIgnoresHolder,
     /// Release frees the lease whoever asks.
@@ -239,6 +241,9 @@ impl LeaseStore for BrokenStore {
                 Ok(store.try_acquire(name, holder, ttl).await?.is_some())
             }
             (Flaw::RenewIgnoresHolder, Some(info)) => store.renew(name, &info.holder, ttl).await,
+            (Flaw::RenewLeavesExpiry, Some(info)) => {
+                Ok(info.holder == *holder && !info.is_expired())
+            }
             // The row is taken anew for the same holder, so its expiry is the TTL from now.
             (Flaw::RenewMovesExpiryBack, Some(info))
                 if info.holder == *holder && !info.is_expired() =>
