@@ -17,7 +17,9 @@ const WAIT_LIMIT: Duration = Duration::from_secs(10);
 
 /// A lease released more than the bound ago is deleted; one released just now, and one held,
 /// are not (the prune answers exactly one row, then none); the held lease is still held by its
-/// holder; and the pruned name, acquired again, gets a fence above every fence it had.
+/// holder; and the pruned name, acquired again, gets a fence above every fence it had. (A prune
+/// this machine sends later than the bound after the recent release tells nothing of the bound:
+/// it is played again on `recent-report-2`, then `recent-report-3`.)
 ///
 /// # Errors
 /// A [`CaseFailure`] when a prune deletes other than the one row free for longer than its bound, a
@@ -58,27 +60,45 @@ pub async fn prune_deletes_only_rows_free_longer_than_the_bound<B: TestBackend>(
         ctx.sleep(BOUND / 4).await;
     }
 
-    let second = HolderId::generate();
-    let recent_fence = acquire(&*store, &recent, &second).await?;
-    let releasing = ctx.runtime().now();
-    release(&*store, &recent, &second).await?;
-
-    let pruned = store.prune(BOUND).await?;
     // On a loaded machine the prune may come more than the bound after the release: then the
-    // recent row has been free longer than the bound too, and may go with the old one.
-    let recent_may_go = ctx.runtime().now().duration_since(releasing) >= BOUND;
-    ensure!(
-        pruned == 1 || (recent_may_go && pruned == 2),
-        "rows pruned with a bound of {BOUND:?}: {pruned}, where only {old}, free for more than \
-         {:?}, may go ({recent} was freed just now and {held} is held)",
-        BOUND * 2
-    );
-    // The recent row, if the first prune kept it, may have aged past the bound by now too.
+    // recent row has been free longer than the bound too, and may go with the old one, which
+    // tells nothing of the bound. Such a round is played again on another recent name, at most
+    // twice (the old row gone, the prune must then delete nothing).
+    let mut attempt = 1;
+    let mut old_gone = false;
+    let (recent, recent_fence, releasing) = loop {
+        let recent = match attempt {
+            1 => name("recent-report"),
+            _ => name(&format!("recent-report-{attempt}")),
+        };
+        let second = HolderId::generate();
+        let recent_fence = acquire(&*store, &recent, &second).await?;
+        let releasing = ctx.runtime().now();
+        release(&*store, &recent, &second).await?;
+        let pruned = store.prune(BOUND).await?;
+        let expected = u64::from(!old_gone);
+        if pruned == expected {
+            break (recent, recent_fence, releasing);
+        }
+        let late = ctx.runtime().now().duration_since(releasing) >= BOUND;
+        if late && pruned == expected + 1 && attempt < 3 {
+            old_gone = true;
+            attempt += 1;
+            continue;
+        }
+        return Err(CaseFailure::new(format!(
+            "rows pruned with a bound of {BOUND:?}: {pruned}, where only {expected} may go ({old}, \
+             free for more than {:?}, if not pruned yet; {recent} was freed {:?} before the prune \
+             and {held} is held)",
+            BOUND * 2,
+            ctx.runtime().now().duration_since(releasing)
+        )));
+    };
+    // The recent row, which the prune kept, may have aged past the bound by now too.
     let again_pruned = store.prune(BOUND).await?;
-    let recent_left = u64::from(pruned == 1);
     let recent_may_go_now = ctx.runtime().now().duration_since(releasing) >= BOUND;
     ensure!(
-        again_pruned == 0 || (recent_may_go_now && again_pruned <= recent_left),
+        again_pruned == 0 || (recent_may_go_now && again_pruned == 1),
         "rows pruned by a second prune with the same bound: {again_pruned}"
     );
     let info = store.inspect(&held).await?;
