@@ -254,6 +254,14 @@ async fn acquire_that_overwrites_the_holder_breaks_the_leaders_rounds() {
         "the leader case passed five times on a store whose acquire overwrites the holder: {missed:?}"
     );
 }
+// Every release frees the row at once: the lapsed-row takeover never runs, and the case says so
+// rather than pass without it.
+catches!(
+    release_that_ignores_the_hold_leaves_no_lapsed_takeover,
+    ReleaseIgnoresMinHold,
+    one_winner_on_every_takeover,
+    "the takeover of a lapsed row never ran"
+);
 catches!(
     renewal_that_leaves_the_expiry_breaks_renewed_leases,
     RenewLeavesExpiry,

@@ -25,7 +25,8 @@ const ROUNDS: usize = 5;
 ///
 /// # Errors
 /// A [`CaseFailure`](crate::CaseFailure) when a round has no winner or more than one, the winner's
-/// fence is not above the last round's, or `inspect` does not name the winner with its fence, and,
+/// fence is not above the last round's, `inspect` does not name the winner with its fence, or no
+/// round took over a lapsed row (a release with a hold freed it at once every time), and,
 /// [as any case](crate::cases#errors), when a call it needs fails.
 ///
 /// # Cancel safety
@@ -36,7 +37,13 @@ pub async fn one_winner_on_every_takeover<B: TestBackend>(ctx: &Context<B>) -> C
     let store = ctx.store().await?;
     let lease = name("sweep");
     let mut last = Fence::new(0);
-    for round in 0..ROUNDS {
+    // Whether this round takes over a lapsed row (its holder still named), and how many did: a
+    // release with a hold that reached the store after the hold ended frees the row at once,
+    // so on a slow machine a lapse round can turn into a release round; up to four more rounds
+    // make sure the lapsed path ran at least once.
+    let (mut lapsed_row, mut lapsed_takeovers) = (false, 0);
+    let mut round = 0;
+    while round < ROUNDS || (lapsed_takeovers == 0 && round < ROUNDS + 4) {
         let holders: Vec<HolderId> = (0..CONTENDERS).map(|_| HolderId::generate()).collect();
         let attempts = join_all(holders.iter().map(|holder| {
             let (store, lease) = (Arc::clone(&store), lease.clone());
@@ -60,6 +67,7 @@ pub async fn one_winner_on_every_takeover<B: TestBackend>(ctx: &Context<B>) -> C
             "round {round}: the winner's fence {fence} is not above the last round's {last}"
         );
         last = *fence;
+        lapsed_takeovers += usize::from(std::mem::take(&mut lapsed_row));
         let info = store.inspect(&lease).await?;
         // How long the winner has held it, by the store's clock.
         let held_for = info
@@ -84,6 +92,7 @@ pub async fn one_winner_on_every_takeover<B: TestBackend>(ctx: &Context<B>) -> C
             // A release that reached the store after the hold ended freed the row at once: the
             // next round then takes over a released row, as the odd rounds do.
             if store.inspect(&lease).await?.is_some() {
+                lapsed_row = true;
                 wait_until_expired(ctx, &*store, &lease).await?;
             }
         } else {
@@ -94,6 +103,12 @@ pub async fn one_winner_on_every_takeover<B: TestBackend>(ctx: &Context<B>) -> C
                 "round {round}: the winner could not release {lease}"
             );
         }
+        round += 1;
     }
+    ensure!(
+        lapsed_takeovers > 0,
+        "in {round} rounds no release with a hold kept {lease}'s holder named until the next \
+         round: the takeover of a lapsed row never ran"
+    );
     Ok(Verdict::Passed)
 }
