@@ -1,7 +1,9 @@
 //! The lease table made by `sqlx migrate` from lease-sql's [`Migration`] files, not by `setup`:
 //! sqlx's own `Migrator` applies them from a directory in its layout, the store checks the
 //! table with `verify`, and the conformance suite runs on it, on SQLite (always), the local
-//! PostgreSQL and MariaDB. The down migration drops the table again.
+//! PostgreSQL and MariaDB: its store cases (the fenced and pool cases, which need tables of
+//! their own beside the store's, report not applicable here and run on tables `setup` made in
+//! the other suites). The down migration drops the table again.
 #![cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 
 mod common;
@@ -59,7 +61,9 @@ where
     }
 
     async fn available(&self) -> Result<(), BoxError> {
-        DB::connect(1).await.map(drop)
+        let (pool, file) = DB::connect(1).await?;
+        pool.close().await;
+        common::remove_files(file.as_deref())
     }
 
     async fn store(&self) -> Result<FreshStore<Self::Store>, BoxError> {
@@ -70,10 +74,12 @@ where
         let store = SqlxStore::<DB>::with_table(pool.clone(), &table)?;
         store.verify().await?;
         Ok(FreshStore::new(store).with_teardown(move || async move {
-            drop_all(&pool, &table).await?;
+            // Every step runs; the first error is reported.
+            let dropped = drop_all(&pool, &table).await;
             pool.close().await;
-            std::fs::remove_dir_all(dir)?;
-            common::remove_files(file.as_deref())
+            let removed = std::fs::remove_dir_all(dir).map_err(BoxError::from);
+            let files = common::remove_files(file.as_deref());
+            dropped.and(removed).and(files)
         }))
     }
 }

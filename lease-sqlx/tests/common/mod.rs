@@ -142,15 +142,18 @@ where
         let drop_pool = pool.clone();
         let drop_table = table.clone();
         let fresh = FreshStore::new(store).with_teardown(move || async move {
+            // Every step runs, whatever failed before it; the first error is reported.
+            let mut dropped = Ok(());
             for t in [
                 drop_table.clone(),
                 format!("{drop_table}_probe"),
                 format!("{drop_table}_notices"),
             ] {
-                DB::execute(&drop_pool, format!("DROP TABLE IF EXISTS {t}")).await?;
+                let drop = DB::execute(&drop_pool, format!("DROP TABLE IF EXISTS {t}")).await;
+                dropped = dropped.and(drop);
             }
             drop_pool.close().await;
-            remove_files(file.as_deref())
+            dropped.and(remove_files(file.as_deref()))
         });
         Ok((fresh, pool, table))
     }
