@@ -92,13 +92,24 @@ impl Releases {
             return None;
         }
         if !state.subscribed {
+            state.subscribed = true;
+            // Unlocked while spawning: a task the runtime drops at once clears `subscribed`.
+            drop(state);
+            let ends = Unsubscribes(Arc::downgrade(self));
             let task = subscribe(Arc::downgrade(self), store.clone(), self.closed.clone());
-            if runtime.spawn(task.boxed()).is_err() {
+            let spawned = runtime.spawn(
+                async move {
+                    task.await;
+                    drop(ends)
+                }
+                .boxed(),
+            );
+            state = self.state();
+            if spawned.is_err() {
                 // Nothing to run the subscription on: poll.
                 state.unsupported = true;
                 return None;
             }
-            state.subscribed = true;
         }
         Some(state.wait_for(name))
     }
@@ -132,7 +143,8 @@ pub(crate) async fn pause(released: Released, sleep: impl Future<Output = ()>) {
     }
 }
 
-/// Forwards the store's release events to the waiters until the stream or the client ends.
+/// Forwards the store's release events to the waiters until the stream or the client ends
+/// (its task's [`Unsubscribes`] then lets the next waiter subscribe again).
 /// Opening the subscription is a store call like the others: in a `lease.store` span, bounded
 /// by the store timeout and counted in the client's statistics.
 async fn subscribe(
@@ -163,9 +175,6 @@ async fn subscribe(
                 error = &error as &dyn std::error::Error,
                 "release events unavailable; waiters poll"
             );
-            if let Some(releases) = releases.upgrade() {
-                releases.state().subscribed = false;
-            }
             return;
         }
     };
@@ -181,8 +190,18 @@ async fn subscribe(
         }
     }
     tracing::debug!("release events ended; waiters poll until the next wait subscribes again");
-    if let Some(releases) = releases.upgrade() {
-        releases.state().subscribed = false;
+}
+
+/// Held by the subscription's task: when the task ends, however it ends (the events ended or
+/// could not be opened, or the task went with its runtime while the client lives on, for the
+/// next runtime), the next waiter opens the subscription again, on the runtime it runs on.
+struct Unsubscribes(Weak<Releases>);
+
+impl Drop for Unsubscribes {
+    fn drop(&mut self) {
+        if let Some(releases) = self.0.upgrade() {
+            releases.state().subscribed = false;
+        }
     }
 }
 

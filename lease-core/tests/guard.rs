@@ -421,3 +421,54 @@ fn a_client_renews_on_the_next_runtime_once_its_first_is_gone() {
         guard.release().await.unwrap();
     });
 }
+
+/// A client that outlives the runtime its release subscription was spawned on: the
+/// subscription's task went with that runtime, and a waiter on the next runtime opens one
+/// again and is woken by the release, not by its next poll. Before, the client still believed
+/// it was subscribed: its waiters polled for as long as it lived.
+#[test]
+fn a_waiter_on_the_next_runtime_subscribes_again_once_the_first_is_gone() {
+    let paused = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap()
+    };
+    let store = Faulty::new(tokio_memory());
+    store.push_releases_after(Duration::ZERO);
+    let holder = fast_client(store.clone());
+    let waiter = LeaseClient::builder(store.clone(), TokioRuntime)
+        .acquire_backoff(Duration::from_secs(20), Duration::from_secs(60))
+        .build()
+        .unwrap();
+    paused().block_on(async {
+        let guard = holder.try_acquire("sweep").await.unwrap().expect("free");
+        // Waits, subscribed, until it gives up.
+        let waited = waiter.acquire("sweep", Duration::from_secs(1)).await;
+        assert!(waited.is_err(), "{waited:?}");
+        guard.release().await.unwrap();
+    });
+    paused().block_on(async {
+        let guard = holder.try_acquire("alerts").await.unwrap().expect("free");
+        let waiting = tokio::spawn({
+            let waiter = waiter.clone();
+            async move {
+                let taken = waiter.acquire("alerts", Duration::from_secs(600)).await;
+                (taken, Instant::now())
+            }
+        });
+        // Past the first attempt; the next poll would be 20 s on.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let released_at = Instant::now();
+        guard.release().await.unwrap();
+        let (taken, taken_at) = waiting.await.unwrap();
+        assert!(taken.is_ok(), "{taken:?}");
+        assert!(
+            taken_at - released_at < Duration::from_millis(100),
+            "taken {:?} after the release: no subscription on the second runtime",
+            taken_at - released_at
+        );
+        assert_eq!(waiter.stats().subscribe_calls.calls, 2);
+    });
+}
