@@ -35,7 +35,7 @@ pub async fn prune_deletes_only_rows_free_longer_than_the_bound<B: TestBackend>(
     ctx: &Context<B>,
 ) -> CaseResult {
     let store = ctx.store().await?;
-    let (old, recent, held) = (name("old-report"), name("recent-report"), name("sweeper"));
+    let (old, held) = (name("old-report"), name("sweeper"));
 
     let first = HolderId::generate();
     let old_fence = acquire(&*store, &old, &first).await?;
