@@ -298,6 +298,37 @@ async fn a_leader_schedule_campaigns_again_after_a_permanent_store_error() {
     assert!(!alerts.is_stopped());
 }
 
+/// A permanent error that is over by the next round costs no round more: that round campaigns
+/// again and runs as the new campaign leads. Before, the round failed on the old campaign's
+/// error, and only the one after ran: a one-second refusal cost an hourly job its next hour.
+#[tokio::test(start_paused = true)]
+async fn a_leader_round_after_a_permanent_error_that_ended_runs() {
+    let store = common::Faulty::new(tokio_memory());
+    store.set(common::Mode::Refuse);
+    let client = fast_client(store.clone());
+    let runs = Runs::default();
+    let started = Instant::now();
+    let alerts = client
+        .schedule_on_leader("alerts", every(10), {
+            let runs = runs.clone();
+            move |_| {
+                runs.record(started, "a");
+                async {}
+            }
+        })
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(alerts.stats().failed, 1, "{:?}", alerts.stats());
+    store.set(common::Mode::Pass);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let stats = alerts.stats();
+    assert_eq!(
+        (stats.ran, stats.failed),
+        (1, 1),
+        "the round after the store answered again: {stats:?}"
+    );
+}
+
 /// A schedule stopped as it starts runs no round, though its first round is due at once.
 #[tokio::test(start_paused = true)]
 async fn a_schedule_stopped_as_it_starts_runs_no_round() {

@@ -118,9 +118,10 @@ impl LeaseClient {
     /// work, as [`run_exclusive`](LeaseClient::run_exclusive) does. The campaign ends, giving
     /// leadership back, when the schedule stops; the client's shutdown gives leadership back at
     /// once, and so stops a running round at once rather than after the grace period. A
-    /// campaign that a permanent store error ended (see [`Leader::error`]) fails its round
-    /// (counted in [`ScheduleStats::failed`](crate::ScheduleStats::failed)), and the schedule
-    /// campaigns again for the next one.
+    /// campaign that a permanent store error ended (see [`Leader::error`]) is started again at
+    /// the next round, which runs as the new campaign's first attempt says: it fails (counted
+    /// in [`ScheduleStats::failed`](crate::ScheduleStats::failed)) only while the store still
+    /// refuses.
     ///
     /// # Errors
     /// As [`schedule`](LeaseClient::schedule).
@@ -147,19 +148,22 @@ impl LeaseClient {
         let round = move |rounds: Arc<Rounds>| {
             let (client, work, campaign) = (client.clone(), Arc::clone(&work), Arc::clone(&term));
             async move {
-                let leader = current(&campaign);
+                let mut leader = current(&campaign);
                 // The first round falls as the schedule starts, before the campaign's first
                 // attempt has answered: not leading yet says nothing until it has.
                 leader.first_attempt().await;
                 if let Some(error) = leader.error() {
                     // A permanent store error ended the campaign (a table renamed by a
-                    // migration, a permission revoked): the round failed, and the schedule
-                    // campaigns again for the next, as a plain schedule acquires again at each
-                    // round, rather than skip every round for good.
+                    // migration, a permission revoked), maybe long ago: the schedule campaigns
+                    // again now, as a plain schedule acquires again at each round, and this
+                    // round goes on as the new campaign's first attempt says, rather than fail
+                    // on an error the store may have left behind (or skip every round for good).
                     tracing::warn!(lease = %rounds.name(), error = &*error as &dyn std::error::Error, "the leader's campaign ended; campaigning again");
                     match client.campaign(rounds.name().clone()) {
                         Ok(again) => {
-                            *campaign.lock().unwrap_or_else(PoisonError::into_inner) = again;
+                            *campaign.lock().unwrap_or_else(PoisonError::into_inner) =
+                                again.clone();
+                            leader = again;
                         }
                         // The client shuts down: the schedule ends with it.
                         Err(Error::ShuttingDown { .. }) => return None,
@@ -167,9 +171,14 @@ impl LeaseClient {
                         // and the next tries again.
                         Err(error) => {
                             tracing::warn!(lease = %rounds.name(), error = &error as &dyn std::error::Error, "the leader's campaign could not start again");
+                            return Some(Round::Failed);
                         }
                     }
-                    return Some(Round::Failed);
+                    leader.first_attempt().await;
+                    if leader.error().is_some() {
+                        // Still refused: the round failed, and the next campaigns again.
+                        return Some(Round::Failed);
+                    }
                 }
                 let Some(lease) = leader.lease() else {
                     return Some(Round::Skipped);

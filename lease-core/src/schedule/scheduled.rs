@@ -140,7 +140,9 @@ impl Drop for StopOnDrop {
 ///
 /// It runs until [`stop`](Scheduled::stop) is called, the last clone is dropped, or the
 /// client's [`shutdown`](crate::LeaseClient::shutdown) begins: then no new round starts, and
-/// a round that runs finishes (within the shutdown's grace period, during a shutdown).
+/// a round that runs finishes (within the shutdown's grace period, during a shutdown; a leader
+/// schedule's round is stopped as the shutdown begins, since the shutdown gives the leadership
+/// back at once).
 #[derive(Clone)]
 #[must_use = "a schedule stops when its last handle is dropped"]
 pub struct Scheduled {
