@@ -64,7 +64,10 @@ impl LeaseClient {
     }
 
     /// [`schedule`](LeaseClient::schedule) with the loop as a future to poll on a task of your
-    /// own; it ends when the schedule stops.
+    /// own; it ends when the schedule stops. Keep polling it through a
+    /// [`shutdown`](LeaseClient::shutdown), or drop it first: a loop kept but no longer polled
+    /// cannot end, so the shutdown waits its whole grace period for it and reports it
+    /// unfinished.
     ///
     /// # Errors
     /// [`Error::InvalidName`]; [`Error::ShuttingDown`] once the shutdown has begun.
