@@ -31,8 +31,8 @@ impl LeaseClient {
     /// The [`Leader`] for `name` and the campaign future that runs the election; poll it on a
     /// task of your own. It ends when every `Leader` clone is dropped or resigns, or when the
     /// client's [`shutdown`](LeaseClient::shutdown) begins. Keep polling it through a shutdown,
-    /// or drop it first: a campaign kept but no longer polled cannot give its leadership back,
-    /// so the shutdown waits its whole grace period for it.
+    /// or drop it first: a campaign kept but no longer polled cannot end, so the shutdown waits
+    /// its whole grace period for it (and then gives its lease back itself).
     ///
     /// # Errors
     /// [`Error::InvalidName`]; [`Error::ShuttingDown`] once the client's shutdown has begun.
