@@ -1226,7 +1226,12 @@ pub enum CheckAt {
     /// With the commit, in its message: the lease's row is locked only for the check and the
     /// commit, so the holder's renewals and a takeover of an expired lease never wait for the
     /// work, however long it runs; a stale holder learns at the commit that nothing was
-    /// written (SQLite checks at the start whatever this says).
+    /// written (SQLite checks at the start whatever this says). On MariaDB with
+    /// `innodb_snapshot_isolation` on (the default from 11.6.2), a `REPEATABLE READ`
+    /// transaction that read before a renewal committed fails its check with a
+    /// [`Conflict`](lease_core::StoreErrorKind::Conflict), nothing committed: every time, for
+    /// work longer than the renewal period. Use [`Begin`](CheckAt::Begin) there, or
+    /// `READ COMMITTED`.
     #[default]
     Commit,
     /// With the `BEGIN`, in its message: a stale holder learns before the work, and the

@@ -3,10 +3,10 @@
 //! MariaDB with `innodb_snapshot_isolation` on (the default from MariaDB 11.6.2; available, off,
 //! from 10.6.18, 10.11.8 and 11.4.2): a transaction at `REPEATABLE READ` (MariaDB's default)
 //! that read before the holder's renewal committed cannot lock the lease's row at its end. The
-//! check with the commit then fails with error 1020 and the transaction is rolled back. That is
-//! a conflict to try again, not a setup to fix: the error says so, the lease is still held and
-//! nothing was committed. Checked at the `BEGIN`, before the transaction reads, the same work
-//! commits.
+//! check with the commit then fails with error 1020 and the transaction is rolled back: a
+//! conflict, the lease still held and nothing committed. Trying again helps only work shorter
+//! than the renewal period; checked at the `BEGIN`, before the transaction reads, the same work
+//! commits (what docs/choices.md tells users of such servers).
 //!
 //! PostgreSQL at `READ UNCOMMITTED`, which it runs as `READ COMMITTED`: the check with the
 //! commit reads the latest row there too, so the snapshot guard lets it run.
