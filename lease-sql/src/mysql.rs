@@ -1,5 +1,6 @@
 //! MariaDB (10.5 and later): `?` placeholders, `DATETIME(6)` in UTC, `UTC_TIMESTAMP(6)` as the
-//! clock (evaluated once per statement).
+//! clock (evaluated once per statement; the fenced check moves it on to the time it holds the
+//! row's lock, which it may have waited for).
 //!
 //! Names and holders are `VARBINARY`, so they are compared byte for byte: no collation folds
 //! case or pads spaces, and `'a'` and `'A '` are different leases.
@@ -27,9 +28,14 @@ pub(crate) fn sql(t: &str) -> DialectSql {
     let ended = format!(
         "IF @@in_transaction = 0 THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{TRANSACTION_ENDED_MARKER}'; END IF"
     );
+    // The expiry is compared with the time the row is read, once locked, not with the
+    // statement's start (`UTC_TIMESTAMP` and `NOW` stay there): a check that waited for the
+    // row's lock must find the lease expired if it expired meanwhile. `SYSDATE` is that time,
+    // in the session's zone, as `NOW` is: their difference moves the statement's UTC time on.
     let fence = format!(
         "UPDATE {t} SET expires_at = expires_at + INTERVAL 1 MICROSECOND\n\
-         WHERE name = ? AND holder = ? AND fence = ? AND expires_at > {NOW}"
+         WHERE name = ? AND holder = ? AND fence = ?\n    \
+             AND expires_at > {NOW} + INTERVAL TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6)) MICROSECOND"
     );
     let columns = format!(
         "CONVERT(name USING utf8mb4), CONVERT(holder USING utf8mb4), fence, {}, {}, {}",

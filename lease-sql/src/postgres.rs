@@ -3,7 +3,8 @@
 //! The clock is `statement_timestamp()` rather than `now()`: `now()` is the start of the
 //! transaction, which is only the statement's own time when the statement runs on its own.
 //! `statement_timestamp()` is the statement's time even inside a transaction, and stays the same
-//! for the whole statement.
+//! for the whole statement. The fenced check alone reads `clock_timestamp()`, the time once it
+//! holds the row's lock, which it may have waited for.
 
 use crate::snapshot_isolation::{snapshot_branches, snapshot_guard};
 use crate::template::{Arg, DialectSql, Template};
@@ -36,7 +37,10 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         "UPDATE {t} SET expires_at = expires_at + interval '1 microsecond'\n\
          WHERE name = $1::text AND holder = $2::text AND fence = $3::int8"
     );
-    let live = format!("expires_at - interval '1 microsecond' > {NOW}");
+    // Compared with the time it is read, not the statement's: a check that waited for the
+    // row's lock (held by a fenced transaction checked at its start, a console) must find the
+    // lease expired if it expired meanwhile.
+    let live = "expires_at - interval '1 microsecond' > clock_timestamp()";
     // A lease past its expiry makes the cast fail, naming the marker; `name` is not a constant,
     // so the planner cannot fold the `ELSE` branch into an error of its own.
     let fence = format!(
