@@ -14,9 +14,11 @@ use lease_core::StoreErrorKind;
 ///   which CockroachDB answers as "result is ambiguous") is
 ///   [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown), not transient: it may have committed;
 /// - class `08` (connection exception), class `53` (insufficient resources, such as too many
-///   connections), class `58` (system error), the rest of class `40`, `55P03` (lock not
-///   available), `57014` (statement timeout or cancel) and `57P01`..`57P05` (shutdown, cannot
-///   connect now, idle session timeout) are [`Transient`](StoreErrorKind::Transient);
+///   connections), class `58` (system error), the rest of class `40`, `25P03` and `25P04` (a
+///   transaction left idle too long, or open too long: rolled back, the session ended),
+///   `55P03` (lock not available), `57014` (statement timeout or cancel) and `57P01`..`57P05`
+///   (shutdown, cannot connect now, idle session timeout) are
+///   [`Transient`](StoreErrorKind::Transient);
 /// - everything else (permission denied, undefined table or column, syntax, ...) is
 ///   [`Permanent`](StoreErrorKind::Permanent).
 pub fn postgres_error_kind(sqlstate: &str) -> StoreErrorKind {
@@ -24,7 +26,7 @@ pub fn postgres_error_kind(sqlstate: &str) -> StoreErrorKind {
         "25006" => StoreErrorKind::ReadOnly,
         "40001" | "40P01" => StoreErrorKind::Conflict,
         "40003" => StoreErrorKind::OutcomeUnknown,
-        "55P03" | "57014" | "57P01" | "57P02" | "57P03" | "57P04" | "57P05" => {
+        "25P03" | "25P04" | "55P03" | "57014" | "57P01" | "57P02" | "57P03" | "57P04" | "57P05" => {
             StoreErrorKind::Transient
         }
         _ => match sqlstate.get(..2) {
@@ -73,11 +75,12 @@ pub fn postgres_ends_session(sqlstate: &str) -> bool {
 }
 
 /// Whether a MariaDB or MySQL error, by its number, says that the session ended while the
-/// statement it answers was in flight: 1053 (server shutdown), 1927 (connection killed), 4031
-/// (disconnected for inactivity) and the client's 2006 and 2013 (server gone, connection
-/// lost); as [`postgres_ends_session`], in any language the server speaks.
+/// statement it answers was in flight: 1053 (server shutdown), 1927 (connection killed) and
+/// the client's 2006 and 2013 (server gone, connection lost); as [`postgres_ends_session`], in
+/// any language the server speaks. Not 4031 (disconnected for inactivity): the server closed
+/// the session before the statement came, which it never ran.
 pub fn mysql_ends_session(number: u16) -> bool {
-    matches!(number, 1053 | 1927 | 2006 | 2013 | 4031)
+    matches!(number, 1053 | 1927 | 2006 | 2013)
 }
 
 /// The kind of a SQLite error, by its result code (primary or extended).
@@ -137,13 +140,17 @@ mod tests {
         for code in ["57P01", "57P02", "57P05", "08006", "08003", "08P01"] {
             assert!(postgres_ends_session(code), "{code}");
         }
-        for code in ["57014", "40001", "23505", "25006", "57P03", ""] {
+        // A transaction left idle (or open) too long: rolled back before the next statement.
+        for code in [
+            "57014", "40001", "23505", "25006", "57P03", "25P03", "25P04", "",
+        ] {
             assert!(!postgres_ends_session(code), "{code}");
         }
-        for number in [1053, 1927, 2006, 2013, 4031] {
+        for number in [1053, 1927, 2006, 2013] {
             assert!(mysql_ends_session(number), "{number}");
         }
-        for number in [1205, 1213, 1290, 1064] {
+        // 4031: disconnected for inactivity, before the statement came.
+        for number in [1205, 1213, 1290, 1064, 4031] {
             assert!(!mysql_ends_session(number), "{number}");
         }
     }
@@ -155,7 +162,7 @@ mod tests {
         assert_eq!(postgres_error_kind("40P01"), StoreErrorKind::Conflict);
         assert_eq!(postgres_error_kind("40003"), StoreErrorKind::OutcomeUnknown);
         for transient in [
-            "08006", "08001", "53300", "57P01", "57P03", "57014", "40002",
+            "08006", "08001", "53300", "57P01", "57P03", "57014", "40002", "25P03", "25P04",
         ] {
             assert_eq!(
                 postgres_error_kind(transient),

@@ -82,7 +82,7 @@ pub trait Execute: std::fmt::Debug + Send + Sync + 'static {
     /// [`SqlStore::commit_failed`](crate::SqlStore::commit_failed) reads a fenced commit's
     /// failure by it.
     ///
-    /// The default: whether the error's code says so
+    /// The default: what the error's code says, where it has one
     /// ([`code_ends_session`](Execute::code_ends_session)); otherwise, with a
     /// [`database_message`](Execute::database_message), whether that message ends the session; without one, whether the error is
     /// [`Transient`](StoreErrorKind::Transient) (a failure of the connection, not of the
@@ -90,8 +90,8 @@ pub trait Execute: std::fmt::Debug + Send + Sync + 'static {
     /// transient failure: the cautious reading. A driver that wraps its connection failures as
     /// database errors (as diesel does) says so itself.
     fn answer_lost(&self, error: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
-        if self.code_ends_session(error) {
-            return true;
+        if let Some(ended) = self.code_ends_session(error) {
+            return ended;
         }
         match self.database_message(error) {
             Some(message) => crate::ends_session(message),
@@ -103,12 +103,17 @@ pub trait Execute: std::fmt::Debug + Send + Sync + 'static {
     /// session ended while the statement was in flight
     /// ([`postgres_ends_session`](crate::postgres_ends_session),
     /// [`mysql_ends_session`](crate::mysql_ends_session)): what
-    /// [`answer_lost`](Execute::answer_lost) reads first, as the words of a message depend on
-    /// the language the server writes in. `false`, the default, for an executor whose errors
-    /// carry no code.
-    fn code_ends_session(&self, error: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
+    /// [`answer_lost`](Execute::answer_lost) reads first and, where there is a code, alone, as
+    /// the words of a message depend on the language the server writes in (and a session the
+    /// server ended for a transaction left idle, whose message says it terminates the
+    /// connection, ended with nothing in flight). `None`, the default, for an error that
+    /// carries no code.
+    fn code_ends_session(
+        &self,
+        error: &(dyn std::error::Error + Send + Sync + 'static),
+    ) -> Option<bool> {
         let _ = error;
-        false
+        None
     }
 
     /// Rows of two integers: try-acquire's `(fence, won)`.

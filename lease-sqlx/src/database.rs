@@ -42,11 +42,11 @@ pub trait SqlxDatabase: Database + sqlx::database::HasStatementCache + sealed::S
 
     /// Whether an error the database answered says, by its code, that the session ended with
     /// the statement in flight: lease-sql's table for the database's SQLSTATEs or error
-    /// numbers; `false` where there is no session (SQLite).
+    /// numbers; `None` where the error has no such code (SQLite, which has no session).
     #[doc(hidden)]
-    fn database_error_ends_session(error: &dyn DatabaseError) -> bool {
+    fn database_error_ends_session(error: &dyn DatabaseError) -> Option<bool> {
         let _ = error;
-        false
+        None
     }
 
     /// Opens a pool at `url` with the settings a lease store needs: the URL's options, through

@@ -27,13 +27,14 @@ pub(crate) fn error_kind<DB: SqlxDatabase>(
     }
 }
 
-/// Whether `error` is a database error whose code says that the session ended with the
-/// statement in flight (`SqlxDatabase::database_error_ends_session`).
+/// Whether `error`, a database error with a code, says by it that the session ended with the
+/// statement in flight (`SqlxDatabase::database_error_ends_session`); `None` for any other
+/// error.
 pub(crate) fn code_ends_session<DB: SqlxDatabase>(
     error: &(dyn std::error::Error + Send + Sync + 'static),
-) -> bool {
+) -> Option<bool> {
     match error.downcast_ref::<sqlx::Error>() {
         Some(sqlx::Error::Database(database)) => DB::database_error_ends_session(database.as_ref()),
-        _ => false,
+        _ => None,
     }
 }

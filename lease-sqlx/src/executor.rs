@@ -181,7 +181,10 @@ where
         crate::describe::describe(error)
     }
 
-    fn code_ends_session(&self, error: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
+    fn code_ends_session(
+        &self,
+        error: &(dyn std::error::Error + Send + Sync + 'static),
+    ) -> Option<bool> {
         crate::error_kind::code_ends_session::<DB>(error)
     }
 

@@ -40,10 +40,10 @@ impl SqlxDatabase for MySql {
             })
     }
 
-    fn database_error_ends_session(error: &dyn DatabaseError) -> bool {
+    fn database_error_ends_session(error: &dyn DatabaseError) -> Option<bool> {
         error
             .try_downcast_ref::<MySqlDatabaseError>()
-            .is_some_and(|error| lease_sql::mysql_ends_session(error.number()))
+            .map(|error| lease_sql::mysql_ends_session(error.number()))
     }
 
     /// MariaDB cannot push notifications: waiters poll.

@@ -39,10 +39,10 @@ impl SqlxDatabase for Postgres {
         })
     }
 
-    fn database_error_ends_session(error: &dyn DatabaseError) -> bool {
+    fn database_error_ends_session(error: &dyn DatabaseError) -> Option<bool> {
         error
             .code()
-            .is_some_and(|code| lease_sql::postgres_ends_session(&code))
+            .map(|code| lease_sql::postgres_ends_session(&code))
     }
 
     fn release_events<'a>(

@@ -141,9 +141,49 @@ async fn postgres_reads_a_terminated_session_by_its_code() {
     );
     let error = BoxError::from(error);
     assert!(
-        store.executor().code_ends_session(&*error),
+        store.executor().code_ends_session(&*error) == Some(true),
         "the code of {error} not read as the session's end"
     );
     assert!(store.executor().answer_lost(&*error), "{error}");
     admin.close().await;
+}
+
+/// A session the server ended because its transaction stayed idle too long
+/// (`idle_in_transaction_session_timeout`, 25P03) rolled the transaction back before the
+/// commit came: nothing committed, so the commit's failure is not a lost answer, though the
+/// message says the connection terminates. Read by the code, as in every language.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_transaction_ended_for_idling_is_not_a_lost_answer() {
+    let url = env::postgres_url();
+    let store = match connect::<Postgres>(&url, &env::unique_table("idled")).await {
+        Ok(store) => store,
+        Err(error) => {
+            env::skip_or_fail("postgres", &error.to_string());
+            return;
+        }
+    };
+    let mut connection = store.pool().acquire().await.unwrap();
+    sqlx::raw_sql("SET idle_in_transaction_session_timeout = '100ms'; BEGIN; SELECT 1")
+        .execute(&mut *connection)
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1_000)).await;
+    let error = sqlx::raw_sql("COMMIT")
+        .execute(&mut *connection)
+        .await
+        .expect_err("the session ended for its idle transaction");
+    assert!(
+        matches!(&error, sqlx::Error::Database(database) if database.code().as_deref() == Some("25P03")),
+        "{error:?}"
+    );
+    let error = BoxError::from(error);
+    assert_eq!(store.executor().code_ends_session(&*error), Some(false));
+    assert!(
+        !store.executor().answer_lost(&*error),
+        "a commit after the transaction was rolled back read as a lost answer: {error}"
+    );
+    assert_eq!(
+        store.executor().classify(&*error),
+        lease_core::StoreErrorKind::Transient
+    );
 }
