@@ -16,7 +16,8 @@ use crate::{Attempt, CheckAt};
 /// from the prepared statements to preparing them, then to the check's text, and, once, the
 /// same try again after the check in the `BEGIN`'s message lost to a concurrent update of the
 /// lease's row (the holder's own renewal, under a snapshot). So a begin sends at most
-/// [`MOST_TRIES`](FencedBegin::MOST_TRIES) messages.
+/// [`MOST_TRIES`](FencedBegin::MOST_TRIES) begin messages (with the `ROLLBACK`s and the
+/// preparation between them).
 ///
 /// Once a try's message carries the check, the begin holds the check's `lease.store` span
 /// ([`span`](FencedBegin::span)), the one every fenced check runs in, across the tries that

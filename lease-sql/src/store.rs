@@ -501,8 +501,8 @@ impl<X: Execute> SqlStore<X> {
     /// check placed as `at` says, and answers how it must end.
     ///
     /// [`CheckAt::Commit`]: on PostgreSQL it sends [`PreparedFence::begin`](crate::PreparedFence::begin)
-    /// (on a connection without the prepared statements, `BEGIN` and the guard of
-    /// [`SnapshotIsolation`](crate::SnapshotIsolation) as text); elsewhere `BEGIN`. [`CheckAt::Begin`]: `BEGIN` and the check in one message
+    /// (where the prepared statements do not stay on the connection, below, `BEGIN` and the
+    /// guard of [`SnapshotIsolation`](crate::SnapshotIsolation) as text); elsewhere `BEGIN`. [`CheckAt::Begin`]: `BEGIN` and the check in one message
     /// ([`Statements::begin_then_fence`], on PostgreSQL the prepared check's `EXECUTE`); on
     /// SQLite `BEGIN`, the check to follow ([`FencedCommit::CheckFirst`]). On PostgreSQL, where
     /// the connection lacks the prepared statements it prepares them
@@ -864,7 +864,8 @@ impl<X: Execute> SqlStore<X> {
     /// them ([`is_fence_unprepared`](SqlStore::is_fence_unprepared)): rolls back the
     /// transaction that failed and prepares each statement the connection lacks
     /// ([`PreparedFence::prepare`](crate::PreparedFence::prepare)), leaving the connection
-    /// outside any transaction. Nothing to do without a prepared fence.
+    /// outside any transaction. Without a prepared fence (a dialect that has none) it does
+    /// nothing, the failed transaction included: no begin of such a dialect asks for it.
     ///
     /// # Errors
     /// [`Error::Store`] with [`Operation::Fence`] when a message failed.
