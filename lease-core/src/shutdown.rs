@@ -73,6 +73,7 @@ pub(crate) struct Tally {
     pub(crate) finished: usize,
     pub(crate) cancelled: usize,
     pub(crate) resigned: usize,
+    pub(crate) forced: usize,
 }
 
 #[derive(Debug, Default)]
@@ -222,6 +223,11 @@ impl Shutdown {
     /// Counts a leadership given back because of the shutdown.
     pub(crate) fn record_resigned(&self) {
         self.record(|tally| tally.resigned += 1);
+    }
+
+    /// Counts `count` guards the shutdown released by force.
+    pub(crate) fn record_forced(&self, count: usize) {
+        self.record(|tally| tally.forced += count);
     }
 }
 

@@ -386,3 +386,23 @@ async fn a_shutdown_waits_for_an_acquisition_in_flight_and_its_give_back() {
     ));
     drop(kept);
 }
+
+/// A second shutdown reports the tally so far, the guards the first released by force
+/// included: before, every count added up across calls but `forced`, which read 0 the second
+/// time.
+#[tokio::test(start_paused = true)]
+async fn a_second_shutdown_reports_the_guards_the_first_released_by_force() {
+    let store = tokio_memory();
+    let client = fast_client(store.clone());
+    let guard = client.try_acquire("sweep").await.unwrap().unwrap();
+    let first = client.shutdown(Duration::from_millis(10)).await;
+    assert_eq!(first.forced, 1, "{first:?}");
+    assert!(!guard.is_held());
+    drop(guard);
+    let second = client.shutdown(Duration::from_millis(10)).await;
+    assert_eq!(
+        (second.forced, second.released),
+        (first.forced, first.released),
+        "{second:?} after {first:?}"
+    );
+}

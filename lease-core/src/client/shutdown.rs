@@ -114,7 +114,6 @@ impl LeaseClient {
             held = self.inner.renewer.held_count(),
             "lease client shutting down"
         );
-        let mut forced = 0;
         let grace_ends = started.saturating_add(ticks(grace));
         if !state.wait_until(&clock, grace_ends, Running::is_idle).await {
             state.cancel();
@@ -125,7 +124,8 @@ impl LeaseClient {
             state
                 .wait_until(&clock, runs_end, |running| running.runs == 0)
                 .await;
-            forced = self.release_held().await;
+            let forced = self.release_held().await;
+            state.record_forced(forced);
         }
         let settle_by = clock
             .now()
@@ -140,7 +140,7 @@ impl LeaseClient {
             finished: tally.finished,
             cancelled: tally.cancelled,
             resigned: tally.resigned,
-            forced,
+            forced: tally.forced,
             failed: tally.failed,
             unfinished: running.unsettled(),
             elapsed: Duration::from_nanos(clock.now().saturating_sub(started)),
