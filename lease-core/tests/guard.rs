@@ -269,21 +269,30 @@ async fn a_waiter_takes_a_released_lease_at_once_where_the_store_pushes_releases
         .build()
         .unwrap();
     let guard = holder.try_acquire("sweep").await.unwrap().unwrap();
-    let waiting = tokio::spawn(async move {
-        let taken = waiter.acquire("sweep", Duration::from_secs(600)).await;
+    // Long enough for the waiter's pauses to have grown to 30-60 s.
+    let (taken, after) = taken_after_release(&waiter, guard, Duration::from_secs(200)).await;
+    assert_eq!(taken.unwrap().fence().get(), 2);
+    assert!(after < Duration::from_millis(10), "{after:?}");
+}
+
+/// `waiter` waits for the lease `guard` holds, which is released once `waiting` has passed:
+/// what the wait answered, and how long after the release.
+async fn taken_after_release(
+    waiter: &LeaseClient,
+    guard: LeaseGuard,
+    waiting: Duration,
+) -> (Result<LeaseGuard, Error>, Duration) {
+    let name = guard.name().clone();
+    let waiter = waiter.clone();
+    let wait = tokio::spawn(async move {
+        let taken = waiter.acquire(name, Duration::from_secs(600)).await;
         (taken, Instant::now())
     });
-    // Long enough for the waiter's pauses to have grown to 30-60 s.
-    tokio::time::sleep(Duration::from_secs(200)).await;
+    tokio::time::sleep(waiting).await;
     let released_at = Instant::now();
     guard.release().await.unwrap();
-    let (taken, taken_at) = waiting.await.unwrap();
-    assert_eq!(taken.unwrap().fence().get(), 2);
-    assert!(
-        taken_at - released_at < Duration::from_millis(10),
-        "{:?}",
-        taken_at - released_at
-    );
+    let (taken, taken_at) = wait.await.unwrap();
+    (taken, taken_at - released_at)
 }
 
 #[tokio::test(start_paused = true)]
@@ -451,23 +460,12 @@ fn a_waiter_on_the_next_runtime_subscribes_again_once_the_first_is_gone() {
     });
     paused().block_on(async {
         let guard = holder.try_acquire("alerts").await.unwrap().expect("free");
-        let waiting = tokio::spawn({
-            let waiter = waiter.clone();
-            async move {
-                let taken = waiter.acquire("alerts", Duration::from_secs(600)).await;
-                (taken, Instant::now())
-            }
-        });
         // Past the first attempt; the next poll would be 20 s on.
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let released_at = Instant::now();
-        guard.release().await.unwrap();
-        let (taken, taken_at) = waiting.await.unwrap();
+        let (taken, after) = taken_after_release(&waiter, guard, Duration::from_secs(1)).await;
         assert!(taken.is_ok(), "{taken:?}");
         assert!(
-            taken_at - released_at < Duration::from_millis(100),
-            "taken {:?} after the release: no subscription on the second runtime",
-            taken_at - released_at
+            after < Duration::from_millis(100),
+            "taken {after:?} after the release: no subscription on the second runtime"
         );
         assert_eq!(waiter.stats().subscribe_calls.calls, 2);
     });

@@ -264,26 +264,30 @@ async fn the_leaders_first_round_runs_as_the_schedule_starts() {
     assert_eq!((stats.ran, stats.skipped), (1, 0), "{stats:?}");
 }
 
-/// A campaign that a permanent store error ended (a table renamed by a migration, a
-/// permission revoked for a while) fails the leader schedule's round, and the schedule
-/// campaigns again: once the store answers, the rounds run again, rather than being skipped
-/// for good as if another instance led.
-#[tokio::test(start_paused = true)]
-async fn a_leader_schedule_campaigns_again_after_a_permanent_store_error() {
+/// A leader schedule of `alerts` every `seconds`, on a store that refuses every call with a
+/// permanent error until the test lets it answer.
+fn refused_leader_schedule(seconds: u64) -> (Arc<common::Faulty>, Scheduled) {
     let store = common::Faulty::new(tokio_memory());
     store.set(common::Mode::Refuse);
     let client = fast_client(store.clone());
     let runs = Runs::default();
     let started = Instant::now();
     let alerts = client
-        .schedule_on_leader("alerts", every(1), {
-            let runs = runs.clone();
-            move |_| {
-                runs.record(started, "a");
-                async {}
-            }
+        .schedule_on_leader("alerts", every(seconds), move |_| {
+            runs.record(started, "a");
+            async {}
         })
         .unwrap();
+    (store, alerts)
+}
+
+/// A campaign that a permanent store error ended (a table renamed by a migration, a
+/// permission revoked for a while) fails the leader schedule's round, and the schedule
+/// campaigns again: once the store answers, the rounds run again, rather than being skipped
+/// for good as if another instance led.
+#[tokio::test(start_paused = true)]
+async fn a_leader_schedule_campaigns_again_after_a_permanent_store_error() {
+    let (store, alerts) = refused_leader_schedule(1);
     tokio::time::sleep(Duration::from_millis(2_500)).await;
     let refused = alerts.stats();
     assert!(refused.failed >= 2, "{refused:?}");
@@ -303,20 +307,7 @@ async fn a_leader_schedule_campaigns_again_after_a_permanent_store_error() {
 /// error, and only the one after ran: a one-second refusal cost an hourly job its next hour.
 #[tokio::test(start_paused = true)]
 async fn a_leader_round_after_a_permanent_error_that_ended_runs() {
-    let store = common::Faulty::new(tokio_memory());
-    store.set(common::Mode::Refuse);
-    let client = fast_client(store.clone());
-    let runs = Runs::default();
-    let started = Instant::now();
-    let alerts = client
-        .schedule_on_leader("alerts", every(10), {
-            let runs = runs.clone();
-            move |_| {
-                runs.record(started, "a");
-                async {}
-            }
-        })
-        .unwrap();
+    let (store, alerts) = refused_leader_schedule(10);
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(alerts.stats().failed, 1, "{:?}", alerts.stats());
     store.set(common::Mode::Pass);
