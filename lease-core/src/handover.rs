@@ -97,15 +97,19 @@ impl Releases {
             drop(state);
             let ends = Unsubscribes(Arc::downgrade(self));
             let task = subscribe(Arc::downgrade(self), store.clone(), self.closed.clone());
-            let spawned = runtime.spawn(
-                async move {
-                    task.await;
-                    drop(ends)
-                }
-                .boxed(),
-            );
+            // A runtime that cannot spawn hands the task back: dropped here, still unlocked, as
+            // its `Unsubscribes` locks the state.
+            let spawned = runtime
+                .spawn(
+                    async move {
+                        task.await;
+                        drop(ends)
+                    }
+                    .boxed(),
+                )
+                .is_ok();
             state = self.state();
-            if spawned.is_err() {
+            if !spawned {
                 // Nothing to run the subscription on: poll.
                 state.unsupported = true;
                 return None;

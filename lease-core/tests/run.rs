@@ -477,6 +477,40 @@ impl Runtime for NoSpawn {
     }
 }
 
+/// On a runtime that cannot spawn, a wait for a held lease polls (the release subscription
+/// cannot run) and gives up at its limit. The subscription's task, handed back by the runtime,
+/// once cleared the client's state under the lock the wait held: the first `acquire` hung for
+/// good. Run on a thread of its own, so that a hang fails the test instead of stopping it.
+#[test]
+fn without_spawn_a_wait_for_a_held_lease_polls_and_gives_up() {
+    let (answered, answer) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        let waited = runtime.block_on(async {
+            let store = tokio_memory();
+            let _held = fast_client(store.clone())
+                .try_acquire("sweep")
+                .await
+                .unwrap()
+                .unwrap();
+            let client = LeaseClient::builder(store, NoSpawn)
+                .ttl(Ttl::from_secs(1).unwrap())
+                .build()
+                .unwrap();
+            client.acquire("sweep", Duration::from_secs(2)).await
+        });
+        let _ = answered.send(waited.is_err());
+    });
+    let gave_up = answer
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the wait hung on a runtime that cannot spawn");
+    assert!(gave_up, "the held lease was taken");
+}
+
 #[tokio::test(start_paused = true)]
 async fn without_spawn_the_work_drives_renewal_for_every_lease() {
     let store = Faulty::new(tokio_memory());
