@@ -201,11 +201,13 @@ impl Renewer {
         planned == RUNNING || next_renewal < planned
     }
 
-    /// Stops renewing `held`.
-    pub(crate) fn forget(&self, held: &Held) {
-        if self.leases().remove(&held.id()).is_some() {
+    /// Stops renewing `held`: whether this call did (it had not been forgotten before).
+    pub(crate) fn forget(&self, held: &Held) -> bool {
+        let forgotten = self.leases().remove(&held.id()).is_some();
+        if forgotten {
             held.stop_counting();
         }
+        forgotten
     }
 
     /// Completes once no renewal statement that may still carry a forgotten lease is in flight.

@@ -406,3 +406,25 @@ async fn a_second_shutdown_reports_the_guards_the_first_released_by_force() {
         "{second:?} after {first:?}"
     );
 }
+
+/// A shutdown cancelled while its forced releases run (a timeout around it) has counted them:
+/// the next shutdown, which finds nothing left to release, reports them.
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_cancelled_during_its_forced_releases_has_counted_them() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(store.clone());
+    let _guard = client.try_acquire("sweep").await.unwrap().unwrap();
+    store.delay_releases(Duration::from_secs(60));
+    let cut = tokio::time::timeout(
+        Duration::from_millis(100),
+        client.shutdown(Duration::from_millis(10)),
+    )
+    .await;
+    assert!(
+        cut.is_err(),
+        "the shutdown ended before its release answered"
+    );
+    store.delay_releases(Duration::ZERO);
+    let next = client.shutdown(Duration::from_millis(10)).await;
+    assert_eq!(next.forced, 1, "{next:?}");
+}

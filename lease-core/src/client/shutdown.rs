@@ -124,8 +124,7 @@ impl LeaseClient {
             state
                 .wait_until(&clock, runs_end, |running| running.runs == 0)
                 .await;
-            let forced = self.release_held().await;
-            state.record_forced(forced);
+            self.release_held().await;
         }
         let settle_by = clock
             .now()
@@ -157,8 +156,10 @@ impl LeaseClient {
     }
 
     /// Marks every lease still held lost with [`LossReason::ShutDown`] and releases it, all at
-    /// once: how many it marked.
-    async fn release_held(&self) -> usize {
+    /// once, counting them as released by force before the releases go out (a shutdown
+    /// cancelled while they run has counted them; another shutdown at the same time counts
+    /// only those it took from the renewer itself).
+    async fn release_held(&self) {
         let renewer = &self.inner.renewer;
         let store = &self.inner.store;
         let state = self.shutdown_state();
@@ -166,10 +167,11 @@ impl LeaseClient {
             .held()
             .into_iter()
             .filter(|held| {
-                renewer.forget(held);
-                held.mark_lost(LossReason::ShutDown) == Some(LossReason::ShutDown)
+                renewer.forget(held)
+                    && held.mark_lost(LossReason::ShutDown) == Some(LossReason::ShutDown)
             })
             .collect();
+        state.record_forced(held.len());
         let releases = held.iter().map(|held| async move {
             let released = store
                 .release(held.name(), held.holder(), Duration::ZERO)
@@ -180,6 +182,5 @@ impl LeaseClient {
             }
         });
         future::join_all(releases).await;
-        held.len()
     }
 }
