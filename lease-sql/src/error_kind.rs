@@ -77,7 +77,7 @@ pub fn postgres_ends_session(sqlstate: &str) -> bool {
 /// Whether a MariaDB or MySQL error, by its number, says that the session ended while the
 /// statement it answers was in flight: 1053 (server shutdown), 1927 (connection killed) and
 /// the client's 2006 and 2013 (server gone, connection lost); as [`postgres_ends_session`], in
-/// any language the server speaks. Not 4031 (disconnected for inactivity): the server closed
+/// any language the server speaks. Not MySQL's 4031 (disconnected for inactivity): the server closed
 /// the session before the statement came, which it never ran.
 pub fn mysql_ends_session(number: u16) -> bool {
     matches!(number, 1053 | 1927 | 2006 | 2013)
@@ -125,11 +125,21 @@ const SESSION_ENDED: &[&str] = &[
 /// was in flight, so that whether the statement took effect is unknown: a server shutting
 /// down or killing the connection may do so after a `COMMIT` committed and before its answer
 /// went out. What [`Execute::answer_lost`](crate::Execute::answer_lost) reads in the messages
-/// of the database's errors.
+/// of the database's errors. Not PostgreSQL's end of a session whose transaction stayed idle,
+/// or open, too long (25P03, 25P04: `terminating connection due to idle-in-transaction
+/// timeout`, `... due to transaction timeout`): the transaction was rolled back before the
+/// statement came, which never ran.
 pub fn ends_session(message: &str) -> bool {
     let message = message.to_ascii_lowercase();
     SESSION_ENDED.iter().any(|phrase| message.contains(phrase))
+        && !ROLLED_BACK_FIRST
+            .iter()
+            .any(|phrase| message.contains(phrase))
 }
+
+/// Phrases, lower case, of PostgreSQL's farewells to a session whose transaction it rolled back
+/// for staying idle or open too long, before any later statement came (25P03, 25P04).
+const ROLLED_BACK_FIRST: &[&str] = &["idle-in-transaction timeout", "due to transaction timeout"];
 
 #[cfg(test)]
 mod tests {
@@ -216,6 +226,9 @@ mod tests {
             "Lock wait timeout exceeded; try restarting transaction",
             // PgBouncer, before anything was sent: the wait for a server connection.
             "query_wait_timeout",
+            // The transaction was rolled back before the statement came.
+            "terminating connection due to idle-in-transaction timeout",
+            "FATAL: terminating connection due to transaction timeout",
         ] {
             assert!(!ends_session(answered), "{answered}");
         }
