@@ -38,7 +38,7 @@ pub(crate) fn sql(t: &str) -> DialectSql {
     let fence = format!(
         "UPDATE {t} SET expires_at = expires_at + INTERVAL 1 MICROSECOND\n\
          WHERE name = ? AND holder = ? AND fence = ?\n    \
-             AND expires_at > {NOW} + INTERVAL GREATEST(0, TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6))) MICROSECOND"
+             AND expires_at > ({NOW} + INTERVAL GREATEST(0, TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6))) MICROSECOND)"
     );
     let columns = format!(
         "CONVERT(name USING utf8mb4), CONVERT(holder USING utf8mb4), fence, {}, {}, {}",
