@@ -407,20 +407,13 @@ async fn leases_taken_one_by_one_are_renewed_in_few_rounds() {
 /// with that runtime, and the leases taken on the next runtime are still renewed.
 #[test]
 fn a_client_renews_on_the_next_runtime_once_its_first_is_gone() {
-    let paused = || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap()
-    };
     let store = tokio_memory();
     let client = fast_client(store);
-    paused().block_on(async {
+    common::paused_runtime().block_on(async {
         let guard = client.try_acquire("sweep").await.unwrap().expect("free");
         guard.release().await.unwrap();
     });
-    paused().block_on(async {
+    common::paused_runtime().block_on(async {
         let guard = client.try_acquire("alerts").await.unwrap().expect("free");
         tokio::time::sleep(Duration::from_secs(3)).await;
         assert!(
@@ -437,13 +430,6 @@ fn a_client_renews_on_the_next_runtime_once_its_first_is_gone() {
 /// it was subscribed: its waiters polled for as long as it lived.
 #[test]
 fn a_waiter_on_the_next_runtime_subscribes_again_once_the_first_is_gone() {
-    let paused = || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap()
-    };
     let store = Faulty::new(tokio_memory());
     store.push_releases_after(Duration::ZERO);
     let holder = fast_client(store.clone());
@@ -451,14 +437,14 @@ fn a_waiter_on_the_next_runtime_subscribes_again_once_the_first_is_gone() {
         .acquire_backoff(Duration::from_secs(20), Duration::from_secs(60))
         .build()
         .unwrap();
-    paused().block_on(async {
+    common::paused_runtime().block_on(async {
         let guard = holder.try_acquire("sweep").await.unwrap().expect("free");
         // Waits, subscribed, until it gives up.
         let waited = waiter.acquire("sweep", Duration::from_secs(1)).await;
         assert!(waited.is_err(), "{waited:?}");
         guard.release().await.unwrap();
     });
-    paused().block_on(async {
+    common::paused_runtime().block_on(async {
         let guard = holder.try_acquire("alerts").await.unwrap().expect("free");
         // Past the first attempt; the next poll would be 20 s on.
         let (taken, after) = taken_after_release(&waiter, guard, Duration::from_secs(1)).await;

@@ -485,12 +485,7 @@ impl Runtime for NoSpawn {
 fn without_spawn_a_wait_for_a_held_lease_polls_and_gives_up() {
     let (answered, answer) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
-        let waited = runtime.block_on(async {
+        let waited = common::paused_runtime().block_on(async {
             let store = tokio_memory();
             let _held = fast_client(store.clone())
                 .try_acquire("sweep")
