@@ -463,6 +463,14 @@ async fn a_release_with_a_minimum_hold_is_not_tried_past_the_deadline() {
     assert!((2..=20).contains(&tries), "{tries} tries");
 }
 
+/// A client with a 1 s TTL on a runtime that cannot spawn: the work drives its renewer.
+fn no_spawn_client(store: impl LeaseStore) -> LeaseClient {
+    LeaseClient::builder(store, NoSpawn)
+        .ttl(Ttl::from_secs(1).unwrap())
+        .build()
+        .unwrap()
+}
+
 /// A runtime that can sleep but not spawn, like a bare executor.
 #[derive(Debug)]
 struct NoSpawn;
@@ -492,10 +500,7 @@ fn without_spawn_a_wait_for_a_held_lease_polls_and_gives_up() {
                 .await
                 .unwrap()
                 .unwrap();
-            let client = LeaseClient::builder(store, NoSpawn)
-                .ttl(Ttl::from_secs(1).unwrap())
-                .build()
-                .unwrap();
+            let client = no_spawn_client(store);
             client.acquire("sweep", Duration::from_secs(2)).await
         });
         let _ = answered.send(waited.is_err());
@@ -509,10 +514,7 @@ fn without_spawn_a_wait_for_a_held_lease_polls_and_gives_up() {
 #[tokio::test(start_paused = true)]
 async fn without_spawn_the_work_drives_renewal_for_every_lease() {
     let store = Faulty::new(tokio_memory());
-    let client = LeaseClient::builder(store.clone(), NoSpawn)
-        .ttl(Ttl::from_secs(1).unwrap())
-        .build()
-        .unwrap();
+    let client = no_spawn_client(store.clone());
     let seen = Arc::new(AtomicUsize::new(0));
     let runs = ["sweep", "alerts", "mail-checks", "uptime:node-a"].map(|job| {
         let (client, seen) = (client.clone(), seen.clone());
@@ -543,10 +545,7 @@ async fn without_spawn_the_work_drives_renewal_for_every_lease() {
 #[tokio::test(start_paused = true)]
 async fn without_spawn_a_refused_renewal_stops_the_work_before_its_next_step() {
     let store = Faulty::new(tokio_memory());
-    let client = LeaseClient::builder(store.clone(), NoSpawn)
-        .ttl(Ttl::from_secs(1).unwrap())
-        .build()
-        .unwrap();
+    let client = no_spawn_client(store.clone());
     let steps_after_loss = Arc::new(AtomicUsize::new(0));
     let seen = Arc::clone(&steps_after_loss);
     let inner = store.inner.clone();
@@ -587,10 +586,7 @@ async fn without_spawn_a_minimum_hold_release_does_not_wait_for_the_renewal_it_s
     let store = Faulty::new(tokio_memory());
     // Each renewal takes 200 ms: the work ends while the one sent at 250 ms is in flight.
     store.delay_renewals(Duration::from_millis(200));
-    let client = LeaseClient::builder(store.clone(), NoSpawn)
-        .ttl(Ttl::from_secs(1).unwrap())
-        .build()
-        .unwrap();
+    let client = no_spawn_client(store.clone());
     let options = RunOptions::default().min_hold(Duration::from_secs(60));
     let run = client.run_exclusive_with("mail-checks", options, |_| async {
         tokio::time::sleep(Duration::from_millis(300)).await;
