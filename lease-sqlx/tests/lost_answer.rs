@@ -114,22 +114,7 @@ async fn postgres_reads_a_terminated_session_by_its_code() {
     assert!(terminated);
     // The server's farewell (57P01, `terminating connection due to administrator command`)
     // waits on the socket for the next statement to read it once the backend is gone.
-    let waited = std::time::Instant::now();
-    loop {
-        let alive: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE pid = $1")
-            .bind(pid)
-            .fetch_one(&admin)
-            .await
-            .unwrap();
-        if alive == 0 {
-            break;
-        }
-        assert!(
-            waited.elapsed() < std::time::Duration::from_secs(10),
-            "the terminated backend {pid} is still there"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    wait_until_gone(&admin, pid).await;
     let error = sqlx::raw_sql("SELECT 1")
         .execute(&mut *connection)
         .await
@@ -163,11 +148,18 @@ async fn postgres_a_transaction_ended_for_idling_is_not_a_lost_answer() {
         }
     };
     let mut connection = store.pool().acquire().await.unwrap();
+    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&mut *connection)
+        .await
+        .unwrap();
     sqlx::raw_sql("SET idle_in_transaction_session_timeout = '100ms'; BEGIN; SELECT 1")
         .execute(&mut *connection)
         .await
         .unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(1_000)).await;
+    // The farewell waits on the socket once the server has ended the session.
+    let admin = sqlx::PgPool::connect(&url).await.unwrap();
+    wait_until_gone(&admin, pid).await;
+    admin.close().await;
     let error = sqlx::raw_sql("COMMIT")
         .execute(&mut *connection)
         .await
@@ -186,4 +178,24 @@ async fn postgres_a_transaction_ended_for_idling_is_not_a_lost_answer() {
         store.executor().classify(&*error),
         lease_core::StoreErrorKind::Transient
     );
+}
+
+/// Waits (at most 10 s) until the server's backend `pid` has left `pg_stat_activity`.
+async fn wait_until_gone(admin: &sqlx::PgPool, pid: i32) {
+    let waited = std::time::Instant::now();
+    loop {
+        let alive: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE pid = $1")
+            .bind(pid)
+            .fetch_one(admin)
+            .await
+            .unwrap();
+        if alive == 0 {
+            return;
+        }
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(10),
+            "the backend {pid} is still there"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
