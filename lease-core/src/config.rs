@@ -36,7 +36,10 @@ pub struct LeaseConfig {
     /// Default: a tenth of the TTL.
     pub safety_margin: Duration,
     /// How long one store call (acquire, renew, release) may take before it counts as failed.
-    /// A renewal that times out counts as not renewed. Default: the renewal period.
+    /// A renewal that times out counts as not renewed. Default: the renewal period, at most
+    /// half the time a renewal sent on time has before the local deadline
+    /// ([`default_store_timeout`](LeaseConfig::default_store_timeout)), so that a renewal that
+    /// hangs for the whole timeout leaves time for another try.
     pub store_timeout: Duration,
     /// How many leases one `renew_many` call carries. Default: 1,000.
     pub renew_batch: usize,
@@ -53,16 +56,28 @@ pub struct LeaseConfig {
 impl LeaseConfig {
     /// The defaults for `ttl`: renewal every quarter, a margin of a tenth.
     pub fn for_ttl(ttl: Ttl) -> Self {
-        let renew_every = ttl.get() / 4;
-        Self {
+        let mut config = Self {
             ttl,
-            renew_every,
+            renew_every: ttl.get() / 4,
             safety_margin: ttl.get() / 10,
-            store_timeout: renew_every,
+            store_timeout: Duration::ZERO,
             renew_batch: 1000,
             acquire_backoff: (Duration::from_millis(50), Duration::from_secs(5)),
             on_loss: OnLoss::Cancel,
-        }
+        };
+        config.store_timeout = config.default_store_timeout();
+        config
+    }
+
+    /// The store timeout that suits the other settings: the renewal period, at most half the
+    /// time between a renewal sent on time and the local deadline (the local validity minus the
+    /// period). A renewal that hangs for the whole timeout then leaves at least as long again
+    /// for another try before the deadline: with a 60 s TTL renewed every 30 s, 12 s, where the
+    /// period (30 s) would let one hung renewal run past the deadline (54 s after the last
+    /// renewal) and lose the lease without a second try. With the defaults, the renewal period.
+    pub fn default_store_timeout(&self) -> Duration {
+        let after_period = self.local_validity().saturating_sub(self.renew_every);
+        self.renew_every.min(after_period / 2)
     }
 
     /// How long a leader campaign ([`LeaseClient::campaign`](crate::LeaseClient::campaign))

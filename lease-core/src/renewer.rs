@@ -346,14 +346,14 @@ impl Renewer {
             Err(error) => {
                 // Not renewed: the deadline stays where the last success put it. Try again soon,
                 // while there is still time before it.
-                let retry = self.clock().now().saturating_add(self.period / 4);
+                let now = self.clock().now();
                 tracing::warn!(
                     leases = batch.len(),
                     error = &error as &dyn std::error::Error,
                     "lease renewal failed; retrying"
                 );
                 for held in &batch {
-                    held.set_next_renewal(retry);
+                    held.set_next_renewal(retry_at(now, held.deadline(), self.period));
                     self.store.stats().renewed(held.name(), Renewed::Failed);
                 }
                 return;
@@ -399,6 +399,16 @@ impl Renewer {
             );
         }
     }
+}
+
+/// When to try again a renewal that failed at `now`, for a lease whose local deadline is
+/// `deadline`, renewed every `period` (all in clock ticks): a quarter period on, but no later than half-way to the deadline, so
+/// that a lease renewed rarely (a period close to the local validity) still gets another try
+/// before it; never sooner than a sixteenth of the period, so that the tries do not crowd in
+/// ever closer to the deadline.
+fn retry_at(now: u64, deadline: u64, period: u64) -> u64 {
+    let half_way = deadline.saturating_sub(now) / 2;
+    now.saturating_add((period / 4).min(half_way).max(period / 16))
 }
 
 #[cfg(test)]

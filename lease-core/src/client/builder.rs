@@ -103,7 +103,8 @@ impl LeaseClientBuilder {
         self
     }
 
-    /// How long one store call may take.
+    /// How long one store call may take. Default:
+    /// [`LeaseConfig::default_store_timeout`] for the TTL, period and margin set here.
     pub fn store_timeout(mut self, timeout: Duration) -> Self {
         self.store_timeout = Some(timeout);
         self
@@ -152,18 +153,17 @@ impl LeaseClientBuilder {
             }
             None => LeaseConfig::for_ttl(self.ttl.unwrap_or(Ttl::DEFAULT)),
         };
-        if let Some(period) = self.renew_every {
-            config.renew_every = period;
-            if self.store_timeout.is_none() && !from_base {
-                config.store_timeout = period;
-            }
-        }
         fn set<T>(value: &mut T, setting: Option<T>) {
             if let Some(setting) = setting {
                 *value = setting;
             }
         }
+        set(&mut config.renew_every, self.renew_every);
         set(&mut config.safety_margin, self.safety_margin);
+        if !from_base {
+            // The timeout that suits the period and margin set here, unless set too.
+            config.store_timeout = config.default_store_timeout();
+        }
         set(&mut config.store_timeout, self.store_timeout);
         set(&mut config.renew_batch, self.renew_batch);
         set(&mut config.acquire_backoff, self.acquire_backoff);
