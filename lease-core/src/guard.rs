@@ -122,10 +122,13 @@ impl LeaseGuard {
     ///
     /// # Errors
     /// [`Error::Lost`] when the lease had been lost before the release (the work may have
-    /// overlapped with another holder's), with [`LossReason::NotHeld`] after
-    /// [`mark_not_held`](LeaseGuard::mark_not_held); [`Error::Store`] when the store failed or did
-    /// not answer within [`LeaseConfig::store_timeout`](crate::LeaseConfig::store_timeout), in
-    /// which case the lease lapses after its TTL.
+    /// overlapped with another holder's), whatever the release itself answered, with
+    /// [`LossReason::NotHeld`] after [`mark_not_held`](LeaseGuard::mark_not_held), and with
+    /// [`LossReason::Rejected`] (counted as a loss) when the release finds the row no longer
+    /// this holder's (a forced release, an expiry this process did not see);
+    /// [`Error::Store`] when the store failed or did not answer within
+    /// [`LeaseConfig::store_timeout`](crate::LeaseConfig::store_timeout), in which case the
+    /// lease lapses after its TTL.
     ///
     /// # Cancel safety
     /// Not cancel safe. The guard moves into the future: dropped before its first poll, the
@@ -151,7 +154,10 @@ impl LeaseGuard {
     /// succeeds, the lease's local deadline passes (renewal stopped with the release), 20
     /// tries have failed or the client's shutdown ends its grace period: one
     /// that failed would leave the row to expire one TTL after the last renewal, short of the
-    /// hold, and another instance could run the work again within the period.
+    /// hold, and another instance could run the work again within the period. When a try
+    /// whose answer was lost is followed by one that finds the row no longer this holder's,
+    /// the row is read once more: free, or this holder's and lapsed, the lost try released it
+    /// (`Ok`); another holder's, the lease was taken over (`Error::Lost`).
     ///
     /// # Errors
     /// As [`release`](LeaseGuard::release), the last try's.
@@ -218,20 +224,32 @@ impl LeaseGuard {
             token.shutdown().record_release(&released);
         }
         drop(token);
-        let released = released?;
         match (lost, released) {
-            (None, true) => {
+            (None, Ok(true)) => {
                 tracing::debug!(lease = %held.name(), fence = %held.fence(), ?min_hold, "lease released");
                 Ok(())
             }
-            (Some(reason), _) => Err(Error::Lost {
-                name: held.name().clone(),
-                reason,
-            }),
-            (None, false) => Err(Error::Lost {
-                name: held.name().clone(),
-                reason: LossReason::Rejected,
-            }),
+            (None, Err(error)) => Err(error),
+            // Lost before the release: that is what the caller must hear, whatever the release
+            // answered (a store that failed as the deadline passed during an outage).
+            (Some(reason), released) => {
+                if let Err(error) = released {
+                    tracing::warn!(lease = %held.name(), error = &error as &dyn std::error::Error, "lease lost, and its release failed; it lapses after its TTL");
+                }
+                Err(Error::Lost {
+                    name: held.name().clone(),
+                    reason,
+                })
+            }
+            // Believed held, and the row no longer this holder's: taken over (after a forced
+            // release, an expiry this process did not see). A loss, counted as one.
+            (None, Ok(false)) => {
+                self.store.stats().lost(held.name(), LossReason::Rejected);
+                Err(Error::Lost {
+                    name: held.name().clone(),
+                    reason: LossReason::Rejected,
+                })
+            }
         }
     }
 
@@ -253,14 +271,20 @@ impl LeaseGuard {
         let clock = self.store.clock();
         let mut backoff = Backoff::new(RELEASE_RETRY);
         let mut tries = 1;
+        // Whether a try failed in a way that may have released the lease after all.
+        let mut may_have_released = false;
         loop {
             let released = self
                 .store
                 .release(held.name(), held.holder(), min_hold)
                 .await;
             let Err(error) = &released else {
+                if matches!(released, Ok(false)) && may_have_released {
+                    return self.released_by_an_earlier_try().await;
+                }
                 return released;
             };
+            may_have_released = true;
             // A store timeout is a transient store failure too.
             let again = error
                 .store_error_kind()
@@ -281,6 +305,24 @@ impl LeaseGuard {
             clock.runtime().sleep(backoff.next_pause().min(left)).await;
             tries += 1;
         }
+    }
+
+    /// After a try of a release with a minimum hold failed without an answer and a later try
+    /// matched no row: whether the earlier one released it (`Ok(true)`), rather than the lease
+    /// being gone before the release (`Ok(false)`). A try that reached the row after the hold
+    /// had ended freed it (no holder), and one within the hold kept this holder on it (the next
+    /// try matches again), so a row that names another holder alone says the lease was taken
+    /// over; a row with no holder, or this holder's lapsed, was released or left to lapse by
+    /// this holder, and nobody else took it since.
+    async fn released_by_an_earlier_try(&self) -> Result<bool, Error> {
+        let held = &self.handle.held;
+        let row = self.store.inspect(held.name()).await?;
+        let taken_over = row.is_some_and(|row| row.holder != *held.holder());
+        if !taken_over {
+            tracing::debug!(lease = %held.name(), fence = %held.fence(), "lease released by a try whose answer was lost");
+            self.store.stats().released(held.name());
+        }
+        Ok(!taken_over)
     }
 }
 

@@ -210,8 +210,14 @@ impl Held {
 
     /// Marks the lease lost (the first reason sticks) and wakes everybody waiting for that.
     /// Returns the reason that stuck; `None` when the lease had been released (or given back)
-    /// first.
+    /// first. A lease whose deadline passed before anything noticed was lost by it, whatever
+    /// noticed it first (a renewal refused after the deadline, a shutdown).
     pub(crate) fn mark_lost(&self, reason: LossReason) -> Option<LossReason> {
+        let reason = if self.clock.now() >= self.deadline() {
+            LossReason::DeadlinePassed
+        } else {
+            reason
+        };
         match self.leave_held(loss_code(reason)) {
             Ok(()) => {
                 tracing::warn!(lease = %self.name, fence = %self.fence, holder = %self.holder, %reason, "lease lost");

@@ -393,6 +393,11 @@ impl Renewer {
             } else {
                 tracing::trace!(lease = %held.name(), fence = %held.fence(), "lease renewed");
             }
+            // Answered after a deadline nothing noticed passing: lost by it all the same (a
+            // loss is never taken back), and released by its guard.
+            if held.loss().is_some() {
+                continue;
+            }
             held.renewed(
                 sent.saturating_add(self.validity),
                 sent.saturating_add(period),

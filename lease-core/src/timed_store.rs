@@ -7,7 +7,9 @@ use tracing::Instrument;
 
 use crate::clock::Clock;
 use crate::stats::{CallOutcome, Stats, operation_label};
-use crate::{Error, Fence, HolderId, LeaseName, LeaseStore, Operation, ReleaseEvents, Ttl};
+use crate::{
+    Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, Operation, ReleaseEvents, Ttl,
+};
 
 /// The store with the clock and the store timeout: each call that fails to answer in time
 /// counts as failed, with [`TimedOut`] as its source. Every call runs in a `lease.store` span
@@ -105,6 +107,12 @@ impl TimedStore {
             self.stats.released(name);
         }
         released
+    }
+
+    /// [`LeaseStore::inspect`], bounded.
+    pub(crate) async fn inspect(&self, name: &LeaseName) -> Result<Option<LeaseInfo>, Error> {
+        self.call(Operation::Inspect, Some(name), 1, self.store.inspect(name))
+            .await
     }
 
     /// [`LeaseStore::release_events`], bounded: opening the subscription answers within the

@@ -158,20 +158,31 @@ impl LeaseClient {
     /// Marks every lease still held lost with [`LossReason::ShutDown`] and releases it, all at
     /// once, counting them as released by force before the releases go out (a shutdown
     /// cancelled while they run has counted them; another shutdown at the same time counts
-    /// only those it took from the renewer itself).
+    /// only those it took from the renewer itself). A lease whose deadline had passed is
+    /// released too, as a dropped guard's is (the row may still name this holder), and not
+    /// counted: it was lost before the shutdown.
     async fn release_held(&self) {
         let renewer = &self.inner.renewer;
         let store = &self.inner.store;
         let state = self.shutdown_state();
+        let mut forced = 0;
         let held: Vec<_> = renewer
             .held()
             .into_iter()
             .filter(|held| {
-                renewer.forget(held)
-                    && held.mark_lost(LossReason::ShutDown) == Some(LossReason::ShutDown)
+                if !renewer.forget(held) {
+                    return false;
+                }
+                match held.mark_lost(LossReason::ShutDown) {
+                    Some(LossReason::ShutDown) => {
+                        forced += 1;
+                        true
+                    }
+                    lost => lost == Some(LossReason::DeadlinePassed),
+                }
             })
             .collect();
-        state.record_forced(held.len());
+        state.record_forced(forced);
         let releases = held.iter().map(|held| async move {
             let released = store
                 .release(held.name(), held.holder(), Duration::ZERO)

@@ -46,6 +46,9 @@ pub struct Faulty {
     pub releases: AtomicUsize,
     /// Releases still to fail, as a connection that broke does, before they reach the store.
     failing_releases: AtomicUsize,
+    /// Releases still to run in the store and then fail, as a connection that broke while the
+    /// answer was on its way does.
+    unanswered_releases: AtomicUsize,
 }
 
 impl Faulty {
@@ -64,12 +67,18 @@ impl Faulty {
             renewed_leases: AtomicUsize::new(0),
             releases: AtomicUsize::new(0),
             failing_releases: AtomicUsize::new(0),
+            unanswered_releases: AtomicUsize::new(0),
         })
     }
 
     /// Fails the next `count` releases with a transient error, before they reach the store.
     pub fn fail_next_releases(&self, count: usize) {
         self.failing_releases.store(count, Ordering::SeqCst);
+    }
+
+    /// Runs the next `count` releases in the store, then fails them, their answers lost.
+    pub fn lose_release_answers(&self, count: usize) {
+        self.unanswered_releases.store(count, Ordering::SeqCst);
     }
 
     pub fn set(&self, mode: Mode) {
@@ -201,7 +210,18 @@ impl LeaseStore for Faulty {
         if delay > 0 {
             tokio::time::sleep(Duration::from_millis(delay)).await;
         }
-        self.inner.release(name, holder, min_hold).await
+        let released = self.inner.release(name, holder, min_hold).await;
+        let unanswered =
+            self.unanswered_releases
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        if unanswered.is_ok() {
+            return Err(Error::store(
+                Operation::Release,
+                Some(name),
+                "injected loss of the release's answer",
+            ));
+        }
+        released
     }
 
     async fn inspect(&self, name: &LeaseName) -> Result<Option<LeaseInfo>, Error> {

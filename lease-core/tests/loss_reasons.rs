@@ -1,0 +1,210 @@
+//! How a lease was lost is what happened to it first, and every loss is counted once: a
+//! deadline that passed unnoticed is the loss, whatever noticed it (a renewal refused or
+//! answered after it, a shutdown, a release); a release that finds the row taken over counts a
+//! rejection; a release tried again after an answer was lost is not taken for a loss. On
+//! tokio's paused clock.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Faulty, Mode, fast_client, name, tokio_memory};
+use lease_core::{Error, LeaseClient, LeaseStore, LossReason, Ttl, runtime::TokioRuntime};
+
+/// [`fast_client`]'s settings (local deadline 900 ms after a renewal is sent) with a store
+/// timeout longer than the TTL, so that a slow renewal answers after the deadline.
+fn patient_client(store: Arc<Faulty>) -> LeaseClient {
+    LeaseClient::builder(store, TokioRuntime)
+        .ttl(Ttl::from_millis(1_000).unwrap())
+        .renew_every(Duration::from_millis(250))
+        .safety_margin(Duration::from_millis(100))
+        .store_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap()
+}
+
+fn lost(result: Result<(), Error>) -> LossReason {
+    match result {
+        Err(Error::Lost { reason, .. }) => reason,
+        other => panic!("not a loss: {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_release_after_the_deadline_passed_in_an_outage_reports_the_loss() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(Arc::clone(&store));
+    let guard = client.try_acquire("invoices").await.unwrap().unwrap();
+    store.set(Mode::Fail);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The release fails too: the caller must still hear that the lease was lost first.
+    assert_eq!(
+        lost(guard.release().await),
+        LossReason::DeadlinePassed,
+        "a store error hid the loss"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_release_that_finds_the_lease_taken_over_counts_a_loss() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(Arc::clone(&store));
+    let guard = client.try_acquire("invoices").await.unwrap().unwrap();
+    // An operator's forced release, and another instance takes the lease.
+    assert!(
+        store
+            .inner
+            .release(guard.name(), guard.holder(), Duration::ZERO)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .inner
+            .try_acquire(
+                &name("invoices"),
+                &lease_core::HolderId::generate(),
+                Ttl::from_secs(60).unwrap()
+            )
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(lost(guard.release().await), LossReason::Rejected);
+    let stats = client.stats();
+    assert_eq!(
+        stats.losses.rejected, 1,
+        "the loss went uncounted: {stats:?}"
+    );
+    assert_eq!(stats.released, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_release_tried_again_after_its_answer_was_lost_is_a_release() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(Arc::clone(&store));
+    let guard = client.try_acquire("invoices").await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The first try frees the row (its hold is over) and its answer is lost; the next try
+    // matches nothing.
+    store.lose_release_answers(1);
+    guard
+        .release_after(Duration::from_millis(100))
+        .await
+        .expect("released by the try whose answer was lost");
+    assert!(store.releases.load(std::sync::atomic::Ordering::SeqCst) >= 2);
+    let stats = client.stats();
+    assert_eq!(stats.losses.total(), 0, "{stats:?}");
+    assert_eq!(stats.released, 1, "{stats:?}");
+    assert!(
+        store
+            .inner
+            .inspect(&name("invoices"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+/// The control of the case above: a try whose answer was lost, on a lease already taken over,
+/// is a loss, not a release.
+#[tokio::test(start_paused = true)]
+async fn a_release_tried_again_on_a_lease_taken_over_is_a_loss() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(Arc::clone(&store));
+    let guard = client.try_acquire("invoices").await.unwrap().unwrap();
+    assert!(
+        store
+            .inner
+            .release(guard.name(), guard.holder(), Duration::ZERO)
+            .await
+            .unwrap()
+    );
+    let other = lease_core::HolderId::generate();
+    assert!(
+        store
+            .inner
+            .try_acquire(&name("invoices"), &other, Ttl::from_secs(60).unwrap())
+            .await
+            .unwrap()
+            .is_some()
+    );
+    store.lose_release_answers(1);
+    assert_eq!(
+        lost(guard.release_after(Duration::from_millis(100)).await),
+        LossReason::Rejected
+    );
+    assert_eq!(client.stats().losses.rejected, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_renewal_refused_after_the_deadline_is_the_deadlines_loss() {
+    let store = Faulty::new(tokio_memory());
+    let client = patient_client(Arc::clone(&store));
+    let guard = client.try_acquire("invoices").await.unwrap().unwrap();
+    // The renewal sent at 250 ms reaches the store at 1,150 ms, after the row's expiry.
+    store.delay_renewals(Duration::from_millis(900));
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    let losses = client.stats().losses;
+    assert_eq!(
+        (losses.deadline_passed, losses.rejected),
+        (1, 0),
+        "{losses:?}"
+    );
+    assert_eq!(lost(guard.release().await), LossReason::DeadlinePassed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_renewal_answered_after_the_deadline_does_not_take_the_loss_back() {
+    let store = Faulty::new(tokio_memory());
+    let client = patient_client(Arc::clone(&store));
+    let guard = client.try_acquire("invoices").await.unwrap().unwrap();
+    // Sent at 250 ms, it renews the row at 950 ms, 50 ms after the local deadline.
+    store.delay_renewals(Duration::from_millis(700));
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert!(
+        !guard.is_held(),
+        "a lease past its deadline was held again by a late renewal"
+    );
+    assert_eq!(client.stats().losses.deadline_passed, 1);
+    // Its row was renewed: the guard's release frees it for the next instance.
+    assert_eq!(lost(guard.release().await), LossReason::DeadlinePassed);
+    assert!(
+        store
+            .inner
+            .inspect(&name("invoices"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_releases_a_lease_past_its_deadline_without_counting_it_forced() {
+    let store = Faulty::new(tokio_memory());
+    let client = patient_client(Arc::clone(&store));
+    let guard = client.try_acquire("invoices").await.unwrap().unwrap();
+    // The renewal at 250 ms hangs; the deadline passes at 900 ms with nothing to notice.
+    store.set(Mode::Hang);
+    tokio::time::sleep(Duration::from_millis(950)).await;
+    store.set(Mode::Pass);
+    let report = client.shutdown(Duration::ZERO).await;
+    assert_eq!(report.forced, 0, "{report:?}");
+    let losses = client.stats().losses;
+    assert_eq!(
+        (losses.deadline_passed, losses.shut_down),
+        (1, 0),
+        "{losses:?}"
+    );
+    assert!(
+        store
+            .inner
+            .inspect(&name("invoices"))
+            .await
+            .unwrap()
+            .is_none(),
+        "the row still names the holder"
+    );
+    drop(guard);
+}
