@@ -8,7 +8,7 @@
 //! and transactions commit in another order). [`FencedWrites::write`] runs one such
 //! transaction, checked by the driver's fenced function when asked to;
 //! [`check`] reads the history and finds every write a holder committed after a greater
-//! fence's first one.
+//! fence's first one, and every fence written by two workers.
 
 use async_trait::async_trait;
 use lease_core::{BoxError, Error, LeaseHandle, StoreErrorKind};
@@ -95,17 +95,23 @@ impl Protected {
     }
 
     fn select(&self) -> String {
-        format!("SELECT seq, fence FROM {} ORDER BY seq", self.writes())
+        format!(
+            "SELECT seq, fence, worker FROM {} ORDER BY seq",
+            self.writes()
+        )
     }
 }
 
-/// One committed write: its place in commit order and the fence it was written under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One committed write: its place in commit order, the fence it was written under and the
+/// worker that wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Write {
     /// Commit order, from the counter.
     pub seq: i64,
     /// The writer's fence.
     pub fence: i64,
+    /// The writer's label (`w0`, `w1`, ...).
+    pub worker: String,
 }
 
 /// Writes to a [`Protected`] table through a factory's stores.
@@ -198,12 +204,13 @@ macro_rules! sqlx_writes {
                 store: &SqlxStore<$db>,
                 protected: &Protected,
             ) -> Result<Vec<Write>, BoxError> {
-                let rows: Vec<(i64, i64)> = sqlx::query_as(AssertSqlSafe(protected.select()))
-                    .fetch_all(store.executor().pool())
-                    .await?;
+                let rows: Vec<(i64, i64, String)> =
+                    sqlx::query_as(AssertSqlSafe(protected.select()))
+                        .fetch_all(store.executor().pool())
+                        .await?;
                 Ok(rows
                     .into_iter()
-                    .map(|(seq, fence)| Write { seq, fence })
+                    .map(|(seq, fence, worker)| Write { seq, fence, worker })
                     .collect())
             }
         }
@@ -226,6 +233,8 @@ struct WriteRow {
     seq: i64,
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     fence: i64,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    worker: String,
 }
 
 macro_rules! diesel_writes {
@@ -286,6 +295,7 @@ macro_rules! diesel_writes {
                     .map(|row| Write {
                         seq: row.seq,
                         fence: row.fence,
+                        worker: row.worker,
                     })
                     .collect())
             }
@@ -298,7 +308,7 @@ diesel_writes!(AsyncMysqlConnection);
 diesel_writes!(AsyncSqliteConnection);
 
 /// A write committed, in commit order, after the first committed write of a greater fence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StaleWrite {
     /// The stale write.
     pub write: Write,
@@ -316,6 +326,31 @@ impl std::fmt::Display for StaleWrite {
     }
 }
 
+/// A fence whose writes came from two workers or more: two writers under one lease, which
+/// stale-write order alone does not show (their writes are all of one fence).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedFence {
+    /// The fence.
+    pub fence: i64,
+    /// Every worker that wrote under it, in the order of its first write.
+    pub workers: Vec<String>,
+    /// The first write of the second worker.
+    pub seq: i64,
+}
+
+impl std::fmt::Display for SharedFence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "fence {} was written by {} workers ({}), the second from write {} on",
+            self.fence,
+            self.workers.len(),
+            self.workers.join(", "),
+            self.seq
+        )
+    }
+}
+
 /// What [`check`] found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Verdict {
@@ -325,30 +360,53 @@ pub struct Verdict {
     pub fences: usize,
     /// Every stale write.
     pub stale: Vec<StaleWrite>,
+    /// Every fence written by more than one worker, in fence order.
+    pub shared: Vec<SharedFence>,
 }
 
 /// Checks a history of writes: taken in `seq` order, no write's fence may be below the
-/// greatest fence of an earlier write.
+/// greatest fence of an earlier write, and every write of one fence comes from one worker.
+///
+/// The second rule holds because each acquisition hands out a fence of its own (fences strictly
+/// increase per name with every acquisition) and a worker label names one process, which never
+/// gives its guard to another: a fence written by two labels is two writers under one lease.
 pub fn check(writes: &[Write]) -> Verdict {
     let mut sorted = writes.to_vec();
     sorted.sort_by_key(|w| w.seq);
-    let mut fences: Vec<i64> = sorted.iter().map(|w| w.fence).collect();
-    fences.sort_unstable();
-    fences.dedup();
+    // Each fence's workers, in the order of their first write.
+    let mut by_fence: std::collections::BTreeMap<i64, SharedFence> = Default::default();
+    for write in &sorted {
+        let entry = by_fence.entry(write.fence).or_insert_with(|| SharedFence {
+            fence: write.fence,
+            workers: Vec::new(),
+            seq: write.seq,
+        });
+        if !entry.workers.contains(&write.worker) {
+            if entry.workers.len() == 1 {
+                entry.seq = write.seq;
+            }
+            entry.workers.push(write.worker.clone());
+        }
+    }
     let mut verdict = Verdict {
         writes: sorted.len(),
-        fences: fences.len(),
+        fences: by_fence.len(),
         stale: Vec::new(),
+        shared: by_fence
+            .into_values()
+            .filter(|fence| fence.workers.len() > 1)
+            .collect(),
     };
     let mut greatest = i64::MIN;
     for write in sorted {
-        if write.fence < greatest {
+        let fence = write.fence;
+        if fence < greatest {
             verdict.stale.push(StaleWrite {
                 write,
                 behind: greatest,
             });
         }
-        greatest = greatest.max(write.fence);
+        greatest = greatest.max(fence);
     }
     verdict
 }
@@ -357,11 +415,20 @@ pub fn check(writes: &[Write]) -> Verdict {
 mod tests {
     use super::*;
 
+    /// Writes of `(seq, fence)`, each fence's by a worker of its own.
     fn history(pairs: &[(i64, i64)]) -> Vec<Write> {
         pairs
             .iter()
-            .map(|&(seq, fence)| Write { seq, fence })
+            .map(|&(seq, fence)| write(seq, fence, &format!("w{fence}")))
             .collect()
+    }
+
+    fn write(seq: i64, fence: i64, worker: &str) -> Write {
+        Write {
+            seq,
+            fence,
+            worker: worker.to_owned(),
+        }
     }
 
     #[test]
@@ -370,6 +437,7 @@ mod tests {
         assert_eq!(verdict.writes, 5);
         assert_eq!(verdict.fences, 3);
         assert!(verdict.stale.is_empty());
+        assert!(verdict.shared.is_empty());
     }
 
     #[test]
@@ -379,11 +447,11 @@ mod tests {
             verdict.stale,
             [
                 StaleWrite {
-                    write: Write { seq: 3, fence: 3 },
+                    write: write(3, 3, "w3"),
                     behind: 4
                 },
                 StaleWrite {
-                    write: Write { seq: 5, fence: 2 },
+                    write: write(5, 2, "w2"),
                     behind: 4
                 },
             ]
@@ -397,5 +465,41 @@ mod tests {
         let verdict = check(&history(&[(3, 4), (1, 4), (2, 5)]));
         assert_eq!(verdict.stale.len(), 1);
         assert_eq!(verdict.stale[0].write.seq, 3);
+    }
+
+    #[test]
+    fn two_workers_under_one_fence_share_it() {
+        // In fence order, no write stale: only the workers tell the two writers apart.
+        let writes = [
+            write(1, 3, "w0"),
+            write(2, 4, "w1"),
+            write(3, 4, "w2"),
+            write(4, 4, "w1"),
+            write(5, 7, "w0"),
+            write(6, 7, "w0"),
+        ];
+        let verdict = check(&writes);
+        assert!(verdict.stale.is_empty());
+        assert_eq!(verdict.fences, 3);
+        assert_eq!(
+            verdict.shared,
+            [SharedFence {
+                fence: 4,
+                workers: vec!["w1".to_owned(), "w2".to_owned()],
+                seq: 3,
+            }]
+        );
+        assert_eq!(
+            verdict.shared[0].to_string(),
+            "fence 4 was written by 2 workers (w1, w2), the second from write 3 on"
+        );
+    }
+
+    #[test]
+    fn one_worker_under_many_fences_shares_none() {
+        // A worker that takes the lease again writes under each of its fences alone.
+        let verdict = check(&[write(1, 3, "w0"), write(2, 5, "w0"), write(3, 8, "w0")]);
+        assert!(verdict.shared.is_empty());
+        assert!(verdict.stale.is_empty());
     }
 }

@@ -8,7 +8,8 @@
 //! factory per driver so a scenario is written once ([`factory`]), the conformance harness over
 //! a factory ([`backend`]), a store that counts the calls reaching it ([`counting`]), a store that answers counter
 //! fences, the failover scenarios' negative control ([`counter_fences`]), fenced and unfenced writes to a
-//! protected table and their checker ([`fenced`]), the
+//! protected table and their checker ([`fenced`]), worker processes killed and reaped when dropped
+//! ([`reaped`]), the
 //! counts every scenario prints ([`report`]), and the worker that the multi-process scenarios
 //! start ([`worker`]), with the contending processes of the topology scenarios ([`contenders`]). RELIABILITY.md at the root of the workspace lists every scenario, what it
 //! proves, and its latest counts.
@@ -24,6 +25,7 @@ pub mod db;
 pub mod diesel;
 pub mod factory;
 pub mod fenced;
+pub mod reaped;
 pub mod report;
 pub mod scenario;
 pub mod worker;

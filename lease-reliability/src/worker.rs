@@ -184,8 +184,17 @@ async fn critical_section(guard: LeaseGuard, worker: &str) -> Option<Section> {
             // check came: a section lost to its deadline ends there, not at the last check
             // that said yes (20 ms or a stall earlier), so that an overlap shorter than the
             // gap between two checks is found too.
-            let past = std::time::Instant::now().saturating_duration_since(guard.deadline());
-            let until = t.saturating_sub(u64::try_from(past.as_nanos()).unwrap_or(u64::MAX));
+            //
+            // The deadline is an `Instant`; it is carried over to the history's clock by how
+            // long ago it passed, from two readings taken back to back, the `Instant` first.
+            // Both are `CLOCK_MONOTONIC`, so the history's reading is the later by the gap
+            // between them, and the end comes out that much later than the deadline, never
+            // earlier: a believed interval may grow by the gap, never shrink. (`t`, read
+            // before the check, would make it shrink by the check's time and more.)
+            let instant = std::time::Instant::now();
+            let now = history::now();
+            let past = instant.saturating_duration_since(guard.deadline());
+            let until = now.saturating_sub(u64::try_from(past.as_nanos()).unwrap_or(u64::MAX));
             believed = believed.map(|(start, end)| (start, end.max(until)));
             break Ending::Lost;
         }

@@ -33,7 +33,9 @@
 //!   must see statements fail with a conflict, or the rounds would not catch a store that
 //!   passes a conflict on as an error.
 //!
-//! Nothing is injected: the RELIABILITY line counts the certification conflicts as faults.
+//! No server, network or process fault is injected (the forced releases of the turns and the
+//! collision rounds are the only provocations): `galera-history`'s RELIABILITY line counts the
+//! cluster's certification conflicts as faults, and `galera-fenced`'s counts none.
 //! It lasts `LEASE_RELIABILITY_GALERA_SECS` seconds (default 12), after the cluster starts
 //! (about 15 s).
 
@@ -485,7 +487,8 @@ fn galera_contention() {
     });
     drop(cluster);
     history.operations = outcome.attempts + outcome.verdict.sections as u64;
-    // Nothing is injected: the cluster's certification conflicts are this run's faults.
+    // No fault is injected into the contenders: the cluster's certification conflicts are this
+    // run's faults.
     history.faults = conflicts;
     eprintln!(
         "galera: {} critical sections ({} ended by loss) per name {:?}, {} attempts, {} failed, \

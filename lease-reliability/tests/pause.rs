@@ -14,6 +14,7 @@ use lease_core::runtime::TokioRuntime;
 use lease_core::{LeaseClient, Ttl};
 use lease_reliability::db::{Db, remove_sqlite};
 use lease_reliability::factory::StoreFactory;
+use lease_reliability::reaped::Reaped;
 use lease_reliability::report::Counts;
 use lease_reliability::scenario::runtime;
 use lease_reliability::{Driver, with_driver};
@@ -110,33 +111,6 @@ async fn wait_stopped(pid: u32) {
 
 /// Waits until `by` for the worker to exit; kills it if it has not by then. Answers its exit
 /// status, or `None` when it had to be killed.
-/// The worker, killed and reaped when the test lets go of it: a panic while it is stopped
-/// (a takeover that fails, say) would otherwise leave it stopped, holding its connections,
-/// after the test binary has ended. `SIGKILL` ends a stopped process too; a worker already
-/// reaped is left alone.
-struct Reaped(Child);
-
-impl std::ops::Deref for Reaped {
-    type Target = Child;
-
-    fn deref(&self) -> &Child {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Reaped {
-    fn deref_mut(&mut self) -> &mut Child {
-        &mut self.0
-    }
-}
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 async fn exit_by(child: &mut Child, by: Instant) -> Option<ExitStatus> {
     loop {
         if let Some(status) = child.try_wait().expect("the worker's status") {

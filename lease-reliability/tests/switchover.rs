@@ -7,7 +7,8 @@
 //!
 //! - Contenders (worker processes, one per driver, three tasks each, 3 s TTL) contend for
 //!   three names through it all; the history checker finds no two believers of a name and
-//!   strictly increasing fences.
+//!   strictly increasing fences. Each driver's process logs critical sections of its own and
+//!   sees at most half its attempts fail.
 //! - A long-held lease per driver (12 s TTL) either renews on the new primary with the same
 //!   holder and fence, or its loss is reported; never is it believed held while the store
 //!   shows it taken by somebody else, or has no row for it (a planned switchover loses no
@@ -42,6 +43,9 @@ const FINISH_SLACK: Duration = Duration::from_secs(30);
 const LINGER: Duration = Duration::from_secs(1);
 /// How long after the switchover began the pool must have recovered.
 const RECOVERY_LIMIT: Duration = Duration::from_secs(20);
+/// The least number of critical sections each contender must log (each logs about fifty in
+/// the default 15 s).
+const SECTIONS_EACH: usize = 5;
 
 fn duration() -> Duration {
     let secs = std::env::var("LEASE_RELIABILITY_FAILOVER_SECS")
@@ -241,6 +245,7 @@ fn postgres_switchover() {
             outcome.verdict.sections
         )
     });
+    outcome.expect_each(&mut history, SECTIONS_EACH);
     eprintln!(
         "switchover: {} critical sections ({} ended by loss) per name {:?}, {} attempts, {} \
          failed",
@@ -250,5 +255,14 @@ fn postgres_switchover() {
         outcome.attempts,
         outcome.errors
     );
+    for member in &outcome.members {
+        eprintln!(
+            "  {}: {} sections, {} attempts, {} failed",
+            member.driver.as_str(),
+            member.sections,
+            member.attempts,
+            member.errors
+        );
+    }
     report::conclude_all(&[&a.counts, &b.counts, &history]);
 }
