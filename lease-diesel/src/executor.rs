@@ -151,7 +151,7 @@ impl<P: DieselPool> Execute for DieselExecutor<P> {
     }
 
     /// A script that failed part-way may have left the connection inside a transaction it
-    /// began (SQLite's rebuild of a table, `BEGIN IMMEDIATE` to `COMMIT`, holding the
+    /// began (SQLite's rebuild of a table, `SAVEPOINT` to `RELEASE`, holding the
     /// database's write lock), which diesel's transaction manager does not see: the pool
     /// discards the connection, whatever the error.
     async fn batch(&self, sql: &str) -> Result<(), BoxError> {

@@ -3,7 +3,10 @@
 //!
 //! The catalog query of each dialect (in `schema/<dialect>.rs`) answers one row per column:
 //! its name and its facts as `type;nullable;default;key` (`nullable` is `YES` or `NO`,
-//! `default` and `key` are `1` or `0`: the column has a default, or it alone is a unique key).
+//! `default` and `key` are `1` or `0`: the column has a default, or it alone is a unique key),
+//! and on MariaDB a fifth part for a character column, its character set (`;latin1`).
+//! Column names are matched as the database matches them: exactly on PostgreSQL (a quoted
+//! `"NAME"` is another column than `name`), regardless of ASCII case on MariaDB and SQLite.
 //! This file reads those rows and decides, the same way for every dialect: each of the store's
 //! five columns fits, can be upgraded in place (a [`Fix`]), or cannot (the table is not a lease
 //! table); an extra column the store's inserts would leave empty must accept that. A name or
@@ -52,6 +55,11 @@ pub(crate) enum Fix {
     /// Make `expires_at` `NOT NULL`, setting `NULL`s to the database's time: a lease without an
     /// expiry is free from the upgrade on.
     ExpiresAtNotNull,
+    /// Convert the text of `name` to UTF-8 before it becomes bytes (MariaDB: a column of
+    /// another character set, such as `latin1`, whose bytes are not the UTF-8 the store sends).
+    Utf8Name,
+    /// Convert the text of `holder` to UTF-8 before it becomes bytes (MariaDB).
+    Utf8Holder,
     /// Make `name` compare byte for byte (MariaDB: `VARBINARY`).
     BinaryName,
     /// Make `holder` compare byte for byte (MariaDB: `VARBINARY`).
@@ -145,6 +153,9 @@ pub(crate) struct Facts {
     pub(crate) has_default: bool,
     /// The column alone is the primary key or a unique key.
     pub(crate) key: bool,
+    /// The character set of a character column, lower case, where the catalog names it
+    /// (MariaDB: `latin1`, `utf8mb4`).
+    pub(crate) charset: Option<String>,
 }
 
 impl Facts {
@@ -155,11 +166,16 @@ impl Facts {
         let nullable = flag(parts.next(), "YES")?;
         let has_default = flag(parts.next(), "1")?;
         let key = flag(parts.next(), "1")?;
+        let charset = parts
+            .next()
+            .map(|part| part.trim().to_ascii_lowercase())
+            .filter(|part| !part.is_empty());
         Some(Self {
             data_type,
             nullable,
             has_default,
             key,
+            charset,
         })
     }
 }
@@ -248,7 +264,7 @@ impl SchemaCheck {
         }
         let integer = |column: Column| {
             rows.iter().any(|(name, facts)| {
-                name == column.as_str()
+                self.names(name, column.as_str())
                     && Facts::parse(facts)
                         .is_some_and(|facts| sqlite::fit(column, &facts.data_type) == Fit::Fits)
             })
@@ -306,7 +322,10 @@ impl SchemaCheck {
             found.push((column.as_str(), facts));
         }
         for column in Column::ALL {
-            let Some((_, facts)) = found.iter().find(|(name, _)| *name == column.as_str()) else {
+            let Some((_, facts)) = found
+                .iter()
+                .find(|(name, _)| self.names(name, column.as_str()))
+            else {
                 if column == Column::Fence {
                     fixes.push((Fix::AddFence, "column fence is missing".to_owned()));
                 } else {
@@ -321,6 +340,17 @@ impl SchemaCheck {
                 _ => (facts.data_type.as_str(), None),
             };
             let fit = self.fit(column, data_type);
+            // A column of text in another character set than UTF-8 is converted to it first,
+            // as part of its upgrade to bytes (MariaDB's alone).
+            if let Fit::Upgrade(_) = fit
+                && self.dialect == Dialect::MySql
+                && let Some((fix, charset)) = mysql::recode(column, facts)
+            {
+                fixes.push((
+                    fix,
+                    format!("column {name} holds {charset} text: {}", describe(fix)),
+                ));
+            }
             match fit {
                 Fit::Fits => {}
                 Fit::Upgrade(fix) => fixes.push((
@@ -389,8 +419,9 @@ impl SchemaCheck {
                 ));
             }
         }
+        let ours = |column: &str| Column::ALL.iter().any(|c| self.names(column, c.as_str()));
         for (column, facts) in &found {
-            let ours = Column::ALL.iter().any(|c| c.as_str() == *column);
+            let ours = ours(column);
             if !ours && !facts.nullable && !facts.has_default {
                 problems.push(format!(
                     "column {column} is NOT NULL without a default, and the store's inserts do \
@@ -410,9 +441,13 @@ impl SchemaCheck {
         let extra: Vec<&str> = found
             .iter()
             .map(|(column, _)| *column)
-            .filter(|column| !Column::ALL.iter().any(|c| c.as_str() == *column))
+            .filter(|column| !ours(column))
             .collect();
-        let present = |column: Column| found.iter().any(|(name, _)| *name == column.as_str());
+        let present = |column: Column| {
+            found
+                .iter()
+                .any(|(name, _)| self.names(name, column.as_str()))
+        };
         let (why, fixes): (Vec<String>, Vec<Fix>) =
             fixes.into_iter().map(|(fix, why)| (why, fix)).unzip();
         let upgrade = match self.dialect {
@@ -440,6 +475,17 @@ impl SchemaCheck {
         }
         // A lease table, with SQL or without (SQLite's with columns of its own).
         Err(self.mismatch(why, upgrade, false))
+    }
+
+    /// Whether the catalog's column `found` is the store's `column`: as the database compares
+    /// column names, exactly on PostgreSQL (a quoted identifier keeps its case), regardless of
+    /// ASCII case on MariaDB and SQLite, where `NAME` and `name` are one column and every
+    /// statement of the store works on a table that declares `NAME`.
+    fn names(&self, found: &str, column: &str) -> bool {
+        match self.dialect {
+            Dialect::Postgres => found == column,
+            Dialect::MySql | Dialect::Sqlite => found.eq_ignore_ascii_case(column),
+        }
     }
 
     fn fit(&self, column: Column, data_type: &str) -> Fit {
@@ -483,6 +529,11 @@ fn describe(fix: Fix) -> &'static str {
         Fix::FenceNotNull => "every lease needs a fence",
         Fix::HolderNullable => "a released lease has no holder",
         Fix::TakenAtNotNull | Fix::ExpiresAtNotNull => "every lease needs its times",
+        Fix::Utf8Name | Fix::Utf8Holder => {
+            "its bytes are not the UTF-8 the store sends, so a lease held under a name with a \
+             character beyond ASCII would be another row than the store's, with a holder of its \
+             own; the text is converted to UTF-8 before it becomes bytes"
+        }
         Fix::BinaryName | Fix::BinaryHolder => {
             "compared by a collation, so names that differ in case or trailing spaces would be \
              one lease; the store compares bytes"
@@ -691,10 +742,21 @@ mod tests {
             sql.contains("INSERT INTO \"jobs\".\"leases_upgrade\""),
             "{sql}"
         );
+        // The missing fence is added in place under the write lock, then copied: a table that
+        // has one by then (another upgrade's) fails the script rather than lose its fences.
         assert!(
-            sql.contains("SELECT name, holder, 0, coalesce(taken_at, "),
+            sql.starts_with(
+                "SAVEPOINT lease_upgrade;\n\
+                 ALTER TABLE \"jobs\".\"leases\" ADD COLUMN fence INTEGER NOT NULL DEFAULT 0;\n"
+            ),
             "{sql}"
         );
+        assert!(
+            sql.contains("SELECT name, holder, coalesce(fence, 0), coalesce(taken_at, "),
+            "{sql}"
+        );
+        assert!(sql.ends_with("\nRELEASE lease_upgrade;"), "{sql}");
+        assert!(!sql.contains("BEGIN") && !sql.contains("COMMIT"), "{sql}");
         assert!(sql.contains("\n    FROM \"jobs\".\"leases\";"), "{sql}");
         assert!(
             sql.contains("ALTER TABLE \"jobs\".\"leases_upgrade\" RENAME TO \"leases\""),
@@ -962,6 +1024,118 @@ mod tests {
     }
 
     #[test]
+    fn column_names_match_as_each_database_matches_them() {
+        let upper = |fence: &str, time: &str| {
+            rows(&[
+                ("NAME", "text;NO;0;1"),
+                ("Holder", "text;YES;0;0"),
+                ("FENCE", &format!("{fence};NO;0;0")),
+                ("TAKEN_AT", &format!("{time};NO;0;0")),
+                ("Expires_At", &format!("{time};NO;0;0")),
+            ])
+        };
+        // MariaDB and SQLite compare column names regardless of case.
+        let sqlite = SchemaCheck::new(Dialect::Sqlite, &TableName::default());
+        sqlite.verdict(&upper("integer", "integer")).unwrap();
+        assert!(
+            sqlite
+                .times_in_seconds(&upper("integer", "integer"))
+                .is_some()
+        );
+        let mut binary = upper("bigint", "datetime(6)");
+        binary[0].1 = "varbinary(255);NO;0;1".to_owned();
+        binary[1].1 = "varbinary(1024);YES;0;0".to_owned();
+        let mysql = SchemaCheck::new(Dialect::MySql, &TableName::default());
+        mysql.verdict(&binary).unwrap();
+        // Without the fence, it alone is added; an extra column in capitals is still not the
+        // store's (a rebuild would drop it).
+        let mut no_fence = upper("integer", "integer");
+        no_fence.remove(2);
+        let (_, sql) = mismatch(sqlite.verdict(&no_fence));
+        assert_eq!(
+            sql.unwrap(),
+            "ALTER TABLE \"leases\" ADD COLUMN fence INTEGER NOT NULL DEFAULT 0;"
+        );
+        no_fence[1].1 = "text;NO;0;0".to_owned();
+        no_fence.push(("NOTE".to_owned(), "text;YES;0;0".to_owned()));
+        let (why, sql) = mismatch(sqlite.verdict(&no_fence));
+        assert_eq!(sql, None);
+        assert!(why.contains("that are not the store's (NOTE)"), "{why}");
+        // On PostgreSQL a quoted "NAME" is another column than name.
+        let postgres = SchemaCheck::new(Dialect::Postgres, &TableName::default());
+        let (why, sql) = mismatch(postgres.verdict(&upper("bigint", TZ)));
+        assert_eq!(sql, None);
+        assert!(why.contains("column name is missing"), "{why}");
+    }
+
+    #[test]
+    fn a_mariadb_name_or_holder_of_another_charset_is_made_utf8_before_bytes() {
+        let check = SchemaCheck::new(Dialect::MySql, &TableName::default());
+        let table = |charset: &str| {
+            rows(&[
+                ("name", &format!("varchar(255);NO;0;1;{charset}")),
+                ("holder", &format!("varchar(255);YES;0;0;{charset}")),
+                ("fence", "bigint;NO;0;0"),
+                ("taken_at", "datetime(6);NO;0;0"),
+                ("expires_at", "datetime(6);NO;0;0"),
+            ])
+        };
+        let (why, sql) = mismatch(check.verdict(&table("latin1")));
+        assert!(
+            why.contains("column name holds latin1 text: its bytes are not the UTF-8"),
+            "{why}"
+        );
+        assert!(why.contains("column holder holds latin1 text"), "{why}");
+        assert_eq!(
+            sql.unwrap(),
+            "ALTER TABLE `leases` WAIT 5\n    \
+             MODIFY name VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n    \
+             MODIFY holder VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NULL;\n\
+             ALTER TABLE `leases` WAIT 5\n    \
+             MODIFY name VARBINARY(255) NOT NULL,\n    \
+             MODIFY holder VARBINARY(1024) NULL;"
+        );
+        // UTF-8 text (and ASCII, its subset) keeps its bytes as they are.
+        for charset in ["utf8mb4", "utf8mb3", "ascii"] {
+            let (why, sql) = mismatch(check.verdict(&table(charset)));
+            assert!(!why.contains("holds"), "{charset}: {why}");
+            assert_eq!(
+                sql.unwrap(),
+                "ALTER TABLE `leases` WAIT 5\n    \
+                 MODIFY name VARBINARY(255) NOT NULL,\n    \
+                 MODIFY holder VARBINARY(1024) NULL;",
+                "{charset}"
+            );
+        }
+        // Bytes have no character set to convert; a type that is refused is not converted.
+        let mut refused = table("latin1");
+        refused[0].1 = "enum;NO;0;1;latin1".to_owned();
+        let (why, sql) = mismatch(check.verdict(&refused));
+        assert_eq!(sql, None);
+        assert!(!why.contains("column name holds"), "{why}");
+    }
+
+    #[test]
+    fn postgres_locks_the_table_before_the_updates_of_an_upgrade() {
+        let check = SchemaCheck::new(Dialect::Postgres, &TableName::default());
+        let nullable = rows(&[
+            ("name", "text;NO;0;1"),
+            ("holder", "text;YES;0;0"),
+            ("fence", "bigint;YES;0;0"),
+            ("taken_at", &format!("{TZ};NO;0;0")),
+            ("expires_at", &format!("{TZ};NO;0;0")),
+        ]);
+        let (_, sql) = mismatch(check.verdict(&nullable));
+        assert_eq!(
+            sql.unwrap(),
+            "SET LOCAL lock_timeout = '5s';\n\
+             LOCK TABLE \"leases\" IN ACCESS EXCLUSIVE MODE;\n\
+             UPDATE \"leases\" SET fence = 0 WHERE fence IS NULL;\n\
+             ALTER TABLE \"leases\"\n    ALTER COLUMN fence SET NOT NULL;"
+        );
+    }
+
+    #[test]
     fn sqlite_times_in_seconds_are_counted_and_made_milliseconds() {
         let check = SchemaCheck::new(Dialect::Sqlite, &TableName::default());
         let ours = rows(&[
@@ -998,14 +1172,14 @@ mod tests {
         // In place, extra column and all.
         assert_eq!(
             sql.unwrap(),
-            "BEGIN IMMEDIATE;\n\
+            "SAVEPOINT lease_upgrade;\n\
              UPDATE \"leases\" SET taken_at = CASE WHEN (taken_at > 0 AND taken_at < 100000000000) \
              THEN taken_at * 1000 ELSE taken_at END,\n    \
              expires_at = CASE WHEN (expires_at > 0 AND expires_at < 100000000000) THEN expires_at \
              * 1000 ELSE expires_at END\n    \
              WHERE (taken_at > 0 AND taken_at < 100000000000) OR (expires_at > 0 AND expires_at \
              < 100000000000);\n\
-             COMMIT;"
+             RELEASE lease_upgrade;"
         );
         // With a missing fence, in the same transaction.
         let no_fence: Vec<_> = ours.iter().filter(|(c, _)| c != "fence").cloned().collect();
@@ -1013,9 +1187,9 @@ mod tests {
         let sql = sql.unwrap();
         assert!(
             sql.starts_with(
-                "BEGIN IMMEDIATE;\nALTER TABLE \"leases\" ADD COLUMN fence INTEGER NOT NULL \
-                 DEFAULT 0;\nUPDATE \"leases\" SET taken_at"
-            ) && sql.ends_with(";\nCOMMIT;"),
+                "SAVEPOINT lease_upgrade;\nALTER TABLE \"leases\" ADD COLUMN fence INTEGER NOT \
+                 NULL DEFAULT 0;\nUPDATE \"leases\" SET taken_at"
+            ) && sql.ends_with(";\nRELEASE lease_upgrade;"),
             "{sql}"
         );
         // With a rebuild, before the rows are copied.

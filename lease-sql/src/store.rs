@@ -287,6 +287,13 @@ impl<X: Execute> SqlStore<X> {
     /// shape as it was: run it again when no long transaction holds the table. Prefer running
     /// the same SQL in your migrations; this is for a start-up that owns its table.
     ///
+    /// Safe to call from several instances at once: the database runs their upgrades one after
+    /// the other, and one whose SQL fails because another's changed the table first (its
+    /// `ADD COLUMN fence` finding the column there) checks the table again and answers
+    /// `Ok(false)` when it fits now, or runs the SQL for the shape it finds. None resets the
+    /// fences another's store handed out meanwhile (SQLite's rebuild adds a missing fence in
+    /// place, then copies it). `Ok(true)` says this call's SQL ran to the end.
+    ///
     /// # Errors
     /// As [`verify`](SqlStore::verify), and [`Error::Store`] with [`Operation::Setup`] when the
     /// upgrade fails: [`Transient`](StoreErrorKind::Transient), its cause saying to run the
@@ -305,28 +312,62 @@ impl<X: Execute> SqlStore<X> {
     /// time zone at `+00:00` until the pool closes it, which the store's statements do not
     /// read.
     pub async fn upgrade(&self) -> Result<bool, Error> {
-        let sql = match self.verify().await {
-            Ok(()) => return Ok(false),
+        // Several instances may run this at once, at start-up, each with the SQL made from the
+        // shape it read; the database runs one upgrade after the other (each waits for the
+        // table's lock), and the later one then meets a table that is upgraded already: its
+        // `ADD COLUMN fence` fails as a duplicate (SQLite's rebuild too: it adds a missing
+        // fence in place first, so it never copies fences as 0 over those the earlier one's
+        // store handed out, `schema/sqlite.rs`). So a failed upgrade reads the table again:
+        // fitting now, the upgrade is done (another's); in another shape than the one the
+        // failed SQL was made from (changed by another upgrade half-way), the SQL for that shape
+        // is run, a bounded number of times; in the same shape, the failure was this upgrade's
+        // own (a lock it gave up waiting for, a row it cannot convert), and is answered.
+        const ATTEMPTS: usize = 3;
+        let upgrade_sql = async || match self.verify().await {
+            Ok(()) => Ok(None),
             Err(Error::SchemaMismatch {
                 upgrade: Some(sql), ..
-            }) if !sql.starts_with("CREATE TABLE") => sql,
-            Err(error) => return Err(error),
+            }) if !sql.starts_with("CREATE TABLE") => Ok(Some(sql)),
+            Err(error) => Err(error),
         };
-        tracing::warn!(table = %self.table(), sql = %sql, "upgrading the lease table in place");
-        self.executor.batch(&sql).await.map_err(|source| {
+        let Some(mut sql) = upgrade_sql().await? else {
+            return Ok(false);
+        };
+        let mut attempt = 1;
+        loop {
+            tracing::warn!(table = %self.table(), sql = %sql, "upgrading the lease table in place");
+            let source = match self.executor.batch(&sql).await {
+                Ok(()) => {
+                    self.verify().await?;
+                    return Ok(true);
+                }
+                Err(source) => source,
+            };
             let locked = self
                 .executor
                 .database_message(&*source)
                 .is_some_and(crate::schema::lock_wait::timed_out);
             let error = self.failure(Operation::Setup, None)(source);
-            if locked {
+            let error = if locked {
                 crate::schema::lock_wait::explained(error)
             } else {
                 error
+            };
+            match upgrade_sql().await {
+                Ok(None) => {
+                    tracing::info!(
+                        table = %self.table(),
+                        "the lease table fits: another upgrade finished first ({error})"
+                    );
+                    return Ok(false);
+                }
+                Ok(Some(next)) if next != sql && attempt < ATTEMPTS => {
+                    attempt += 1;
+                    sql = next;
+                }
+                _ => return Err(error),
             }
-        })?;
-        self.verify().await?;
-        Ok(true)
+        }
     }
 
     /// The fenced check, inside the caller's transaction on `connection`: the job's writes in

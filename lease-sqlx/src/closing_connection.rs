@@ -13,7 +13,7 @@ use sqlx::pool::PoolConnection;
 /// runs the check, and may wait for the lease's row lock), sqlx counts no transaction on the
 /// connection, and its pool only pings a connection it takes back. Nor does it see the
 /// transaction of a script ([`Execute::batch`](lease_sql::Execute::batch): SQLite's rebuild of a
-/// table, `BEGIN IMMEDIATE` to `COMMIT`, holding the database's write lock), which stops where
+/// table, `SAVEPOINT` to `RELEASE`, holding the database's write lock), which stops where
 /// its future was dropped. The server's transaction would then stay open on a pooled
 /// connection, holding its locks, and the next statement the pool gives that connection to
 /// would run inside it. So such a future dropped before it ended closes its connection instead:

@@ -236,7 +236,7 @@ where
     }
 
     /// A script that failed or was dropped part-way may have left the connection inside a
-    /// transaction it began (SQLite's rebuild of a table, `BEGIN IMMEDIATE` to `COMMIT`, holding
+    /// transaction it began (SQLite's rebuild of a table, `SAVEPOINT` to `RELEASE`, holding
     /// the database's write lock), which sqlx does not see and its pool would hand on: the
     /// connection is closed instead, whatever the error.
     async fn batch(&self, sql: &str) -> Result<(), BoxError> {

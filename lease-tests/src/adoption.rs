@@ -563,8 +563,9 @@ pub async fn missing_table_is_refused_by_verify<X: Execute>(
 
 /// A failed upgrade leaves no transaction open on the store's pooled connections.
 ///
-/// On SQLite the upgrade of the story's table rebuilds it in one script, `BEGIN IMMEDIATE` to
-/// `COMMIT`; a view over the table fails its rename part-way, before the `COMMIT`. The
+/// On SQLite the upgrade of the story's table rebuilds it in one script, `SAVEPOINT` to
+/// `RELEASE` (a transaction of its own outside any other); a view over the table fails its
+/// rename part-way, before the `RELEASE`. The
 /// connection must not go back to the pool inside that transaction, holding the database's
 /// write lock: every writer would wait for it, and what the store's next statements on it
 /// wrote would roll back when the pool finally dropped it. So the case then begins and

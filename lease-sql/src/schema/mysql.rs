@@ -1,6 +1,6 @@
 //! MariaDB's schema check: the catalog query and which types fit.
 
-use super::{Column, Fit, Fix};
+use super::{Column, Facts, Fit, Fix};
 
 /// One row per column of the table `?` (in the schema `?` when given, else the connection's
 /// database): its name and `type;nullable;default;key`. `key` says the column alone, whole,
@@ -8,7 +8,9 @@ use super::{Column, Fit, Fix};
 /// let two names that share the prefix collide. Times carry their precision
 /// (`datetime(6)`), strings their declared length (`varbinary(36)`: bytes, `varchar(36)`:
 /// characters), and unsigned integers say so (`bigint unsigned`: `DATA_TYPE` alone reads
-/// `bigint` for them, and sqlx reads no `i64` from such a column).
+/// `bigint` for them, and sqlx reads no `i64` from such a column). A character column adds its
+/// character set as a fifth part (`varchar(255);NO;0;1;latin1`; `CONCAT_WS` leaves out the
+/// `NULL` of any other column).
 pub(super) fn columns(schema: bool) -> String {
     let schema = if schema { "?" } else { "DATABASE()" };
     format!(
@@ -25,7 +27,8 @@ pub(super) fn columns(schema: bool) -> String {
                          AND s.NON_UNIQUE = 0 AND s.SUB_PART IS NULL\n                   \
                          AND (SELECT COUNT(*) FROM information_schema.STATISTICS o\n                        \
                               WHERE o.TABLE_SCHEMA = s.TABLE_SCHEMA AND o.TABLE_NAME = s.TABLE_NAME AND o.INDEX_NAME = s.INDEX_NAME) = 1\n           \
-                 ), '1', '0')\n       \
+                 ), '1', '0'),\n           \
+                 c.CHARACTER_SET_NAME\n       \
              ) AS CHAR)\n\
          FROM information_schema.COLUMNS c\n\
          WHERE c.TABLE_NAME = ? AND c.TABLE_SCHEMA = {schema}\n\
@@ -63,8 +66,32 @@ pub(super) fn fit(column: Column, data_type: &str) -> Fit {
     }
 }
 
+/// The character sets whose bytes are the UTF-8 the store sends (`utf8mb3`, and `ascii`, are
+/// subsets of `utf8mb4`; `utf8` is `utf8mb3`'s older name).
+const UTF8: [&str; 5] = ["utf8mb4", "utf8mb3", "utf8", "ascii", "binary"];
+
+/// Whether `column` (a name or holder of text that is upgraded to bytes) needs its text
+/// converted to UTF-8 first: the fix, and the column's character set, when that is another.
+pub(super) fn recode(column: Column, facts: &Facts) -> Option<(Fix, &str)> {
+    let charset = facts.charset.as_deref()?;
+    let fix = match column {
+        Column::Name => Fix::Utf8Name,
+        Column::Holder => Fix::Utf8Holder,
+        Column::Fence | Column::TakenAt | Column::ExpiresAt => return None,
+    };
+    (!UTF8.contains(&charset)).then_some((fix, charset))
+}
+
 /// One `ALTER TABLE` (after the `UPDATE`s that `NOT NULL` columns need). `MODIFY` keeps the
 /// primary key; converting `VARCHAR` or `TEXT` to `VARBINARY` keeps each value's bytes.
+///
+/// So a name or holder of another character set than UTF-8 (`latin1`: `café` is the byte
+/// `E9` where the store sends `C3 A9`) is first converted to UTF-8 text, by an `ALTER TABLE`
+/// of its own before the one that makes it bytes: `VARCHAR` in `utf8mb4`
+/// with the collation `utf8mb4_nopad_bin`, which compares bytes without padding, so no two
+/// names that were distinct become one key on the way, whatever the column's collation was.
+/// Run again on a table whose upgrade finished (another instance's, at the same time), it
+/// reads the `VARBINARY` column's UTF-8 bytes as the same text, and changes no value.
 ///
 /// A `TIMESTAMP` holds an instant (seconds since the epoch, in UTC) and MariaDB converts it to
 /// `DATETIME` as the session's time zone shows it; the store's `DATETIME(6)` holds UTC wall
@@ -91,7 +118,24 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
     } else {
         ("", "")
     };
-    let mut before = String::new();
+    let wait = super::lock_wait::mysql();
+    let recoded: Vec<&str> = fixes
+        .iter()
+        .filter_map(|fix| match fix {
+            Fix::Utf8Name => Some(
+                "MODIFY name VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL",
+            ),
+            Fix::Utf8Holder => Some(
+                "MODIFY holder VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NULL",
+            ),
+            _ => None,
+        })
+        .collect();
+    let mut before = if recoded.is_empty() {
+        String::new()
+    } else {
+        format!("ALTER TABLE {t}{wait}\n    {};\n", recoded.join(",\n    "))
+    };
     let mut actions: Vec<&str> = Vec::new();
     let mut push = |action| {
         if !actions.contains(&action) {
@@ -109,8 +153,10 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
                 ));
                 push("MODIFY fence BIGINT NOT NULL");
             }
-            Fix::BinaryName | Fix::WidenName => push("MODIFY name VARBINARY(255) NOT NULL"),
-            Fix::HolderNullable | Fix::BinaryHolder | Fix::WidenHolder => {
+            Fix::Utf8Name | Fix::BinaryName | Fix::WidenName => {
+                push("MODIFY name VARBINARY(255) NOT NULL")
+            }
+            Fix::HolderNullable | Fix::Utf8Holder | Fix::BinaryHolder | Fix::WidenHolder => {
                 push("MODIFY holder VARBINARY(1024) NULL")
             }
             Fix::PreciseTakenAt | Fix::UtcTakenAt | Fix::TakenAtNotNull => {
@@ -133,8 +179,7 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
         before.push_str(&super::fill_times(t, "UTC_TIMESTAMP(6)"));
     }
     format!(
-        "{open}{before}ALTER TABLE {t}{}\n    {};{close}",
-        super::lock_wait::mysql(),
+        "{open}{before}ALTER TABLE {t}{wait}\n    {};{close}",
         actions.join(",\n    ")
     )
 }

@@ -47,8 +47,29 @@ pub(super) fn fit(column: Column, data_type: &str) -> Fit {
 /// collation becomes the store's `"C"`). The lock is waited for at most
 /// [`LOCK_WAIT`](super::lock_wait::LOCK_WAIT), set first (`SET LOCAL`: the upgrade runs as one
 /// transaction).
+///
+/// When `UPDATE`s come first (filling a missing fence or time), the table is locked before
+/// them (`LOCK TABLE ... IN ACCESS EXCLUSIVE MODE`, the lock the `ALTER TABLE` takes anyway):
+/// two upgrades that ran at once would otherwise each hold the `UPDATE`'s lock and wait for the
+/// other's to take the `ALTER TABLE`'s, a deadlock PostgreSQL ends by failing one of them while
+/// the other has not committed yet, so that the failed one, checking the table again, would
+/// still find it unchanged. Locked first, the second waits for the first to commit, then its
+/// `ALTER TABLE` fails on the upgraded table, which [`SqlStore::upgrade`] then finds fitting.
+///
+/// [`SqlStore::upgrade`]: crate::SqlStore::upgrade
 pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
     let mut before = super::lock_wait::postgres();
+    if fixes.iter().any(|fix| {
+        matches!(
+            fix,
+            Fix::FenceNotNull | Fix::TakenAtNotNull | Fix::ExpiresAtNotNull
+        )
+    }) {
+        before.push_str(&format!(
+            "LOCK TABLE {t} IN ACCESS EXCLUSIVE MODE;
+"
+        ));
+    }
     let mut actions = Vec::new();
     for fix in fixes {
         match fix {
@@ -64,7 +85,9 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
             Fix::TakenAtNotNull => actions.push("ALTER COLUMN taken_at SET NOT NULL"),
             Fix::ExpiresAtNotNull => actions.push("ALTER COLUMN expires_at SET NOT NULL"),
             // MariaDB's alone.
-            Fix::BinaryName
+            Fix::Utf8Name
+            | Fix::Utf8Holder
+            | Fix::BinaryName
             | Fix::BinaryHolder
             | Fix::PreciseTakenAt
             | Fix::PreciseExpiresAt

@@ -7,7 +7,11 @@ use crate::TableName;
 /// One row per column of the table `?1` (in the attached schema `?2` when given): its name and
 /// `type;nullable;default;key`. `key` says a unique index (the primary key's among them) has
 /// this column alone, over every row: a partial one (`WHERE ...`) is no conflict target for the
-/// store's `ON CONFLICT (name)`.
+/// store's `ON CONFLICT (name)`. `default` is also `1` for a column that is the table's rowid
+/// (`id INTEGER PRIMARY KEY`, `NOT NULL` or not), which SQLite fills itself on an insert that
+/// leaves it out: declared `INTEGER` exactly, the primary key alone, and without an index of
+/// its own (which a `WITHOUT ROWID` table's, or an `INTEGER PRIMARY KEY DESC`, has: those are
+/// no rowid, and need a value).
 pub(super) fn columns(schema: bool) -> String {
     let (table, index) = if schema {
         (
@@ -21,7 +25,11 @@ pub(super) fn columns(schema: bool) -> String {
     format!(
         "SELECT c.name,\n       \
              lower(c.type) || ';' || CASE WHEN c.\"notnull\" THEN 'NO' ELSE 'YES' END || ';' ||\n       \
-             CASE WHEN c.dflt_value IS NOT NULL THEN '1' ELSE '0' END || ';' ||\n       \
+             CASE WHEN c.dflt_value IS NOT NULL OR (\n           \
+                 lower(c.type) = 'integer' AND c.pk = 1\n               \
+                 AND (SELECT count(*) FROM {table} AS p WHERE p.pk > 0) = 1\n               \
+                 AND NOT EXISTS (SELECT 1 FROM {list} AS i WHERE i.origin = 'pk')\n       \
+             ) THEN '1' ELSE '0' END || ';' ||\n       \
              CASE WHEN EXISTS (\n           \
                  SELECT 1 FROM {list} AS i\n           \
                  WHERE i.\"unique\" AND NOT i.partial\n               \
@@ -91,12 +99,38 @@ pub(super) fn fit(column: Column, data_type: &str) -> Fit {
     }
 }
 
+/// The savepoint an upgrade of more than one statement runs in.
+const SAVEPOINT: &str = "lease_upgrade";
+
 /// A missing fence alone is added in place, and times in seconds are made milliseconds in
 /// place (with a missing fence, in one transaction). Anything else needs the table rebuilt
-/// (SQLite cannot change a column), in one transaction: times in seconds made milliseconds, the
-/// store's table made anew beside it, the rows copied (a missing fence as `0`, a missing time
-/// as the upgrade's), the old table dropped and the new one renamed. `None` when a rebuild is
-/// needed and the table has columns of its own, which it would drop.
+/// (SQLite cannot change a column), in one transaction: a missing fence added in place, times
+/// in seconds made milliseconds, the store's table made anew beside it, the rows copied (a
+/// `NULL` fence as `0`, a missing time as the upgrade's), the old table dropped and the new one
+/// renamed. `None` when a rebuild is needed and the table has columns of its own, which it
+/// would drop.
+///
+/// The transaction is a savepoint (`SAVEPOINT lease_upgrade` to `RELEASE lease_upgrade`), not
+/// `BEGIN IMMEDIATE` to `COMMIT`: the SQL is printed for migrations, and sqlx's and diesel's
+/// migrations run each in a transaction of their own, inside which a `BEGIN` fails. A savepoint
+/// works both ways: inside a transaction it nests in it (the migration's commits or rolls back
+/// the whole), outside any it is a transaction of its own, committed by its `RELEASE`. Every
+/// script's first statement writes (`ALTER TABLE`, `UPDATE`, `CREATE TABLE`), so it takes the
+/// database's write lock, waiting for it by the busy timeout, before it reads anything, as
+/// `BEGIN IMMEDIATE` would: the rows it copies are the latest, and no writer comes between the
+/// copy and the rename. Removing the savepoint to run the statements one by one would lose
+/// that: a lease written between the copy and the `DROP TABLE` would be lost.
+///
+/// Several instances may upgrade at once, each with the script it made from the shape it read
+/// ([`SqlStore::upgrade`](crate::SqlStore::upgrade)), and the second runs once the first has
+/// committed. A script never rests on the shape it was made from where that would lose
+/// anything: the rebuild of a table without a fence does not copy its fences as `0` (which
+/// would reset every fence the first upgrade's store handed out since, and let an old holder's
+/// fenced writes through), it adds the fence in place under the write lock, then copies
+/// `coalesce(fence, 0)`: on a table that has a fence by then the `ALTER TABLE` fails (a
+/// duplicate column), and the transaction with it; and times in seconds are scaled only where
+/// they still look like seconds. (Choosing the copy's fence by the table's shape in the script
+/// itself is not possible: a `SELECT` that names a missing column fails to prepare.)
 pub(super) fn upgrade(
     table: &TableName,
     fixes: &[Fix],
@@ -105,24 +139,26 @@ pub(super) fn upgrade(
 ) -> Option<String> {
     let quoted = table.quoted('"');
     let add_fence = format!("ALTER TABLE {quoted} ADD COLUMN fence INTEGER NOT NULL DEFAULT 0;");
+    if fixes == [Fix::AddFence] {
+        return Some(add_fence);
+    }
+    let add_fence = if has_fence {
+        String::new()
+    } else {
+        format!("{add_fence}\n")
+    };
     let scale = if fixes.contains(&Fix::MillisecondTimes) {
         format!("{}\n", to_milliseconds(&quoted))
     } else {
         String::new()
     };
-    if fixes == [Fix::AddFence] {
-        return Some(add_fence);
-    }
+    let begin = format!("SAVEPOINT {SAVEPOINT};\n");
+    let end = format!("RELEASE {SAVEPOINT};");
     if fixes
         .iter()
         .all(|fix| matches!(fix, Fix::AddFence | Fix::MillisecondTimes))
     {
-        let add_fence = if fixes.contains(&Fix::AddFence) {
-            format!("{add_fence}\n")
-        } else {
-            String::new()
-        };
-        return Some(format!("BEGIN IMMEDIATE;\n{add_fence}{scale}COMMIT;"));
+        return Some(format!("{begin}{add_fence}{scale}{end}"));
     }
     if extra {
         return None;
@@ -135,18 +171,16 @@ pub(super) fn upgrade(
     let create = crate::sqlite::sql(&new_quoted)
         .create_table
         .replacen(" IF NOT EXISTS", "", 1);
-    let fence = if has_fence { "coalesce(fence, 0)" } else { "0" };
     // A lease without a time gets the upgrade's: without an expiry, it is free from then on.
     let now = crate::sqlite::NOW;
     Some(format!(
-        "BEGIN IMMEDIATE;\n\
-         {scale}{create};\n\
+        "{begin}{add_fence}{scale}{create};\n\
          INSERT INTO {new_quoted} (name, holder, fence, taken_at, expires_at)\n    \
-             SELECT name, holder, {fence}, coalesce(taken_at, {now}), coalesce(expires_at, {now})\n    \
+             SELECT name, holder, coalesce(fence, 0), coalesce(taken_at, {now}), coalesce(expires_at, {now})\n    \
              FROM {quoted};\n\
          DROP TABLE {quoted};\n\
          ALTER TABLE {new_quoted} RENAME TO \"{}\";\n\
-         COMMIT;",
+         {end}",
         table.table()
     ))
 }
