@@ -1080,22 +1080,39 @@ impl<X: Execute> SqlStore<X> {
                 Ok(crate::positions_in_batch(batch, &rows))
             }
             RenewManyResult::Count => {
-                let matched = self
-                    .again_on_conflict(|| self.executor.affected(query()))
-                    .await
-                    .map_err(failed)?;
-                if matched == batch.len() as u64 {
-                    return Ok((0..batch.len()).collect());
-                }
-                // Some lease of the batch is lost, and a count cannot say which: renew them one
-                // by one. Those the batch renewed renew again (harmless), the lost stay lost.
+                // How many leases of `part` of the batch one statement renewed.
+                let renew_part = |part: std::ops::Range<usize>| {
+                    let pairs = &batch[part];
+                    async move {
+                        self.again_on_conflict(|| {
+                            self.executor
+                                .affected(self.statements.renew_many(pairs, ttl))
+                        })
+                        .await
+                        .map_err(failed)
+                    }
+                };
+                // A count that falls short cannot say which lease is lost: the part is renewed
+                // again in halves (those renewed already renew again, harmless; the lost stay
+                // lost) until each part is renewed whole or not at all. About two statements
+                // per lost lease for each halving, where renewing one by one sent one per lease
+                // (a thousand for a batch with one lease lost, which a store timeout cut short
+                // every time, and every lease of the batch then went unrenewed).
                 let mut renewed = Vec::with_capacity(batch.len());
-                for (position, &(name, holder)) in batch.iter().enumerate() {
-                    let (name, holder) = (LeaseName::new(name)?, HolderId::from_stored(holder));
-                    if self.renew(&name, &holder, ttl).await? {
-                        renewed.push(position);
+                let mut parts = vec![(0..batch.len(), renew_part(0..batch.len()).await?)];
+                while let Some((part, matched)) = parts.pop() {
+                    if matched >= part.len() as u64 {
+                        renewed.extend(part);
+                    } else if matched > 0 {
+                        // Two leases at least: one renewed, one not.
+                        let middle = part.start + part.len() / 2;
+                        for half in [part.start..middle, middle..part.end] {
+                            let matched = renew_part(half.clone()).await?;
+                            parts.push((half, matched));
+                        }
                     }
                 }
+                renewed.sort_unstable();
                 Ok(renewed)
             }
         }
