@@ -49,7 +49,11 @@ pub trait LeaseStore: Send + Sync + Debug + 'static {
     ///
     /// # Errors
     /// [`Error::Store`] with [`Operation::Acquire`](crate::Operation::Acquire) and the name when
-    /// the store cannot be reached or the statement fails.
+    /// the store cannot be reached or the statement fails; of the kind
+    /// [`OutcomeUnknown`](crate::StoreErrorKind::OutcomeUnknown) when the statement went out and
+    /// its answer was lost, so that it may have taken the lease for `holder`: the client then
+    /// releases it for `holder` (as after a call that outlived its store timeout) and tells
+    /// its caller of a transient failure.
     ///
     /// # Cancel safety
     /// Not cancel safe: cancelled after the statement ran, the lease is taken for `holder` and

@@ -50,6 +50,43 @@ async fn a_wait_rides_out_statements_that_outlive_the_store_timeout() {
     assert!(guard.is_held());
 }
 
+/// An acquisition whose answer was lost may have taken the lease for a holder nobody knows:
+/// the client gives it back and tells a transient failure, so the lease is free again at once
+/// rather than after its TTL, and a wait goes on and takes it.
+#[tokio::test(start_paused = true)]
+async fn an_acquisition_whose_answer_was_lost_is_given_back() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(Arc::clone(&store));
+    store.lose_acquire_answers(1);
+    let error = match client.try_acquire("sweep").await {
+        Err(error) => error,
+        Ok(taken) => panic!("a lost answer answered {taken:?}"),
+    };
+    assert_eq!(
+        error.store_error_kind(),
+        Some(StoreErrorKind::Transient),
+        "{error:?}"
+    );
+    // The give-back runs in the background, at once.
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let guard = client
+        .try_acquire("sweep")
+        .await
+        .unwrap()
+        .expect("the lease an unanswered acquisition took was given back");
+    guard.release().await.unwrap();
+
+    store.lose_acquire_answers(1);
+    let started = Instant::now();
+    let guard = client.acquire("sweep", WAIT).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "the wait took {:?}, a TTL or more",
+        started.elapsed()
+    );
+    guard.release().await.unwrap();
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_permanent_error_ends_the_wait_at_once() {
     let store = Faulty::new(tokio_memory());

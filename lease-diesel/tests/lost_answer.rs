@@ -105,6 +105,20 @@ async fn mariadb() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_acquire_whose_answer_is_lost() {
+    lost_answer::acquire_whose_answer_is_lost(&env::postgres_url(), postgres_store, TokioRuntime)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_acquire_whose_answer_is_lost() {
+    lost_answer::acquire_whose_answer_is_lost(&env::mysql_url(), mariadb_store, TokioRuntime)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_connection_killed_under_a_statement() {
     lost_answer::killed_under_a_statement(&env::postgres_url(), postgres_store, TokioRuntime)
         .await

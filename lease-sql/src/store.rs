@@ -1143,6 +1143,17 @@ impl<X: Execute> LeaseStore for SqlStore<X> {
                 tracing::debug!(lease = %name, %error, "acquire lost to a concurrent write");
                 return Ok(None);
             }
+            // Sent, and its answer lost (the connection broke, the server ended the session):
+            // the statement may have taken the lease for this holder, which only a release
+            // frees before its TTL. `OutcomeUnknown` says so (the client gives it back).
+            Err(error) if self.executor.answer_lost(&*error) => {
+                return Err(self.store_error(
+                    Operation::Acquire,
+                    Some(name),
+                    StoreErrorKind::OutcomeUnknown,
+                    error,
+                ));
+            }
             attempt => attempt.map_err(failed)?,
         };
         crate::acquired(rows.into_iter().next()).map_err(failed)

@@ -74,10 +74,24 @@ impl Execute for Scripted {
         PoolState { size: 0, idle: 0 }
     }
 
+    /// A scripted `OutcomeUnknown` is a connection that broke with the statement sent: a
+    /// transient failure whose answer was lost.
     fn classify(&self, error: &(dyn std::error::Error + Send + Sync + 'static)) -> StoreErrorKind {
+        match error.downcast_ref::<Refused>() {
+            Some(Refused(StoreErrorKind::OutcomeUnknown)) => StoreErrorKind::Transient,
+            Some(Refused(kind)) => *kind,
+            None => StoreErrorKind::Permanent,
+        }
+    }
+
+    /// Every scripted error was answered, but a scripted `OutcomeUnknown`.
+    fn code_ends_session(
+        &self,
+        error: &(dyn std::error::Error + Send + Sync + 'static),
+    ) -> Option<bool> {
         error
             .downcast_ref::<Refused>()
-            .map_or(StoreErrorKind::Permanent, |refused| refused.0)
+            .map(|refused| refused.0 == StoreErrorKind::OutcomeUnknown)
     }
 
     async fn int_pairs(&self, _: Query<'_>) -> Result<Vec<(i64, i64)>, BoxError> {
@@ -205,4 +219,21 @@ fn a_conflict_after_a_conflict_is_an_error_for_renew() {
         "a renewal is never answered \"not renewed\" for a conflict"
     );
     assert_eq!(sent, 2);
+}
+
+/// An acquisition sent and its answer lost may have taken the lease: its error says so
+/// (`OutcomeUnknown`, which the client answers by giving the lease back), and it is not sent
+/// again. Its control is the case above: a transient error whose answer came stays transient.
+#[test]
+fn a_lost_answer_is_an_unknown_outcome() {
+    let (answer, sent) = acquire([Err(StoreErrorKind::OutcomeUnknown), Ok(WON)]);
+    match answer {
+        Err(error) => assert_eq!(
+            error.store_error_kind(),
+            Some(StoreErrorKind::OutcomeUnknown),
+            "{error:?}"
+        ),
+        other => panic!("a lost answer answered {other:?}"),
+    }
+    assert_eq!(sent, 1);
 }

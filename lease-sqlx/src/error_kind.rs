@@ -28,13 +28,16 @@ pub(crate) fn error_kind<DB: SqlxDatabase>(
 }
 
 /// Whether `error`, a database error with a code, says by it that the session ended with the
-/// statement in flight (`SqlxDatabase::database_error_ends_session`); `None` for any other
-/// error.
+/// statement in flight (`SqlxDatabase::database_error_ends_session`); `Some(false)` for the
+/// pool's own errors (no connection in time, a closed pool), which sent nothing; `None` for any
+/// other error.
 pub(crate) fn code_ends_session<DB: SqlxDatabase>(
     error: &(dyn std::error::Error + Send + Sync + 'static),
 ) -> Option<bool> {
     match error.downcast_ref::<sqlx::Error>() {
         Some(sqlx::Error::Database(database)) => DB::database_error_ends_session(database.as_ref()),
+        // The pool's own: no connection was handed out, so no statement went out.
+        Some(sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed) => Some(false),
         _ => None,
     }
 }

@@ -19,7 +19,10 @@
 use std::time::{Duration, Instant};
 
 use lease_core::runtime::Runtime;
-use lease_core::{BoxError, Error, LeaseClient, LeaseHandle, Operation, StoreErrorKind};
+use lease_core::{
+    BoxError, Error, HolderId, LeaseClient, LeaseHandle, LeaseName, LeaseStore, Operation,
+    StoreErrorKind, Ttl,
+};
 use lease_sql::{CheckAt, Execute, Query, SqlStore};
 
 use crate::proxy::FaultProxy;
@@ -292,6 +295,89 @@ where
         .into());
     }
     Ok(())
+}
+
+/// How long the proxy delays each chunk in [`acquire_whose_answer_is_lost`]: long enough to
+/// see the acquisition's row before its answer comes back.
+const ANSWER_DELAY: Duration = Duration::from_millis(700);
+
+/// An acquisition whose statement took the lease and whose answer was lost (the connection
+/// broke on its way back) answers an error of the kind
+/// [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown): the lease may be taken for a holder
+/// nobody renews, which a client gives back rather than leave everybody out for a TTL (a
+/// transient error would leave it taken). `connect` makes a store on a table (a pool of one
+/// connection) and is called twice: at `url`, to watch the row, and at a proxy's URL that
+/// delays every chunk, for the acquisition, whose connection the proxy cuts once the row
+/// shows the acquisition's holder. `runtime` paces the watch.
+///
+/// # Errors
+/// A description of the first thing that went otherwise.
+///
+/// # Cancel safety
+/// Not cancel safe: dropped half-way, the proxy goes with its connections and the lease taken
+/// lapses after its TTL (an hour); the table stays.
+pub async fn acquire_whose_answer_is_lost<X, C, R>(
+    url: &str,
+    connect: C,
+    runtime: R,
+) -> Result<(), BoxError>
+where
+    X: Execute + Clone,
+    C: AsyncFn(&str, &str) -> Result<SqlStore<X>, BoxError>,
+    R: Runtime,
+{
+    let table = crate::env::unique_table("lost_acquire");
+    let direct = connect(url, &table).await?;
+    direct.setup().await?;
+    let proxy = FaultProxy::in_front_of(url)?;
+    let proxied = connect(&proxy.rewrite_url(url), &table).await?;
+    let name = LeaseName::new("notice")?;
+    let holder = HolderId::generate();
+    let ttl = Ttl::from_secs(3_600)?;
+    // The proxied pool's connection opened first (a connection's handshake is many round
+    // trips), then every chunk delayed both ways (a pool's check-out ping as well), so that
+    // the row shows before the acquisition's answer is back; then cut.
+    proxied.inspect(&name).await?;
+    proxy.delay(ANSWER_DELAY);
+    let cut_once_taken = async {
+        let deadline = Instant::now() + COMMITTED_WITHIN;
+        loop {
+            let row = direct.inspect(&name).await?;
+            if row.is_some_and(|row| row.holder == holder) {
+                proxy.cut();
+                return Ok::<_, BoxError>(());
+            }
+            if Instant::now() > deadline {
+                proxy.cut();
+                return Err(
+                    format!("the acquisition did not show within {COMMITTED_WITHIN:?}").into(),
+                );
+            }
+            runtime.sleep(POLL).await;
+        }
+    };
+    let (answer, taken) = futures::join!(proxied.try_acquire(&name, &holder, ttl), cut_once_taken);
+    proxy.pass();
+    taken?;
+    let verdict = match answer {
+        Err(
+            ref error @ Error::Store {
+                operation: Operation::Acquire,
+                kind: StoreErrorKind::OutcomeUnknown,
+                ..
+            },
+        ) if !error.is_transient() => Ok(()),
+        Err(error) => Err(format!(
+            "an acquisition that took the lease and whose answer was lost answered {error:?} \
+             ({error}), not an acquire error of the kind OutcomeUnknown"
+        )),
+        Ok(fence) => Err(format!(
+            "an acquisition whose answer was cut answered {fence:?}: its connection does not \
+             go through the proxy"
+        )),
+    };
+    direct.release(&name, &holder, Duration::ZERO).await?;
+    Ok(verdict?)
 }
 
 /// The verdict on what a fenced write answered when its commit committed and the answer was

@@ -26,7 +26,9 @@ use crate::renewer::Renewer;
 use crate::shutdown::{Kind, Shutdown, Token};
 use crate::stats::{Acquired, ClientStats, Stats};
 use crate::timed_store::TimedStore;
-use crate::{Error, HolderId, IntoLeaseName, LeaseName, LeaseStore, Runtime};
+use crate::{
+    Error, HolderId, IntoLeaseName, LeaseName, LeaseStore, Operation, Runtime, StoreErrorKind,
+};
 
 /// Takes leases from a [`LeaseStore`] and keeps the ones it holds alive.
 ///
@@ -243,11 +245,13 @@ impl LeaseClient {
     /// [`Error::InvalidName`] before any statement runs; [`Error::ShuttingDown`] once
     /// [`shutdown`](LeaseClient::shutdown) has begun (a lease taken by a statement that was
     /// already in flight then is given straight back); [`Error::Store`] when the store fails
-    /// or does not answer within [`LeaseConfig::store_timeout`] (if the statement did take the
-    /// lease, a release for its holder follows in the background, at once and one store timeout
+    /// or does not answer within [`LeaseConfig::store_timeout`], or its answer was lost (the
+    /// store's [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown), answered here as
+    /// [`Transient`](StoreErrorKind::Transient)): if the statement did take the lease, a
+    /// release for its holder follows in the background, at once and one store timeout
     /// later, so it does not keep everybody out for a TTL, and a shutdown waits for it within
     /// its grace period; where the runtime cannot spawn, or both releases come too early, it
-    /// lapses within one TTL).
+    /// lapses within one TTL.
     ///
     /// # Cancel safety
     /// Not cancel safe. Cancelled before the store answers, the statement may still have taken
@@ -276,8 +280,23 @@ impl LeaseClient {
                 stats.acquired(&name, Acquired::Failed);
                 if crate::timed_store::is_timeout(&error) {
                     self.give_back_unanswered(&name, &holder, token);
+                    return Err(error);
                 }
-                return Err(error);
+                return Err(match error {
+                    // The statement may have taken the lease, and its answer was lost: given
+                    // back as above, after which trying again is safe, as after any transient
+                    // failure (a new acquisition is another holder).
+                    Error::Store {
+                        kind: StoreErrorKind::OutcomeUnknown,
+                        source,
+                        ..
+                    } => {
+                        tracing::warn!(lease = %name, %holder, error = &*source as &dyn std::error::Error, "acquisition's answer lost; giving the lease back");
+                        self.give_back_unanswered(&name, &holder, token);
+                        Error::store(Operation::Acquire, Some(&name), source)
+                    }
+                    error => error,
+                });
             }
         };
         stats.acquired(&name, Acquired::Won);

@@ -49,6 +49,9 @@ pub struct Faulty {
     /// Releases still to run in the store and then fail, as a connection that broke while the
     /// answer was on its way does.
     unanswered_releases: AtomicUsize,
+    /// Acquisitions still to run in the store and then fail with their answer lost
+    /// (`OutcomeUnknown`).
+    unanswered_acquires: AtomicUsize,
 }
 
 impl Faulty {
@@ -68,6 +71,7 @@ impl Faulty {
             releases: AtomicUsize::new(0),
             failing_releases: AtomicUsize::new(0),
             unanswered_releases: AtomicUsize::new(0),
+            unanswered_acquires: AtomicUsize::new(0),
         })
     }
 
@@ -79,6 +83,11 @@ impl Faulty {
     /// Runs the next `count` releases in the store, then fails them, their answers lost.
     pub fn lose_release_answers(&self, count: usize) {
         self.unanswered_releases.store(count, Ordering::SeqCst);
+    }
+
+    /// Runs the next `count` acquisitions in the store, then fails them as `OutcomeUnknown`.
+    pub fn lose_acquire_answers(&self, count: usize) {
+        self.unanswered_acquires.store(count, Ordering::SeqCst);
     }
 
     pub fn set(&self, mode: Mode) {
@@ -155,6 +164,17 @@ impl LeaseStore for Faulty {
             tokio::time::sleep(Duration::from_millis(delay)).await;
         }
         let answer = self.inner.try_acquire(name, holder, ttl).await;
+        let unanswered =
+            self.unanswered_acquires
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        if unanswered.is_ok() {
+            return Err(Error::store_of_kind(
+                Operation::Acquire,
+                Some(name),
+                StoreErrorKind::OutcomeUnknown,
+                "injected loss of the acquisition's answer",
+            ));
+        }
         let delay = self.answer_delay.load(Ordering::SeqCst);
         if delay > 0 {
             tokio::time::sleep(Duration::from_millis(delay)).await;
