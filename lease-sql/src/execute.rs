@@ -145,6 +145,21 @@ pub trait Execute: std::fmt::Debug + Send + Sync + 'static {
         let _ = channel;
         Ok(None)
     }
+
+    /// What a failure to open this executor's pool ([`Connect::connect`],
+    /// [`ConnectWith::connect_with`]) means, read without an executor: by default
+    /// [`Transient`](StoreErrorKind::Transient) (the server may come up). A driver whose
+    /// errors say more reads them as [`classify`](Execute::classify) does, so that a wrong
+    /// password, an unknown database or an invalid URL is
+    /// [`Permanent`](StoreErrorKind::Permanent) and a start-up that retries transient errors
+    /// stops.
+    fn classify_connect(error: &(dyn std::error::Error + Send + Sync + 'static)) -> StoreErrorKind
+    where
+        Self: Sized,
+    {
+        let _ = error;
+        StoreErrorKind::Transient
+    }
 }
 
 /// An [`Execute`] that can open its own pool from a database URL, with the settings a lease store

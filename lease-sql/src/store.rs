@@ -67,7 +67,10 @@ impl<X: Execute> SqlStore<X> {
     ///
     /// # Errors
     /// [`Error::Store`] with [`Operation::Setup`] when the URL is invalid or the database cannot
-    /// be reached.
+    /// be reached, of the kind the driver reads in its error ([`Execute::classify_connect`]:
+    /// with lease-sqlx, [`Permanent`](StoreErrorKind::Permanent) for an invalid URL, a wrong
+    /// password or an unknown database, [`Transient`](StoreErrorKind::Transient) for a server
+    /// that does not answer).
     ///
     /// # Cancel safety
     /// Cancel-safe: nothing is left behind.
@@ -75,10 +78,7 @@ impl<X: Execute> SqlStore<X> {
     where
         X: Connect,
     {
-        // No executor yet to classify the error: it is the default, transient.
-        let executor = X::connect(url)
-            .await
-            .map_err(|e| Error::store(Operation::Setup, None, e))?;
+        let executor = X::connect(url).await.map_err(connect_failed::<X>)?;
         Ok(Self::new(executor))
     }
 
@@ -88,7 +88,7 @@ impl<X: Execute> SqlStore<X> {
     /// # Errors
     /// [`Error::InvalidIdentifier`] when `table` is not a plain identifier, before connecting;
     /// [`Error::Store`] with [`Operation::Setup`] when the URL is invalid or the database cannot
-    /// be reached.
+    /// be reached, of the kind [`connect`](SqlStore::connect) says.
     ///
     /// # Cancel safety
     /// Cancel-safe: nothing is left behind.
@@ -97,9 +97,7 @@ impl<X: Execute> SqlStore<X> {
         X: Connect,
     {
         let table = TableName::new(table)?;
-        let executor = X::connect(url)
-            .await
-            .map_err(|e| Error::store(Operation::Setup, None, e))?;
+        let executor = X::connect(url).await.map_err(connect_failed::<X>)?;
         Ok(Self::on_table(executor, &table))
     }
 
@@ -109,7 +107,8 @@ impl<X: Execute> SqlStore<X> {
     ///
     /// # Errors
     /// [`Error::InvalidIdentifier`] when `table` is not a plain identifier, before connecting;
-    /// [`Error::Store`] with [`Operation::Setup`] when the database cannot be reached or opened.
+    /// [`Error::Store`] with [`Operation::Setup`] when the database cannot be reached or opened,
+    /// of the kind [`connect`](SqlStore::connect) says.
     ///
     /// # Cancel safety
     /// Cancel-safe: nothing is left behind.
@@ -120,7 +119,7 @@ impl<X: Execute> SqlStore<X> {
         let table = TableName::new(table)?;
         let executor = X::connect_with(options)
             .await
-            .map_err(|e| Error::store(Operation::Setup, None, e))?;
+            .map_err(connect_failed::<X>)?;
         Ok(Self::on_table(executor, &table))
     }
 
@@ -1117,6 +1116,13 @@ impl<X: Execute> SqlStore<X> {
             }
         }
     }
+}
+
+/// The store error of a pool that could not be opened, of the kind the driver reads in it
+/// ([`Execute::classify_connect`]).
+fn connect_failed<X: Execute>(source: BoxError) -> Error {
+    let kind = X::classify_connect(&*source);
+    Error::store_of_kind(Operation::Setup, None, kind, source)
 }
 
 /// The operations, each one statement of [`Statements`] run by the [`Execute`].

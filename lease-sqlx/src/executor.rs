@@ -177,6 +177,10 @@ where
         error_kind::<DB>(error)
     }
 
+    fn classify_connect(error: &(dyn std::error::Error + Send + Sync + 'static)) -> StoreErrorKind {
+        error_kind::<DB>(error)
+    }
+
     fn describe(&self, error: &(dyn std::error::Error + Send + Sync + 'static)) -> Option<String> {
         crate::describe::describe(error)
     }
