@@ -11,8 +11,14 @@ use std::time::Duration;
 /// margin 12 s) that is a minute after the last success, 48 s before the lease's local
 /// deadline: time for a load balancer to take the instance out before it loses its leases.
 /// It is half-way between the renewal's due time and the deadline instead, where that comes
-/// first (a TTL of 60 s renewed every 30 s, whose store timeout is 30 s too, would otherwise
-/// reach the deadline), so the lease is overdue before it is lost.
+/// first (a TTL of 60 s renewed every 30 s with a store timeout of 30 s set by hand would
+/// otherwise reach the deadline), so the lease is overdue before it is lost.
+///
+/// A lease whose deadline has passed is lost and no longer counted: during an outage that
+/// outlasts the deadlines, a client reads unhealthy from the first overdue renewal until its
+/// leases are lost, then healthy again with nothing held (it keeps nothing it could lose). A
+/// probe that must stay unready while the store is unreachable asks the store too, or reads
+/// the failed calls of [`LeaseClient::stats`](crate::LeaseClient::stats).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lease_core::Error> {
