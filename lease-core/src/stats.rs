@@ -31,7 +31,10 @@ pub struct ClientStats {
     /// less than [`LeaseConfig::safety_margin`](crate::LeaseConfig::safety_margin) before the
     /// lease's local deadline. A sign that renewals fail or the store is slow.
     pub renewals_late: u64,
-    /// Leases given back (a release the store answered `true`, minimum holds included).
+    /// Leases given back (a release the store answered `true`, minimum holds included): also
+    /// those a shutdown released by force (counted under [`losses`](ClientStats::losses) as
+    /// well) and those an acquisition that failed without an answer had taken (counted under
+    /// [`acquire_failed`](ClientStats::acquire_failed), not [`acquired`](ClientStats::acquired)).
     pub released: u64,
     /// Leases lost, by how.
     pub losses: Losses,
