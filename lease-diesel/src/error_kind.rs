@@ -3,19 +3,35 @@
 //! diesel keeps a database error's kind only for the few codes it names
 //! (`ReadOnlyTransaction`, `SerializationFailure`, ...) and drops the code of every other one,
 //! keeping its message; so what diesel does not name is read from the message, by the phrases
-//! PostgreSQL, MariaDB and SQLite use for the conditions that matter to a retry.
+//! PostgreSQL, MariaDB and SQLite use for the conditions that matter to a retry, as lease-sqlx
+//! reads their codes ([`lease_sql::postgres_error_kind`] and its siblings). The pools' own
+//! failures are read by their types: deadpool's and bb8's, as diesel-async re-exports them, and
+//! the connection their manager could not make. An error of any other origin (lease-sql's own: a
+//! row it cannot read, an answer it did not ask for) is permanent, as the [`Execute`] contract
+//! and lease-sqlx read it: asking again reads the same.
+//!
+//! [`Execute`]: lease_sql::Execute
 
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use lease_core::StoreErrorKind;
 
-/// What `error` means to whoever would try again. An error that is not diesel's comes from the
-/// pool (no connection in time, a connection that could not be opened): transient, but for a
-/// connection the server refused for good ([`connect_kind`]).
+/// What `error` means to whoever would try again: a diesel error by its kind or its message
+/// ([`diesel_kind`]), a pool's failure by its type ([`pool_kind`]), and anything else
+/// [`Permanent`](StoreErrorKind::Permanent).
 pub(crate) fn error_kind(
     error: &(dyn std::error::Error + Send + Sync + 'static),
 ) -> StoreErrorKind {
-    match error.downcast_ref::<DieselError>() {
-        Some(DieselError::DatabaseError(kind, information)) => match kind {
+    if let Some(error) = error.downcast_ref::<DieselError>() {
+        return diesel_kind(error);
+    }
+    pool_kind(error).unwrap_or(StoreErrorKind::Permanent)
+}
+
+/// What a diesel error means: the kinds diesel names, else the database's message
+/// ([`message_kind`]); diesel's own failures (a row it could not read, ...) are permanent.
+fn diesel_kind(error: &DieselError) -> StoreErrorKind {
+    match error {
+        DieselError::DatabaseError(kind, information) => match kind {
             DatabaseErrorKind::ReadOnlyTransaction => StoreErrorKind::ReadOnly,
             DatabaseErrorKind::SerializationFailure => StoreErrorKind::Conflict,
             DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand => {
@@ -23,15 +39,58 @@ pub(crate) fn error_kind(
             }
             _ => message_kind(information.message()),
         },
-        Some(DieselError::BrokenTransactionManager) => StoreErrorKind::Transient,
-        Some(_) => StoreErrorKind::Permanent,
-        None => connect_kind(error),
+        DieselError::BrokenTransactionManager => StoreErrorKind::Transient,
+        _ => StoreErrorKind::Permanent,
     }
+}
+
+/// What a failure of a pool means, by its type; `None` for an error no pool answered. A
+/// timeout is transient, as sqlx's `PoolTimedOut` is; a closed pool never opens again
+/// (deadpool's `Closed`, as sqlx's `PoolClosed`), so retrying it waits for nothing: permanent,
+/// and so is a pool built without a runtime or failed by a `post_create` hook's own message. A
+/// connection the pool could not make is read by [`connection_kind`]. bb8 has no closed state:
+/// its pool lives as long as its handles.
+#[cfg(any(feature = "deadpool", feature = "bb8"))]
+fn pool_kind(error: &(dyn std::error::Error + 'static)) -> Option<StoreErrorKind> {
+    use diesel_async::pooled_connection as pooled;
+
+    // A store's dedicated connection (`DieselPool::dedicated`), and the reason bb8 timed out.
+    if let Some(error) = error.downcast_ref::<pooled::PoolError>() {
+        return Some(connection_kind(error));
+    }
+    #[cfg(feature = "deadpool")]
+    if let Some(error) = error.downcast_ref::<pooled::deadpool::PoolError>() {
+        use deadpool::managed::{HookError, PoolError};
+        return Some(match error {
+            PoolError::Timeout(_) => StoreErrorKind::Transient,
+            PoolError::Backend(error) | PoolError::PostCreateHook(HookError::Backend(error)) => {
+                connection_kind(error)
+            }
+            PoolError::Closed
+            | PoolError::NoRuntimeSpecified
+            | PoolError::PostCreateHook(HookError::Message(_)) => StoreErrorKind::Permanent,
+        });
+    }
+    #[cfg(feature = "bb8")]
+    if let Some(error) = error.downcast_ref::<pooled::bb8::RunError>() {
+        return Some(match error {
+            pooled::bb8::RunError::TimedOut => StoreErrorKind::Transient,
+            pooled::bb8::RunError::User(error) => connection_kind(error),
+        });
+    }
+    None
+}
+
+/// Without a pool feature no pool answers.
+#[cfg(not(any(feature = "deadpool", feature = "bb8")))]
+fn pool_kind(_: &(dyn std::error::Error + 'static)) -> Option<StoreErrorKind> {
+    None
 }
 
 /// Phrases, lower case, of a connection the server refused for good: a wrong password or user
 /// (PostgreSQL 28P01, 28000; MariaDB 1045), a database or role that does not exist (3D000;
 /// MariaDB 1049), which waiting does not fix.
+#[cfg(any(feature = "deadpool", feature = "bb8"))]
 const REFUSED_FOR_GOOD: &[&str] = &[
     "password authentication failed",
     "no pg_hba.conf entry",
@@ -40,24 +99,31 @@ const REFUSED_FOR_GOOD: &[&str] = &[
     "does not exist",
 ];
 
-/// What a failure of the pool means: transient (no connection in time, a server down or
-/// starting), or permanent when a connection was refused for good ([`REFUSED_FOR_GOOD`],
-/// anywhere in the error's chain: the pools wrap the connection's error), as lease-sqlx reads
-/// their codes. A campaign then stops rather than retry a wrong password for ever.
-fn connect_kind(error: &(dyn std::error::Error + 'static)) -> StoreErrorKind {
-    let mut next = Some(error);
-    // Bounded by the chain's length, which no error makes endless.
-    while let Some(error) = next {
-        let message = error.to_string().to_ascii_lowercase();
-        if REFUSED_FOR_GOOD
-            .iter()
-            .any(|phrase| message.contains(phrase))
-        {
-            return StoreErrorKind::Permanent;
-        }
-        next = error.source();
+/// What a connection the pool's manager could not make (or whose check failed) means:
+/// transient (a server down or starting, a host that does not answer), or permanent when the
+/// server refused it for good ([`REFUSED_FOR_GOOD`]: its text holds the server's answer, as
+/// diesel-async words it) or the URL cannot be read. A campaign then stops rather than retry a
+/// wrong password for ever.
+#[cfg(any(feature = "deadpool", feature = "bb8"))]
+fn connection_kind(error: &diesel_async::pooled_connection::PoolError) -> StoreErrorKind {
+    use diesel::ConnectionError;
+    use diesel_async::pooled_connection::PoolError;
+
+    if let PoolError::ConnectionError(
+        ConnectionError::InvalidCString(_) | ConnectionError::InvalidConnectionUrl(_),
+    ) = error
+    {
+        return StoreErrorKind::Permanent;
     }
-    StoreErrorKind::Transient
+    let message = error.to_string().to_ascii_lowercase();
+    if REFUSED_FOR_GOOD
+        .iter()
+        .any(|phrase| message.contains(phrase))
+    {
+        StoreErrorKind::Permanent
+    } else {
+        StoreErrorKind::Transient
+    }
 }
 
 /// The database's own message in a diesel database error; `None` for diesel's own failures.
@@ -74,8 +140,10 @@ pub(crate) fn database_message<'e>(
 /// ([`Execute::answer_lost`](lease_sql::Execute::answer_lost)): diesel words a connection that
 /// closed or could not take the statement as a database error of its own kind, and a broken
 /// socket's or a server's farewell as one of an unknown kind with the message
-/// ([`lease_sql::ends_session`]). An error that is not diesel's (the pool's) had no answer
-/// either.
+/// ([`lease_sql::ends_session`]). An error that is not diesel's lost no answer: the pool's
+/// (no connection was handed out, so nothing was sent; an acquisition read as lost would be
+/// given back for nothing, two more waits on a pool that had none to give), or lease-sql's own
+/// (an answer that came and could not be read).
 pub(crate) fn answer_lost(error: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
     match error.downcast_ref::<DieselError>() {
         Some(DieselError::DatabaseError(
@@ -85,12 +153,13 @@ pub(crate) fn answer_lost(error: &(dyn std::error::Error + Send + Sync + 'static
         Some(DieselError::DatabaseError(_, information)) => {
             lease_sql::ends_session(information.message())
         }
-        Some(_) => false,
-        None => true,
+        Some(_) | None => false,
     }
 }
 
-/// Phrases of the servers' messages, lower case, and what they mean; besides them, every
+/// Phrases of the servers' messages, lower case, and what they mean, the first a message holds
+/// deciding (a narrower phrase comes before the wider one it would otherwise lose to); besides
+/// them, every
 /// message of a session that ended ([`lease_sql::ends_session`]: a connection lost, reset,
 /// killed or closed by a server shutting down, and the MariaDB driver's `Input/output error`)
 /// is [`Transient`](StoreErrorKind::Transient).
@@ -102,9 +171,20 @@ const PHRASES: &[(&str, StoreErrorKind)] = &[
         "record has changed since last read",
         StoreErrorKind::Conflict,
     ),
-    // MariaDB 1290 (`--read-only`) and 1836; PostgreSQL 25006 as a standby words it.
+    // A file the server may not write or read, for a file system mounted read-only under it
+    // or for the file's permissions (`could not extend file "...": Read-only file system`,
+    // `...: Permission denied`: PostgreSQL's 42501 by `errcode_for_file_access`; MariaDB's
+    // 1030, `Got error 30 "Read-only file system"`): permanent, as lease-sqlx reads both
+    // codes; before the failures these end (`could not extend file`, ...) and before
+    // `read-only`: the server is not in read-only mode, and another connection to it does no
+    // better.
+    ("read-only file system", StoreErrorKind::Permanent),
+    ("permission denied", StoreErrorKind::Permanent),
+    // A server in read-only mode, and only that: MariaDB 1290 (`--read-only`) and 1836;
+    // PostgreSQL 25006 as a standby words it. Not MariaDB 1036 (`Table 'leases' is read
+    // only`: a table opened read-only, on a server that takes writes), which lease-sqlx reads
+    // as permanent and no phrase here matches.
     ("read-only", StoreErrorKind::ReadOnly),
-    ("read only", StoreErrorKind::ReadOnly),
     ("during recovery", StoreErrorKind::ReadOnly),
     // MariaDB 1047: a Galera node that is not (yet) part of the primary component.
     ("wsrep", StoreErrorKind::Transient),
@@ -117,9 +197,11 @@ const PHRASES: &[(&str, StoreErrorKind)] = &[
     ("starting up", StoreErrorKind::Transient),
     ("statement timeout", StoreErrorKind::Transient),
     ("max_statement_time", StoreErrorKind::Transient),
-    // PostgreSQL 55P03 (`canceling statement due to lock timeout`) and 57014 (`... due to
-    // user request`, a cancel), as lease-sqlx reads their codes.
+    // PostgreSQL 55P03 (`canceling statement due to lock timeout`, and `could not obtain
+    // lock on row in relation "leases"` for `NOWAIT`) and 57014 (`... due to user request`, a
+    // cancel), as lease-sqlx reads their codes.
     ("lock timeout", StoreErrorKind::Transient),
+    ("could not obtain lock", StoreErrorKind::Transient),
     ("canceling statement", StoreErrorKind::Transient),
     // MariaDB 4031: disconnected by the server for inactivity.
     ("inactivity", StoreErrorKind::Transient),
@@ -130,12 +212,24 @@ const PHRASES: &[(&str, StoreErrorKind)] = &[
     ("disk i/o error", StoreErrorKind::Transient),
     ("database or disk is full", StoreErrorKind::Transient),
     ("locking protocol", StoreErrorKind::Transient),
+    // MariaDB 1037 and 1041 (`Out of memory; restart server ...`, `Out of memory; check if
+    // mysqld ...`), which lease-sqlx reads as permanent; before PostgreSQL's own below.
+    ("out of memory;", StoreErrorKind::Permanent),
     // PostgreSQL's classes 53 (insufficient resources) and 58 (system error) as they word
-    // them, as lease-sqlx reads their codes.
+    // them, as lease-sqlx reads their codes. SQLite's SQLITE_NOMEM, which lease-sqlx reads as
+    // permanent, says `out of memory` in the very words of PostgreSQL's 53200, so it reads
+    // transient here: the message cannot tell them apart, and a campaign that stopped on a
+    // server's passing memory pressure would be the worse mistake.
     ("out of memory", StoreErrorKind::Transient),
     ("no space left on device", StoreErrorKind::Transient),
     ("could not extend file", StoreErrorKind::Transient),
     ("could not write to file", StoreErrorKind::Transient),
+    // PostgreSQL's failures to read a block, as lease-sqlx reads their codes: one that reads
+    // short (`could not read block 7 in file "...": read only 0 of 8192 bytes`) is XX001, data
+    // corrupted, permanent; any other (`...: Input/output error`, 58030; `...: No such file or
+    // directory`, 58P01) is class 58, transient.
+    (": read only ", StoreErrorKind::Permanent),
+    ("could not read block", StoreErrorKind::Transient),
     // PgBouncer's class 08 before a statement went out, as lease-sqlx reads the class: no
     // server connection came free in time (`query_wait_timeout`), or none can be opened
     // (`pgbouncer cannot connect to server`, `server login has been failing`).
@@ -151,7 +245,12 @@ fn message_kind(message: &str) -> StoreErrorKind {
     let lower = message.to_ascii_lowercase();
     match PHRASES.iter().find(|(phrase, _)| lower.contains(phrase)) {
         Some(&(_, kind)) => kind,
-        None if lease_sql::ends_session(message) => StoreErrorKind::Transient,
+        // PostgreSQL 25P03 and 25P04: the transaction was rolled back before the statement
+        // came, so nothing committed and a new session may succeed, as lease-sqlx reads their
+        // codes; `ends_session` leaves them out (the statement never ran: no answer lost).
+        None if lease_sql::ends_session(message) || lease_sql::rolled_back_first(message) => {
+            StoreErrorKind::Transient
+        }
         None => StoreErrorKind::Permanent,
     }
 }
@@ -170,45 +269,150 @@ mod tests {
         ))
     }
 
+    /// A connection the pool's manager could not make, `message` as diesel-async words it.
+    #[cfg(any(feature = "deadpool", feature = "bb8"))]
+    fn not_made(message: &str) -> diesel_async::pooled_connection::PoolError {
+        diesel_async::pooled_connection::PoolError::ConnectionError(
+            diesel::ConnectionError::BadConnection(message.to_owned()),
+        )
+    }
+
+    /// `not_made(message)` as each pool answers it: bare (a store's dedicated connection, the
+    /// reason bb8 timed out), and wrapped by deadpool and bb8.
+    #[cfg(any(feature = "deadpool", feature = "bb8"))]
+    fn as_each_pool_answers(message: &str) -> Vec<Box<dyn std::error::Error + Send + Sync>> {
+        let mut answers: Vec<Box<dyn std::error::Error + Send + Sync>> =
+            vec![Box::new(not_made(message))];
+        #[cfg(feature = "deadpool")]
+        answers.push(Box::new(deadpool::managed::PoolError::Backend(not_made(
+            message,
+        ))));
+        #[cfg(feature = "bb8")]
+        answers.push(Box::new(
+            diesel_async::pooled_connection::bb8::RunError::User(not_made(message)),
+        ));
+        answers
+    }
+
     #[test]
+    #[cfg(any(feature = "deadpool", feature = "bb8"))]
     fn connections_refused_for_good_are_permanent() {
-        #[derive(Debug)]
-        struct Pool(Box<dyn std::error::Error + Send + Sync>);
-        impl std::fmt::Display for Pool {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("error occurred while creating a new object")
-            }
-        }
-        impl std::error::Error for Pool {
-            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-                Some(&*self.0)
-            }
-        }
-        let wrapped = |message: &str| -> Box<dyn std::error::Error + Send + Sync> {
-            Box::new(Pool(message.to_owned().into()))
-        };
+        use diesel::ConnectionError;
+        use diesel_async::pooled_connection::PoolError;
+
         for message in [
-            "db error: FATAL: password authentication failed for user \"app\"",
-            "db error: FATAL: database \"app\" does not exist",
-            "Server error: `ERROR 28000 (1045): Access denied for user 'app'@'localhost'",
-            "Server error: `ERROR 42000 (1049): Unknown database 'app''",
+            "error connecting to server: db error: FATAL: password authentication failed for user \"app\"",
+            "error connecting to server: db error: FATAL: database \"app\" does not exist",
+            "Access denied for user 'app'@'localhost' (using password: YES)",
+            "Unknown database 'app'",
         ] {
-            assert_eq!(
-                error_kind(&*wrapped(message)),
-                StoreErrorKind::Permanent,
-                "{message}"
-            );
+            for error in as_each_pool_answers(message) {
+                assert_eq!(error_kind(&*error), StoreErrorKind::Permanent, "{error:?}");
+            }
         }
         for message in [
             "error connecting to server: Connection refused (os error 111)",
             "db error: FATAL: the database system is starting up",
-            "Timed out in bb8",
+            "Input/output error: Connection refused (os error 111)",
         ] {
+            for error in as_each_pool_answers(message) {
+                assert_eq!(error_kind(&*error), StoreErrorKind::Transient, "{error:?}");
+            }
+        }
+        // MariaDB's answer at connection, which diesel-async keeps as a database error.
+        let server = |message: &str| -> Box<dyn std::error::Error + Send + Sync> {
+            Box::new(PoolError::ConnectionError(
+                ConnectionError::CouldntSetupConfiguration(DieselError::DatabaseError(
+                    DatabaseErrorKind::Unknown,
+                    Box::new(message.to_owned()),
+                )),
+            ))
+        };
+        let denied = server("Access denied for user 'app'@'localhost' (using password: YES)");
+        assert_eq!(error_kind(&*denied), StoreErrorKind::Permanent);
+        let crowded = server("Too many connections");
+        assert_eq!(error_kind(&*crowded), StoreErrorKind::Transient);
+        // A URL that cannot be read never can.
+        let url: Box<dyn std::error::Error + Send + Sync> = Box::new(PoolError::ConnectionError(
+            ConnectionError::InvalidConnectionUrl("invalid port number".to_owned()),
+        ));
+        assert_eq!(error_kind(&*url), StoreErrorKind::Permanent);
+    }
+
+    #[test]
+    #[cfg(feature = "deadpool")]
+    fn the_pools_own_failures_lost_no_answer() {
+        type PoolError = diesel_async::pooled_connection::deadpool::PoolError;
+        for error in [
+            PoolError::Timeout(deadpool::managed::TimeoutType::Wait),
+            PoolError::Closed,
+            PoolError::Backend(not_made("Connection refused (os error 111)")),
+        ] {
+            assert!(!answer_lost(&error), "{error:?}");
+        }
+        // The control: a connection that closed under a statement did lose its answer.
+        assert!(answer_lost(&*database(
+            DatabaseErrorKind::ClosedConnection,
+            "connection closed"
+        )));
+    }
+
+    #[cfg(feature = "deadpool")]
+    #[test]
+    fn deadpool_failures_are_read_by_their_variant() {
+        use deadpool::managed::{HookError, TimeoutType};
+        type PoolError = diesel_async::pooled_connection::deadpool::PoolError;
+
+        let kind = |error: PoolError| error_kind(&error);
+        for timeout in [TimeoutType::Wait, TimeoutType::Create, TimeoutType::Recycle] {
             assert_eq!(
-                error_kind(&*wrapped(message)),
+                kind(PoolError::Timeout(timeout)),
                 StoreErrorKind::Transient,
-                "{message}"
+                "{timeout:?}"
             );
+        }
+        // Closed for good: `Pool::close`, after which every `get` answers so at once.
+        assert_eq!(kind(PoolError::Closed), StoreErrorKind::Permanent);
+        assert_eq!(
+            kind(PoolError::NoRuntimeSpecified),
+            StoreErrorKind::Permanent
+        );
+        assert_eq!(
+            kind(PoolError::PostCreateHook(HookError::message("no"))),
+            StoreErrorKind::Permanent
+        );
+        assert_eq!(
+            kind(PoolError::PostCreateHook(HookError::Backend(not_made(
+                "Connection refused (os error 111)"
+            )))),
+            StoreErrorKind::Transient
+        );
+    }
+
+    #[test]
+    #[cfg(feature = "bb8")]
+    fn bb8_failures_are_read_by_their_variant() {
+        use diesel_async::pooled_connection::bb8::RunError;
+
+        assert_eq!(error_kind(&RunError::TimedOut), StoreErrorKind::Transient);
+        let refused = RunError::User(not_made("Connection refused (os error 111)"));
+        assert_eq!(error_kind(&refused), StoreErrorKind::Transient);
+    }
+
+    /// lease-sql's own errors, and any other that neither diesel nor a pool answered, are
+    /// permanent: reading the same row again fails the same way.
+    #[test]
+    fn errors_of_another_origin_are_permanent() {
+        let negative_fence = lease_sql::acquired(Some((-1, 1))).unwrap_err();
+        let bad_name = lease_sql::LeaseRow::from((String::new(), "holder".to_owned(), 1, 0, 0, 0))
+            .into_info()
+            .unwrap_err();
+        let position: lease_core::BoxError = "renew-many answered position 7".into();
+        // Words alone are no pool's, whatever they say.
+        let wording: lease_core::BoxError = "timed out waiting for a connection".into();
+        let not_found: lease_core::BoxError = Box::new(DieselError::NotFound);
+        for error in [negative_fence, bad_name, position, wording, not_found] {
+            assert_eq!(error_kind(&*error), StoreErrorKind::Permanent, "{error}");
         }
     }
 
@@ -321,12 +525,82 @@ mod tests {
         assert!(!answer_lost(&*not_found));
     }
 
+    /// PostgreSQL's 25P03 and 25P04 end the session after rolling its transaction back: nothing
+    /// committed, so transient as lease-sqlx reads their codes, and no answer was lost.
     #[test]
-    fn pool_failures_are_transient_and_other_diesel_errors_permanent() {
-        let pool: Box<dyn std::error::Error + Send + Sync> =
-            "timed out waiting for a connection".into();
-        assert_eq!(error_kind(&*pool), StoreErrorKind::Transient);
-        let not_found: Box<dyn std::error::Error + Send + Sync> = Box::new(DieselError::NotFound);
-        assert_eq!(error_kind(&*not_found), StoreErrorKind::Permanent);
+    fn sessions_ended_for_a_transaction_left_open_are_transient() {
+        for message in [
+            "terminating connection due to idle-in-transaction timeout",
+            "FATAL: terminating connection due to transaction timeout",
+        ] {
+            let error = database(DatabaseErrorKind::Unknown, message);
+            assert_eq!(error_kind(&*error), StoreErrorKind::Transient, "{message}");
+            assert_eq!(
+                error_kind(&*error),
+                lease_sql::postgres_error_kind(if message.contains("idle") {
+                    "25P03"
+                } else {
+                    "25P04"
+                }),
+                "{message}"
+            );
+            assert!(!answer_lost(&*error), "{message}");
+        }
+    }
+
+    /// The same error reads the same through diesel, by its words, as through lease-sqlx, by
+    /// its code, wherever the words tell the code.
+    #[test]
+    fn messages_read_as_lease_sqlx_reads_their_codes() {
+        use lease_sql::{mysql_error_kind, postgres_error_kind, sqlite_error_kind};
+
+        for (message, code_kind) in [
+            // A table opened read-only, on a server that takes writes.
+            ("Table 'leases' is read only", mysql_error_kind(1036)),
+            // A server in read-only mode.
+            (
+                "The MariaDB server is running with the --read-only option so it cannot execute this statement",
+                mysql_error_kind(1290),
+            ),
+            ("Running in read-only mode", mysql_error_kind(1836)),
+            (
+                "Out of memory; restart server and try again (needed 65536 bytes)",
+                mysql_error_kind(1037),
+            ),
+            (
+                "Got error 30 \"Read-only file system\" from storage engine InnoDB",
+                mysql_error_kind(1030),
+            ),
+            ("attempt to write a readonly database", sqlite_error_kind(8)),
+            (
+                "could not obtain lock on row in relation \"leases\"",
+                postgres_error_kind("55P03"),
+            ),
+            (
+                "could not read block 7 in file \"base/16384/16385\": No such file or directory",
+                postgres_error_kind("58P01"),
+            ),
+            (
+                "could not read block 7 in file \"base/16384/16385\": Input/output error",
+                postgres_error_kind("58030"),
+            ),
+            (
+                "could not read blocks 7..7 in file \"base/16384/16385\": read only 0 of 8192 bytes",
+                postgres_error_kind("XX001"),
+            ),
+            (
+                "could not extend file \"base/16384/16385\": Read-only file system",
+                postgres_error_kind("42501"),
+            ),
+            (
+                "cannot execute UPDATE in a read-only transaction",
+                postgres_error_kind("25006"),
+            ),
+            // PostgreSQL's 53200; SQLite's SQLITE_NOMEM says the same words, and reads so too.
+            ("out of memory", postgres_error_kind("53200")),
+        ] {
+            let error = database(DatabaseErrorKind::Unknown, message);
+            assert_eq!(error_kind(&*error), code_kind, "{message}");
+        }
     }
 }

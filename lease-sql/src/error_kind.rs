@@ -131,10 +131,19 @@ const SESSION_ENDED: &[&str] = &[
 /// statement came, which never ran.
 pub fn ends_session(message: &str) -> bool {
     let message = message.to_ascii_lowercase();
-    SESSION_ENDED.iter().any(|phrase| message.contains(phrase))
-        && !ROLLED_BACK_FIRST
-            .iter()
-            .any(|phrase| message.contains(phrase))
+    SESSION_ENDED.iter().any(|phrase| message.contains(phrase)) && !rolled_back_first(&message)
+}
+
+/// Whether `message` is PostgreSQL's farewell to a session whose transaction it rolled back for
+/// staying idle or open too long (25P03, 25P04), before any later statement came: nothing that
+/// statement sent committed, and a new session may succeed
+/// ([`Transient`](StoreErrorKind::Transient), as [`postgres_error_kind`] reads the codes). For a
+/// driver that keeps only the message; [`ends_session`] leaves these out.
+pub fn rolled_back_first(message: &str) -> bool {
+    let message = message.to_ascii_lowercase();
+    ROLLED_BACK_FIRST
+        .iter()
+        .any(|phrase| message.contains(phrase))
 }
 
 /// Phrases, lower case, of PostgreSQL's farewells to a session whose transaction it rolled back

@@ -36,7 +36,7 @@ pub use database_error::DatabaseError;
 pub use dialect::Dialect;
 pub use error_kind::{
     ends_session, mysql_ends_session, mysql_error_kind, postgres_ends_session, postgres_error_kind,
-    sqlite_error_kind,
+    rolled_back_first, sqlite_error_kind,
 };
 pub use execute::{Connect, ConnectWith, Execute, ExecuteOn, OnConnection};
 pub use fenced_begin::FencedBegin;

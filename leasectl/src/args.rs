@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use lease_core::LeaseName;
 
 /// The whole command line.
 #[derive(Debug, Parser)]
@@ -21,7 +22,8 @@ Database URLs:
 
 Exit codes: 0 done (also nothing to release: the lease expired or was released meanwhile),
 1 failed (unreachable database, unknown lease, a lease that changed hands before its release, a
-table that does not fit), 2 usage (bad arguments or URL, release without --yes).
+release that matched nothing, a table that does not fit), 2 usage (bad arguments, URL or lease
+name, release without --yes).
 
 Examples:
   DATABASE_URL=postgres://app@db/app leasectl list
@@ -79,7 +81,8 @@ pub(crate) enum Command {
     )]
     Show {
         /// The lease's name.
-        name: String,
+        #[arg(value_parser = parse_lease_name)]
+        name: LeaseName,
 
         #[command(flatten)]
         output: OutputArg,
@@ -90,7 +93,8 @@ pub(crate) enum Command {
     #[command(after_help = "Example:\n  leasectl release sweep --yes")]
     Release {
         /// The lease's name.
-        name: String,
+        #[arg(value_parser = parse_lease_name)]
+        name: LeaseName,
 
         /// Confirm the release; without it nothing is released and the lease is shown.
         #[arg(long, short = 'y')]
@@ -194,6 +198,12 @@ pub(crate) enum LayoutArg {
 pub(crate) const INTERVALS: (Duration, Duration) =
     (Duration::from_millis(100), Duration::from_secs(3600));
 
+/// A lease name, checked as the command line is read: an invalid one is a usage error before
+/// any connection is tried, not after a wait on a database that does not answer.
+fn parse_lease_name(text: &str) -> Result<LeaseName, String> {
+    LeaseName::new(text).map_err(|error| error.to_string())
+}
+
 /// `500ms`, `2s`, `1m`, `1h` or `7d` (a number alone is seconds).
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
@@ -248,7 +258,7 @@ mod tests {
         assert_eq!(cli.target.database_url.as_deref(), Some("sqlite:a.db"));
         match cli.command {
             Command::Show { name, output } => {
-                assert_eq!(name, "sweep");
+                assert_eq!(name.as_str(), "sweep");
                 assert_eq!(output.output, Output::Json);
             }
             other => panic!("{other:?}"),

@@ -27,8 +27,8 @@ use crate::args::{Cli, Command, Output};
 pub(crate) enum Failure {
     /// The command line, the URL or a name was wrong: exit code 2.
     Usage(String),
-    /// The database failed, the lease is unknown, it changed hands before its release, or the
-    /// table does not fit: exit code 1.
+    /// The database failed, the lease is unknown, it changed hands before its release, its
+    /// release matched nothing while it is still held, or the table does not fit: exit code 1.
     Failed(String),
     /// As `Failed`, its message already printed (each round of `watch` says why it failed as
     /// it goes): exit code 1, nothing printed again.
@@ -98,7 +98,6 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             })?;
         }
         Command::Show { name, output } => {
-            let name = lease_name(&name)?;
             let info = answered(format!("cannot read lease {name:?}"), store.inspect(&name))
                 .await?
                 .ok_or_else(|| unknown(&name, &table))?;
@@ -108,7 +107,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             })?;
         }
         Command::Release { name, yes } => {
-            print(&release(store, &lease_name(&name)?, &table, yes).await?)?;
+            print(&release(store, &name, &table, yes).await?)?;
         }
         Command::Watch {
             interval,
@@ -208,10 +207,6 @@ fn no_answer_text(what: &str) -> String {
     )
 }
 
-fn lease_name(name: &str) -> Result<LeaseName, Failure> {
-    LeaseName::new(name).map_err(|e| Failure::Usage(e.to_string()))
-}
-
 fn unknown(name: &LeaseName, table: &str) -> Failure {
     Failure::Failed(format!(
         "no lease named {name:?} in table {table} (never taken, or released)"
@@ -279,9 +274,18 @@ async fn release(
         None => Ok(format!(
             "{shown} was released by its holder in the meantime: nothing left to release\n"
         )),
-        Some(now) if now.holder == info.holder => Ok(format!(
+        Some(now) if now.holder == info.holder && now.is_expired() => Ok(format!(
             "{shown} expired in the meantime: nothing to release, any instance may take it\n"
         )),
+        // Still held by the same holder, yet the release matched no row: whatever kept it
+        // (a trigger, a read from a replica behind the primary), the lease is not free.
+        Some(now) if now.holder == info.holder => Err(Failure::Failed(format!(
+            "not released: the release of {shown} matched no row, yet {} still holds it (fence \
+             {}, expires at {}); nothing was released, see `leasectl show {shown}`",
+            render::printable(now.holder.as_str()),
+            now.fence,
+            time::rfc3339(now.expires_at)
+        ))),
         Some(now) => Err(Failure::Failed(format!(
             "not released: {shown} changed hands after it was read (was {} with fence {}, now {} \
              with fence {}); run the command again to release the new holder's lease",

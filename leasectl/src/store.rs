@@ -39,25 +39,79 @@ fn kind(url: &str) -> Option<Kind> {
 }
 
 /// `url` with its passwords, if any, replaced by `***`, for messages: the user's (`user:pass@`)
-/// and those of the query (`?password=...`, `sslpassword=...`, which sqlx reads too).
+/// and the value of every `password=` (and `sslpassword=`, any key that ends in `password`)
+/// anywhere in it, in the query as in a key/value connection string (`host=db password=s3cret`),
+/// quoted or not.
 pub(crate) fn redact(url: &str) -> String {
-    let url = redact_userinfo(url);
-    let Some((base, query)) = url.split_once('?') else {
-        return url;
+    mask_password_values(&redact_userinfo(url))
+}
+
+/// `text` with the value of each key that ends in `password` (in any case), followed by `=`,
+/// replaced by `***`. A value ends at `&` or a space, or, quoted as libpq quotes it (`'...'`,
+/// `\'` inside), at its closing quote.
+fn mask_password_values(text: &str) -> String {
+    const KEY: &str = "password";
+    // ASCII lower case keeps every byte where it was.
+    let lower = text.to_ascii_lowercase();
+    let mut masked = String::with_capacity(text.len());
+    let (mut copied, mut from) = (0, 0);
+    while let Some(found) = lower[from..].find(KEY) {
+        let after_key = from + found + KEY.len();
+        let rest = text[after_key..].trim_start();
+        let Some(value) = rest.strip_prefix('=') else {
+            from = after_key;
+            continue;
+        };
+        let value = value.trim_start();
+        let start = text.len() - value.len();
+        let end = start + value_len(value);
+        masked.push_str(&text[copied..start]);
+        masked.push_str("***");
+        (copied, from) = (end, end);
+    }
+    masked.push_str(&text[copied..]);
+    masked
+}
+
+/// The length of the value `value` starts with: up to `&` or a space, or a quoted one up to
+/// and with its closing quote (to the end when it has none).
+fn value_len(value: &str) -> usize {
+    let Some(quoted) = value.strip_prefix('\'') else {
+        return value
+            .find(|c: char| c == '&' || c.is_whitespace())
+            .unwrap_or(value.len());
     };
-    let query: Vec<String> = query
-        .split('&')
-        .map(|pair| match pair.split_once('=') {
-            Some((key, _))
-                if key.eq_ignore_ascii_case("password")
-                    || key.eq_ignore_ascii_case("sslpassword") =>
-            {
-                format!("{key}=***")
+    let mut chars = quoted.char_indices();
+    while let Some((at, c)) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
             }
-            _ => pair.to_owned(),
-        })
-        .collect();
-    format!("{base}?{}", query.join("&"))
+            '\'' => return 1 + at + 1,
+            _ => {}
+        }
+    }
+    value.len()
+}
+
+/// What a message may say of a URL the tool does not read: its scheme, when it has one (the
+/// rest is never shown, as nothing tells where its password is), else that it is not a URL.
+fn unsupported(url: &str) -> String {
+    let scheme = url
+        .split_once(':')
+        .map(|(scheme, _)| scheme)
+        .filter(|scheme| {
+            scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        });
+    match scheme {
+        Some(scheme) => format!("unsupported database URL scheme {scheme}:"),
+        None => "the database URL is not a URL (a key/value connection string such as \
+                 `host=db user=app` is not read)"
+            .to_owned(),
+    }
 }
 
 /// `url` with the password of its user's part, if any, replaced by `***`.
@@ -108,8 +162,8 @@ impl Store {
 pub(crate) async fn open(url: &str, table: &TableName) -> Result<Store, Failure> {
     let kind = kind(url).ok_or_else(|| {
         Failure::Usage(format!(
-            "unsupported database URL {}: expected postgres://, mysql://, mariadb:// or sqlite:",
-            redact(url)
+            "{}: expected postgres://, mysql://, mariadb:// or sqlite:",
+            unsupported(url)
         ))
     })?;
     let cannot = |why: String| Failure::Failed(format!("cannot connect to {}: {why}", redact(url)));
@@ -138,7 +192,7 @@ pub(crate) async fn open(url: &str, table: &TableName) -> Result<Store, Failure>
         Kind::Sqlite => {
             // Never creates the file: a wrong path is an error, not an empty database.
             let options = SqliteConnectOptions::from_str(url)
-                .map_err(|e| Failure::Usage(format!("invalid SQLite URL {url}: {e}")))?
+                .map_err(|e| Failure::Usage(format!("invalid SQLite URL {}: {e}", redact(url))))?
                 .create_if_missing(false);
             // The busy timeout, so a read waits out the services' writes; the journal mode is
             // left as the services set it.
@@ -206,6 +260,38 @@ mod tests {
         assert_eq!(
             redact("mysql://u:p/a?s@db:3306/x?ssl-mode=required"),
             "mysql://u:***@db:3306/x?ssl-mode=required"
+        );
+        assert_eq!(
+            redact("postgres://db/app?user=app&Password=s3cret&sslpassword=k3y&sslmode=require"),
+            "postgres://db/app?user=app&Password=***&sslpassword=***&sslmode=require"
+        );
+    }
+
+    /// libpq's key/value form, which the tool does not read, still never shows its password:
+    /// quoted or not, spaced around `=` or not.
+    #[test]
+    fn never_shows_a_key_value_password() {
+        assert_eq!(
+            redact("host=db user=app password=s3cret dbname=app"),
+            "host=db user=app password=*** dbname=app"
+        );
+        assert_eq!(
+            redact("host=db password = 's3 \\'cret' dbname=app"),
+            "host=db password = *** dbname=app"
+        );
+        assert_eq!(redact("PASSWORD='unterminated"), "PASSWORD=***");
+        assert_eq!(redact("password="), "password=***");
+        assert_eq!(redact("passwordless host=db"), "passwordless host=db");
+        for text in [
+            "host=db user=app password=s3cret dbname=app",
+            "hostaddr=::1 password=s3cret",
+            "s3cret",
+        ] {
+            assert!(!unsupported(text).contains("s3cret"), "{text}");
+        }
+        assert_eq!(
+            unsupported("redis://:s3cret@localhost/0"),
+            "unsupported database URL scheme redis:"
         );
     }
 }

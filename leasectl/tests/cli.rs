@@ -580,7 +580,7 @@ fn bad_urls_fail_with_a_clear_message_and_never_show_a_password() {
     assert!(
         unsupported
             .stderr
-            .contains("unsupported database URL redis://localhost/0"),
+            .contains("unsupported database URL scheme redis:"),
         "{unsupported:?}"
     );
 
@@ -648,6 +648,76 @@ fn bad_urls_fail_with_a_clear_message_and_never_show_a_password() {
     let table = run("sqlite::memory:", Some("leases; DROP TABLE x"), &["list"]);
     assert_eq!(table.code, 2, "{table:?}");
     assert!(table.stderr.contains("invalid SQL identifier"), "{table:?}");
+}
+
+/// A URL the tool does not read is not shown, for nothing tells where its password is: libpq's
+/// key/value form, which PostgreSQL users put in `DATABASE_URL`, nor one of another scheme.
+#[test]
+fn an_unsupported_database_url_never_shows_its_password() {
+    for url in [
+        "host=db user=app password=s3cret dbname=app",
+        "host=db user=app password='s3 cret' dbname=app",
+        "redis://:s3cret@localhost/0",
+    ] {
+        let unsupported = leasectl_with_env(&["list"], &[("DATABASE_URL", url)]);
+        assert_eq!(unsupported.code, 2, "{url}: {unsupported:?}");
+        assert!(
+            unsupported.stderr.contains("expected postgres://"),
+            "{url}: {unsupported:?}"
+        );
+        assert!(!unsupported.stderr.contains("s3"), "{url}: {unsupported:?}");
+    }
+}
+
+/// An invalid lease name is a usage error (exit 2) at once, before the tool connects: here to a
+/// port where nothing listens, which would otherwise fail the command as unreachable (exit 1).
+#[test]
+fn an_invalid_lease_name_is_refused_before_connecting() {
+    for command in [&["show", ""][..], &["release", "", "--yes"]] {
+        let refused = run("postgres://postgres@127.0.0.1:1/test", None, command);
+        assert_eq!(refused.code, 2, "{command:?}: {refused:?}");
+        assert!(
+            refused.stderr.contains("invalid lease name"),
+            "{command:?}: {refused:?}"
+        );
+        assert!(
+            !refused.stderr.contains("cannot connect"),
+            "{command:?}: {refused:?}"
+        );
+    }
+}
+
+/// A release that matched no row while a fresh read shows the same holder still holding the
+/// lease, unexpired, is no "expired in the meantime": the tool says the release matched nothing
+/// and exits 1. A trigger that skips every update of the table makes the release match
+/// nothing.
+#[tokio::test]
+async fn a_release_that_matched_nothing_while_still_held_fails() {
+    use lease_sqlx::sqlx::Connection;
+
+    let dir = TempDir::new();
+    let (store, url) = sqlite_table(&dir).await;
+    let holder = HolderId::generate();
+    store
+        .try_acquire(&name("sweep"), &holder, Ttl::from_secs(60).unwrap())
+        .await
+        .unwrap()
+        .expect("sweep is free");
+    let mut console = sqlx::sqlite::SqliteConnection::connect(&url).await.unwrap();
+    console
+        .execute("CREATE TRIGGER keep BEFORE UPDATE ON leases BEGIN SELECT RAISE(IGNORE); END")
+        .await
+        .unwrap();
+
+    let kept = run(&url, None, &["release", "sweep", "--yes"]);
+    assert_eq!(kept.code, 1, "{kept:?}");
+    assert!(kept.stderr.contains("matched no row"), "{kept:?}");
+    assert!(kept.stderr.contains(holder.as_str()), "{kept:?}");
+    assert!(!kept.stdout.contains("expired"), "{kept:?}");
+    let still = store.inspect(&name("sweep")).await.unwrap().unwrap();
+    assert_eq!(still.holder, holder);
+    assert!(!still.is_expired());
+    console.close().await.unwrap();
 }
 
 #[tokio::test]
@@ -932,12 +1002,19 @@ async fn check_says_whether_the_table_fits_and_prints_the_upgrade() {
             .contains("lease table story does not fit the store: column fence is missing"),
         "{story:?}"
     );
+    // The SQL that fixes it is the store's own, as its check gives it.
+    let given = store
+        .clone()
+        .on("story")
+        .unwrap()
+        .verify()
+        .await
+        .expect_err("the story's table does not fit");
     assert!(
-        story
-            .stderr
-            .contains("the SQL that fixes it:\nBEGIN IMMEDIATE;"),
-        "{story:?}"
+        given.to_string().contains("the SQL that fixes it:\n"),
+        "{given}"
     );
+    assert_eq!(story.stderr, format!("leasectl: {given}\n"), "{story:?}");
     // Listing it fails as the database says, once, without the driver's decorations.
     let listed = run(&url, Some("story"), &["list"]);
     assert_eq!(listed.code, 1, "{listed:?}");
