@@ -71,13 +71,18 @@ impl LeaseConfig {
 
     /// The store timeout that suits the other settings: the renewal period, at most half the
     /// time between a renewal sent on time and the local deadline (the local validity minus the
-    /// period). A renewal that hangs for the whole timeout then leaves at least as long again
-    /// for another try before the deadline: with a 60 s TTL renewed every 30 s, 12 s, where the
-    /// period (30 s) would let one hung renewal run past the deadline (54 s after the last
-    /// renewal) and lose the lease without a second try. With the defaults, the renewal period.
+    /// period), and never under a quarter of the period. A renewal that hangs for the whole
+    /// timeout then leaves at least as long again for another try before the deadline: with a
+    /// 60 s TTL renewed every 30 s, 12 s, where the period (30 s) would let one hung renewal
+    /// run past the deadline (54 s after the last renewal) and lose the lease without a second
+    /// try. The floor keeps every call (an acquisition too) a fair time where the period is
+    /// set close to the local validity, which leaves no room for a second try anyway. With the
+    /// defaults, the renewal period.
     pub fn default_store_timeout(&self) -> Duration {
         let after_period = self.local_validity().saturating_sub(self.renew_every);
-        self.renew_every.min(after_period / 2)
+        self.renew_every
+            .min(after_period / 2)
+            .max(self.renew_every / 4)
     }
 
     /// How long a leader campaign ([`LeaseClient::campaign`](crate::LeaseClient::campaign))
@@ -148,6 +153,19 @@ mod tests {
         assert_eq!(config.campaign_retry(), Duration::from_secs(5));
         assert_eq!(config.safety_margin, Duration::from_secs(12));
         assert!(config.validate().is_ok());
+    }
+
+    #[test]
+    fn the_default_store_timeout_leaves_time_for_another_try() {
+        let mut config = LeaseConfig::for_ttl(Ttl::from_secs(60).unwrap());
+        config.renew_every = Duration::from_secs(30);
+        assert_eq!(config.default_store_timeout(), Duration::from_secs(12));
+        // A period close to the local validity (9 s of a 10 s TTL): a quarter period, not 250 ms.
+        let mut config = LeaseConfig::for_ttl(Ttl::from_secs(10).unwrap());
+        config.renew_every = Duration::from_millis(8_500);
+        assert_eq!(config.default_store_timeout(), Duration::from_millis(2_125));
+        config.renew_every = config.local_validity() - Duration::from_nanos(1);
+        assert!(!config.default_store_timeout().is_zero());
     }
 
     #[test]

@@ -271,6 +271,8 @@ impl LeaseGuard {
         let clock = self.store.clock();
         let mut backoff = Backoff::new(RELEASE_RETRY);
         let mut tries = 1;
+        // When the first try went out: the work was over by then.
+        let first_sent = clock.now();
         // Whether a try failed in a way that may have released the lease after all.
         let mut may_have_released = false;
         loop {
@@ -280,7 +282,7 @@ impl LeaseGuard {
                 .await;
             let Err(error) = &released else {
                 if matches!(released, Ok(false)) && may_have_released {
-                    return self.released_by_an_earlier_try().await;
+                    return self.released_by_an_earlier_try(first_sent).await;
                 }
                 return released;
             };
@@ -308,16 +310,25 @@ impl LeaseGuard {
     }
 
     /// After a try of a release with a minimum hold failed without an answer and a later try
-    /// matched no row: whether the earlier one released it (`Ok(true)`), rather than the lease
-    /// being gone before the release (`Ok(false)`). A try that reached the row after the hold
-    /// had ended freed it (no holder), and one within the hold kept this holder on it (the next
-    /// try matches again), so a row that names another holder alone says the lease was taken
-    /// over; a row with no holder, or this holder's lapsed, was released or left to lapse by
-    /// this holder, and nobody else took it since.
-    async fn released_by_an_earlier_try(&self) -> Result<bool, Error> {
+    /// matched no row: whether the lease was released (`Ok(true)`), rather than taken over
+    /// while the work ran (`Ok(false)`). A try that reached the row after the hold had ended
+    /// freed it (no holder), and one within the hold kept this holder on it (the next try
+    /// matches again). So a row with no holder, or this holder's lapsed, was released or left to
+    /// lapse by this holder, and nobody took it since. A row another holder took after the
+    /// first try went out (`first_sent`, in clock ticks; its `taken_at` compared by the store's
+    /// clock, from when the row was read back by the time since) was taken after the work was
+    /// over, freed by that try or lapsed: released, no overlap. Only one taken before says the
+    /// lease was taken over while the work ran.
+    async fn released_by_an_earlier_try(&self, first_sent: u64) -> Result<bool, Error> {
         let held = &self.handle.held;
+        let clock = self.store.clock();
         let row = self.store.inspect(held.name()).await?;
-        let taken_over = row.is_some_and(|row| row.holder != *held.holder());
+        let since_first = Duration::from_nanos(clock.now().saturating_sub(first_sent));
+        let taken_over = row.is_some_and(|row| {
+            let first_sent_by_the_store = row.observed_at.checked_sub(since_first);
+            row.holder != *held.holder()
+                && first_sent_by_the_store.is_none_or(|sent| row.taken_at <= sent)
+        });
         if !taken_over {
             tracing::debug!(lease = %held.name(), fence = %held.fence(), "lease released by a try whose answer was lost");
             self.store.stats().released(held.name());

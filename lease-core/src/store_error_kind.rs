@@ -38,6 +38,10 @@ pub enum StoreErrorKind {
     /// what the work writes (an idempotency key, a row the transaction inserts), or make the
     /// work safe to run twice. Not transient, so that a retry loop that asks
     /// [`Error::is_transient`](crate::Error::is_transient) does not run the work a second time.
+    /// They report it for an acquisition too (`Operation::Acquire`): the lease may be taken
+    /// for the holder it was sent for. A [`LeaseClient`](crate::LeaseClient) releases it for
+    /// that holder and answers its caller a `Transient` error instead; a caller of the store
+    /// itself releases it so, or leaves it to lapse after its TTL.
     OutcomeUnknown,
 }
 

@@ -107,7 +107,45 @@ async fn a_release_tried_again_after_its_answer_was_lost_is_a_release() {
     );
 }
 
-/// The control of the case above: a try whose answer was lost, on a lease already taken over,
+/// The first try frees the row and its answer is lost; another instance, waiting, takes the
+/// lease before the next try: taken after the work was over, it is a release, not a loss.
+#[tokio::test(start_paused = true)]
+async fn a_release_whose_freed_lease_was_taken_before_the_next_try_is_a_release() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(Arc::clone(&store));
+    let guard = client.try_acquire("invoices").await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    store.lose_release_answers(1);
+    store.delay_releases(Duration::from_millis(50));
+    let waiting = Arc::clone(&store);
+    let other = tokio::spawn(async move {
+        for _ in 0..1_000 {
+            let taken = waiting
+                .inner
+                .try_acquire(
+                    &name("invoices"),
+                    &lease_core::HolderId::generate(),
+                    Ttl::from_secs(60).unwrap(),
+                )
+                .await
+                .unwrap();
+            if taken.is_some() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        false
+    });
+    guard
+        .release_after(Duration::from_millis(100))
+        .await
+        .expect("released: the lease was taken only once the work was over");
+    assert!(other.await.unwrap(), "the other instance took the lease");
+    let stats = client.stats();
+    assert_eq!(stats.losses.total(), 0, "{stats:?}");
+}
+
+/// The control of the cases above: a try whose answer was lost, on a lease already taken over,
 /// is a loss, not a release.
 #[tokio::test(start_paused = true)]
 async fn a_release_tried_again_on_a_lease_taken_over_is_a_loss() {
@@ -130,6 +168,8 @@ async fn a_release_tried_again_on_a_lease_taken_over_is_a_loss() {
             .unwrap()
             .is_some()
     );
+    // The work goes on a while under the lease it no longer holds.
+    tokio::time::sleep(Duration::from_millis(10)).await;
     store.lose_release_answers(1);
     assert_eq!(
         lost(guard.release_after(Duration::from_millis(100)).await),

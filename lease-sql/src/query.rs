@@ -85,7 +85,8 @@ pub enum RenewManyResult {
     /// Only the number of leases the statement renewed (MariaDB, which has no `RETURNING` on
     /// `UPDATE`; the count is that of matched rows, as with the `CLIENT_FOUND_ROWS` flag that
     /// sqlx and diesel set). When it equals the number of pairs sent, all were renewed; when it
-    /// is smaller, renew the pairs one by one with [`Statements::renew`](crate::Statements::renew)
-    /// to learn which: renewing a lease twice is harmless, and a lost one stays lost.
+    /// is smaller, renew parts of the batch again to learn which (`SqlStore` halves it until
+    /// each part is renewed whole or not at all): renewing a lease twice is harmless, and a
+    /// lost one stays lost.
     Count,
 }

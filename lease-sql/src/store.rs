@@ -1093,16 +1093,27 @@ impl<X: Execute> SqlStore<X> {
                 };
                 // A count that falls short cannot say which lease is lost: the part is renewed
                 // again in halves (those renewed already renew again, harmless; the lost stay
-                // lost) until each part is renewed whole or not at all. About two statements
+                // lost) until each part is renewed whole or not at all: about two statements
                 // per lost lease for each halving, where renewing one by one sent one per lease
                 // (a thousand for a batch with one lease lost, which a store timeout cut short
-                // every time, and every lease of the batch then went unrenewed).
+                // every time, and every lease of the batch then went unrenewed). A part with so
+                // many lost that halving would send more than its leases is renewed one lease
+                // at a time, so a batch never costs much more than one statement per lease.
                 let mut renewed = Vec::with_capacity(batch.len());
                 let mut parts = vec![(0..batch.len(), renew_part(0..batch.len()).await?)];
                 while let Some((part, matched)) = parts.pop() {
-                    if matched >= part.len() as u64 {
+                    let lost = part.len() as u64 - matched.min(part.len() as u64);
+                    if lost == 0 {
                         renewed.extend(part);
-                    } else if matched > 0 {
+                    } else if matched == 0 {
+                        continue;
+                    } else if 2 * lost * u64::from(part.len().ilog2()) >= part.len() as u64 {
+                        for one in part {
+                            if renew_part(one..one + 1).await? == 1 {
+                                renewed.push(one);
+                            }
+                        }
+                    } else {
                         // Two leases at least: one renewed, one not.
                         let middle = part.start + part.len() / 2;
                         for half in [part.start..middle, middle..part.end] {
@@ -1179,7 +1190,7 @@ impl<X: Execute> LeaseStore for SqlStore<X> {
     /// One statement per batch of at most [`Dialect::renew_many_batch`](crate::Dialect) distinct
     /// pairs; the answer comes back for each pair asked, in order: by position in the batch
     /// (PostgreSQL), by the distinct `(name, holder)` pairs the statement returns (SQLite), or
-    /// by a count, and one by one when it falls short (MariaDB, see
+    /// by a count, and by halves of the batch when it falls short (MariaDB, see
     /// [`RenewManyResult`](crate::RenewManyResult)).
     async fn renew_many(
         &self,

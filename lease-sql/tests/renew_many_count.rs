@@ -142,6 +142,17 @@ fn one_lost_lease_in_a_full_batch_is_found_in_a_few_statements() {
 }
 
 #[test]
+fn many_lost_leases_cost_about_one_statement_each() {
+    let lost: Vec<usize> = (0..1_000).step_by(2).collect();
+    let (answer, sent) = renew(1_000, &lost);
+    assert_eq!(answer, expected(1_000, &lost));
+    assert!(
+        sent <= 1 + 1_000,
+        "{sent} statements for 500 lost leases of 1,000"
+    );
+}
+
+#[test]
 fn every_pattern_of_lost_leases_is_answered_exactly() {
     for (leases, lost) in [
         (1, vec![0]),

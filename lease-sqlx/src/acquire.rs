@@ -14,6 +14,8 @@ use std::time::Duration;
 use sqlx::pool::{PoolConnection, PoolOptions};
 use sqlx::{ConnectOptions, Connection, Database, Pool};
 
+use crate::no_connection::NoConnection;
+
 /// How long the connection that tells why the pool gave none may take. A server that refuses
 /// answers at once; one that does not answer at all leaves the pool's own timeout as the answer.
 const DIAGNOSIS_TIMEOUT: Duration = Duration::from_secs(1);
@@ -21,13 +23,14 @@ const DIAGNOSIS_TIMEOUT: Duration = Duration::from_secs(1);
 /// A connection from `pool`. When the pool answers `PoolTimedOut`, a connection made on its own
 /// (within a second) gives the reason instead where it fails: the server's refusal
 /// (`Connection refused`), or its answer while starting up. Where it succeeds, the server
-/// accepts connections and the pool's were all in use: `PoolTimedOut` stands.
+/// accepts connections and the pool's were all in use: `PoolTimedOut` stands. Either way a
+/// [`NoConnection`]: no statement went out.
 pub(crate) async fn acquire<DB: Database>(
     pool: &Pool<DB>,
-) -> Result<PoolConnection<DB>, sqlx::Error> {
+) -> Result<PoolConnection<DB>, NoConnection> {
     match pool.acquire().await {
-        Err(sqlx::Error::PoolTimedOut) => Err(why_none(pool).await),
-        acquired => acquired,
+        Err(sqlx::Error::PoolTimedOut) => Err(NoConnection(why_none(pool).await)),
+        acquired => acquired.map_err(NoConnection),
     }
 }
 

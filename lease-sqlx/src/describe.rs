@@ -4,7 +4,7 @@
 /// returned from database:" and the PostgreSQL error's "at line N" (the line of the server's C
 /// source that raised it); `None` for sqlx's own failures, whose text is already plain.
 pub(crate) fn describe(error: &(dyn std::error::Error + Send + Sync + 'static)) -> Option<String> {
-    match error.downcast_ref::<sqlx::Error>()? {
+    match crate::no_connection::sqlx_error(error)? {
         sqlx::Error::Database(database) => Some(match database.code() {
             Some(code) => format!("{} (SQLSTATE {code})", database.message()),
             None => database.message().to_owned(),
@@ -17,7 +17,7 @@ pub(crate) fn describe(error: &(dyn std::error::Error + Send + Sync + 'static)) 
 pub(crate) fn database_message<'e>(
     error: &'e (dyn std::error::Error + Send + Sync + 'static),
 ) -> Option<&'e str> {
-    match error.downcast_ref::<sqlx::Error>()? {
+    match crate::no_connection::sqlx_error(error)? {
         sqlx::Error::Database(database) => Some(database.message()),
         _ => None,
     }

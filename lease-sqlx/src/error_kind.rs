@@ -4,12 +4,13 @@
 use lease_core::StoreErrorKind;
 
 use crate::SqlxDatabase;
+use crate::no_connection::{NoConnection, sqlx_error};
 
 /// What `error`, answered by a statement on `DB`, means to whoever would try again.
 pub(crate) fn error_kind<DB: SqlxDatabase>(
     error: &(dyn std::error::Error + Send + Sync + 'static),
 ) -> StoreErrorKind {
-    let Some(error) = error.downcast_ref::<sqlx::Error>() else {
+    let Some(error) = sqlx_error(error) else {
         // lease-sql's own answers (a parameter it cannot inline, a row it cannot read).
         return StoreErrorKind::Permanent;
     };
@@ -28,16 +29,18 @@ pub(crate) fn error_kind<DB: SqlxDatabase>(
 }
 
 /// Whether `error`, a database error with a code, says by it that the session ended with the
-/// statement in flight (`SqlxDatabase::database_error_ends_session`); `Some(false)` for the
-/// pool's own errors (no connection in time, a closed pool), which sent nothing; `None` for any
-/// other error.
+/// statement in flight (`SqlxDatabase::database_error_ends_session`); `Some(false)` when the
+/// pool handed out no connection ([`NoConnection`]: its timeout, a closed pool, a server that
+/// refused the connection), so that nothing was sent; `None` for any other error.
 pub(crate) fn code_ends_session<DB: SqlxDatabase>(
     error: &(dyn std::error::Error + Send + Sync + 'static),
 ) -> Option<bool> {
+    if error.is::<NoConnection>() {
+        // The pool handed out no connection: no statement went out.
+        return Some(false);
+    }
     match error.downcast_ref::<sqlx::Error>() {
         Some(sqlx::Error::Database(database)) => DB::database_error_ends_session(database.as_ref()),
-        // The pool's own: no connection was handed out, so no statement went out.
-        Some(sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed) => Some(false),
         _ => None,
     }
 }

@@ -417,12 +417,16 @@ where
 /// A failure of the fenced transaction's own statements, classified as the store classifies
 /// its errors: a commit that lost a Galera certification is a conflict, a demoted server's
 /// refusal is read-only.
-fn failed<DB>(store: &SqlxStore<DB>, lease: &LeaseHandle, error: sqlx::Error) -> Error
+fn failed<DB>(
+    store: &SqlxStore<DB>,
+    lease: &LeaseHandle,
+    error: impl Into<lease_core::BoxError>,
+) -> Error
 where
     DB: SqlxDatabase,
     SqlxExecutor<DB>: Execute,
 {
-    let error = lease_core::BoxError::from(error);
+    let error = error.into();
     let kind = store.executor().classify(&*error);
     Error::store_of_kind(Operation::Fence, Some(lease.name()), kind, error)
 }

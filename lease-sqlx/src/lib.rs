@@ -28,6 +28,7 @@ mod fenced;
 
 #[cfg(feature = "mysql")]
 mod mysql;
+mod no_connection;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "sqlite")]

@@ -113,6 +113,43 @@ async fn a_refusing_server_is_named_on_async_std() {
     refusals_are_named(AsyncStdRuntime).await;
 }
 
+/// An acquisition the pool had no connection for sent nothing: a transient error, not an
+/// unknown outcome (which a client answers by giving the lease back, two more waits on a pool
+/// that has no connection), though the refused connection's error, on its own, reads like a
+/// socket that broke under a statement. A pool with no free connection answers so too.
+#[tokio::test]
+async fn an_acquisition_without_a_connection_lost_no_answer() {
+    let port = no_connection::closed_port().unwrap();
+    let refused = PgLeaseStore::new(pg_pool(
+        &format!("postgres://postgres@127.0.0.1:{port}/test"),
+        2,
+    ));
+    let busy_pool = pg_pool(&env::postgres_url(), 1);
+    let busy = PgLeaseStore::new(busy_pool.clone());
+    let _taken = match busy_pool.acquire().await {
+        Ok(connection) => connection,
+        Err(error) => {
+            env::skip_or_fail("postgres", &error.to_string());
+            return;
+        }
+    };
+    for store in [refused, busy] {
+        let error = store
+            .try_acquire(
+                &LeaseName::new("no-connection").unwrap(),
+                &lease_core::HolderId::generate(),
+                lease_core::Ttl::from_secs(60).unwrap(),
+            )
+            .await
+            .expect_err("no connection to send it on");
+        assert_eq!(
+            error.store_error_kind(),
+            Some(lease_core::StoreErrorKind::Transient),
+            "{error:?}"
+        );
+    }
+}
+
 /// A store opened from a URL whose server refuses says so at once, not after the pool's 30 s of
 /// retries with only `PoolTimedOut`: what a service that cannot start prints.
 #[tokio::test]
