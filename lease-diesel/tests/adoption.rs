@@ -13,8 +13,8 @@ use diesel_async::{
 };
 use diesel_migrations::{FileBasedMigrations, MigrationHarness};
 use lease_core::runtime::TokioRuntime;
-use lease_core::{BoxError, Error, HolderId, LeaseName, LeaseStore, Ttl};
-use lease_diesel::{AsyncSqliteConnection, DieselStore, Execute};
+use lease_core::{BoxError, Error};
+use lease_diesel::{AsyncSqliteConnection, DieselStore};
 use lease_tests::{adoption, classified, env};
 use support::{Backend, Database, MariaDb, Postgres, Sqlite, TestPool};
 
@@ -88,7 +88,7 @@ macro_rules! adoption_cases {
 
             #[tokio::test(flavor = "multi_thread")]
             async fn simultaneous_upgrades_converge() {
-                on_fresh_table::<$ty, deadpool::Pool<$conn>, _>(super::simultaneous_upgrades_converge).await;
+                on_fresh_table::<$ty, deadpool::Pool<$conn>, _>(adoption::simultaneous_upgrades_converge).await;
             }
 
             #[tokio::test(flavor = "multi_thread")]
@@ -156,60 +156,6 @@ async fn mariadb_unsigned_fence_is_refused_then_upgraded() {
     .await;
 }
 
-/// The story's table with its rows (`report` held by [`adoption::SEED_HOLDER`] for another
-/// hour), made through `store`'s executor.
-async fn create_story_table<P: TestPool>(
-    store: &DieselStore<P>,
-    table: &str,
-) -> Result<(), BoxError> {
-    let dialect = store.statements().dialect();
-    store
-        .executor()
-        .batch(&adoption::story_table(dialect, table))
-        .await?;
-    for row in adoption::story_rows(dialect, table) {
-        store.executor().batch(&row).await?;
-    }
-    Ok(())
-}
-
-/// The story's live lease `report` is still held by its holder, and excludes ours.
-async fn story_lease_still_held<P: TestPool>(store: &DieselStore<P>) -> Result<(), BoxError> {
-    let report = LeaseName::new("report")?;
-    let info = store
-        .inspect(&report)
-        .await?
-        .ok_or("the story's live lease is gone")?;
-    if info.holder.as_str() != adoption::SEED_HOLDER || info.is_expired() {
-        return Err(format!("the story's live lease reads {info:?}").into());
-    }
-    if let Some(fence) = store
-        .try_acquire(&report, &HolderId::generate(), Ttl::from_secs(30)?)
-        .await?
-    {
-        return Err(format!("took the story's live lease with fence {fence}").into());
-    }
-    Ok(())
-}
-
-/// Two stores upgrade the story's table at the same moment: both answer `Ok`, one of them
-/// `true`, and the table fits with the story's live lease still held. Without the fix, the
-/// later one failed on its `ADD COLUMN fence` (a duplicate column).
-async fn simultaneous_upgrades_converge<P: TestPool>(
-    store: &DieselStore<P>,
-    table: &str,
-) -> Result<(), BoxError> {
-    create_story_table(store, table).await?;
-    let other = DieselStore::with_table(store.pool().clone(), table)?;
-    let (one, two) = tokio::join!(store.upgrade(), other.upgrade());
-    match (one, two) {
-        (Ok(one), Ok(two)) if one || two => {}
-        other => return Err(format!("the two upgrades answered {other:?}").into()),
-    }
-    store.verify().await?;
-    story_lease_still_held(store).await
-}
-
 /// SQLite: the SQL `verify` prints for the story's table (a rebuild), put in a migration of its
 /// own and applied by diesel's migration harness, which runs each migration in a transaction:
 /// it runs, and the table fits with the story's live lease still held. Without the fix, the
@@ -217,7 +163,7 @@ async fn simultaneous_upgrades_converge<P: TestPool>(
 #[tokio::test(flavor = "multi_thread")]
 async fn sqlite_printed_upgrade_runs_as_a_diesel_migration() {
     on_fresh_table::<Sqlite, deadpool::Pool<AsyncSqliteConnection>, _>(async |store, table| {
-        create_story_table(store, table).await?;
+        adoption::create_story_table(store, table).await?;
         let sql = match store.verify().await {
             Err(Error::SchemaMismatch {
                 upgrade: Some(sql), ..
@@ -239,7 +185,7 @@ async fn sqlite_printed_upgrade_runs_as_a_diesel_migration() {
         std::fs::remove_dir_all(&dir)?;
         ran.map_err(|e| format!("the printed upgrade as a migration: {e}\n{sql}"))?;
         store.verify().await?;
-        story_lease_still_held(store).await
+        adoption::story_lease_still_held(store).await
     })
     .await;
 }

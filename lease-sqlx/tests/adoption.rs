@@ -106,7 +106,7 @@ macro_rules! adoption_cases {
 
             #[tokio::test]
             async fn simultaneous_upgrades_converge() {
-                on_fresh_table::<$ty, _>(super::simultaneous_upgrades_converge).await;
+                on_fresh_table::<$ty, _>(adoption::simultaneous_upgrades_converge).await;
             }
 
             #[tokio::test]
@@ -284,39 +284,6 @@ fn name(name: &str) -> LeaseName {
     LeaseName::new(name).expect("a valid name")
 }
 
-/// Creates the story's table as `table`, with its rows (`report` held by
-/// [`adoption::SEED_HOLDER`] for another hour), through the store's executor.
-async fn create_story_table<X: Execute>(store: &SqlStore<X>, table: &str) -> Result<(), BoxError> {
-    let dialect = store.statements().dialect();
-    store
-        .executor()
-        .batch(&adoption::story_table(dialect, table))
-        .await?;
-    for row in adoption::story_rows(dialect, table) {
-        store.executor().batch(&row).await?;
-    }
-    Ok(())
-}
-
-/// The story's live lease `report` is still held by its holder, and excludes ours.
-async fn story_lease_still_held<X: Execute>(store: &SqlStore<X>) -> Result<(), BoxError> {
-    let report = store
-        .inspect(&name("report"))
-        .await?
-        .ok_or("the story's live lease is gone")?;
-    if report.holder.as_str() != adoption::SEED_HOLDER || report.is_expired() {
-        return Err(format!("the story's live lease reads {report:?}").into());
-    }
-    let ttl = Ttl::from_secs(30)?;
-    if let Some(fence) = store
-        .try_acquire(&name("report"), &HolderId::generate(), ttl)
-        .await?
-    {
-        return Err(format!("took the story's live lease with fence {fence}").into());
-    }
-    Ok(())
-}
-
 /// What the earlier instance did before the later one's upgrade ran: its upgrade's answer and
 /// the lease its store then took.
 type Overtaking = Result<(bool, HolderId, Fence), String>;
@@ -431,7 +398,7 @@ async fn an_upgrade_made_stale_by_another_finds_the_table_upgraded<DB: TestDb>(
 where
     SqlxExecutor<DB>: Execute<Pool = lease_sqlx::sqlx::Pool<DB>>,
 {
-    create_story_table(store, table).await?;
+    adoption::create_story_table(store, table).await?;
     let first = SqlxStore::<DB>::with_table(store.pool().clone(), table)?;
     let later = SqlStore::<Overtaken<DB>>::with_table(
         Overtaken {
@@ -469,27 +436,7 @@ where
         other => return Err(format!("the later upgrade answered {other:?}").into()),
     }
     store.verify().await?;
-    story_lease_still_held(store).await
-}
-
-/// Two stores upgrade the story's table at the same moment: both answer `Ok`, one of them
-/// `true`, and the table fits with the story's live lease still held.
-async fn simultaneous_upgrades_converge<DB: TestDb>(
-    store: &SqlxStore<DB>,
-    table: &str,
-) -> Result<(), BoxError>
-where
-    SqlxExecutor<DB>: Execute<Pool = lease_sqlx::sqlx::Pool<DB>>,
-{
-    create_story_table(store, table).await?;
-    let other = SqlxStore::<DB>::with_table(store.pool().clone(), table)?;
-    let (one, two) = tokio::join!(store.upgrade(), other.upgrade());
-    match (one, two) {
-        (Ok(one), Ok(two)) if one || two => {}
-        other => return Err(format!("the two upgrades answered {other:?}").into()),
-    }
-    store.verify().await?;
-    story_lease_still_held(store).await
+    adoption::story_lease_still_held(store).await
 }
 
 /// The SQL `verify` prints for the story's table, put in a migration of its own as the docs say
@@ -504,7 +451,7 @@ where
     SqlxExecutor<DB>: Execute<Pool = lease_sqlx::sqlx::Pool<DB>>,
     DB::Connection: Migrate,
 {
-    create_story_table(store, table).await?;
+    adoption::create_story_table(store, table).await?;
     let sql = match store.verify().await {
         Err(Error::SchemaMismatch {
             upgrade: Some(sql), ..
@@ -526,7 +473,7 @@ where
     std::fs::remove_dir_all(&dir)?;
     ran.map_err(|e| format!("the printed upgrade as a migration: {e}\n{sql}"))?;
     store.verify().await?;
-    story_lease_still_held(store).await
+    adoption::story_lease_still_held(store).await
 }
 
 /// MariaDB: an earlier lease table of `latin1` names and holders (a server or table whose
@@ -735,7 +682,7 @@ where
         return Err("the upgrade changed nothing".into());
     }
     store.verify().await?;
-    story_lease_still_held(store).await
+    adoption::story_lease_still_held(store).await
 }
 
 #[tokio::test]
