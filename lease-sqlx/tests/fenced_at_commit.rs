@@ -48,6 +48,7 @@ macro_rules! at_commit {
 
 at_commit!(fenced_write_commits_while_held);
 at_commit!(expired_lease_fails_fenced_check);
+at_commit!(freed_lease_fails_fenced_check);
 at_commit!(stale_fenced_write_commits_nothing);
 at_commit!(takeover_during_fenced_work_commits_nothing);
 at_commit!(renewal_goes_on_during_fenced_work);

@@ -1,6 +1,7 @@
 //! The suite's fenced cases catch what they claim to: each broken check fails the case for its
 //! rule, on every database. A check that locks nothing, a check in a separate statement (its
-//! lock ends before the write), a check that ignores expiry; and, checked at the commit, a
+//! lock ends before the write), a check that ignores expiry, a check that matches a holder
+//! cleared by a forced release; and, checked at the commit, a
 //! commit before its check, a check that ignores expiry, and a row locked from the start.
 #![cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 
@@ -66,6 +67,12 @@ catches!(
     IgnoresExpiry,
     expired_lease_fails_fenced_check,
     "a fenced write on an expired lease committed"
+);
+catches!(
+    check_ignoring_a_cleared_holder_lets_a_freed_holder_write,
+    IgnoresClearedHolder,
+    freed_lease_fails_fenced_check,
+    "a fenced write on a lease released by force committed"
 );
 catches!(
     commit_before_check_lets_a_stale_write_in,

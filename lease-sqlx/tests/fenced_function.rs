@@ -40,6 +40,7 @@ mod at_commit {
 
     through_fenced!(fenced_write_commits_while_held, Function: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
     through_fenced!(expired_lease_fails_fenced_check, Function: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
+    through_fenced!(freed_lease_fails_fenced_check, Function: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
     through_fenced!(stale_fenced_write_commits_nothing, Function: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
     // Checked at the commit, a takeover does not wait for the work: on SQLite, checked first.
     through_fenced!(takeover_waits_for_fenced_transaction, Function: sqlite = Sqlite);
@@ -56,6 +57,7 @@ mod at_begin {
 
     through_fenced!(fenced_write_commits_while_held, FunctionAtBegin: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
     through_fenced!(expired_lease_fails_fenced_check, FunctionAtBegin: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
+    through_fenced!(freed_lease_fails_fenced_check, FunctionAtBegin: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
     through_fenced!(stale_fenced_write_commits_nothing, FunctionAtBegin: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
     through_fenced!(takeover_waits_for_fenced_transaction, FunctionAtBegin: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);
     through_fenced!(fenced_work_spans_a_renewal, FunctionAtBegin: postgres = Postgres, mariadb = MySql, sqlite = Sqlite);

@@ -44,6 +44,14 @@ pub trait FencedWrites: Send + Sync {
     /// locked, and must then wait for that transaction as a takeover would (a serialization
     /// failure that ends the wait, on connections that read from a snapshot, is tried again).
     async fn expire(&self, name: &LeaseName) -> Result<(), BoxError>;
+
+    /// Clears the lease `name`'s holder and leaves its expiry and fence as they are: an
+    /// operator's forced release on the row itself (`UPDATE ... SET holder = NULL`), which the
+    /// holder, its deadline far off, has not heard of. It may be called while a fenced
+    /// transaction holds the lease's row locked, and must then wait as [`expire`] does.
+    ///
+    /// [`expire`]: FencedWrites::expire
+    async fn free(&self, name: &LeaseName) -> Result<(), BoxError>;
 }
 
 /// A fresh store and fenced writes on its database.

@@ -67,6 +67,7 @@ macro_rules! conformance_suite {
                 unreachable_store_returns_errors,
                 fenced_write_commits_while_held,
                 expired_lease_fails_fenced_check,
+                freed_lease_fails_fenced_check,
                 stale_fenced_write_commits_nothing,
                 takeover_waits_for_fenced_transaction,
                 takeover_during_fenced_work_commits_nothing,

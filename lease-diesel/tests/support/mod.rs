@@ -415,6 +415,40 @@ pub struct FencedDiesel<P> {
     snapshot: bool,
 }
 
+impl<P> FencedDiesel<P>
+where
+    P: TestPool,
+    P::Connection: diesel_async::SimpleAsyncConnection,
+{
+    /// Sets `set` on the lease `name`'s row. The suite's lease names are plain words, written
+    /// here as a literal. The statement may wait for the row lock of a fenced transaction; on
+    /// connections that read from a snapshot it then fails with a serialization failure (the
+    /// transaction changed the row), and is tried again, at most three times.
+    async fn change_row(&self, name: &LeaseName, set: &str) -> Result<(), BoxError> {
+        use diesel::result::{DatabaseErrorKind, Error};
+
+        let sql = format!(
+            "UPDATE {} SET {set} WHERE name = '{}'",
+            self.table,
+            name.as_str().replace('\'', "''")
+        );
+        for _ in 0..3 {
+            match self.store.pool().exec(&sql).await {
+                Err(error)
+                    if matches!(
+                        error.downcast_ref::<Error>(),
+                        Some(Error::DatabaseError(
+                            DatabaseErrorKind::SerializationFailure,
+                            _
+                        ))
+                    ) => {}
+                done => return done,
+            }
+        }
+        Err(format!("`{sql}` failed with a serialization failure three times").into())
+    }
+}
+
 #[async_trait::async_trait]
 impl<P> FencedWrites for FencedDiesel<P>
 where
@@ -476,31 +510,11 @@ where
             .await
     }
 
-    /// The suite's lease names are plain words, written here as a literal. The statement may
-    /// wait for the row lock of a fenced transaction; on connections that read from a snapshot
-    /// it then fails with a serialization failure (the transaction changed the row), and is
-    /// tried again, at most three times.
     async fn expire(&self, name: &LeaseName) -> Result<(), BoxError> {
-        use diesel::result::{DatabaseErrorKind, Error};
+        self.change_row(name, "expires_at = taken_at").await
+    }
 
-        let sql = format!(
-            "UPDATE {} SET expires_at = taken_at WHERE name = '{}'",
-            self.table,
-            name.as_str().replace('\'', "''")
-        );
-        for _ in 0..3 {
-            match self.store.pool().exec(&sql).await {
-                Err(error)
-                    if matches!(
-                        error.downcast_ref::<Error>(),
-                        Some(Error::DatabaseError(
-                            DatabaseErrorKind::SerializationFailure,
-                            _
-                        ))
-                    ) => {}
-                done => return done,
-            }
-        }
-        Err(format!("`{sql}` failed with a serialization failure three times").into())
+    async fn free(&self, name: &LeaseName) -> Result<(), BoxError> {
+        self.change_row(name, "holder = NULL").await
     }
 }

@@ -21,6 +21,10 @@ pub enum Check {
     Unlocked,
     /// Broken: the store's statement without its expiry condition.
     IgnoresExpiry,
+    /// Broken: the store's statement matching a row whose holder was cleared too (`holder IS
+    /// NULL OR holder = ...`), the mistake of a hand-written check that lets a lease released
+    /// by force be written under.
+    IgnoresClearedHolder,
     /// Broken: the store's check, but on a connection of its own, before the transaction's
     /// write: a check in a separate statement, whose lock ends with it.
     Separate,
@@ -94,6 +98,21 @@ fn expiry_condition(sql: &str) -> Option<(std::ops::Range<usize>, usize)> {
     Some((start..start + EXPIRY_READ[which].len() + end, which))
 }
 
+/// `sql` with its holder condition loosened to match a row with no holder as well.
+fn ignoring_cleared_holder(sql: &str) -> String {
+    let start = sql.find("holder = ").expect("the check names the holder");
+    let value = start + "holder = ".len();
+    let end = sql[value..]
+        .find(char::is_whitespace)
+        .map_or(sql.len(), |end| value + end);
+    format!(
+        "{}(holder IS NULL OR holder = {}){}",
+        &sql[..start],
+        &sql[value..end],
+        &sql[end..]
+    )
+}
+
 /// `sql` with its expiry conditions gone: removed from a `WHERE`, read as `true` in a
 /// `RETURNING`.
 fn without_expiry(sql: &str) -> String {
@@ -152,6 +171,34 @@ where
             .sql()
             .to_owned()
     }
+    /// Sets `set` on the lease `name`'s row. The suite's lease names are plain words, written
+    /// here as a literal. The statement may wait for the row lock of a fenced transaction; on
+    /// connections that read from a snapshot it then fails with a serialization failure (the
+    /// transaction changed the row), a conflict by the SQLSTATE classes lease-sql reads, and is
+    /// tried again, at most three times.
+    async fn change_row(&self, name: &LeaseName, set: &str) -> Result<(), BoxError>
+    where
+        for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    {
+        let sql = format!(
+            "UPDATE {} SET {set} WHERE name = '{}'",
+            self.store.table(),
+            name.as_str().replace('\'', "''")
+        );
+        for _ in 0..3 {
+            match sqlx::raw_sql(AssertSqlSafe(sql.as_str()))
+                .execute(self.store.executor().pool())
+                .await
+            {
+                Err(sqlx::Error::Database(database))
+                    if database.code().is_some_and(|code| {
+                        lease_sql::postgres_error_kind(&code) == StoreErrorKind::Conflict
+                    }) => {}
+                done => return Ok(done.map(drop)?),
+            }
+        }
+        Err(format!("`{sql}` failed with a serialization failure three times").into())
+    }
 }
 
 #[lease_core::async_trait]
@@ -193,9 +240,9 @@ where
         let mut tx = pool.begin().await.map_err(failed)?;
         let fence = i64::try_from(lease.fence().get()).unwrap_or(i64::MAX);
         let (name, holder) = (lease.name().as_str(), lease.holder().as_str());
-        // Broken: the store's check without its expiry condition; whether it matched.
-        let ignoring_expiry = async |tx: &mut DB::Connection| {
-            let check = without_expiry(&self.fence_sql(lease));
+        // Broken: the store's check loosened by `loosen`; whether it matched.
+        let loosened = async |tx: &mut DB::Connection, loosen: fn(&str) -> String| {
+            let check = loosen(&self.fence_sql(lease));
             let done = sqlx::query(AssertSqlSafe(check))
                 .bind(name)
                 .bind(holder)
@@ -216,7 +263,8 @@ where
                 let mut own = pool.acquire().await.map_err(failed)?;
                 self.store.fence(&mut *own, lease).await.map(|_| true)?
             }
-            Check::IgnoresExpiry => ignoring_expiry(&mut *tx).await?,
+            Check::IgnoresExpiry => loosened(&mut *tx, without_expiry).await?,
+            Check::IgnoresClearedHolder => loosened(&mut *tx, ignoring_cleared_holder).await?,
             Check::Unlocked => {
                 let condition = condition(&self.fence_sql(lease));
                 let sql = format!("SELECT count(*) FROM {} {condition}", self.store.table());
@@ -274,7 +322,7 @@ where
                             }
                         }
                         None => {
-                            if !ignoring_expiry(&mut *tx).await? {
+                            if !loosened(&mut *tx, without_expiry).await? {
                                 return Err(lease.mark_not_held());
                             }
                             "COMMIT".to_owned()
@@ -313,29 +361,12 @@ where
         Ok(rows.into_iter().map(|(value,)| value).collect())
     }
 
-    /// The suite's lease names are plain words, written here as a literal. The statement may
-    /// wait for the row lock of a fenced transaction; on connections that read from a snapshot
-    /// it then fails with a serialization failure (the transaction changed the row), a conflict
-    /// by the SQLSTATE classes lease-sql reads, and is tried again, at most three times.
     async fn expire(&self, name: &LeaseName) -> Result<(), BoxError> {
-        let sql = format!(
-            "UPDATE {} SET expires_at = taken_at WHERE name = '{}'",
-            self.store.table(),
-            name.as_str().replace('\'', "''")
-        );
-        for _ in 0..3 {
-            match sqlx::raw_sql(AssertSqlSafe(sql.as_str()))
-                .execute(self.store.executor().pool())
-                .await
-            {
-                Err(sqlx::Error::Database(database))
-                    if database.code().is_some_and(|code| {
-                        lease_sql::postgres_error_kind(&code) == StoreErrorKind::Conflict
-                    }) => {}
-                done => return Ok(done.map(drop)?),
-            }
-        }
-        Err(format!("`{sql}` failed with a serialization failure three times").into())
+        self.change_row(name, "expires_at = taken_at").await
+    }
+
+    async fn free(&self, name: &LeaseName) -> Result<(), BoxError> {
+        self.change_row(name, "holder = NULL").await
     }
 }
 

@@ -186,6 +186,52 @@ pub async fn expired_lease_fails_fenced_check<B: TestBackend>(ctx: &Context<B>) 
     Ok(Verdict::Passed)
 }
 
+/// A lease released by force (its holder cleared on the row, its expiry and fence as they
+/// were, nobody holding it since) fails the check: nothing is committed, and the guard learns
+/// of the loss at once (`LossReason::NotHeld`). Only the holder's condition refuses it: the
+/// fence is the lease's and the expiry ahead.
+///
+/// # Errors
+/// A [`CaseFailure`] when the write under the freed lease commits or fails other than with
+/// `Error::NotHeld` for the guard's fence, or the guard does not learn of the loss within a
+/// second, and, [as any case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, a fenced write cut off
+/// before its commit commits nothing, and the guard of `notify` is released in the background
+/// (the release matches nothing: the row names no holder).
+pub async fn freed_lease_fails_fenced_check<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
+    let Some((store, writes)) = ctx.fenced().await? else {
+        return not_applicable(ctx);
+    };
+    let client = client(ctx, &store, Duration::from_secs(60))?;
+    let guard = client
+        .try_acquire("notify")
+        .await?
+        .ok_or_else(|| CaseFailure::new("a fresh store refused the lease"))?;
+    writes.free(guard.name()).await?;
+    match writes.write(&guard.handle(), 1, Box::pin(async {})).await {
+        Err(Error::NotHeld { fence, .. }) if fence == guard.fence() => {}
+        Err(other) => return Err(CaseFailure::new(format!("the check failed with {other}"))),
+        Ok(()) => {
+            return Err(CaseFailure::new(
+                "a fenced write on a lease released by force committed",
+            ));
+        }
+    }
+    let written = writes.written().await?;
+    ensure!(
+        written.is_empty(),
+        "the refused transaction committed {written:?}"
+    );
+    let lost = ctx.within(Duration::from_secs(1), guard.lost()).await;
+    ensure!(
+        lost == Some(LossReason::NotHeld),
+        "the guard reported {lost:?}, not its loss by the check"
+    );
+    Ok(Verdict::Passed)
+}
+
 /// After a takeover, the stale holder's fenced write fails and commits nothing, while the new
 /// holder's commits.
 ///

@@ -88,8 +88,9 @@ pub use expiry::{
 pub use fence::fences_strictly_increase;
 pub use fenced::{
     expired_lease_fails_fenced_check, fenced_work_spans_a_renewal, fenced_write_commits_while_held,
-    renewal_goes_on_during_fenced_work, stale_fenced_write_commits_nothing,
-    takeover_during_fenced_work_commits_nothing, takeover_waits_for_fenced_transaction,
+    freed_lease_fails_fenced_check, renewal_goes_on_during_fenced_work,
+    stale_fenced_write_commits_nothing, takeover_during_fenced_work_commits_nothing,
+    takeover_waits_for_fenced_transaction,
 };
 pub use guard::{
     guard_loses_lease_when_store_hangs, guard_loses_lease_when_store_refuses,
