@@ -11,7 +11,7 @@ use std::fmt;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use lease_core::{BoxError, Error, LeaseClient, LeaseGuard, Runtime, Ttl};
+use lease_core::{BoxError, LeaseClient, LeaseGuard, Runtime, Ttl};
 use lease_sqlx::sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 use lease_sqlx::sqlx::{self, AssertSqlSafe};
 use lease_sqlx::{SqliteLeaseStore, sqlite_connect_options};
@@ -65,26 +65,24 @@ impl fmt::Display for Outcome {
 }
 
 /// Sends the notice: one row in the outbox, with the fence, in a fenced transaction when
-/// `fenced`.
-async fn send(store: &SqliteLeaseStore, guard: &LeaseGuard, fenced: bool) -> Result<(), Error> {
+/// `fenced`. The insert's own failure is the driver's error as it is (not the lease's): only
+/// the fenced check's refusal, `Error::NotHeld`, says that nothing was sent because the lease
+/// was gone.
+async fn send(store: &SqliteLeaseStore, guard: &LeaseGuard, fenced: bool) -> Result<(), BoxError> {
     let insert = format!(
         "INSERT INTO notices (customer, fence) VALUES ('c-42', {})",
         guard.fence()
     );
     if !fenced {
         let pool = store.executor().pool();
-        sqlx::raw_sql(AssertSqlSafe(insert))
-            .execute(pool)
-            .await
-            .map_err(|e| Error::store(lease_core::Operation::Fence, Some(guard.name()), e))?;
+        sqlx::raw_sql(AssertSqlSafe(insert)).execute(pool).await?;
         return Ok(());
     }
     lease_sqlx::fenced(store, guard, async |tx| {
         sqlx::raw_sql(AssertSqlSafe(insert))
             .execute(&mut *tx)
-            .await
-            .map_err(|e| Error::store(lease_core::Operation::Fence, Some(guard.name()), e))?;
-        Ok::<_, Error>(())
+            .await?;
+        Ok::<_, BoxError>(())
     })
     .await
 }

@@ -23,6 +23,9 @@ pub use self::jobs::{JOBS, Job};
 /// flight before its connections are closed.
 const HTTP_DRAIN: Duration = Duration::from_secs(2);
 
+/// How often the metrics recorder drains what it recorded when nobody scrapes it.
+const METRICS_UPKEEP: Duration = Duration::from_secs(5);
+
 /// What the service runs with.
 #[derive(Clone)]
 #[non_exhaustive]
@@ -95,6 +98,7 @@ pub async fn run(
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<ShutdownReport, BoxError> {
     let metrics = PrometheusBuilder::new().install_recorder()?;
+    let metrics_upkeep = metrics.clone();
     let mut stop = std::pin::pin!(stop);
     // Connecting can take as long as the pool's timeout where the database accepts and does not
     // answer: a stop asked for meanwhile ends the service at once, as it holds nothing yet.
@@ -118,7 +122,20 @@ pub async fn run(
             })
             .into_future(),
     );
+    // The recorder keeps what it records until it is drained: by a scrape, or by this upkeep,
+    // so that an instance nobody scrapes does not grow without bound.
+    let upkeep = tokio::spawn({
+        let metrics = metrics_upkeep;
+        async move {
+            let mut every = tokio::time::interval(METRICS_UPKEEP);
+            loop {
+                every.tick().await;
+                metrics.run_upkeep();
+            }
+        }
+    });
     stop.await;
+    upkeep.abort();
     // Readiness turns false at once (the client reports it shuts down) while leases go back.
     let report = client.shutdown(config.grace).await;
     let _ = stopped_tx.send(());
