@@ -59,7 +59,11 @@ pub(crate) async fn run(url: &str, tables: &Tables) -> Result<Side, BoxError> {
     // Still held after more than a TTL: the renewals went through the same pool of four.
     let held = guards.iter().filter(|guard| guard.is_held()).count();
     for guard in guards {
-        guard.release().await?;
+        match guard.release().await {
+            // A lease lost on the way is what `held` counts: the report says so, side by side.
+            Ok(()) | Err(lease_core::Error::Lost { .. }) => {}
+            Err(error) => return Err(error.into()),
+        }
     }
     pool.close().await;
     Ok(Side {
