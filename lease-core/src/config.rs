@@ -37,9 +37,9 @@ pub struct LeaseConfig {
     pub safety_margin: Duration,
     /// How long one store call (acquire, renew, release) may take before it counts as failed.
     /// A renewal that times out counts as not renewed. Default: the renewal period, at most
-    /// half the time a renewal sent on time has before the local deadline
-    /// ([`default_store_timeout`](LeaseConfig::default_store_timeout)), so that a renewal that
-    /// hangs for the whole timeout leaves time for another try.
+    /// half the time a renewal sent on time has before the local deadline, so that a renewal
+    /// that hangs for the whole timeout leaves time for another try, and never under a quarter
+    /// of the period ([`default_store_timeout`](LeaseConfig::default_store_timeout)).
     pub store_timeout: Duration,
     /// How many leases one `renew_many` call carries. Default: 1,000.
     pub renew_batch: usize,

@@ -322,8 +322,10 @@ impl LeaseGuard {
     async fn released_by_an_earlier_try(&self, first_sent: u64) -> Result<bool, Error> {
         let held = &self.handle.held;
         let clock = self.store.clock();
-        let row = self.store.inspect(held.name()).await?;
+        // Read before the row is: the row's time is then at least this long after the first
+        // try went out, so a takeover just after it errs towards a loss, never towards a release.
         let since_first = Duration::from_nanos(clock.now().saturating_sub(first_sent));
+        let row = self.store.inspect(held.name()).await?;
         let taken_over = row.is_some_and(|row| {
             let first_sent_by_the_store = row.observed_at.checked_sub(since_first);
             row.holder != *held.holder()

@@ -1107,7 +1107,7 @@ impl<X: Execute> SqlStore<X> {
                         renewed.extend(part);
                     } else if matched == 0 {
                         continue;
-                    } else if 2 * lost * u64::from(part.len().ilog2()) >= part.len() as u64 {
+                    } else if halving_costs(part.len() as u64, lost) > part.len() as u64 {
                         for one in part {
                             if renew_part(one..one + 1).await? == 1 {
                                 renewed.push(one);
@@ -1127,6 +1127,15 @@ impl<X: Execute> SqlStore<X> {
             }
         }
     }
+}
+
+/// About how many statements finding `lost` leases among `leases` by halves sends: two for
+/// each part that holds a lost one at each halving, the lost ones sharing parts until the
+/// parts are about `leases / lost` long, then each halved alone down to one lease.
+fn halving_costs(leases: u64, lost: u64) -> u64 {
+    let lost = lost.max(1);
+    let alone = u64::from(leases.div_ceil(lost).next_power_of_two().trailing_zeros());
+    2 * lost * alone + 2 * u64::from(lost.ilog2())
 }
 
 /// The store error of a pool that could not be opened, of the kind the driver reads in it

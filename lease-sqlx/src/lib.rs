@@ -37,6 +37,7 @@ mod sqlite;
 pub use database::SqlxDatabase;
 pub use executor::SqlxExecutor;
 pub use fenced::{commit_fenced, fenced, fenced_with};
+pub use no_connection::NoConnection;
 
 /// Leases in a table through a sqlx pool of `DB`: lease-sql's [`SqlStore`]
 /// on a [`SqlxExecutor`].

@@ -2,12 +2,22 @@
 
 use std::fmt;
 
-/// The error of a pool that handed out no connection ([`acquire`](crate::acquire::acquire)):
-/// no statement went out, so none lost its answer, whatever the error says (a refused
-/// connection's I/O error reads, on its own, like a socket that broke under a statement). Read
-/// as the sqlx error it holds for everything else: its kind, its words.
+/// A store error's source when the pool handed out no connection for the statement: no
+/// statement went out, so none lost its answer, whatever sqlx's error says (a refused
+/// connection's I/O error reads, on its own, like a socket that broke under a statement). It
+/// says what sqlx said ([`error`](NoConnection::error), also its
+/// [`source`](std::error::Error::source)): the pool's timeout, a closed pool, or the reason a
+/// connection made on its own failed (the server's refusal, a wrong password), and is read as
+/// that error for its kind.
 #[derive(Debug)]
-pub(crate) struct NoConnection(pub(crate) sqlx::Error);
+pub struct NoConnection(pub(crate) sqlx::Error);
+
+impl NoConnection {
+    /// What sqlx answered.
+    pub fn error(&self) -> &sqlx::Error {
+        &self.0
+    }
+}
 
 impl fmt::Display for NoConnection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -15,9 +25,10 @@ impl fmt::Display for NoConnection {
     }
 }
 
+/// Its text is sqlx's (said once in an `ErrorChain`), its source sqlx's error.
 impl std::error::Error for NoConnection {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.0.source()
+        Some(&self.0)
     }
 }
 
