@@ -157,7 +157,10 @@ fn a_tenth_lost_costs_fewer_statements_than_one_by_one() {
     let lost: Vec<usize> = (0..1_000).step_by(10).collect();
     let (answer, sent) = renew(1_000, &lost);
     assert_eq!(answer, expected(1_000, &lost));
-    assert!(sent < 1_000, "{sent} statements for 100 lost leases of 1,000");
+    assert!(
+        sent < 1_000,
+        "{sent} statements for 100 lost leases of 1,000"
+    );
 }
 
 #[test]
