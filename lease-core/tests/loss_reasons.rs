@@ -10,7 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{Faulty, Mode, fast_client, name, tokio_memory};
-use lease_core::{Error, LeaseClient, LeaseStore, LossReason, Ttl, runtime::TokioRuntime};
+use lease_core::{
+    Error, HolderId, LeaseClient, LeaseGuard, LeaseStore, LossReason, Ttl, runtime::TokioRuntime,
+};
 
 /// [`fast_client`]'s settings (local deadline 900 ms after a renewal is sent) with a store
 /// timeout longer than the TTL, so that a slow renewal answers after the deadline.
@@ -22,6 +24,40 @@ fn patient_client(store: Arc<Faulty>) -> LeaseClient {
         .store_timeout(Duration::from_secs(2))
         .build()
         .unwrap()
+}
+
+/// An operator's forced release of `guard`'s lease on the store behind the client, and another
+/// instance takes it: the guard, its deadline far off, still believes it holds the lease.
+async fn take_over_behind(store: &Faulty, guard: &LeaseGuard) {
+    assert!(
+        store
+            .inner
+            .release(guard.name(), guard.holder(), Duration::ZERO)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .inner
+            .try_acquire(
+                guard.name(),
+                &HolderId::generate(),
+                Ttl::from_secs(60).unwrap()
+            )
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+/// Whether the row of `invoices` names no holder.
+async fn is_free(store: &Faulty) -> bool {
+    store
+        .inner
+        .inspect(&name("invoices"))
+        .await
+        .unwrap()
+        .is_none()
 }
 
 fn lost(result: Result<(), Error>) -> LossReason {
@@ -51,26 +87,7 @@ async fn a_release_that_finds_the_lease_taken_over_counts_a_loss() {
     let store = Faulty::new(tokio_memory());
     let client = fast_client(Arc::clone(&store));
     let guard = client.try_acquire("invoices").await.unwrap().unwrap();
-    // An operator's forced release, and another instance takes the lease.
-    assert!(
-        store
-            .inner
-            .release(guard.name(), guard.holder(), Duration::ZERO)
-            .await
-            .unwrap()
-    );
-    assert!(
-        store
-            .inner
-            .try_acquire(
-                &name("invoices"),
-                &lease_core::HolderId::generate(),
-                Ttl::from_secs(60).unwrap()
-            )
-            .await
-            .unwrap()
-            .is_some()
-    );
+    take_over_behind(&store, &guard).await;
     assert_eq!(lost(guard.release().await), LossReason::Rejected);
     let stats = client.stats();
     assert_eq!(
@@ -97,14 +114,7 @@ async fn a_release_tried_again_after_its_answer_was_lost_is_a_release() {
     let stats = client.stats();
     assert_eq!(stats.losses.total(), 0, "{stats:?}");
     assert_eq!(stats.released, 1, "{stats:?}");
-    assert!(
-        store
-            .inner
-            .inspect(&name("invoices"))
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(is_free(&store).await);
 }
 
 /// The first try frees the row and its answer is lost; another instance, waiting, takes the
@@ -124,7 +134,7 @@ async fn a_release_whose_freed_lease_was_taken_before_the_next_try_is_a_release(
                 .inner
                 .try_acquire(
                     &name("invoices"),
-                    &lease_core::HolderId::generate(),
+                    &HolderId::generate(),
                     Ttl::from_secs(60).unwrap(),
                 )
                 .await
@@ -152,22 +162,7 @@ async fn a_release_tried_again_on_a_lease_taken_over_is_a_loss() {
     let store = Faulty::new(tokio_memory());
     let client = fast_client(Arc::clone(&store));
     let guard = client.try_acquire("invoices").await.unwrap().unwrap();
-    assert!(
-        store
-            .inner
-            .release(guard.name(), guard.holder(), Duration::ZERO)
-            .await
-            .unwrap()
-    );
-    let other = lease_core::HolderId::generate();
-    assert!(
-        store
-            .inner
-            .try_acquire(&name("invoices"), &other, Ttl::from_secs(60).unwrap())
-            .await
-            .unwrap()
-            .is_some()
-    );
+    take_over_behind(&store, &guard).await;
     // The work goes on a while under the lease it no longer holds.
     tokio::time::sleep(Duration::from_millis(10)).await;
     store.lose_release_answers(1);
@@ -210,14 +205,7 @@ async fn a_renewal_answered_after_the_deadline_does_not_take_the_loss_back() {
     assert_eq!(client.stats().losses.deadline_passed, 1);
     // Its row was renewed: the guard's release frees it for the next instance.
     assert_eq!(lost(guard.release().await), LossReason::DeadlinePassed);
-    assert!(
-        store
-            .inner
-            .inspect(&name("invoices"))
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(is_free(&store).await);
 }
 
 #[tokio::test(start_paused = true)]
@@ -237,14 +225,6 @@ async fn a_shutdown_releases_a_lease_past_its_deadline_without_counting_it_force
         (1, 0),
         "{losses:?}"
     );
-    assert!(
-        store
-            .inner
-            .inspect(&name("invoices"))
-            .await
-            .unwrap()
-            .is_none(),
-        "the row still names the holder"
-    );
+    assert!(is_free(&store).await, "the row still names the holder");
     drop(guard);
 }
