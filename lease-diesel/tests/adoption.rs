@@ -12,8 +12,8 @@ use diesel_async::{
     AsyncConnection, AsyncMigrationHarness, AsyncMysqlConnection, AsyncPgConnection,
 };
 use diesel_migrations::{FileBasedMigrations, MigrationHarness};
+use lease_core::BoxError;
 use lease_core::runtime::TokioRuntime;
-use lease_core::{BoxError, Error};
 use lease_diesel::{AsyncSqliteConnection, DieselStore};
 use lease_tests::{adoption, classified, env};
 use support::{Backend, Database, MariaDb, Postgres, Sqlite, TestPool};
@@ -163,13 +163,7 @@ async fn mariadb_unsigned_fence_is_refused_then_upgraded() {
 #[tokio::test(flavor = "multi_thread")]
 async fn sqlite_printed_upgrade_runs_as_a_diesel_migration() {
     on_fresh_table::<Sqlite, deadpool::Pool<AsyncSqliteConnection>, _>(async |store, table| {
-        adoption::create_story_table(store, table).await?;
-        let sql = match store.verify().await {
-            Err(Error::SchemaMismatch {
-                upgrade: Some(sql), ..
-            }) => sql,
-            other => return Err(format!("verify of the story's table answered {other:?}").into()),
-        };
+        let sql = adoption::story_upgrade(store, table).await?;
         let dir = std::env::temp_dir().join(format!("{table}_upgrade_migrations"));
         let migration = dir.join("2027-01-01-000000_upgrade_leases");
         std::fs::create_dir_all(&migration)?;

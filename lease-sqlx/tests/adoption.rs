@@ -451,13 +451,7 @@ where
     SqlxExecutor<DB>: Execute<Pool = lease_sqlx::sqlx::Pool<DB>>,
     DB::Connection: Migrate,
 {
-    adoption::create_story_table(store, table).await?;
-    let sql = match store.verify().await {
-        Err(Error::SchemaMismatch {
-            upgrade: Some(sql), ..
-        }) => sql,
-        other => return Err(format!("verify of the story's table answered {other:?}").into()),
-    };
+    let sql = adoption::story_upgrade(store, table).await?;
     let dir = std::env::temp_dir().join(format!("{table}_upgrade_migrations"));
     std::fs::create_dir_all(&dir)?;
     std::fs::write(dir.join("20270101000000_upgrade_leases.sql"), &sql)?;

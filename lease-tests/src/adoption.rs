@@ -154,6 +154,27 @@ pub async fn create_story_table<X: Execute>(
     Ok(())
 }
 
+/// Creates the story's table as `table` ([`create_story_table`]) and answers the SQL that
+/// upgrades it, as `verify` prints it for a migration.
+///
+/// # Errors
+/// The database's, or when `verify` answers anything but a mismatch with its upgrade.
+///
+/// # Cancel safety
+/// Dropped, it leaves the table as far as it got, for the caller to drop.
+pub async fn story_upgrade<X: Execute>(
+    store: &SqlStore<X>,
+    table: &str,
+) -> Result<String, BoxError> {
+    create_story_table(store, table).await?;
+    match store.verify().await {
+        Err(Error::SchemaMismatch {
+            upgrade: Some(sql), ..
+        }) => Ok(sql),
+        other => Err(format!("verify of the story's table answered {other:?}").into()),
+    }
+}
+
 /// The story's live lease `report` is still held by its holder, and excludes ours.
 ///
 /// # Errors
