@@ -274,8 +274,8 @@ pub enum LossReason {
     /// The campaign that led with this lease ended and gave it back:
     /// [`Leader::resign`](crate::Leader::resign), the last [`Leader`](crate::Leader) dropped, or
     /// the campaign's future dropped. The term's lease ([`Leader::lease`](crate::Leader::lease))
-    /// learns of it before the release is sent, so work under the leadership stops before
-    /// another instance can lead. (The client's shutdown ends campaigns with
+    /// learns of it before the release is sent, so work under the leadership that stops when
+    /// told stops before another instance can lead. (The client's shutdown ends campaigns with
     /// [`ShutDown`](Self::ShutDown).) A leadership given back is counted as a release, not as a
     /// loss ([`Losses`](crate::Losses)).
     Resigned,

@@ -194,6 +194,16 @@ impl LeaseGuard {
         self.handle.held.mark_given_back(reason)
     }
 
+    /// Lets the lease lapse after its TTL instead of releasing it: renewal stops and nothing is
+    /// sent. For a lease whose work may still be running (a leader's round that did not stop
+    /// when told): released, it would let another instance run the work beside it.
+    pub(crate) fn leave_to_lapse(mut self) {
+        self.released = true;
+        self.renewer.forget(&self.handle.held);
+        let _ = self.handle.held.mark_released();
+        tracing::warn!(lease = %self.name(), fence = %self.fence(), "work under the lease did not stop in time; the lease lapses after its TTL");
+    }
+
     /// Releases the lease, kept taken until `min_hold` after it was taken; `told`, the reason
     /// every loss waiter is told first, if any ([`give_back`](LeaseGuard::give_back)).
     async fn release_telling(

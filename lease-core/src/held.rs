@@ -193,8 +193,12 @@ impl Held {
     /// ends), and wakes everybody waiting for its loss with `reason`, so that work raced against
     /// it stops before the lease is free: unless it was lost first (its deadline passed
     /// included), whose reason it returns, changing nothing. Not counted as a loss: the release
-    /// that follows is counted.
+    /// that follows is counted. A lease given back already stays so (`None`): its waiters were
+    /// told, and the release may follow once the work told has stopped.
     pub(crate) fn mark_given_back(&self, reason: LossReason) -> Option<LossReason> {
+        if self.loss.load(Ordering::Acquire) & GIVEN_BACK != 0 {
+            return None;
+        }
         if let Some(lost) = self.loss() {
             return Some(lost);
         }

@@ -9,7 +9,7 @@ use futures::future::{self, BoxFuture, Either, FusedFuture, FutureExt};
 use futures::stream::Stream;
 
 use crate::backoff::Backoff;
-use crate::clock::ticks;
+use crate::clock::{Clock, ticks};
 use crate::guard::{LeaseGuard, LeaseHandle};
 use crate::handover;
 use crate::shutdown::Token;
@@ -67,6 +67,16 @@ struct State {
     error: Option<Arc<Error>>,
     /// Sent by `resign`, or dropped with the last `Leader`: either ends the campaign.
     stop: Option<oneshot::Sender<oneshot::Sender<()>>>,
+    /// Work running under the current term (a leader schedule's round), each until its
+    /// [`Working`] is dropped: the term's lease is not freed before it has stopped.
+    working: Vec<oneshot::Receiver<()>>,
+}
+
+/// Work running under a term, from [`Leader::lease_for_work`]: until it is dropped, the term's
+/// lease is not freed (not released, and not freed by its dropped guard), so another instance
+/// never leads while the work still runs. Drop it once the work's future is dropped.
+pub(crate) struct Working {
+    _running: oneshot::Sender<()>,
 }
 
 impl Leader {
@@ -97,16 +107,38 @@ impl Leader {
     /// The lease of the current term, while this process leads: for work that runs under it,
     /// raced against its [`lost`](LeaseHandle::lost). That completes when the term ends: when
     /// the lease is lost, and when the campaign gives the leadership back, before the release
-    /// is sent, so the work stops before another instance can lead: with
-    /// [`LossReason::ShutDown`] at the client's [`shutdown`](LeaseClient::shutdown), with
-    /// [`LossReason::Resigned`] on [`resign`](Leader::resign), when the last `Leader` is
+    /// is sent: with [`LossReason::ShutDown`] at the client's [`shutdown`](LeaseClient::shutdown),
+    /// with [`LossReason::Resigned`] on [`resign`](Leader::resign), when the last `Leader` is
     /// dropped, or when the campaign's future is dropped.
+    ///
+    /// The release follows at once: work on tasks of its own must take no step after `lost`
+    /// completes, or it may run beside the next leader's (a task in the middle of a blocking
+    /// call or of CPU work learns of the loss only when it ends). A
+    /// [`schedule_on_leader`](LeaseClient::schedule_on_leader) round is waited for: its lease
+    /// is released once the round's work has stopped, or, when the work has not stopped within
+    /// the [store timeout](crate::LeaseConfig::store_timeout), left to lapse after its TTL.
     pub fn lease(&self) -> Option<LeaseHandle> {
         self.shared
             .state()
             .current
             .clone()
             .filter(LeaseHandle::is_held)
+    }
+
+    /// The lease of the current term, as [`lease`](Leader::lease), and the [`Working`] that
+    /// keeps it from being freed until the work run under it has stopped: for work this crate
+    /// runs under the leadership (a leader schedule's round), which may be in the middle of a
+    /// synchronous step when told that the term ended.
+    pub(crate) fn lease_for_work(&self) -> Option<(LeaseHandle, Working)> {
+        let mut state = self.shared.state();
+        let lease = state.current.clone().filter(LeaseHandle::is_held)?;
+        // Work that stopped under this term is forgotten here, not only when the term ends.
+        state
+            .working
+            .retain_mut(|running| matches!(running.try_recv(), Ok(None)));
+        let (running, stopped) = oneshot::channel();
+        state.working.push(stopped);
+        Some((lease, Working { _running: running }))
     }
 
     /// Every change of leadership from now on: `true` when this process becomes leader, `false`
@@ -192,6 +224,7 @@ impl Leader {
                 ended: false,
                 error: None,
                 stop: Some(stop),
+                working: Vec::new(),
             }),
             attempted: Signal::new(),
             ended: Signal::new(),
@@ -226,6 +259,12 @@ impl Shared {
         drop(state);
         self.attempted.fire();
         self.ended.fire();
+    }
+
+    /// Ends the current term: no lease from now on, and the work running under the term's.
+    fn end_term(&self) -> TermWork {
+        self.set(None);
+        TermWork(std::mem::take(&mut self.state().working))
     }
 
     /// The current term's lease, or `None` between terms; watchers are told when leadership
@@ -267,6 +306,7 @@ async fn run_campaign(
     ends: EndsWhenDropped,
 ) {
     let clock = client.clock().clone();
+    let store_timeout = client.config().store_timeout;
     let retry = ticks(client.config().campaign_retry());
     let first_pause = client.config().acquire_backoff;
     let mut backoff = Backoff::new(first_pause);
@@ -305,13 +345,14 @@ async fn run_campaign(
                 drop(leader);
                 let term = Term(Some(guard));
                 let ended = events.until_stopped(term.lost()).await;
-                if let Some(leader) = shared.upgrade() {
-                    leader.set(None);
-                }
+                let work = shared
+                    .upgrade()
+                    .map(|leader| leader.end_term())
+                    .unwrap_or_default();
                 match ended {
                     Ok(reason) => {
                         tracing::info!(lease = %name, %reason, "leadership lost; campaigning again");
-                        drop(term);
+                        term.end_lost(work.stopped(&clock, store_timeout).await);
                         retry
                     }
                     Err(resigned) => {
@@ -321,11 +362,15 @@ async fn run_campaign(
                         } else {
                             LossReason::Resigned
                         };
-                        if let Err(error) = term.give_back(reason).await {
-                            tracing::warn!(lease = %name, error = &error as &dyn std::error::Error, "leadership not given back on resign");
-                        } else if token.shutdown().is_closing() {
-                            tracing::info!(lease = %name, "leadership given back: the client shuts down");
-                            token.shutdown().record_resigned();
+                        match term.give_back(reason, work, &clock, store_timeout).await {
+                            Err(error) => {
+                                tracing::warn!(lease = %name, error = &error as &dyn std::error::Error, "leadership not given back on resign");
+                            }
+                            Ok(true) if token.shutdown().is_closing() => {
+                                tracing::info!(lease = %name, "leadership given back: the client shuts down");
+                                token.shutdown().record_resigned();
+                            }
+                            Ok(_) => {}
                         }
                         break resigned;
                     }
@@ -379,13 +424,57 @@ impl Term {
         }
     }
 
-    /// Gives the leadership back: the term's lease handles are told `reason`, then the lease
-    /// is released.
-    async fn give_back(mut self, reason: LossReason) -> Result<(), Error> {
-        match self.0.take() {
-            Some(guard) => guard.give_back(reason).await,
-            None => Ok(()),
+    /// Gives the leadership back: the term's lease handles are told `reason`; once the work
+    /// under the term has stopped (waited for at most `bound`), the lease is released: `true`.
+    /// Work that did not stop keeps it from being released: it lapses after its TTL (`false`).
+    async fn give_back(
+        mut self,
+        reason: LossReason,
+        work: TermWork,
+        clock: &Clock,
+        bound: std::time::Duration,
+    ) -> Result<bool, Error> {
+        let Some(guard) = self.0.take() else {
+            return Ok(true);
+        };
+        guard.mark_given_back(reason);
+        if work.stopped(clock, bound).await {
+            guard.give_back(reason).await.map(|()| true)
+        } else {
+            guard.leave_to_lapse();
+            Ok(false)
         }
+    }
+
+    /// Ends a term whose lease was lost: dropped once the work under it has stopped (`stopped`),
+    /// the guard frees a lease whose deadline passed, as a dropped guard does; work that did
+    /// not stop keeps it from being freed: it lapses after its TTL.
+    fn end_lost(mut self, stopped: bool) {
+        let Some(guard) = self.0.take() else {
+            return;
+        };
+        if stopped {
+            drop(guard);
+        } else {
+            guard.leave_to_lapse();
+        }
+    }
+}
+
+/// The work that ran under a term as it ended (see [`Working`]).
+#[derive(Default)]
+struct TermWork(Vec<oneshot::Receiver<()>>);
+
+impl TermWork {
+    /// Waits, at most `bound`, until every piece of the work has stopped (been dropped, told
+    /// the term ended): whether it has. Work in a synchronous step stops only once the step is
+    /// over.
+    async fn stopped(self, clock: &Clock, bound: std::time::Duration) -> bool {
+        self.0.is_empty()
+            || clock
+                .timeout(bound, future::join_all(self.0))
+                .await
+                .is_some()
     }
 }
 

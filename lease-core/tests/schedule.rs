@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::{Stoppable, fast_client, tokio_memory};
-use lease_core::{LeaseClient, MemoryStore, Schedule, Scheduled, Ttl};
+use lease_core::{LeaseClient, MemoryStore, Schedule, Scheduled, ShutdownReport, Ttl};
 use tokio::time::Instant;
 
 /// When each run started, in ms since the test's start, and on which instance.
@@ -515,4 +515,92 @@ async fn after_a_stall_past_the_deadline_a_leaders_round_takes_no_further_step()
     tokio::time::timeout(Duration::from_secs(10), alerts.stop())
         .await
         .expect("the schedule did not stop");
+}
+
+/// Runs a leader schedule on `client` whose round's work, once started, spends `step` in a
+/// synchronous step (a blocking call, a stretch of CPU work: nothing can stop it half-way),
+/// then waits for ever; shuts the client down while the step runs (which gives the leadership
+/// back at once); and answers whether another instance took the lease before the step had
+/// ended, with the shutdown's report.
+async fn taken_during_a_synchronous_step(
+    client: &LeaseClient,
+    store: MemoryStore,
+    step: Duration,
+) -> (bool, ShutdownReport) {
+    let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let step_ended = Arc::new(Mutex::new(false));
+    let alerts = client
+        .schedule_on_leader("alerts", every(3600), {
+            let step_ended = Arc::clone(&step_ended);
+            move |_| {
+                let (started_tx, step_ended) = (started_tx.clone(), Arc::clone(&step_ended));
+                async move {
+                    let _ = started_tx.send(());
+                    std::thread::sleep(step);
+                    *step_ended.lock().unwrap() = true;
+                    futures::future::pending::<()>().await
+                }
+            }
+        })
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), started.recv())
+        .await
+        .expect("the leader's round did not start")
+        .unwrap();
+    let stopping = tokio::spawn({
+        let client = client.clone();
+        async move { client.shutdown(Duration::from_secs(5)).await }
+    });
+    let next = fast_client(store);
+    let taken_before_the_step_ended = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let Some(guard) = next.try_acquire("alerts").await.unwrap() {
+                let ended = *step_ended.lock().unwrap();
+                guard.release().await.unwrap();
+                return !ended;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    })
+    .await
+    .expect("the next instance never took the lease");
+    let report = tokio::time::timeout(Duration::from_secs(10), stopping)
+        .await
+        .expect("the shutdown did not end")
+        .unwrap();
+    assert!(alerts.is_stopped());
+    (taken_before_the_step_ended, report)
+}
+
+/// A leader's round in the middle of a synchronous step when the client shuts down learns of it
+/// only once the step ends: the lease is given back after the round has stopped, never while
+/// its work still runs (real time, two worker threads: the step blocks one of them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaders_lease_is_given_back_only_once_its_round_has_stopped() {
+    let store = tokio_memory();
+    let client = fast_client(store.clone());
+    let (taken, report) =
+        taken_during_a_synchronous_step(&client, store, Duration::from_millis(100)).await;
+    assert!(
+        !taken,
+        "another instance took the lease while the round's work still ran"
+    );
+    assert_eq!((report.resigned, report.cancelled), (1, 1), "{report:?}");
+}
+
+/// A round whose synchronous step outlasts the store timeout (250 ms here) the campaign waits
+/// for it: the lease is not released but left to lapse after its TTL (1 s), still after the
+/// step ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaders_lease_whose_round_does_not_stop_in_time_lapses_instead() {
+    let store = tokio_memory();
+    let client = fast_client(store.clone());
+    let (taken, report) =
+        taken_during_a_synchronous_step(&client, store, Duration::from_millis(600)).await;
+    assert!(
+        !taken,
+        "another instance took the lease while the round's work still ran"
+    );
+    // Not given back: it lapsed.
+    assert_eq!((report.resigned, report.released), (0, 0), "{report:?}");
 }

@@ -118,7 +118,10 @@ impl LeaseClient {
     /// does not apply: the term's lease stays taken while the leader leads, and a new leader
     /// runs the rounds of its own schedule (on the same boundaries, for an aligned one). Work
     /// whose lease is lost while it runs is stopped, the loss checked before each poll of the
-    /// work, as [`run_exclusive`](LeaseClient::run_exclusive) does. The campaign ends, giving
+    /// work, as [`run_exclusive`](LeaseClient::run_exclusive) does, and the term's lease is
+    /// freed only once the round's work has stopped (a round in a blocking step stops when the
+    /// step ends; one that has not stopped within the store timeout leaves the lease to lapse
+    /// after its TTL), so the next leader never runs beside it. The campaign ends, giving
     /// leadership back, when the schedule stops; the client's shutdown gives leadership back at
     /// once, and so stops a running round at once rather than after the grace period. A
     /// campaign that a permanent store error ended (see [`Leader::error`]) is started again at
@@ -183,7 +186,10 @@ impl LeaseClient {
                         return Some(Round::Failed);
                     }
                 }
-                let Some(lease) = leader.lease() else {
+                // `working` keeps the term's lease from being freed until the work below has
+                // stopped: told of the term's end in the middle of a synchronous step, the work
+                // stops only once the step is over.
+                let Some((lease, working)) = leader.lease_for_work() else {
                     return Some(Round::Skipped);
                 };
                 let token = client.enter(Kind::Run, rounds.name()).ok()?;
@@ -211,6 +217,8 @@ impl LeaseClient {
                         Round::Lost
                     }
                 };
+                // The work's future is gone: the term's lease may be freed.
+                drop(working);
                 token
                     .shutdown()
                     .record_run(round == Round::Lost && client.is_shutting_down());
