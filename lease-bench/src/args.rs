@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use crate::backend::Backend;
 use crate::scenario::Scenario;
+use crate::url;
 
 /// The usage text `--help` prints.
 pub const USAGE: &str = "\
@@ -25,12 +26,15 @@ OPTIONS:
     --seconds S          length of one throughput measurement (default 2)
     --leases LIST        lease counts of the many-leases scenario (default 1000,10000,100000)
     --markdown FILE      also write every table, the machine and the command as Markdown
-    --chart FILE         write the cycles-per-second chart as SVG
+    --chart FILE         write the cycles-per-second chart as SVG (needs the cycles
+                         scenario)
     --delay-ms MS        delay every chunk to and from the PostgreSQL and MariaDB servers
                          by MS milliseconds through a proxy, as across a network (a round
-                         trip takes 2 x MS longer)
-    --smoke              a seconds-long run of every scenario, to check the program works;
-                         its figures mean nothing
+                         trip takes 2 x MS longer); a URL given with it must name
+                         127.0.0.1 or localhost, where the proxy forwards
+    --smoke              a seconds-long run of every scenario, to check the program works:
+                         shortens --repetitions, --seconds and --leases where they are
+                         not given; its figures mean nothing
     -h, --help           print this text
 ";
 
@@ -104,7 +108,8 @@ fn positive(flag: &str, text: &str) -> Result<f64, String> {
 /// A message naming the argument that is wrong.
 pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
     let mut options = Options::default();
-    let mut leases_given = false;
+    // What `--smoke` leaves as given.
+    let (mut repetitions_given, mut seconds_given, mut leases_given) = (false, false, false);
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         let mut value = |flag: &str| args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -115,10 +120,14 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> 
             "--backend" => options.backends = list(&value(&arg)?, Backend::parse)?,
             "--postgres-url" => options.postgres_url = Some(value(&arg)?),
             "--mysql-url" => options.mysql_url = Some(value(&arg)?),
-            "--repetitions" => options.repetitions = number(&arg, &value(&arg)?)?.max(1),
+            "--repetitions" => {
+                options.repetitions = number(&arg, &value(&arg)?)?.max(1);
+                repetitions_given = true;
+            }
             "--seconds" => {
                 let seconds = positive(&arg, &value(&arg)?)?;
                 options.measure = Duration::from_secs_f64(seconds);
+                seconds_given = true;
             }
             "--delay-ms" => {
                 let ms = positive(&arg, &value(&arg)?)?;
@@ -135,13 +144,48 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> 
     }
     if options.smoke {
         // Long enough for every code path to run once, short enough for CI.
-        options.measure = options.measure.min(Duration::from_millis(100));
-        options.repetitions = 1;
+        if !seconds_given {
+            options.measure = Duration::from_millis(100);
+        }
+        if !repetitions_given {
+            options.repetitions = 1;
+        }
         if !leases_given {
             options.leases = vec![200];
         }
     }
+    if options.chart.is_some() && !options.scenarios.contains(&Scenario::Cycles) {
+        return Err(
+            "--chart draws the cycles scenario, which --scenario leaves out; add cycles or drop --chart"
+                .to_owned(),
+        );
+    }
+    if options.delay.is_some() {
+        for (flag, url) in [
+            ("--postgres-url", &options.postgres_url),
+            ("--mysql-url", &options.mysql_url),
+        ] {
+            if let Some(url) = url {
+                reachable_through_the_proxy(flag, url)?;
+            }
+        }
+    }
     Ok(Command::Run(Box::new(options)))
+}
+
+/// Refuses `url`, given with `flag`, unless its host is loopback: `--delay-ms`'s proxy forwards
+/// to 127.0.0.1 and gives the program a URL naming 127.0.0.1, so any other host would silently
+/// be replaced by this machine.
+fn reachable_through_the_proxy(flag: &str, url: &str) -> Result<(), String> {
+    match url::host(url) {
+        Some(host) if url::is_loopback(host) => Ok(()),
+        Some(host) => Err(format!(
+            "--delay-ms reaches the server through a proxy on this machine that forwards to 127.0.0.1, but {flag} names the host {host:?}; give 127.0.0.1 or localhost, or leave out --delay-ms"
+        )),
+        None => Err(format!(
+            "--delay-ms reaches the server through a proxy that forwards to 127.0.0.1, but {flag} names no host"
+        )),
+    }
 }
 
 fn list<T>(text: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, String> {
@@ -210,6 +254,78 @@ mod tests {
         assert_eq!(options.repetitions, 1);
         assert_eq!(options.leases, [200]);
         assert_eq!(options.scenarios, Scenario::ALL);
+
+        // Given before or after `--smoke`, a value is kept.
+        let options = run(&[
+            "--repetitions",
+            "4",
+            "--smoke",
+            "--seconds",
+            "3",
+            "--leases",
+            "50",
+        ])
+        .unwrap();
+        assert_eq!(options.repetitions, 4);
+        assert_eq!(options.measure, Duration::from_secs(3));
+        assert_eq!(options.leases, [50]);
+
+        let options = run(&["--smoke", "--seconds", "0.5"]).unwrap();
+        assert_eq!(options.measure, Duration::from_millis(500));
+        assert_eq!(options.repetitions, 1);
+        assert_eq!(options.leases, [200]);
+    }
+
+    #[test]
+    fn a_chart_needs_the_cycles_scenario() {
+        let error = run(&["--scenario", "many,fenced", "--chart", "c.svg"]).unwrap_err();
+        assert!(error.contains("--chart"), "{error}");
+        assert!(run(&["--scenario", "many,cycles", "--chart", "c.svg"]).is_ok());
+        assert!(run(&["--chart", "c.svg"]).is_ok());
+        assert!(run(&["--scenario", "many"]).is_ok());
+    }
+
+    #[test]
+    fn a_delayed_server_must_be_on_loopback() {
+        for url in [
+            "postgres://postgres@127.0.0.1:5432/test",
+            "postgres://u:p@localhost:5432/test",
+        ] {
+            assert!(
+                run(&["--delay-ms", "1", "--postgres-url", url]).is_ok(),
+                "{url}"
+            );
+        }
+        let error = run(&[
+            "--postgres-url",
+            "postgres://postgres@db.example:5432/test",
+            "--delay-ms",
+            "1",
+        ])
+        .unwrap_err();
+        assert!(error.contains("--postgres-url"), "{error}");
+        assert!(error.contains("\"db.example\""), "{error}");
+        let error = run(&[
+            "--delay-ms",
+            "1",
+            "--mysql-url",
+            "mysql://root@10.0.0.5:3306/test",
+        ])
+        .unwrap_err();
+        assert!(error.contains("--mysql-url"), "{error}");
+        assert!(error.contains("\"10.0.0.5\""), "{error}");
+        // Loopback, but not where the proxy forwards.
+        assert!(
+            run(&[
+                "--delay-ms",
+                "1",
+                "--postgres-url",
+                "postgres://u@[::1]:5432/test"
+            ])
+            .is_err()
+        );
+        // Without a delay, any host is reached directly.
+        assert!(run(&["--mysql-url", "mysql://root@10.0.0.5:3306/test"]).is_ok());
     }
 
     #[test]

@@ -29,7 +29,6 @@ pub struct CountingStore {
     /// plus one (zero: never). Allocated up front so watching costs no memory per call.
     last: Vec<AtomicU64>,
     worst_gap: AtomicU64,
-    lost: AtomicU64,
     calls: Mutex<Vec<Call>>,
 }
 
@@ -50,7 +49,6 @@ impl CountingStore {
             origin: Instant::now(),
             last: (0..count).map(|_| AtomicU64::new(0)).collect(),
             worst_gap: AtomicU64::new(0),
-            lost: AtomicU64::new(0),
             calls: Mutex::new(Vec::new()),
         }
     }
@@ -81,11 +79,6 @@ impl CountingStore {
     /// its first renewal), counted from when each call was sent.
     pub fn worst_gap(&self) -> Duration {
         Duration::from_nanos(self.worst_gap.load(Ordering::Relaxed))
-    }
-
-    /// Leases a renewal reported lost.
-    pub fn lost(&self) -> u64 {
-        self.lost.load(Ordering::Relaxed)
     }
 
     /// The `renew_many` calls sent since `since`.
@@ -151,8 +144,6 @@ impl LeaseStore for CountingStore {
         for ((name, _), renewed) in leases.iter().zip(&renewed) {
             if *renewed {
                 self.touched(name, start);
-            } else {
-                self.lost.fetch_add(1, Ordering::Relaxed);
             }
         }
         self.calls
@@ -209,7 +200,6 @@ mod tests {
         let leases = vec![(a.clone(), ha), (b, HolderId::generate())];
         assert_eq!(store.renew_many(&leases, ttl).await.unwrap(), [true, false]);
         assert!(store.worst_gap() >= Duration::from_millis(30));
-        assert_eq!(store.lost(), 1);
         assert_eq!(store.calls_since(store.origin).len(), 1);
     }
 

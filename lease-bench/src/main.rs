@@ -22,6 +22,8 @@ mod rotation;
 mod scenario;
 mod servers;
 mod stats;
+mod tasks;
+mod url;
 mod wal;
 
 use std::process::ExitCode;

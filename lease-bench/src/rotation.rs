@@ -13,9 +13,20 @@ pub fn order(sides: usize, repetition: usize) -> impl Iterator<Item = usize> {
     (0..sides).map(move |place| (start + place) % sides)
 }
 
+/// A note for the report when `repetitions` rotations of `sides` sides do not give every side
+/// each place equally often (the repetitions are not a multiple of the sides); `None` when they
+/// do.
+pub fn unbalanced(sides: usize, repetitions: usize) -> Option<String> {
+    (sides > 1 && !repetitions.is_multiple_of(sides)).then(|| {
+        format!(
+            "Positions not balanced: the repetition count ({repetitions}) is not a multiple of the {sides} sides, so the rotation did not put every side in every place equally often; give `--repetitions` a multiple of {sides} to balance them."
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::order;
+    use super::{order, unbalanced};
 
     #[test]
     fn every_side_once_per_repetition() {
@@ -38,5 +49,18 @@ mod tests {
         assert_eq!(firsts, vec![0, 1, 2, 3]);
         assert_eq!(order(3, 1).collect::<Vec<_>>(), vec![1, 2, 0]);
         assert_eq!(order(2, 5).collect::<Vec<_>>(), vec![1, 0]);
+    }
+
+    #[test]
+    fn only_a_multiple_of_the_sides_is_balanced() {
+        assert_eq!(unbalanced(4, 4), None);
+        assert_eq!(unbalanced(4, 8), None);
+        assert_eq!(unbalanced(3, 3), None);
+        assert_eq!(unbalanced(1, 5), None);
+        assert_eq!(unbalanced(0, 5), None);
+        let note = unbalanced(4, 3).unwrap();
+        assert!(note.contains("repetition count (3)"), "{note}");
+        assert!(note.contains("multiple of 4"), "{note}");
+        assert!(unbalanced(2, 1).is_some());
     }
 }

@@ -9,6 +9,7 @@ use sqlx::mysql::MySqlPoolOptions;
 
 use crate::args::Options;
 use crate::backend::Backend;
+use crate::url;
 use lease_sql::Dialect;
 
 /// The database servers of one run, and a directory for SQLite's files.
@@ -176,6 +177,10 @@ impl Drop for Servers {
 }
 
 /// `url` reached through a new proxy (kept in `proxies`) that delays every chunk by `delay`.
+///
+/// The proxy forwards to 127.0.0.1 and the URL it gives names 127.0.0.1: `url`'s host must be
+/// loopback, which [`args::parse`](crate::args::parse) checks of a given URL (a private
+/// server's is 127.0.0.1).
 fn delayed(
     url: Result<String, String>,
     delay: std::time::Duration,
@@ -184,36 +189,10 @@ fn delayed(
     let Ok(url) = url else {
         return Ok(url);
     };
-    let port = url_port(&url).ok_or_else(|| format!("no port in the server's URL {url:?}"))?;
+    let port = url::port(&url).ok_or_else(|| format!("no port in the server's URL {url:?}"))?;
     let proxy = FaultProxy::start(port)?;
     proxy.delay(delay);
     let proxied = proxy.rewrite_url(&url);
     proxies.push(proxy);
     Ok(Ok(proxied))
-}
-
-/// The port of `scheme://user@host:port/path`.
-fn url_port(url: &str) -> Option<u16> {
-    let rest = url.split_once("://")?.1;
-    let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
-    let host = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host);
-    host.rsplit_once(':')?.1.parse().ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::url_port;
-
-    #[test]
-    fn the_port_is_read_from_the_url() {
-        assert_eq!(
-            url_port("postgres://postgres@127.0.0.1:5432/test"),
-            Some(5432)
-        );
-        assert_eq!(url_port("mysql://root@127.0.0.1:3306/test"), Some(3306));
-        assert_eq!(url_port("mysql://127.0.0.1:3307"), Some(3307));
-        assert_eq!(url_port("postgres://127.0.0.1/test"), None);
-    }
 }

@@ -69,6 +69,17 @@ pub fn ratio(value: f64) -> String {
     format!("{value:.2}")
 }
 
+/// `value / baseline` as [`ratio`] writes it, or `-` when the baseline is not a positive
+/// number (nothing finished while it was measured), where the division would give infinity or
+/// NaN.
+pub fn ratio_to(value: f64, baseline: f64) -> String {
+    if baseline > 0.0 && baseline.is_finite() && value.is_finite() {
+        ratio(value / baseline)
+    } else {
+        "-".to_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +117,10 @@ mod tests {
         assert_eq!(ms(Duration::from_micros(250)), "250 µs");
         assert_eq!(ms(Duration::from_nanos(1234)), "1.2 µs");
         assert_eq!(ratio(0.912), "0.91");
+        assert_eq!(ratio_to(912.0, 1000.0), "0.91");
+        assert_eq!(ratio_to(0.0, 1000.0), "0.00");
+        assert_eq!(ratio_to(912.0, 0.0), "-");
+        assert_eq!(ratio_to(0.0, 0.0), "-");
+        assert_eq!(ratio_to(f64::NAN, 1000.0), "-");
     }
 }

@@ -13,7 +13,7 @@ use crate::backend::{self, Backend, PoolSettings, Target};
 use crate::report::{Report, Table};
 use crate::scenario::Context;
 use crate::wal::Wal;
-use crate::{rotation, stats};
+use crate::{rotation, stats, tasks};
 
 /// Tasks hammering the name: the scenario's 16, and one alone, where nothing shares a WAL flush.
 const TASKS: [usize; 2] = [16, 1];
@@ -152,6 +152,9 @@ pub async fn run(
         options.repetitions,
         options.measure.as_secs_f64()
     ));
+    if let Some(note) = rotation::unbalanced(variants.len(), options.repetitions) {
+        table.note(note);
+    }
     if has_naive {
         table.note("The naive upsert is the seed's `INSERT ... ON CONFLICT (name) DO UPDATE ... WHERE expires_at < now()`: it decides under the row lock, so a failed attempt still locks the row, takes a transaction id and writes WAL. The library's statement reads the row first and inserts nothing when it is held.");
     }
@@ -185,12 +188,11 @@ async fn measure(
     let started = Instant::now();
     let deadline = started + length;
     let ttl = client.config().ttl;
-    let mut handles = Vec::with_capacity(tasks);
-    for _ in 0..tasks {
+    let contenders = (0..tasks).map(|_| {
         let client = client.clone();
         let raw = Arc::clone(&target.raw);
         let name = name.clone();
-        handles.push(tokio::spawn(async move {
+        async move {
             let holder = HolderId::generate();
             let mut latencies = Vec::new();
             while Instant::now() < deadline {
@@ -208,12 +210,13 @@ async fn measure(
                 latencies.push(began.elapsed());
             }
             Ok(latencies)
-        }));
-    }
-    let mut latencies = Vec::new();
-    for handle in handles {
-        latencies.extend(handle.await??);
-    }
+        }
+    });
+    let latencies: Vec<Duration> = tasks::all(contenders)
+        .await?
+        .into_iter()
+        .flatten()
+        .collect();
     let elapsed = started.elapsed().as_secs_f64();
     let wal_per_attempt = match (wal, position) {
         (Some(wal), Some(position)) => {

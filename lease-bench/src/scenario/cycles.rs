@@ -11,7 +11,7 @@ use lease_core::{BoxError, HolderId, LeaseClient, LeaseName, Ttl};
 use crate::backend::{self, Backend, PoolSettings, Target};
 use crate::report::{ChartPoint, Report, Table};
 use crate::scenario::Context;
-use crate::{rotation, stats};
+use crate::{rotation, stats, tasks};
 
 /// Concurrent tasks measured.
 const TASKS: [usize; 3] = [1, 4, 16];
@@ -72,6 +72,8 @@ pub async fn run(
     } else {
         &[false]
     };
+    // The same sides with the check and without it: the backend decides them.
+    let mut unbalanced = None;
     for &ping in pings {
         let settings = PoolSettings {
             size: POOL_SIZE,
@@ -94,6 +96,7 @@ pub async fn run(
                 && (variant != Variant::Prepared || has_prepared)
         })
         .collect();
+        unbalanced = rotation::unbalanced(sides.len(), options.repetitions);
         // Opens every connection and prepares every statement before anything is timed.
         let warm_up = options.measure.min(Duration::from_millis(500));
         for &variant in &sides {
@@ -187,6 +190,9 @@ pub async fn run(
         options.repetitions,
         options.measure.as_secs_f64()
     ));
+    if let Some(note) = unbalanced {
+        table.note(note);
+    }
     table.note(format!(
         "A pool of {POOL_SIZE} connections; each task cycles on a name of its own. `bare` sends the library's own statements (lease-sql's text and parameters) through the same pool without `LeaseClient`{}.",
         if backend == Backend::Memory { " (for memory: the store's methods called directly)" } else { "" }
@@ -215,12 +221,12 @@ pub async fn measure(
     let started = Instant::now();
     let deadline = started + length;
     let ttl = client.config().ttl;
-    let mut handles = Vec::with_capacity(tasks);
+    let mut cyclers = Vec::with_capacity(tasks);
     for task in 0..tasks {
         let client = client.clone();
         let raw = Arc::clone(&target.raw);
         let name = LeaseName::new(format!("cycle-{task}"))?;
-        handles.push(tokio::spawn(async move {
+        cyclers.push(async move {
             let holder = HolderId::generate();
             let mut latencies = Vec::new();
             while Instant::now() < deadline {
@@ -229,12 +235,9 @@ pub async fn measure(
                 latencies.push(began.elapsed());
             }
             Ok::<_, BoxError>(latencies)
-        }));
+        });
     }
-    let mut latencies = Vec::new();
-    for handle in handles {
-        latencies.extend(handle.await??);
-    }
+    let latencies: Vec<Duration> = tasks::all(cyclers).await?.into_iter().flatten().collect();
     let elapsed = started.elapsed().as_secs_f64();
     Ok(Sample {
         rate: latencies.len() as f64 / elapsed,

@@ -17,7 +17,7 @@ use crate::backend::{self, Backend, PoolSettings};
 use crate::protected::{Fencing, Hold, Protected};
 use crate::report::{Report, Table};
 use crate::scenario::Context;
-use crate::{rotation, stats};
+use crate::{rotation, stats, tasks};
 
 /// Concurrent tasks measured.
 const TASKS: [usize; 2] = [1, 16];
@@ -155,6 +155,9 @@ pub async fn run(
         options.repetitions,
         options.measure.as_secs_f64()
     ));
+    if let Some(note) = rotation::unbalanced(FENCINGS.len(), options.repetitions) {
+        rates.note(note);
+    }
     rates.note(format!(
         "A pool of {POOL_SIZE} connections (the drivers' default check at checkout); each task holds a lease of its own. `plain`: begin, one insert of a bound integer into a one-column table, commit; `check first`: the same with `store.fence(&mut *tx, &guard)` first (`conn.transaction(...)` through diesel-async); `fenced()`: the same insert through `lease_sqlx::fenced` / `lease_diesel::fenced`, which on PostgreSQL and MariaDB send the check with the commit in one message (on PostgreSQL the `EXECUTE` of a check the connection prepared) and on SQLite check first; `at begin`: through `fenced_with(.., CheckAt::Begin, ..)`, which sends the check with the `BEGIN` in one message (SQLite: checks first)."
     ));
@@ -229,11 +232,10 @@ async fn measure(
 ) -> Result<Sample, BoxError> {
     let started = Instant::now();
     let deadline = started + length;
-    let mut handles = Vec::with_capacity(tasks);
-    for task in 0..tasks {
+    let writers = (0..tasks).map(|task| {
         let protected = Arc::clone(protected);
         let guard = Arc::clone(&guards[task % guards.len()]);
-        handles.push(tokio::spawn(async move {
+        async move {
             let mut latencies = Vec::new();
             while Instant::now() < deadline {
                 let began = Instant::now();
@@ -241,12 +243,9 @@ async fn measure(
                 latencies.push(began.elapsed());
             }
             Ok::<_, BoxError>(latencies)
-        }));
-    }
-    let mut latencies = Vec::new();
-    for handle in handles {
-        latencies.extend(handle.await??);
-    }
+        }
+    });
+    let latencies: Vec<Duration> = tasks::all(writers).await?.into_iter().flatten().collect();
     Ok(Sample {
         rate: latencies.len() as f64 / started.elapsed().as_secs_f64(),
         latencies,

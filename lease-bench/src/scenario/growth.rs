@@ -107,17 +107,18 @@ pub async fn run(
             stats::whole(size as f64),
             stats::whole(median(&one)),
             stats::whole(sixteen),
-            stats::ratio(sixteen / empty_sixteen),
+            stats::ratio_to(sixteen, empty_sixteen),
             stats::whole(renewals),
             stats::percentile(&mut latencies, 50.0).map_or("-".to_owned(), stats::ms),
-            stats::ratio(renewals / empty_renewals),
+            stats::ratio_to(renewals, empty_renewals),
         ]);
     }
     table.note(format!(
-        "{} repetitions of {:.1} s each; rates are medians. Cycles: `LeaseClient::try_acquire` and `LeaseGuard::release` on a name of each task's own, a pool of 16 connections. `renew_many`: one task renewing the same {RENEWED} held leases in one call, again and again.",
+        "{} repetitions of {:.1} s each at each size; rates are medians. Cycles: `LeaseClient::try_acquire` and `LeaseGuard::release` on a name of each task's own, a pool of 16 connections. `renew_many`: one task renewing the same {RENEWED} held leases in one call, again and again.",
         options.repetitions,
         options.measure.as_secs_f64()
     ));
+    table.note("The sizes are measured one after another, not side by side: the rows of a step stay for the next, so the steps cannot be interleaved as the other scenarios' sides are. The ratios to the empty table therefore carry whatever drift in the machine's speed came between the steps, as well as the table's growth; a ratio is `-` where nothing finished on the empty table.");
     table.note("The released rows (no holder, fence 1) are inserted with SQL after the store's setup; autovacuum is off for the table and nothing analyzes it, so the planner knows only its size in pages: what a table that grew since its last ANALYZE gets.");
     for (name, holder) in &pairs {
         target.store.release(name, holder, Duration::ZERO).await?;

@@ -13,7 +13,7 @@ use crate::backend::{self, Backend, PoolSettings};
 use crate::counting::{self, CountingStore};
 use crate::report::{Report, Table};
 use crate::scenario::Context;
-use crate::stats;
+use crate::{stats, tasks};
 
 /// The pool every lease is renewed through.
 const POOL_SIZE: u32 = 2;
@@ -79,7 +79,7 @@ pub async fn run(
         "TTL {ttl:?}, renewed every {period:?} (the default quarter), through the library's one renewer; the default pool settings otherwise. {rounds} rounds watched once every lease is held; a round is the renewer's `renew_many` calls less than a quarter period apart."
     ));
     table.note(format!(
-        "`statements per round`: {}. `renewed late`: waits between two renewals of one lease longer than 1.5 periods ({:?}), the renewer's own threshold for a warning; `lost`: renewals the store refused.",
+        "`statements per round`: {}. `renewed late`: waits between two renewals of one lease longer than 1.5 periods ({:?}), the renewer's own threshold for a warning; `lost`: leases no longer held once the rounds were watched, each counted once, whether a renewal was refused or the lease's local deadline passed without a renewal.",
         backend.dialect().map_or_else(
             || "none, the memory store runs no SQL".to_owned(),
             |d| format!(
@@ -128,10 +128,9 @@ async fn hold(
 
     let before = resident_bytes();
     let started = Instant::now();
-    let mut tasks = Vec::with_capacity(ACQUIRERS);
-    for first in 0..ACQUIRERS {
+    let acquirers = (0..ACQUIRERS).map(|first| {
         let client = client.clone();
-        tasks.push(tokio::spawn(async move {
+        async move {
             let mut guards = Vec::with_capacity(count / ACQUIRERS + 1);
             for index in (first..count).step_by(ACQUIRERS) {
                 let guard = client
@@ -141,12 +140,9 @@ async fn hold(
                 guards.push(guard);
             }
             Ok::<_, BoxError>(guards)
-        }));
-    }
-    let mut guards: Vec<LeaseGuard> = Vec::with_capacity(count);
-    for task in tasks {
-        guards.extend(task.await??);
-    }
+        }
+    });
+    let guards: Vec<LeaseGuard> = tasks::all(acquirers).await?.into_iter().flatten().collect();
     let taken_in = started.elapsed();
     let after = resident_bytes();
 
@@ -161,7 +157,6 @@ async fn hold(
             .sum()
     };
     let renewed_late = store.worst_gap() > period + period / 2;
-    let still_held = guards.iter().filter(|guard| guard.is_held()).count();
     let row = vec![
         stats::whole(count as f64),
         stats::ms(taken_in),
@@ -192,7 +187,7 @@ async fn hold(
         } else {
             "none".to_owned()
         },
-        format!("{}", store.lost() as usize + (count - still_held)),
+        lost(&guards).to_string(),
         match (before, after) {
             (Some(before), Some(after)) => {
                 format!("{} B", after.saturating_sub(before) / count as u64)
@@ -210,10 +205,60 @@ async fn hold(
     Ok(row)
 }
 
+/// How many of `guards` no longer hold their lease: each lost lease once, whether a renewal
+/// was refused (the store's answer) or its local deadline passed without a renewal.
+fn lost(guards: &[LeaseGuard]) -> usize {
+    guards.iter().filter(|guard| !guard.is_held()).count()
+}
+
 /// The process's resident set (`VmRSS`), where `/proc` has it.
 fn resident_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use lease_core::{HolderId, LeaseName, LeaseStore, MemoryStore};
+
+    use super::*;
+
+    /// A lease whose renewal the store refused is lost once, not once as refused and again as
+    /// not held.
+    #[tokio::test]
+    async fn a_refused_renewal_is_one_lost_lease() {
+        let inner = Arc::new(MemoryStore::new());
+        let store = Arc::new(CountingStore::new(inner.clone(), "n", 2));
+        let client = LeaseClient::builder(store, TokioRuntime)
+            .ttl(Ttl::from_secs(2).unwrap())
+            .build()
+            .unwrap();
+        let mut guards = Vec::new();
+        for name in ["n0", "n1"] {
+            guards.push(client.try_acquire(name).await.unwrap().unwrap());
+        }
+        // Another holder takes n1 behind its guard's back: its next renewal is refused.
+        let name = LeaseName::new("n1").unwrap();
+        assert!(
+            inner
+                .release(&name, guards[1].holder(), Duration::ZERO)
+                .await
+                .unwrap()
+        );
+        let ttl = Ttl::from_secs(60).unwrap();
+        let thief = HolderId::generate();
+        assert!(
+            inner
+                .try_acquire(&name, &thief, ttl)
+                .await
+                .unwrap()
+                .is_some()
+        );
+        let period = client.config().renew_every;
+        tokio::time::sleep(period * 2 + period / 2).await;
+        assert!(guards[0].is_held());
+        assert_eq!(lost(&guards), 1);
+    }
 }
