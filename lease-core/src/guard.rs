@@ -194,6 +194,14 @@ impl LeaseGuard {
         self.handle.held.mark_given_back(reason)
     }
 
+    /// Marks work as running under the lease until the answer is dropped: a shutdown that ends
+    /// its grace period meanwhile leaves the lease to lapse instead of freeing it under the
+    /// work. Drop it once the work's future is dropped.
+    pub(crate) fn working(&self) -> WorkRunning {
+        self.handle.held.set_working(true);
+        WorkRunning(Arc::clone(&self.handle.held))
+    }
+
     /// Lets the lease lapse after its TTL instead of releasing it: renewal stops and nothing is
     /// sent. For a lease whose work may still be running (a leader's round that did not stop
     /// when told): released, it would let another instance run the work beside it.
@@ -391,6 +399,15 @@ impl Drop for LeaseGuard {
         if self.store.clock().runtime().spawn(task).is_err() {
             tracing::debug!(lease = %self.handle.name(), "lease guard dropped; the lease lapses after its TTL");
         }
+    }
+}
+
+/// Work running under a lease, from [`LeaseGuard::working`], until dropped.
+pub(crate) struct WorkRunning(Arc<Held>);
+
+impl Drop for WorkRunning {
+    fn drop(&mut self) {
+        self.0.set_working(false);
     }
 }
 

@@ -70,6 +70,11 @@ pub(crate) struct Held {
     /// Whether it still counts in the `lease_held` gauge of its name: from its creation until it
     /// is lost or the renewer lets it go, whichever comes first.
     counted: AtomicBool,
+    /// Whether work a client call runs under it ([`run_exclusive`]) has not stopped yet: its
+    /// future is alive. A shutdown does not free such a lease under the work.
+    ///
+    /// [`run_exclusive`]: crate::LeaseClient::run_exclusive
+    working: AtomicBool,
     notify: Mutex<Option<oneshot::Sender<()>>>,
     lost: Shared<oneshot::Receiver<()>>,
 }
@@ -98,6 +103,7 @@ impl Held {
             next_renewal: AtomicU64::new(next_renewal),
             loss: AtomicU8::new(HELD),
             counted: AtomicBool::new(true),
+            working: AtomicBool::new(false),
             notify: Mutex::new(Some(notify)),
             lost: lost.shared(),
         }
@@ -110,6 +116,16 @@ impl Held {
         if self.counted.swap(false, Ordering::AcqRel) {
             self.stats.holding(&self.name, false);
         }
+    }
+
+    /// Records whether work the client runs under it is running (see `working`).
+    pub(crate) fn set_working(&self, working: bool) {
+        self.working.store(working, Ordering::Release);
+    }
+
+    /// Whether work the client runs under it has not stopped yet (see `working`).
+    pub(crate) fn is_working(&self) -> bool {
+        self.working.load(Ordering::Acquire)
     }
 
     /// Its key among the leases the renewer holds.

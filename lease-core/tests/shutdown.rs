@@ -428,3 +428,67 @@ async fn a_shutdown_cancelled_during_its_forced_releases_has_counted_them() {
     let next = client.shutdown(Duration::from_millis(10)).await;
     assert_eq!(next.forced, 1, "{next:?}");
 }
+
+/// Work in a synchronous step (a blocking call, CPU work) when the grace period ends cannot be
+/// stopped until the step is over: the shutdown does not free its lease under it, but leaves
+/// it to lapse after its TTL, and reports it unfinished. Real time, two worker threads: the
+/// step blocks one of them for longer than the shutdown waits for stopped work (the grace,
+/// then two store timeouts of 250 ms).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lease_of_work_that_cannot_be_stopped_is_not_released_under_it() {
+    let store = tokio_memory();
+    let client = fast_client(store.clone());
+    let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
+    let step_ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let run = tokio::spawn({
+        let (client, step_ended) = (client.clone(), Arc::clone(&step_ended));
+        async move {
+            client
+                .run_exclusive("sweep", move |_| async move {
+                    let _ = started_tx.send(());
+                    std::thread::sleep(Duration::from_millis(900));
+                    step_ended.store(true, Ordering::SeqCst);
+                    futures::future::pending::<()>().await
+                })
+                .await
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(10), started)
+        .await
+        .expect("the work did not start")
+        .unwrap();
+    let shutting_down = tokio::spawn({
+        let client = client.clone();
+        async move { client.shutdown(Duration::from_millis(50)).await }
+    });
+    let next = fast_client(store);
+    let taken_before_the_step_ended = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let Some(guard) = next.try_acquire("sweep").await.unwrap() {
+                let ended = step_ended.load(Ordering::SeqCst);
+                guard.release().await.unwrap();
+                return !ended;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    })
+    .await
+    .expect("the next instance never took the lease");
+    assert!(
+        !taken_before_the_step_ended,
+        "the shutdown freed the lease while its work still ran"
+    );
+    let report = shutting_down.await.unwrap();
+    assert_eq!(report.forced, 0, "{report:?}");
+    assert!(report.unfinished >= 1, "{report:?}");
+    let outcome = run.await.unwrap().unwrap();
+    assert!(
+        matches!(
+            outcome,
+            Some(RunOutcome::Cancelled {
+                reason: LossReason::ShutDown
+            })
+        ),
+        "{outcome:?}"
+    );
+}

@@ -170,6 +170,8 @@ impl LeaseClient {
         // runtime cannot spawn, a renewal it has in flight holds what a release with a minimum
         // hold waits for.
         let mut renewer = std::pin::pin!(self.inner.renewer.run_unless_spawned());
+        // Until the work's future is dropped, a shutdown does not free the lease under it.
+        let working = guard.working();
         let outcome = 'run: {
             // A lease lost before the work starts (an acquisition answered after its local
             // deadline) runs nothing of it: not even the closure that makes it.
@@ -230,6 +232,7 @@ impl LeaseClient {
                 },
             }
         };
+        drop(working);
         token.shutdown().record_run(matches!(
             outcome,
             RunOutcome::Cancelled {

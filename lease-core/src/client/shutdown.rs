@@ -34,7 +34,8 @@ pub struct ShutdownReport {
     /// Releases the store failed or did not answer in time: those leases lapse after their TTL.
     pub failed: usize,
     /// Calls and release statements still running when the shutdown stopped waiting for them
-    /// (a store that hangs): their leases lapse after their TTL.
+    /// (a store that hangs), and work that did not stop when cancelled (in a blocking call):
+    /// their leases lapse after their TTL.
     pub unfinished: usize,
     /// How long the shutdown took.
     pub elapsed: Duration,
@@ -61,7 +62,10 @@ impl LeaseClient {
     /// 3. When `grace` runs out, running work is stopped
     ///    ([`RunOutcome::Cancelled`](crate::RunOutcome::Cancelled) with
     ///    [`LossReason::ShutDown`]) and gives its lease back; then every guard still held is
-    ///    marked lost with [`LossReason::ShutDown`] and released by the shutdown itself.
+    ///    marked lost with [`LossReason::ShutDown`] and released by the shutdown itself, except
+    ///    the lease of work that has not stopped two store timeouts later (a task in a
+    ///    blocking call learns of the cancellation only when the call returns): freed, another
+    ///    instance would run beside the work, so it lapses after its TTL, counted unfinished.
     /// 4. It waits for the release statements in flight, each bounded by the store timeout,
     ///    and reports what it did.
     ///
@@ -160,7 +164,8 @@ impl LeaseClient {
     /// cancelled while they run has counted them; another shutdown at the same time counts
     /// only those it took from the renewer itself). A lease whose deadline had passed is
     /// released too, as a dropped guard's is (the row may still name this holder), and not
-    /// counted: it was lost before the shutdown.
+    /// counted: it was lost before the shutdown. A lease whose `run_exclusive` work has not
+    /// stopped is not released: it lapses after its TTL.
     async fn release_held(&self) {
         let renewer = &self.inner.renewer;
         let store = &self.inner.store;
@@ -173,7 +178,15 @@ impl LeaseClient {
                 if !renewer.forget(held) {
                     return false;
                 }
-                match held.mark_lost(LossReason::ShutDown) {
+                let lost = held.mark_lost(LossReason::ShutDown);
+                if held.is_working() {
+                    // Work that did not stop when cancelled (in a blocking call, a stretch of
+                    // CPU work) still runs under it: freed, another instance would run beside
+                    // it. It lapses after its TTL; the run counts as unfinished.
+                    tracing::warn!(lease = %held.name(), "work under the lease did not stop; the lease lapses after its TTL");
+                    return false;
+                }
+                match lost {
                     Some(LossReason::ShutDown) => {
                         forced += 1;
                         true
