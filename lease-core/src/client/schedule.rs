@@ -27,8 +27,11 @@ impl LeaseClient {
     ///
     /// Work that panics takes the schedule's task down with it, as a panic does on any task:
     /// the schedule stops on this instance ([`Scheduled::is_stopped`], for a health check),
-    /// the round's lease is given back in the background, and the other instances go on
-    /// running the rounds.
+    /// the round's lease is given back in the background, without the round's hold (the round
+    /// did not finish, so another instance may run it again before the next boundary), and the
+    /// other instances go on running the rounds. So is a round whose future is dropped half-way
+    /// (the loop of [`schedule_on_this_task`](LeaseClient::schedule_on_this_task) let go, a
+    /// runtime shut down).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lease_core::Error> {
