@@ -5,11 +5,12 @@ use lease_core::{Error, Fence, LeaseHandle, Operation, StoreErrorKind};
 use lease_sql::{
     AfterCommit, CheckAt, Dialect, Execute, ExecuteOn, FencedCommit, TransactionEnded,
 };
-use sqlx::{AssertSqlSafe, Connection, SqlSafeStr, Transaction};
+use sqlx::{AssertSqlSafe, Connection, Database, SqlSafeStr, Transaction};
+use sqlx_core::transaction::TransactionManager;
 use tracing::Instrument;
 
 use crate::closing_connection::ClosingConnection;
-use crate::{SqlxDatabase, SqlxExecutor, SqlxStore};
+use crate::{NestedTransaction, SqlxDatabase, SqlxExecutor, SqlxStore};
 
 /// Commits `transaction` if the lease is still held, with the fenced check and the `COMMIT` in
 /// one round trip ([`SqlStore::commit_fenced`](lease_sql::SqlStore::commit_fenced)): its writes
@@ -69,8 +70,10 @@ use crate::{SqlxDatabase, SqlxExecutor, SqlxStore};
 ///
 /// `transaction` must be the outermost one: the message's `COMMIT` commits whatever
 /// transaction the connection is in, so a nested `Transaction` (a savepoint, from
-/// `tx.begin()`) would commit its outer transaction with it. sqlx does not tell the depth, so
-/// this is yours to keep.
+/// `tx.begin()`) would commit its outer transaction with it. A nested one is refused before
+/// anything is sent: [`Error::Store`], [`Permanent`](StoreErrorKind::Permanent), its source
+/// [`NestedTransaction`]; it is rolled back as it is dropped, the outer transaction left open
+/// and the lease untouched.
 ///
 /// # Cancel safety
 /// Dropped before the message is sent, the transaction rolls back. Dropped after, the commit
@@ -86,6 +89,15 @@ where
     DB: SqlxDatabase,
     SqlxExecutor<DB>: for<'c> ExecuteOn<&'c mut DB::Connection>,
 {
+    let depth = <DB as Database>::TransactionManager::get_transaction_depth(&transaction);
+    if depth > 1 {
+        return Err(Error::store_of_kind(
+            Operation::Fence,
+            Some(lease.as_ref().name()),
+            StoreErrorKind::Permanent,
+            NestedTransaction { depth },
+        ));
+    }
     let committed = store
         .commit_fenced(&mut *transaction, lease, AfterCommit::Begin)
         .await;

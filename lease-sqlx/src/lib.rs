@@ -28,6 +28,7 @@ mod fenced;
 
 #[cfg(feature = "mysql")]
 mod mysql;
+mod nested_transaction;
 mod no_connection;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -37,6 +38,7 @@ mod sqlite;
 pub use database::SqlxDatabase;
 pub use executor::SqlxExecutor;
 pub use fenced::{commit_fenced, fenced, fenced_with};
+pub use nested_transaction::NestedTransaction;
 pub use no_connection::NoConnection;
 
 /// Leases in a table through a sqlx pool of `DB`: lease-sql's [`SqlStore`]

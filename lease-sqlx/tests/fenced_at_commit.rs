@@ -113,3 +113,102 @@ async fn commit_fenced_under_a_snapshot_is_refused_and_costs_no_lease() {
     guard.release().await.unwrap();
     fresh.teardown().await.unwrap();
 }
+
+/// `commit_fenced` given a nested transaction (a savepoint, from `tx.begin()`) refuses it
+/// before anything is sent: its `COMMIT` would have committed the transaction around it too.
+/// The outer transaction's write stays uncommitted (read from another connection while it is
+/// still open, and after it is rolled back), and the lease stays held.
+async fn a_nested_transaction_is_refused<DB>(backend: Backend<DB>, name: &str)
+where
+    DB: common::TestDb,
+    lease_sqlx::SqlxExecutor<DB>:
+        lease_sqlx::Execute + for<'c> lease_sqlx::ExecuteOn<&'c mut DB::Connection>,
+    for<'c> &'c mut DB::Connection: lease_sqlx::sqlx::Executor<'c, Database = DB>,
+    for<'c> &'c lease_sqlx::sqlx::Pool<DB>: lease_sqlx::sqlx::Executor<'c, Database = DB>,
+    DB::Arguments: lease_sqlx::sqlx::IntoArguments<DB>,
+    (i64,): for<'r> lease_sqlx::sqlx::FromRow<'r, DB::Row>,
+{
+    use lease_sqlx::runtime::TokioRuntime;
+    use lease_sqlx::sqlx::{AssertSqlSafe, Connection, raw_sql};
+    use lease_sqlx::{Error, LeaseClient, NestedTransaction, StoreErrorKind};
+    use lease_tests::{TestBackend, env};
+
+    if let Err(why) = backend.available().await {
+        return env::skip_or_fail(name, &why.to_string());
+    }
+    let (fresh, pool, table) = backend.fresh(3).await.unwrap();
+    let notices = format!("{table}_notices");
+    raw_sql(AssertSqlSafe(format!(
+        "CREATE TABLE {notices} (value BIGINT NOT NULL)"
+    )))
+    .execute(&pool)
+    .await
+    .unwrap();
+    let count = |pool: lease_sqlx::sqlx::Pool<DB>| {
+        let sql = format!("SELECT count(*) FROM {notices}");
+        async move {
+            let (count,): (i64,) = lease_sqlx::sqlx::query_as(AssertSqlSafe(sql))
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+            count
+        }
+    };
+    let store = fresh.store().clone();
+    let client = LeaseClient::new(store.clone(), TokioRuntime);
+    let guard = client.try_acquire("notify").await.unwrap().unwrap();
+
+    let mut conn = pool.acquire().await.unwrap();
+    let mut outer = conn.begin().await.unwrap();
+    raw_sql(AssertSqlSafe(format!(
+        "INSERT INTO {notices} (value) VALUES (1)"
+    )))
+    .execute(&mut *outer)
+    .await
+    .unwrap();
+    let nested = outer.begin().await.unwrap();
+    let error = lease_sqlx::commit_fenced(&store, nested, &guard)
+        .await
+        .expect_err("a nested transaction was committed");
+    assert_eq!(error.store_error_kind(), Some(StoreErrorKind::Permanent));
+    let Error::Store { source, .. } = &error else {
+        panic!("not a store error: {error}");
+    };
+    let refusal = source
+        .downcast_ref::<NestedTransaction>()
+        .unwrap_or_else(|| panic!("not the nested transaction's refusal: {error}"));
+    assert_eq!(refusal.depth(), 2);
+    assert!(guard.is_held(), "the refusal cost the lease");
+    if name != "sqlite" {
+        // SQLite's one writer holds its lock until the outer transaction ends.
+        assert_eq!(
+            count(pool.clone()).await,
+            0,
+            "the outer transaction committed"
+        );
+    }
+    outer.rollback().await.unwrap();
+    drop(conn);
+    assert_eq!(
+        count(pool.clone()).await,
+        0,
+        "the outer transaction's write committed"
+    );
+    guard.release().await.unwrap();
+    fresh.teardown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nested_transaction_is_refused_on_postgres() {
+    a_nested_transaction_is_refused(Backend::<Postgres>::plain(), "postgres").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nested_transaction_is_refused_on_mariadb() {
+    a_nested_transaction_is_refused(Backend::<MySql>::plain(), "mariadb").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nested_transaction_is_refused_on_sqlite() {
+    a_nested_transaction_is_refused(Backend::<Sqlite>::plain(), "sqlite").await;
+}
