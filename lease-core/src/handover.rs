@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::channel::oneshot;
@@ -12,8 +13,13 @@ use crate::{LeaseName, Runtime};
 
 /// The waiters of one client, by lease, and its one subscription to the store's release events.
 ///
-/// The subscription is opened by the first waiter and kept while the client lives: a store may
-/// spend a dedicated connection on it, once per client rather than once per waiter.
+/// The subscription is opened by the first waiter (an `acquire` or a campaign, before its first
+/// attempt) and kept while the client lives: a store may
+/// spend a dedicated connection on it, once per client rather than once per waiter. When it
+/// ends, the next waiter opens it again; when it keeps ending soon after it opened (a listening
+/// connection cut again and again), it is opened again only after a pause that doubles each
+/// time, and the waiters poll meanwhile: every opening wakes every waiter, so without the pause
+/// each waiter would spin through attempts and openings as fast as the store answers.
 pub(crate) struct Releases {
     state: Mutex<State>,
     /// Completes when this is dropped with its client, which ends the subscription task.
@@ -27,6 +33,12 @@ struct State {
     subscribed: bool,
     /// The store said it has no release events: only polling is left.
     unsupported: bool,
+    /// When the subscription last opened (began to).
+    opened_at: Option<Instant>,
+    /// How many subscriptions in a row ended before they had lived [`State::SHORT_LIFE`].
+    short_lived: u32,
+    /// No subscription opens before then: the last ones ended too soon.
+    reopen_at: Option<Instant>,
     waiters: HashMap<LeaseName, Vec<oneshot::Sender<()>>>,
     /// How many names had waiters after the last sweep of those that gave up.
     swept: usize,
@@ -35,6 +47,34 @@ struct State {
 impl State {
     /// The least number of names kept before a sweep is worth its scan.
     const SWEEP_FROM: usize = 64;
+    /// A subscription that ends sooner than this counts as ending at once.
+    const SHORT_LIFE: Duration = Duration::from_secs(10);
+    /// The pause before opening again after the second subscription in a row that ended at
+    /// once (the first is opened again at once: a one-off cut, a runtime replaced), doubled for
+    /// each one after it, up to [`State::LONGEST_PAUSE`].
+    const FIRST_PAUSE: Duration = Duration::from_secs(1);
+    const LONGEST_PAUSE: Duration = Duration::from_secs(60);
+
+    /// The subscription ended (or could not be opened) at `now`: when the next may open.
+    fn ended(&mut self, now: Instant) {
+        let lived = self.opened_at.map_or(Duration::ZERO, |opened| {
+            now.saturating_duration_since(opened)
+        });
+        self.short_lived = if lived < Self::SHORT_LIFE {
+            self.short_lived.saturating_add(1)
+        } else {
+            0
+        };
+        self.reopen_at = match self.short_lived.checked_sub(2) {
+            None => None,
+            Some(doublings) => {
+                let pause = Self::FIRST_PAUSE
+                    .saturating_mul(2u32.saturating_pow(doublings.min(16)))
+                    .min(Self::LONGEST_PAUSE);
+                now.checked_add(pause)
+            }
+        };
+    }
 
     /// A new waiter for the next release of `name`. A waiter gives up when its receiver is
     /// dropped (its attempt succeeded, or its acquisition ended), and nothing but a pushed
@@ -92,10 +132,16 @@ impl Releases {
             return None;
         }
         if !state.subscribed {
+            let now = runtime.now();
+            if state.reopen_at.is_some_and(|at| now < at) {
+                // The last subscriptions ended as soon as they opened: poll for now.
+                return None;
+            }
             state.subscribed = true;
+            state.opened_at = Some(now);
             // Unlocked while spawning: a task the runtime drops at once clears `subscribed`.
             drop(state);
-            let ends = Unsubscribes(Arc::downgrade(self));
+            let ends = Unsubscribes(Arc::downgrade(self), Arc::clone(runtime));
             let task = subscribe(Arc::downgrade(self), store.clone(), self.closed.clone());
             // A runtime that cannot spawn hands the task back: dropped here, still unlocked, as
             // its `Unsubscribes` locks the state.
@@ -198,13 +244,17 @@ async fn subscribe(
 
 /// Held by the subscription's task: when the task ends, however it ends (the events ended or
 /// could not be opened, or the task went with its runtime while the client lives on, for the
-/// next runtime), the next waiter opens the subscription again, on the runtime it runs on.
-struct Unsubscribes(Weak<Releases>);
+/// next runtime), the next waiter opens the subscription again, on the runtime it runs on
+/// (after a pause, when they keep ending at once: see [`State::ended`]). Keeps the runtime
+/// for its clock.
+struct Unsubscribes(Weak<Releases>, Arc<dyn Runtime>);
 
 impl Drop for Unsubscribes {
     fn drop(&mut self) {
         if let Some(releases) = self.0.upgrade() {
-            releases.state().subscribed = false;
+            let mut state = releases.state();
+            state.subscribed = false;
+            state.ended(self.1.now());
         }
     }
 }
@@ -212,6 +262,42 @@ impl Drop for Unsubscribes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn subscriptions_that_keep_ending_at_once_are_reopened_ever_later() {
+        let mut state = State::default();
+        let start = Instant::now();
+        let mut now = start;
+        let mut pauses = Vec::new();
+        for _ in 0..10 {
+            state.opened_at = Some(now);
+            now += Duration::from_millis(5);
+            state.ended(now);
+            pauses.push(state.reopen_at.map(|at| at - now));
+            now = state.reopen_at.unwrap_or(now);
+        }
+        let seconds = |s| Some(Duration::from_secs(s));
+        assert_eq!(
+            pauses,
+            [
+                None,
+                seconds(1),
+                seconds(2),
+                seconds(4),
+                seconds(8),
+                seconds(16),
+                seconds(32),
+                seconds(60),
+                seconds(60),
+                seconds(60)
+            ]
+        );
+        // One that lived long enough starts the count again.
+        state.opened_at = Some(now);
+        now += State::SHORT_LIFE;
+        state.ended(now);
+        assert_eq!((state.short_lived, state.reopen_at), (0, None));
+    }
 
     #[test]
     fn names_whose_waiters_gave_up_are_swept() {

@@ -152,11 +152,13 @@ pub trait LeaseStore: Send + Sync + Debug + 'static {
     /// `LISTEN/NOTIFY`), so that [`LeaseClient::acquire`](crate::LeaseClient::acquire) and leader
     /// campaigns take a released lease at once instead of at their next poll.
     ///
-    /// `None`, the default, means the store cannot: waiters poll. A client subscribes once, when
-    /// it first waits, and keeps the subscription while it lives, so a store may spend one
-    /// dedicated connection on it. When the stream ends (a broken connection), waiters fall back
-    /// to polling and the next wait subscribes again. Events are hints: a waiter woken by one
-    /// still has to win [`try_acquire`](LeaseStore::try_acquire).
+    /// `None`, the default, means the store cannot: waiters poll. A client subscribes once, at
+    /// its first `acquire` or campaign (before the first attempt, so that no release is missed),
+    /// and keeps the subscription while it lives, so a store may spend one dedicated connection
+    /// on it. When the stream ends (a broken connection), waiters fall back to polling and the
+    /// next wait subscribes again; when streams keep ending soon after they open, the client
+    /// subscribes again only after a pause that doubles from 1 s up to a minute. Events are
+    /// hints: a waiter woken by one still has to win [`try_acquire`](LeaseStore::try_acquire).
     ///
     /// # Errors
     /// [`Error::Store`] with [`Operation::Subscribe`](crate::Operation::Subscribe) when the

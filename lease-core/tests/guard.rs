@@ -456,3 +456,27 @@ fn a_waiter_on_the_next_runtime_subscribes_again_once_the_first_is_gone() {
         assert_eq!(waiter.stats().subscribe_calls.calls, 2);
     });
 }
+
+/// Release events that end as soon as they open (a listening connection cut at once, again
+/// and again): each opening wakes every waiter to try again, and each try opened them again,
+/// so a waiter spun through attempts and openings as fast as the store answered. Openings
+/// that keep ending at once are now spaced out, doubling from 1 s, and the waiter polls
+/// meanwhile: over 30 s a handful of openings, and the waiter still takes the lease.
+#[tokio::test(start_paused = true)]
+async fn release_events_that_keep_ending_are_not_reopened_in_a_loop() {
+    let store = Faulty::new(tokio_memory());
+    store.end_release_events_at_once();
+    let holder = fast_client(store.clone());
+    let waiter = fast_client(store.clone());
+    let guard = holder.try_acquire("sweep").await.unwrap().unwrap();
+    let release = async {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        guard.release().await.unwrap();
+    };
+    let (taken, ()) = tokio::join!(waiter.acquire("sweep", Duration::from_secs(60)), release);
+    assert_eq!(taken.unwrap().fence().get(), 2);
+    let opened = store.subscribes.load(Ordering::SeqCst);
+    assert!(opened <= 10, "release events opened {opened} times in 30 s");
+    let attempts = store.acquires.load(Ordering::SeqCst);
+    assert!(attempts <= 60, "{attempts} attempts in 30 s");
+}

@@ -39,6 +39,10 @@ pub struct Faulty {
     release_delay: std::sync::atomic::AtomicU64,
     /// Milliseconds opening the release events takes; `u64::MAX` (the default) forwards none.
     subscribe_delay: std::sync::atomic::AtomicU64,
+    /// Release events that end as soon as they are opened: a listening connection cut at once.
+    events_end_at_once: std::sync::atomic::AtomicBool,
+    /// How often the release events were opened.
+    pub subscribes: AtomicUsize,
     pub acquires: AtomicUsize,
     pub renews: AtomicUsize,
     pub renew_manys: AtomicUsize,
@@ -64,6 +68,8 @@ impl Faulty {
             answer_delay: std::sync::atomic::AtomicU64::new(0),
             release_delay: std::sync::atomic::AtomicU64::new(0),
             subscribe_delay: std::sync::atomic::AtomicU64::new(u64::MAX),
+            events_end_at_once: std::sync::atomic::AtomicBool::new(false),
+            subscribes: AtomicUsize::new(0),
             acquires: AtomicUsize::new(0),
             renews: AtomicUsize::new(0),
             renew_manys: AtomicUsize::new(0),
@@ -120,6 +126,13 @@ impl Faulty {
     pub fn push_releases_after(&self, delay: Duration) {
         self.subscribe_delay
             .store(delay.as_millis() as u64, Ordering::SeqCst);
+    }
+
+    /// Opens release events that end at once, every time: a listening connection cut as soon
+    /// as it is made. After 1,000 openings it answers that it has none, so that a client that
+    /// opens them in a loop ends up polling instead of spinning for ever.
+    pub fn end_release_events_at_once(&self) {
+        self.events_end_at_once.store(true, Ordering::SeqCst);
     }
 
     pub fn calls(&self) -> usize {
@@ -260,6 +273,13 @@ impl LeaseStore for Faulty {
     }
 
     async fn release_events(&self) -> Result<Option<ReleaseEvents>, Error> {
+        let opened = self.subscribes.fetch_add(1, Ordering::SeqCst) + 1;
+        if self.events_end_at_once.load(Ordering::SeqCst) {
+            if opened > 1_000 {
+                return Ok(None);
+            }
+            return Ok(Some(Box::pin(futures::stream::empty())));
+        }
         let delay = self.subscribe_delay.load(Ordering::SeqCst);
         if delay == u64::MAX {
             return Ok(None);
