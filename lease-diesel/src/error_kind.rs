@@ -188,6 +188,10 @@ const PHRASES: &[(&str, StoreErrorKind)] = &[
     ("during recovery", StoreErrorKind::ReadOnly),
     // MariaDB 1047: a Galera node that is not (yet) part of the primary component.
     ("wsrep", StoreErrorKind::Transient),
+    // MariaDB 1317: a statement interrupted (`KILL QUERY`, a Galera abort), rolled back, as
+    // lease-sqlx reads its number. (1180, `... during COMMIT`, reads as a session that ended:
+    // transient, its outcome unknown.)
+    ("query execution was interrupted", StoreErrorKind::Transient),
     ("lock wait timeout", StoreErrorKind::Transient),
     ("too many connections", StoreErrorKind::Transient),
     // MariaDB 1203 and 1226: an account's own connection limits.
@@ -488,6 +492,11 @@ mod tests {
                 StoreErrorKind::Transient,
             ),
             ("Connection was killed", StoreErrorKind::Transient),
+            ("Query execution was interrupted", StoreErrorKind::Transient),
+            (
+                "Got error 6 \"No such device or address\" during COMMIT",
+                StoreErrorKind::Transient,
+            ),
             ("disk I/O error", StoreErrorKind::Transient),
             ("database or disk is full", StoreErrorKind::Transient),
             ("out of memory", StoreErrorKind::Transient),
@@ -521,6 +530,18 @@ mod tests {
         assert!(answer_lost(&*cut));
         let answered = database(DatabaseErrorKind::Unknown, "deadlock detected");
         assert!(!answer_lost(&*answered));
+        // MariaDB 1180: a commit that failed on its way out may have reached other Galera
+        // nodes; 1317: interrupted, rolled back.
+        let during_commit = database(
+            DatabaseErrorKind::Unknown,
+            "Got error 6 \"No such device or address\" during COMMIT",
+        );
+        assert!(answer_lost(&*during_commit));
+        let interrupted = database(
+            DatabaseErrorKind::Unknown,
+            "Query execution was interrupted",
+        );
+        assert!(!answer_lost(&*interrupted));
         let not_found: Box<dyn std::error::Error + Send + Sync> = Box::new(DieselError::NotFound);
         assert!(!answer_lost(&*not_found));
     }

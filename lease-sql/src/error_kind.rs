@@ -16,17 +16,17 @@ use lease_core::StoreErrorKind;
 /// - class `08` (connection exception), class `53` (insufficient resources, such as too many
 ///   connections), class `58` (system error), the rest of class `40`, `25P03` and `25P04` (a
 ///   transaction left idle too long, or open too long: rolled back, the session ended),
-///   `55P03` (lock not available), `57014` (statement timeout or cancel) and `57P01`..`57P05`
-///   (shutdown, cannot connect now, idle session timeout) are
-///   [`Transient`](StoreErrorKind::Transient);
-/// - everything else (permission denied, undefined table or column, syntax, ...) is
-///   [`Permanent`](StoreErrorKind::Permanent).
+///   `55P03` (lock not available), `57014` (statement timeout or cancel), `57P01`..`57P03` and
+///   `57P05` (shutdown, crash of another backend, cannot connect now, idle session timeout)
+///   are [`Transient`](StoreErrorKind::Transient);
+/// - everything else (permission denied, undefined table or column, syntax, `57P04`: the
+///   database was dropped, ...) is [`Permanent`](StoreErrorKind::Permanent).
 pub fn postgres_error_kind(sqlstate: &str) -> StoreErrorKind {
     match sqlstate {
         "25006" => StoreErrorKind::ReadOnly,
         "40001" | "40P01" => StoreErrorKind::Conflict,
         "40003" => StoreErrorKind::OutcomeUnknown,
-        "25P03" | "25P04" | "55P03" | "57014" | "57P01" | "57P02" | "57P03" | "57P04" | "57P05" => {
+        "25P03" | "25P04" | "55P03" | "57014" | "57P01" | "57P02" | "57P03" | "57P05" => {
             StoreErrorKind::Transient
         }
         _ => match sqlstate.get(..2) {
@@ -47,17 +47,20 @@ pub fn postgres_error_kind(sqlstate: &str) -> StoreErrorKind {
 ///   [`Conflict`](StoreErrorKind::Conflict);
 /// - 1040 (too many connections), 1203 and 1226 (an account's own connection limits,
 ///   `max_user_connections` and the hourly ones), 1047 (a Galera node not ready for
-///   statements), 1053 (server shutdown), 1205 (lock wait timeout), 1927 (connection killed),
-///   1969 and 3024 (statement
-///   timeouts), 4031 (disconnected for inactivity) and the client's 2002, 2003, 2006 and 2013
-///   (cannot connect, server gone, connection lost) are [`Transient`](StoreErrorKind::Transient);
+///   statements), 1053 (server shutdown), 1180 (an error during `COMMIT`: on Galera, a node
+///   that lost the cluster as its write set went out; see [`mysql_ends_session`]), 1205 (lock
+///   wait timeout), 1317 (query interrupted: `KILL QUERY`, or Galera aborting a transaction
+///   for a conflicting write set; rolled back), 1927 (connection killed), 1969 and 3024
+///   (statement timeouts), 4031 (disconnected for inactivity) and the client's 2002, 2003,
+///   2006 and 2013 (cannot connect, server gone, connection lost) are
+///   [`Transient`](StoreErrorKind::Transient);
 /// - everything else is [`Permanent`](StoreErrorKind::Permanent).
 pub fn mysql_error_kind(number: u16) -> StoreErrorKind {
     match number {
         1290 | 1792 | 1836 => StoreErrorKind::ReadOnly,
         1020 | 1213 => StoreErrorKind::Conflict,
-        1040 | 1047 | 1053 | 1203 | 1205 | 1226 | 1927 | 1969 | 2002 | 2003 | 2006 | 2013
-        | 3024 | 4031 => StoreErrorKind::Transient,
+        1040 | 1047 | 1053 | 1180 | 1203 | 1205 | 1226 | 1317 | 1927 | 1969 | 2002 | 2003
+        | 2006 | 2013 | 3024 | 4031 => StoreErrorKind::Transient,
         _ => StoreErrorKind::Permanent,
     }
 }
@@ -74,13 +77,16 @@ pub fn postgres_ends_session(sqlstate: &str) -> bool {
     matches!(sqlstate, "57P01" | "57P02" | "57P05") || sqlstate.starts_with("08")
 }
 
-/// Whether a MariaDB or MySQL error, by its number, says that the session ended while the
-/// statement it answers was in flight: 1053 (server shutdown), 1927 (connection killed) and
-/// the client's 2006 and 2013 (server gone, connection lost); as [`postgres_ends_session`], in
-/// any language the server speaks. Not MySQL's 4031 (disconnected for inactivity): the server closed
-/// the session before the statement came, which it never ran.
+/// Whether a MariaDB or MySQL error, by its number, leaves unknown whether the statement it
+/// answers took effect: the session ended while it was in flight, 1053 (server shutdown),
+/// 1927 (connection killed) and the client's 2006 and 2013 (server gone, connection lost); or
+/// 1180, a `COMMIT` that failed on its way out, which on Galera is how a node that lost the
+/// cluster (the provider's connection failed) answers a write set it may already have sent to
+/// the nodes that commit it. As [`postgres_ends_session`], in any language the server speaks.
+/// Not MySQL's 4031 (disconnected for inactivity): the server closed the session before the
+/// statement came, which it never ran.
 pub fn mysql_ends_session(number: u16) -> bool {
-    matches!(number, 1053 | 1927 | 2006 | 2013)
+    matches!(number, 1053 | 1180 | 1927 | 2006 | 2013)
 }
 
 /// The kind of a SQLite error, by its result code (primary or extended).
@@ -105,8 +111,11 @@ pub fn sqlite_error_kind(code: i32) -> StoreErrorKind {
 /// (diesel-async's MariaDB connection: `Input/output error: ... connection closed`); and
 /// PgBouncer's farewells when the server connection under a statement in flight died
 /// (`server conn crashed?`) or outlived its `query_timeout` (08P01 both, which PgBouncer sends
-/// after the statement went out, so a `COMMIT` may have committed).
+/// after the statement went out, so a `COMMIT` may have committed); and MariaDB's 1180
+/// (`Got error 6 "..." during COMMIT`), whose session goes on but whose commit may have
+/// reached other Galera nodes (see [`mysql_ends_session`]).
 const SESSION_ENDED: &[&str] = &[
+    "during commit",
     "server conn crashed",
     "query_timeout",
     "input/output error",
@@ -165,11 +174,12 @@ mod tests {
         ] {
             assert!(!postgres_ends_session(code), "{code}");
         }
-        for number in [1053, 1927, 2006, 2013] {
+        for number in [1053, 1180, 1927, 2006, 2013] {
             assert!(mysql_ends_session(number), "{number}");
         }
-        // 4031: disconnected for inactivity, before the statement came.
-        for number in [1205, 1213, 1290, 1064, 4031] {
+        // 4031: disconnected for inactivity, before the statement came; 1317: interrupted,
+        // rolled back.
+        for number in [1205, 1213, 1290, 1064, 1317, 4031] {
             assert!(!mysql_ends_session(number), "{number}");
         }
     }
@@ -189,7 +199,10 @@ mod tests {
                 "{transient}"
             );
         }
-        for permanent in ["42501", "42P01", "42703", "23505", "XX000", "", "4"] {
+        // 57P04: the database was dropped, which no retry brings back.
+        for permanent in [
+            "42501", "42P01", "42703", "23505", "57P04", "XX000", "", "4",
+        ] {
             assert_eq!(
                 postgres_error_kind(permanent),
                 StoreErrorKind::Permanent,
@@ -205,6 +218,10 @@ mod tests {
         assert_eq!(mysql_error_kind(1020), StoreErrorKind::Conflict);
         assert_eq!(mysql_error_kind(1047), StoreErrorKind::Transient);
         assert_eq!(mysql_error_kind(2013), StoreErrorKind::Transient);
+        // A commit that failed on its way out (Galera: the node lost the cluster), and a
+        // statement interrupted (`KILL QUERY`, a Galera abort): another try may succeed.
+        assert_eq!(mysql_error_kind(1180), StoreErrorKind::Transient);
+        assert_eq!(mysql_error_kind(1317), StoreErrorKind::Transient);
         // An account's connection limits, as the server-wide one (1040).
         assert_eq!(mysql_error_kind(1203), StoreErrorKind::Transient);
         assert_eq!(mysql_error_kind(1226), StoreErrorKind::Transient);
@@ -225,6 +242,7 @@ mod tests {
             "Input/output error: Input/output error: connection closed",
             "server conn crashed?",
             "query_timeout",
+            "Got error 6 \"No such device or address\" during COMMIT",
         ] {
             assert!(ends_session(ended), "{ended}");
         }

@@ -396,6 +396,13 @@ impl<X: Execute> SqlStore<X> {
     /// lease (locally, by its deadline), which the row lock still keeps from anybody else until
     /// the transaction ends.
     ///
+    /// On a MariaDB Galera cluster the row lock holds on the node the transaction runs on only.
+    /// A takeover through another node does not wait for it: the two write sets conflict, and
+    /// whichever certifies second fails, so the caller's transaction commits before the
+    /// takeover or fails with a [`Conflict`](StoreErrorKind::Conflict) and commits nothing.
+    /// "Before any new holder's first statement, or not at all" holds; "kept from anybody else"
+    /// does not: a transaction running past the lease's TTL is lost to a takeover elsewhere.
+    ///
     /// # Errors
     /// [`Error::NotHeld`] when the lease is gone (expired, taken over, released), after marking
     /// it lost, so that its `lost()` and `run_exclusive` react at once: roll the transaction back
