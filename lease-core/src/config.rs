@@ -29,7 +29,8 @@ pub enum OnLoss {
 pub struct LeaseConfig {
     /// How long a lease lasts without renewal. Default: 2 minutes.
     pub ttl: Ttl,
-    /// How often a held lease is renewed. Default: a quarter of the TTL.
+    /// How often a held lease is renewed. Default: a quarter of the TTL. At least
+    /// [`SHORTEST_PERIOD`](LeaseConfig::SHORTEST_PERIOD).
     pub renew_every: Duration,
     /// How much earlier than the store this process gives a lease up when renewals fail: the
     /// local deadline is the TTL after the last successful renewal was *sent*, minus this.
@@ -100,6 +101,11 @@ impl LeaseConfig {
         self.ttl.get().saturating_sub(self.safety_margin)
     }
 
+    /// The shortest renewal period: a TTL counts in milliseconds, and a period shorter than the
+    /// time a renewal round takes would have the renewer start the next round at once, for
+    /// ever (a unit mixed up in a setting).
+    pub const SHORTEST_PERIOD: Duration = Duration::from_millis(1);
+
     /// Checks that the settings can work together.
     ///
     /// # Errors
@@ -112,9 +118,9 @@ impl LeaseConfig {
                 self.safety_margin, self.ttl
             ));
         }
-        if self.renew_every.is_zero() || self.renew_every >= self.local_validity() {
+        if self.renew_every < Self::SHORTEST_PERIOD || self.renew_every >= self.local_validity() {
             return invalid(format!(
-                "the renewal period {:?} must be above zero and shorter than the TTL minus the safety margin ({:?}), or a lease lapses between two renewals",
+                "the renewal period {:?} must be at least 1 ms and shorter than the TTL minus the safety margin ({:?}), or a lease lapses between two renewals",
                 self.renew_every,
                 self.local_validity()
             ));
@@ -171,9 +177,10 @@ mod tests {
     #[test]
     fn rejects_settings_that_cannot_work() {
         let ttl = Ttl::from_secs(10).unwrap();
-        let broken: [fn(&mut LeaseConfig); 6] = [
+        let broken: [fn(&mut LeaseConfig); 7] = [
             |c| c.safety_margin = Duration::from_secs(10),
             |c| c.renew_every = Duration::ZERO,
+            |c| c.renew_every = Duration::from_nanos(30),
             |c| c.renew_every = Duration::from_secs(9),
             |c| c.store_timeout = Duration::ZERO,
             |c| c.renew_batch = 0,

@@ -480,3 +480,39 @@ async fn release_events_that_keep_ending_are_not_reopened_in_a_loop() {
     let attempts = store.acquires.load(Ordering::SeqCst);
     assert!(attempts <= 60, "{attempts} attempts in 30 s");
 }
+
+/// An acquisition answered after the lease's local deadline (here a store timeout longer than
+/// the TTL lets an answer 950 ms late through, past the 900 ms the lease is believed for): the
+/// guard would be lost before `acquire` returned it. `acquire` gives it back and goes on, and
+/// returns only a lease still held. `try_acquire` returns what it took, lost, for its caller to
+/// see.
+#[tokio::test(start_paused = true)]
+async fn acquire_never_returns_a_lease_answered_past_its_deadline() {
+    let store = Faulty::new(tokio_memory());
+    let client = LeaseClient::builder(store.clone(), TokioRuntime)
+        .ttl(lease_core::Ttl::from_millis(1_000).unwrap())
+        .renew_every(Duration::from_millis(250))
+        .safety_margin(Duration::from_millis(100))
+        .store_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    store.delay_acquire_answers(Duration::from_millis(950));
+    let late = client.try_acquire("sweep").await.unwrap().expect("taken");
+    assert!(!late.is_held(), "answered past its deadline, yet held");
+    drop(late);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let acquiring = tokio::spawn({
+        let client = client.clone();
+        async move { client.acquire("sweep", Duration::from_secs(10)).await }
+    });
+    // The first answer comes late again; the later ones on time.
+    tokio::time::sleep(Duration::from_millis(960)).await;
+    store.delay_acquire_answers(Duration::ZERO);
+    let guard = acquiring.await.unwrap().unwrap();
+    assert!(guard.is_held(), "acquire returned a lease already lost");
+    assert!(
+        store.acquires.load(Ordering::SeqCst) >= 3,
+        "the late answer was not tried again"
+    );
+    guard.release().await.unwrap();
+}

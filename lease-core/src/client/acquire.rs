@@ -20,7 +20,9 @@ impl LeaseClient {
     /// A store error that may pass ([`Error::is_transient`]: a statement that outlived the store
     /// timeout, a broken connection, a read-only server after a failover, a conflict) is ridden
     /// out like a held lease, with the same backoff, until `timeout`; a permanent one
-    /// (permission denied, a missing table) ends the wait at once. An attempt that starts before
+    /// (permission denied, a missing table) ends the wait at once. A lease taken but answered
+    /// after its local deadline had passed (a process stalled while the statement ran) is given
+    /// back and the wait goes on: the guard returned is held. An attempt that starts before
     /// `timeout` runs may finish up to one
     /// [store timeout](crate::LeaseConfig::store_timeout) after it.
     ///
@@ -48,7 +50,15 @@ impl LeaseClient {
         loop {
             let released = self.listen(&name);
             let failed = match self.try_acquire(&name).await {
-                Ok(Some(guard)) => return Ok(guard),
+                Ok(Some(guard)) if guard.is_held() => return Ok(guard),
+                // Taken, but answered after its local deadline (the process stalled, or a
+                // store timeout longer than the TTL let a slow answer through): not a lease to
+                // work under. Given back, and the wait goes on.
+                Ok(Some(lost)) => {
+                    tracing::debug!(lease = %name, fence = %lost.fence(), "lease taken past its deadline; given back, retrying");
+                    let _ = lost.release().await;
+                    None
+                }
                 Ok(None) => None,
                 Err(error) if error.is_transient() => {
                     tracing::debug!(lease = %name, error = &error as &dyn std::error::Error, "acquire attempt failed; retrying");
