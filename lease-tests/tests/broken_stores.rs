@@ -70,6 +70,12 @@ catches!(
     "renew revived"
 );
 catches!(
+    renewal_from_the_old_expiry_breaks_the_renewed_length,
+    RenewExtendsFromExpiry,
+    inspect_and_list_agree,
+    "renewal counts from the old expiry"
+);
+catches!(
     release_that_ignores_the_holder_breaks_stale_holders,
     ReleaseIgnoresHolder,
     stale_holder_touches_nothing,

@@ -126,6 +126,16 @@ pub async fn inspect_and_list_agree<B: TestBackend>(ctx: &Context<B>) -> CaseRes
         renewed.expires_at > before.expires_at,
         "renewal did not move the expiry of {lease}: before {before:?}, after {renewed:?}"
     );
+    // A TTL from the renewal, not from the expiry it found: a lease is free at most one TTL
+    // after its last renewal. Read after the renewal, so its time is no earlier.
+    let renewed_for = renewed
+        .expires_at
+        .duration_since(renewed.observed_at)
+        .unwrap_or_default();
+    ensure!(
+        renewed_for <= ttl.get() + LENGTH_TOLERANCE,
+        "renewed for {ttl:?}, {lease} runs {renewed_for:?} past the time it was read: renewal counts from the old expiry, not from now ({renewed:?})"
+    );
     ensure_eq!(
         (&renewed.holder, renewed.fence, renewed.taken_at),
         (holder, *fence, before.taken_at),

@@ -64,6 +64,9 @@ pub enum Flaw {
     ReleaseKeepsLease,
     /// Release frees the lease at once, whatever minimum hold it was given.
     ReleaseIgnoresMinHold,
+    /// Renewal adds the TTL to the expiry it finds, not to now: a lease renewed often runs
+    /// further ahead with every renewal.
+    RenewExtendsFromExpiry,
     /// Renewal sets the expiry to the TTL from now, even where that is earlier than it was:
     /// a renewal arriving after a release with a minimum hold cuts the hold short.
     RenewMovesExpiryBack,
@@ -243,6 +246,16 @@ impl LeaseStore for BrokenStore {
             (Flaw::RenewIgnoresHolder, Some(info)) => store.renew(name, &info.holder, ttl).await,
             (Flaw::RenewLeavesExpiry, Some(info)) => {
                 Ok(info.holder == *holder && !info.is_expired())
+            }
+            // The TTL from now plus what was left: the old expiry plus the TTL.
+            (Flaw::RenewExtendsFromExpiry, Some(info))
+                if info.holder == *holder && !info.is_expired() =>
+            {
+                let left = info
+                    .expires_at
+                    .duration_since(info.observed_at)
+                    .unwrap_or_default();
+                store.renew(name, holder, Ttl::new(ttl.get() + left)?).await
             }
             // The row is taken anew for the same holder, so its expiry is the TTL from now.
             (Flaw::RenewMovesExpiryBack, Some(info))
