@@ -101,10 +101,11 @@ impl LeaseConfig {
         self.ttl.get().saturating_sub(self.safety_margin)
     }
 
-    /// The shortest renewal period: a TTL counts in milliseconds, and a period shorter than the
-    /// time a renewal round takes would have the renewer start the next round at once, for
-    /// ever (a unit mixed up in a setting).
-    pub const SHORTEST_PERIOD: Duration = Duration::from_millis(1);
+    /// The shortest renewal period: a period shorter than the time a renewal round takes
+    /// would have the renewer start the next round at once, for ever (a unit mixed up in a
+    /// setting). A quarter of the shortest TTL, so that every TTL builds with the default
+    /// period.
+    pub const SHORTEST_PERIOD: Duration = Duration::from_micros(250);
 
     /// Checks that the settings can work together.
     ///
@@ -120,7 +121,7 @@ impl LeaseConfig {
         }
         if self.renew_every < Self::SHORTEST_PERIOD || self.renew_every >= self.local_validity() {
             return invalid(format!(
-                "the renewal period {:?} must be at least 1 ms and shorter than the TTL minus the safety margin ({:?}), or a lease lapses between two renewals",
+                "the renewal period {:?} must be at least 250 µs and shorter than the TTL minus the safety margin ({:?}), or a lease lapses between two renewals",
                 self.renew_every,
                 self.local_validity()
             ));

@@ -73,8 +73,9 @@ struct State {
 }
 
 /// Work running under a term, from [`Leader::lease_for_work`]: until it is dropped, the term's
-/// lease is not freed (not released, and not freed by its dropped guard), so another instance
-/// never leads while the work still runs. Drop it once the work's future is dropped.
+/// lease is not freed (not released, and not freed by its dropped guard). The lease is no
+/// longer renewed once the term ended, so it keeps another instance out only until its row
+/// expires, one TTL after its last renewal. Drop it once the work's future is dropped.
 pub(crate) struct Working {
     _running: oneshot::Sender<()>,
 }
@@ -116,7 +117,8 @@ impl Leader {
     /// call or of CPU work learns of the loss only when it ends). A
     /// [`schedule_on_leader`](LeaseClient::schedule_on_leader) round is waited for: its lease
     /// is released once the round's work has stopped, or, when the work has not stopped within
-    /// the [store timeout](crate::LeaseConfig::store_timeout), left to lapse after its TTL.
+    /// the [store timeout](crate::LeaseConfig::store_timeout), left to lapse after its TTL
+    /// (no longer renewed: work blocked past that runs beside the next leader).
     pub fn lease(&self) -> Option<LeaseHandle> {
         self.shared
             .state()
@@ -369,6 +371,10 @@ async fn run_campaign(
                             Ok(true) if token.shutdown().is_closing() => {
                                 tracing::info!(lease = %name, "leadership given back: the client shuts down");
                                 token.shutdown().record_resigned();
+                            }
+                            // Left to lapse under a round that did not stop: not given back.
+                            Ok(false) if token.shutdown().is_closing() => {
+                                token.shutdown().record_lapsed();
                             }
                             Ok(_) => {}
                         }

@@ -226,6 +226,12 @@ impl Shutdown {
     }
 
     /// Counts `count` guards the shutdown released by force.
+    /// Counts a lease left to lapse, not given back, under work that did not stop: as a
+    /// release that failed, whose lease lapses too.
+    pub(crate) fn record_lapsed(&self) {
+        self.record(|tally| tally.failed += 1);
+    }
+
     pub(crate) fn record_forced(&self, count: usize) {
         self.record(|tally| tally.forced += count);
     }

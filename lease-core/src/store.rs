@@ -156,8 +156,9 @@ pub trait LeaseStore: Send + Sync + Debug + 'static {
     /// its first `acquire` or campaign (before the first attempt, so that no release is missed),
     /// and keeps the subscription while it lives, so a store may spend one dedicated connection
     /// on it. When the stream ends (a broken connection), waiters fall back to polling and the
-    /// next wait subscribes again; when streams keep ending soon after they open, the client
-    /// subscribes again only after a pause that doubles from 1 s up to a minute. Events are
+    /// next wait subscribes again; when streams keep ending soon after they open, or opening
+    /// them keeps failing (an outage), the client subscribes again only after a pause that
+    /// doubles from 1 s up to a minute, and waiters poll meanwhile. Events are
     /// hints: a waiter woken by one still has to win [`try_acquire`](LeaseStore::try_acquire).
     ///
     /// # Errors

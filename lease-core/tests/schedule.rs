@@ -572,13 +572,27 @@ async fn taken_during_a_synchronous_step(
     (taken_before_the_step_ended, report)
 }
 
+/// A client with a 3 s TTL renewed every 250 ms and `store_timeout`: a lease left to lapse
+/// stays taken for seconds after its last renewal, well past the blocked steps below, however
+/// late a loaded machine runs them.
+fn lapsing_client(store: MemoryStore, store_timeout: Duration) -> LeaseClient {
+    LeaseClient::builder(store, lease_core::runtime::TokioRuntime)
+        .ttl(Ttl::from_secs(3).unwrap())
+        .renew_every(Duration::from_millis(250))
+        .safety_margin(Duration::from_millis(100))
+        .store_timeout(store_timeout)
+        .build()
+        .unwrap()
+}
+
 /// A leader's round in the middle of a synchronous step when the client shuts down learns of it
 /// only once the step ends: the lease is given back after the round has stopped, never while
-/// its work still runs (real time, two worker threads: the step blocks one of them).
+/// its work still runs (real time, two worker threads: the step blocks one of them). The
+/// campaign waits up to the store timeout, 2 s, for a step of 100 ms.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leaders_lease_is_given_back_only_once_its_round_has_stopped() {
     let store = tokio_memory();
-    let client = fast_client(store.clone());
+    let client = lapsing_client(store.clone(), Duration::from_secs(2));
     let (taken, report) =
         taken_during_a_synchronous_step(&client, store, Duration::from_millis(100)).await;
     assert!(
@@ -588,19 +602,24 @@ async fn a_leaders_lease_is_given_back_only_once_its_round_has_stopped() {
     assert_eq!((report.resigned, report.cancelled), (1, 1), "{report:?}");
 }
 
-/// A round whose synchronous step outlasts the store timeout (250 ms here) the campaign waits
-/// for it: the lease is not released but left to lapse after its TTL (1 s), still after the
-/// step ended.
+/// A round whose synchronous step (1 s) outlasts the store timeout (250 ms) the campaign waits
+/// for it: the lease is not released but left to lapse after its TTL (3 s from its last
+/// renewal), still after the step ended; the shutdown reports it not given back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leaders_lease_whose_round_does_not_stop_in_time_lapses_instead() {
     let store = tokio_memory();
-    let client = fast_client(store.clone());
+    let client = lapsing_client(store.clone(), Duration::from_millis(250));
     let (taken, report) =
-        taken_during_a_synchronous_step(&client, store, Duration::from_millis(600)).await;
+        taken_during_a_synchronous_step(&client, store, Duration::from_secs(1)).await;
     assert!(
         !taken,
         "another instance took the lease while the round's work still ran"
     );
     // Not given back: it lapsed.
-    assert_eq!((report.resigned, report.released), (0, 0), "{report:?}");
+    assert_eq!(
+        (report.resigned, report.released, report.failed),
+        (0, 0, 1),
+        "{report:?}"
+    );
+    assert!(!report.is_clean(), "{report:?}");
 }

@@ -430,14 +430,21 @@ async fn a_shutdown_cancelled_during_its_forced_releases_has_counted_them() {
 }
 
 /// Work in a synchronous step (a blocking call, CPU work) when the grace period ends cannot be
-/// stopped until the step is over: the shutdown does not free its lease under it, but leaves
-/// it to lapse after its TTL, and reports it unfinished. Real time, two worker threads: the
-/// step blocks one of them for longer than the shutdown waits for stopped work (the grace,
-/// then two store timeouts of 250 ms).
+/// stopped until the step is over: the shutdown does not free its lease under it, and reports
+/// it unfinished. Real time, two worker threads: the step (1.5 s) blocks one of them for
+/// longer than the shutdown runs (the 50 ms grace, two store timeouts of 250 ms for stopped
+/// work, one to settle: about 800 ms), and ends well before the lease, no longer renewed,
+/// lapses (its 3 s TTL after its last renewal).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_lease_of_work_that_cannot_be_stopped_is_not_released_under_it() {
     let store = tokio_memory();
-    let client = fast_client(store.clone());
+    let client = LeaseClient::builder(store.clone(), lease_core::runtime::TokioRuntime)
+        .ttl(lease_core::Ttl::from_secs(3).unwrap())
+        .renew_every(Duration::from_millis(250))
+        .safety_margin(Duration::from_millis(100))
+        .store_timeout(Duration::from_millis(250))
+        .build()
+        .unwrap();
     let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
     let step_ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let run = tokio::spawn({
@@ -446,7 +453,7 @@ async fn the_lease_of_work_that_cannot_be_stopped_is_not_released_under_it() {
             client
                 .run_exclusive("sweep", move |_| async move {
                     let _ = started_tx.send(());
-                    std::thread::sleep(Duration::from_millis(900));
+                    std::thread::sleep(Duration::from_millis(1_500));
                     step_ended.store(true, Ordering::SeqCst);
                     futures::future::pending::<()>().await
                 })

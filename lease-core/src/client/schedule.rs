@@ -124,7 +124,8 @@ impl LeaseClient {
     /// work, as [`run_exclusive`](LeaseClient::run_exclusive) does, and the term's lease is
     /// freed only once the round's work has stopped (a round in a blocking step stops when the
     /// step ends; one that has not stopped within the store timeout leaves the lease to lapse
-    /// after its TTL), so the next leader never runs beside it. The campaign ends, giving
+    /// one TTL after its last renewal), so the next leader does not run beside it, unless the
+    /// step outlasts that TTL. The campaign ends, giving
     /// leadership back, when the schedule stops; the client's shutdown gives leadership back at
     /// once, and so stops a running round at once rather than after the grace period. A
     /// campaign that a permanent store error ended (see [`Leader::error`]) is started again at

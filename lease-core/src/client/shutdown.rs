@@ -31,7 +31,8 @@ pub struct ShutdownReport {
     /// Guards whose owners had not released them by the end of the grace period, released by the
     /// shutdown itself; they are now lost with [`LossReason::ShutDown`].
     pub forced: usize,
-    /// Releases the store failed or did not answer in time: those leases lapse after their TTL.
+    /// Releases the store failed or did not answer in time, and leases of a leader schedule's
+    /// round that did not stop in time, left to lapse: those leases lapse after their TTL.
     pub failed: usize,
     /// Calls and release statements still running when the shutdown stopped waiting for them
     /// (a store that hangs), and work that did not stop when cancelled (in a blocking call):
@@ -65,7 +66,9 @@ impl LeaseClient {
     ///    marked lost with [`LossReason::ShutDown`] and released by the shutdown itself, except
     ///    the lease of work that has not stopped two store timeouts later (a task in a
     ///    blocking call learns of the cancellation only when the call returns): freed, another
-    ///    instance would run beside the work, so it lapses after its TTL, counted unfinished.
+    ///    instance would run beside the work. It is no longer renewed: the work releases it
+    ///    when it stops, or it lapses one TTL after its last renewal (work blocked longer runs
+    ///    beside the next holder's).
     /// 4. It waits for the release statements in flight, each bounded by the store timeout,
     ///    and reports what it did.
     ///
