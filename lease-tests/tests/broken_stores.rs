@@ -70,6 +70,12 @@ catches!(
     "renew revived"
 );
 catches!(
+    prune_that_keeps_expired_rows_breaks_pruning,
+    PruneSkipsExpired,
+    prune_deletes_only_rows_free_longer_than_the_bound,
+    "lapsed-report, expired more than"
+);
+catches!(
     renewal_from_the_old_expiry_breaks_the_renewed_length,
     RenewExtendsFromExpiry,
     inspect_and_list_agree,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use lease_core::{HolderId, LeaseName, LeaseStore, Runtime};
 
-use super::{acquire, name};
+use super::{acquire, name, short_ttl, wait_until_expired};
 use crate::failure::ensure;
 use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
 
@@ -17,7 +17,9 @@ const WAIT_LIMIT: Duration = Duration::from_secs(10);
 
 /// A lease released more than the bound ago is deleted; one released just now, and one held,
 /// are not (the prune answers exactly one row, then none); the held lease is still held by its
-/// holder; and the pruned name, acquired again, gets a fence above every fence it had. (A prune
+/// holder; and the pruned name, acquired again, gets a fence above every fence it had. Then a
+/// lease never released but expired more than the bound ago is deleted too, the held one kept,
+/// and its name's fence goes on rising. (A prune
 /// this machine sends later than the bound after the recent release tells nothing of the bound:
 /// it is played again on `recent-report-2`, then `recent-report-3`.)
 ///
@@ -117,6 +119,48 @@ pub async fn prune_deletes_only_rows_free_longer_than_the_bound<B: TestBackend>(
     ensure!(
         recent_again > recent_fence,
         "{recent} acquired again got fence {recent_again}, not above its earlier {recent_fence}"
+    );
+
+    // A lease whose holder stopped renewing without releasing it (a crash) is free once it
+    // expired: pruned as a released row is, once expired for longer than the bound.
+    let lapsed = name("lapsed-report");
+    let lapsed_fence = store
+        .try_acquire(&lapsed, &HolderId::generate(), short_ttl())
+        .await?
+        .ok_or_else(|| CaseFailure::new(format!("the free {lapsed} was not acquired")))?;
+    let expired = wait_until_expired(ctx, &*store, &lapsed).await?;
+    let started = ctx.runtime().now();
+    while observed_at(&*store, &held)
+        .await?
+        .duration_since(expired.expires_at)
+        .unwrap_or_default()
+        <= BOUND * 2
+    {
+        ensure!(
+            ctx.runtime().now().duration_since(started) < WAIT_LIMIT,
+            "the store's clock did not move {:?} in {WAIT_LIMIT:?}",
+            BOUND * 2
+        );
+        ctx.sleep(BOUND / 4).await;
+    }
+    store.prune(BOUND).await?;
+    let left = store.inspect(&lapsed).await?;
+    ensure!(
+        left.is_none(),
+        "{lapsed}, expired more than {:?} before a prune with a bound of {BOUND:?}, was kept: \
+         {left:?}",
+        BOUND * 2
+    );
+    let info = store.inspect(&held).await?;
+    ensure!(
+        info.as_ref().is_some_and(|info| info.holder == holder),
+        "the held {held} after the prune of expired rows: {info:?}"
+    );
+    let lapsed_again = acquire(&*store, &lapsed, &HolderId::generate()).await?;
+    ensure!(
+        lapsed_again > lapsed_fence,
+        "{lapsed} acquired again after its expired row was pruned got fence {lapsed_again}, not \
+         above its earlier {lapsed_fence}"
     );
     Ok(Verdict::Passed)
 }

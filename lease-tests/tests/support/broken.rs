@@ -76,6 +76,9 @@ pub enum Flaw {
     PruneResetsFence,
     /// Prune deletes nothing (the default a wrapper store might answer).
     PruneDoesNothing,
+    /// Prune deletes released rows only, and keeps the rows of leases that expired unreleased
+    /// (here: takes them again for their holder first, out of its reach).
+    PruneSkipsExpired,
 }
 
 /// Gives way to the other futures on the task once, so callers that read together write
@@ -348,6 +351,16 @@ impl LeaseStore for BrokenStore {
         match self.flaw {
             Flaw::PruneIgnoresBound => self.inner.prune(Duration::ZERO).await,
             Flaw::PruneDoesNothing => Ok(0),
+            Flaw::PruneSkipsExpired => {
+                for info in self.inner.list().await? {
+                    if info.is_expired() {
+                        self.inner
+                            .try_acquire(&info.name, &info.holder, Ttl::from_secs(60)?)
+                            .await?;
+                    }
+                }
+                self.inner.prune(released_for).await
+            }
             _ if self.per_name_stores() => {
                 let stores: Vec<(LeaseName, MemoryStore)> = self
                     .per_name
