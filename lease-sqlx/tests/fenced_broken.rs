@@ -96,7 +96,7 @@ catches!(
     row_locked_from_the_start_holds_renewals_back,
     AtCommitLockedFromStart,
     renewal_goes_on_during_fenced_work,
-    "is no longer held"
+    "the holder lost its lease while its fenced transaction was open"
 );
 
 /// On PostgreSQL connections that read from a snapshot (`SERIALIZABLE` by default), a check at

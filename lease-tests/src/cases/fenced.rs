@@ -501,9 +501,16 @@ pub async fn renewal_goes_on_during_fenced_work<B: TestBackend>(ctx: &Context<B>
     let holder_client = client_of(ctx, Arc::clone(&store), ttl, ttl / 4, ttl / 2)?;
     let holder = take_sweep(&holder_client).await?;
     let handle = holder.handle();
-    writes
-        .write(&handle, 1, Box::pin(ctx.sleep(2 * ttl)))
-        .await?;
+    let written = writes.write(&handle, 1, Box::pin(ctx.sleep(2 * ttl))).await;
+    // The loss shows first in the write's own check, which finds the lease gone: read here,
+    // so that a store whose renewals waited for the transaction fails on this case's rule.
+    if let Err(Error::NotHeld { .. }) = &written {
+        return Err(CaseFailure::new(
+            "the holder lost its lease while its fenced transaction was open: the write's check \
+             found it gone",
+        ));
+    }
+    written?;
     ensure!(
         holder.is_held(),
         "the holder lost its lease while its fenced transaction was open"
