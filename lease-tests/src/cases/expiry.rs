@@ -353,12 +353,16 @@ pub async fn late_renewal_keeps_the_minimum_hold<B: TestBackend>(ctx: &Context<B
     for call in ["renew", "renew_many"] {
         let renewed = match call {
             "renew" => store.renew(&name, &holder, short_ttl()).await?,
-            _ => store
-                .renew_many(&[(name.clone(), holder.clone())], short_ttl())
-                .await?
-                .first()
-                .copied()
-                .unwrap_or(false),
+            _ => {
+                let answered = store
+                    .renew_many(&[(name.clone(), holder.clone())], short_ttl())
+                    .await?;
+                ensure!(
+                    answered.len() == 1,
+                    "renew_many of one lease answered {answered:?}"
+                );
+                answered[0]
+            }
         };
         let after = store.inspect(&name).await?.ok_or_else(|| {
             CaseFailure::new(format!(

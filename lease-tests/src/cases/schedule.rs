@@ -244,6 +244,12 @@ pub async fn schedule_on_leader_runs_each_round_on_the_leader<B: TestBackend>(
         runs.iter().all(|run| run.named),
         "a round ran while the store named another holder: two instances led at once ({runs:?}, {stats:?})"
     );
+    // Two runs at least, or the checks of who led and under which term compare nothing.
+    ensure!(
+        runs.len() >= 2,
+        "{} runs in {LEADER_PERIODS} periods on the leader: too few to tell who led ({stats:?})",
+        runs.len()
+    );
     let leaders: BTreeSet<usize> = runs.iter().map(|run| run.instance).collect();
     ensure!(
         leaders.len() <= 1,

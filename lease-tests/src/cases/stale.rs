@@ -39,6 +39,10 @@ pub async fn stale_holder_touches_nothing<B: TestBackend>(ctx: &Context<B>) -> C
         .await?
         .ok_or_else(|| CaseFailure::new(format!("the expired {name} could not be taken over")))?;
     let before = store.inspect(&name).await?;
+    ensure!(
+        before.as_ref().is_some_and(|info| info.holder == current),
+        "{name}, just taken over, reported as {before:?}"
+    );
 
     for (who, holder) in [("the stale holder", &stale), ("a stranger", &stranger)] {
         ensure!(
