@@ -18,8 +18,8 @@ const CALL_LIMIT: Duration = Duration::from_secs(20);
 ///
 /// # Errors
 /// A [`CaseFailure`] when a call on the unreachable store, or a client's acquisition through it,
-/// succeeds, takes longer than twenty seconds, or fails other than with [`Error::Store`] naming its
-/// operation, and, [as any case](crate::cases#errors), when a call it needs fails.
+/// succeeds, takes longer than twenty seconds, or fails other than with [`Error::Store`] naming
+/// its operation, and, [as any case](crate::cases#errors), when a call it needs fails.
 ///
 /// # Cancel safety
 /// Cancel safe, unlike [the other cases](crate::cases#cancel-safety): its store reaches no
@@ -46,6 +46,8 @@ pub async fn unreachable_store_returns_errors<B: TestBackend>(ctx: &Context<B>) 
     expect_store_error(ctx, &[Operation::Release], release).await?;
     expect_store_error(ctx, &[Operation::Inspect], store.inspect(&lease)).await?;
     expect_store_error(ctx, &[Operation::List], store.list()).await?;
+    let prune = store.prune(Duration::from_secs(3600));
+    expect_store_error(ctx, &[Operation::Prune], prune).await?;
 
     let client = LeaseClient::new(store, ctx.runtime().clone());
     let guard = client.try_acquire(&lease);
