@@ -480,12 +480,23 @@ where
                 Err(other) => failed(other),
             });
         }
-        let begin = diesel_async::SimpleAsyncConnection::batch_execute(connection, "BEGIN").await;
-        begin.map_err(|e| failed(e.into()))?;
-        if let Err(refused) = self.store.fence(&mut *connection, lease).await {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let begin =
+                diesel_async::SimpleAsyncConnection::batch_execute(connection, "BEGIN").await;
+            begin.map_err(|e| failed(e.into()))?;
+            let Err(refused) = self.store.fence(&mut *connection, lease).await else {
+                break;
+            };
             let _ =
                 diesel_async::SimpleAsyncConnection::batch_execute(connection, "ROLLBACK").await;
-            return Err(refused);
+            // Under a snapshot, the holder's own renewal in flight as the check began (a
+            // serialization failure): what the docs advise, the transaction again, once.
+            if tries > 1 || refused.store_error_kind() != Some(lease_core::StoreErrorKind::Conflict)
+            {
+                return Err(refused);
+            }
         }
         hold.await;
         let insert = format!(

@@ -254,7 +254,17 @@ where
         };
         let held = match self.check {
             Check::Fenced | Check::AtCommitLockedFromStart => {
-                self.store.fence(&mut *tx, lease).await.map(|_| true)?
+                match self.store.fence(&mut *tx, lease).await {
+                    // Under a snapshot, the holder's own renewal in flight as the check began
+                    // (a serialization failure): what the docs advise, the transaction again,
+                    // nothing of the job's having run yet.
+                    Err(error) if error.store_error_kind() == Some(StoreErrorKind::Conflict) => {
+                        tx.rollback().await.map_err(failed)?;
+                        tx = pool.begin().await.map_err(failed)?;
+                        self.store.fence(&mut *tx, lease).await.map(|_| true)?
+                    }
+                    checked => checked.map(|_| true)?,
+                }
             }
             Check::Function | Check::FunctionAtBegin => {
                 unreachable!("written through `lease_sqlx::fenced_with` above")
