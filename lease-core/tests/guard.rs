@@ -489,13 +489,7 @@ async fn release_events_that_keep_ending_are_not_reopened_in_a_loop() {
 #[tokio::test(start_paused = true)]
 async fn acquire_never_returns_a_lease_answered_past_its_deadline() {
     let store = Faulty::new(tokio_memory());
-    let client = LeaseClient::builder(store.clone(), TokioRuntime)
-        .ttl(lease_core::Ttl::from_millis(1_000).unwrap())
-        .renew_every(Duration::from_millis(250))
-        .safety_margin(Duration::from_millis(100))
-        .store_timeout(Duration::from_secs(2))
-        .build()
-        .unwrap();
+    let client = common::fast_client_timing_out_after(store.clone(), Duration::from_secs(2));
     store.delay_acquire_answers(Duration::from_millis(950));
     let late = client.try_acquire("sweep").await.unwrap().expect("taken");
     assert!(!late.is_held(), "answered past its deadline, yet held");

@@ -325,13 +325,7 @@ async fn a_term_lost_on_arrival_is_never_told_as_leadership() {
     let store = Faulty::new(tokio_memory());
     // Past the local validity of 900 ms, within the store timeout.
     store.delay_acquire_answers(Duration::from_millis(1_000));
-    let client = LeaseClient::builder(Arc::clone(&store), TokioRuntime)
-        .ttl(lease_core::Ttl::from_millis(1_000).unwrap())
-        .renew_every(Duration::from_millis(250))
-        .safety_margin(Duration::from_millis(100))
-        .store_timeout(Duration::from_secs(2))
-        .build()
-        .unwrap();
+    let client = common::fast_client_timing_out_after(Arc::clone(&store), Duration::from_secs(2));
     let leader = client.campaign("alerts").unwrap();
     let mut changes = leader.changes();
     let told = tokio::time::timeout(Duration::from_secs(10), changes.next()).await;

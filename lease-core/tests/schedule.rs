@@ -8,7 +8,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::{Stoppable, fast_client, tokio_memory};
+use common::{Stoppable, fast_client, taken_before, tokio_memory};
 use lease_core::{LeaseClient, MemoryStore, Schedule, Scheduled, ShutdownReport, Ttl};
 use tokio::time::Instant;
 
@@ -551,19 +551,10 @@ async fn taken_during_a_synchronous_step(
         let client = client.clone();
         async move { client.shutdown(Duration::from_secs(5)).await }
     });
-    let next = fast_client(store);
-    let taken_before_the_step_ended = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            if let Some(guard) = next.try_acquire("alerts").await.unwrap() {
-                let ended = *step_ended.lock().unwrap();
-                guard.release().await.unwrap();
-                return !ended;
-            }
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
+    let taken_before_the_step_ended = taken_before(&fast_client(store), "alerts", || {
+        *step_ended.lock().unwrap()
     })
-    .await
-    .expect("the next instance never took the lease");
+    .await;
     let report = tokio::time::timeout(Duration::from_secs(10), stopping)
         .await
         .expect("the shutdown did not end")

@@ -468,19 +468,10 @@ async fn the_lease_of_work_that_cannot_be_stopped_is_not_released_under_it() {
         let client = client.clone();
         async move { client.shutdown(Duration::from_millis(50)).await }
     });
-    let next = fast_client(store);
-    let taken_before_the_step_ended = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            if let Some(guard) = next.try_acquire("sweep").await.unwrap() {
-                let ended = step_ended.load(Ordering::SeqCst);
-                guard.release().await.unwrap();
-                return !ended;
-            }
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
+    let taken_before_the_step_ended = common::taken_before(&fast_client(store), "sweep", || {
+        step_ended.load(Ordering::SeqCst)
     })
-    .await
-    .expect("the next instance never took the lease");
+    .await;
     assert!(
         !taken_before_the_step_ended,
         "the shutdown freed the lease while its work still ran"

@@ -305,6 +305,38 @@ pub fn fast_client(store: impl LeaseStore) -> LeaseClient {
         .unwrap()
 }
 
+/// [`fast_client`]'s settings with a store timeout of `store_timeout`: one longer than the
+/// local validity (900 ms) lets an answer arrive past the lease's local deadline.
+pub fn fast_client_timing_out_after(
+    store: impl LeaseStore,
+    store_timeout: Duration,
+) -> LeaseClient {
+    LeaseClient::builder(store, TokioRuntime)
+        .ttl(Ttl::from_millis(1_000).unwrap())
+        .renew_every(Duration::from_millis(250))
+        .safety_margin(Duration::from_millis(100))
+        .store_timeout(store_timeout)
+        .build()
+        .unwrap()
+}
+
+/// Whether `next` took `name` before `ended()` turned true: tries every 2 ms (giving the lease
+/// back at once each time it takes it), and panics if it never took it within 10 s.
+pub async fn taken_before(next: &LeaseClient, name: &str, ended: impl Fn() -> bool) -> bool {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let Some(guard) = next.try_acquire(name).await.unwrap() {
+                let ended = ended();
+                guard.release().await.unwrap();
+                return !ended;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    })
+    .await
+    .expect("the next instance never took the lease")
+}
+
 /// [`fast_client`]'s settings, with the store labelled `billing`: for the tests of what a
 /// client reports.
 pub fn billing_client(store: impl LeaseStore) -> LeaseClient {
