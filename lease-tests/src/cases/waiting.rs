@@ -190,10 +190,15 @@ pub async fn release_wakes_a_waiter<B: TestBackend>(ctx: &Context<B>) -> CaseRes
     );
     let guard = waited.guard?;
     ensure!(
+        waited.at >= released.started,
+        "acquire({lease}) returned with fence {} while {incumbent} still held it",
+        guard.fence()
+    );
+    ensure!(
         released.released?,
         "the incumbent could not release {lease} while a client waited for it"
     );
-    let after = waited.at.saturating_duration_since(released.started);
+    let after = waited.at.duration_since(released.started);
     ensure!(
         after <= wake_limit,
         "the waiter took {lease} {after:?} after its release ({:?} after it began waiting, its \
