@@ -37,6 +37,25 @@ async fn leases_that_pin_connections_break_no_connection_held() {
     );
 }
 
+/// The negative control of holding a connection once a lease is held: leases taken as they
+/// should be, whose renewals then keep their connection (a renewal left in an open
+/// transaction). Every lease is taken; the first renewal keeps the only connection, and the
+/// probe write waits for it until the case gives up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewals_that_keep_their_connection_break_no_connection_held() {
+    let result = run_case(
+        SimulatedPool::pinning_on_renewal(),
+        TokioRuntime,
+        |ctx| async move { cases::no_connection_held(&*ctx).await },
+    )
+    .await;
+    let failure = result.expect_err("renewals that keep their connection passed the case");
+    assert!(
+        failure.message().contains("did not commit within"),
+        "{failure}"
+    );
+}
+
 /// The negative control of listening: a subscription to releases that keeps a connection of the
 /// pool, as a `LISTEN` on a pooled connection would, leaves a pool of one with none for the
 /// statements, which then wait until the case gives up on them.

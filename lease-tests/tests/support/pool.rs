@@ -1,8 +1,10 @@
 //! A memory store behind a simulated pool: every statement takes one of a fixed number of
 //! "connections" for its duration. Its releases are pushed as the memory store pushes them,
-//! with no connection of the pool taken for the listening. Two broken modes serve as negative
+//! with no connection of the pool taken for the listening. Three broken modes serve as negative
 //! controls: in pinning mode a taken lease keeps the connection it was taken on until it is
-//! released, as a session advisory lock does; in listening-on-the-pool mode a subscription to
+//! released, as a session advisory lock does; in pinning-on-renewal mode a lease is taken as it
+//! should be, and each renewal keeps its connection until the lease's next renewal or release
+//! (a renewal left in an open transaction); in listening-on-the-pool mode a subscription to
 //! releases keeps a connection of the pool for as long as it listens, as a `LISTEN` on a pooled
 //! connection would.
 
@@ -29,6 +31,9 @@ enum Mode {
     Honest,
     /// Also a connection per held lease, until its release.
     Pinning,
+    /// Also a connection per held lease from its first renewal, until its next renewal or
+    /// release.
+    PinningOnRenewal,
     /// Also a connection per subscription to releases, for as long as it listens.
     ListeningOnThePool,
 }
@@ -50,6 +55,12 @@ impl SimulatedPool {
         }
     }
 
+    pub fn pinning_on_renewal() -> Self {
+        Self {
+            mode: Mode::PinningOnRenewal,
+        }
+    }
+
     pub fn listening_on_the_pool() -> Self {
         Self {
             mode: Mode::ListeningOnThePool,
@@ -65,6 +76,7 @@ impl TestBackend for SimulatedPool {
         match self.mode {
             Mode::Honest => "memory-pool",
             Mode::Pinning => "memory-pinning-pool",
+            Mode::PinningOnRenewal => "memory-pool-pinning-on-renewal",
             Mode::ListeningOnThePool => "memory-pool-listening-on-the-pool",
         }
     }
@@ -108,7 +120,7 @@ pub struct PooledMemory {
     inner: MemoryStore,
     mode: Mode,
     connections: Arc<Semaphore>,
-    /// The connection each held lease pins, in pinning mode.
+    /// The connection each held lease pins, in the pinning modes.
     pinned: Option<Mutex<HashMap<LeaseName, OwnedSemaphorePermit>>>,
 }
 
@@ -118,7 +130,8 @@ impl PooledMemory {
             inner: MemoryStore::new(),
             mode,
             connections: Arc::new(Semaphore::new(connections as usize)),
-            pinned: (mode == Mode::Pinning).then(|| Mutex::new(HashMap::new())),
+            pinned: matches!(mode, Mode::Pinning | Mode::PinningOnRenewal)
+                .then(|| Mutex::new(HashMap::new())),
         }
     }
 
@@ -145,15 +158,19 @@ impl LeaseStore for PooledMemory {
     ) -> Result<Option<Fence>, Error> {
         let connection = self.connection(Operation::Acquire, Some(name)).await?;
         let fence = self.inner.try_acquire(name, holder, ttl).await?;
-        if let (Some(_), Some(pinned)) = (fence, &self.pinned) {
+        if let (Some(_), Some(pinned), Mode::Pinning) = (fence, &self.pinned, self.mode) {
             pinned.lock().unwrap().insert(name.clone(), connection);
         }
         Ok(fence)
     }
 
     async fn renew(&self, name: &LeaseName, holder: &HolderId, ttl: Ttl) -> Result<bool, Error> {
-        let _connection = self.connection(Operation::Renew, Some(name)).await?;
-        self.inner.renew(name, holder, ttl).await
+        let connection = self.connection(Operation::Renew, Some(name)).await?;
+        let renewed = self.inner.renew(name, holder, ttl).await?;
+        if let (true, Some(pinned), Mode::PinningOnRenewal) = (renewed, &self.pinned, self.mode) {
+            pinned.lock().unwrap().insert(name.clone(), connection);
+        }
+        Ok(renewed)
     }
 
     async fn release(
