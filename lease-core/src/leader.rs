@@ -14,7 +14,7 @@ use crate::guard::{LeaseGuard, LeaseHandle};
 use crate::handover;
 use crate::shutdown::Token;
 use crate::signal::Signal;
-use crate::{Error, Fence, LeaseClient, LeaseName, LossReason};
+use crate::{Error, Fence, LeaseClient, LeaseName, LossReason, WorkUnderTerm};
 
 /// Leader election on one lease name: the campaign keeps trying to take the lease, holds it while
 /// it can, and tries again when it is lost.
@@ -67,17 +67,10 @@ struct State {
     error: Option<Arc<Error>>,
     /// Sent by `resign`, or dropped with the last `Leader`: either ends the campaign.
     stop: Option<oneshot::Sender<oneshot::Sender<()>>>,
-    /// Work running under the current term (a leader schedule's round), each until its
-    /// [`Working`] is dropped: the term's lease is not freed before it has stopped.
+    /// Work running under the current term (a leader schedule's round, a caller's work), each
+    /// until its [`WorkUnderTerm`] is dropped: the term's lease is not freed before it has
+    /// stopped.
     working: Vec<oneshot::Receiver<()>>,
-}
-
-/// Work running under a term, from [`Leader::lease_for_work`]: until it is dropped, the term's
-/// lease is not freed (not released, and not freed by its dropped guard). The lease is no
-/// longer renewed once the term ended, so it keeps another instance out only until its row
-/// expires, one TTL after its last renewal. Drop it once the work's future is dropped.
-pub(crate) struct Working {
-    _running: oneshot::Sender<()>,
 }
 
 impl Leader {
@@ -114,11 +107,13 @@ impl Leader {
     ///
     /// The release follows at once: work on tasks of its own must take no step after `lost`
     /// completes, or it may run beside the next leader's (a task in the middle of a blocking
-    /// call or of CPU work learns of the loss only when it ends). A
-    /// [`schedule_on_leader`](LeaseClient::schedule_on_leader) round is waited for: its lease
-    /// is released once the round's work has stopped, or, when the work has not stopped within
-    /// the [store timeout](crate::LeaseConfig::store_timeout), left to lapse after its TTL
-    /// (no longer renewed: work blocked past that runs beside the next leader).
+    /// call or of CPU work learns of the loss only when it ends). Take the lease with
+    /// [`lease_for_work`](Leader::lease_for_work) instead for work that may, and the release
+    /// waits for it, as it does for a
+    /// [`schedule_on_leader`](LeaseClient::schedule_on_leader) round: the lease is released
+    /// once the work has stopped, or, when it has not stopped within the
+    /// [store timeout](crate::LeaseConfig::store_timeout), left to lapse after its TTL (no
+    /// longer renewed: work blocked past that runs beside the next leader).
     pub fn lease(&self) -> Option<LeaseHandle> {
         self.shared
             .state()
@@ -127,20 +122,46 @@ impl Leader {
             .filter(LeaseHandle::is_held)
     }
 
-    /// The lease of the current term, as [`lease`](Leader::lease), and the [`Working`] that
-    /// keeps it from being freed until the work run under it has stopped: for work this crate
-    /// runs under the leadership (a leader schedule's round), which may be in the middle of a
-    /// synchronous step when told that the term ended.
-    pub(crate) fn lease_for_work(&self) -> Option<(LeaseHandle, Working)> {
+    /// The lease of the current term, as [`lease`](Leader::lease), with a [`WorkUnderTerm`]
+    /// that keeps the campaign from freeing it until dropped: for work on a task of its own
+    /// that may be in the middle of a blocking call or of CPU work when the term ends, and so
+    /// learns of it late. Race the work against the lease's [`lost`](LeaseHandle::lost), and
+    /// drop the `WorkUnderTerm` once the work's future is dropped: the campaign releases the
+    /// lease then, not before (at most the store timeout later; past that it leaves the lease
+    /// to lapse). A [`schedule_on_leader`](LeaseClient::schedule_on_leader) round does this
+    /// itself.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lease_core::Error> {
+    /// use lease_core::{LeaseClient, MemoryStore, runtime::TokioRuntime};
+    ///
+    /// let client = LeaseClient::new(MemoryStore::new(), TokioRuntime);
+    /// let leader = client.campaign("alerts")?;
+    /// # while !leader.is_leader() { tokio::task::yield_now().await; }
+    /// if let Some((lease, working)) = leader.lease_for_work() {
+    ///     tokio::spawn(async move {
+    ///         tokio::select! {
+    ///             biased;
+    ///             _ = lease.lost() => {}
+    ///             () = async { /* the work, passing lease.fence() along */ } => {}
+    ///         }
+    ///         // The work's future is gone: the term's lease may be freed.
+    ///         drop(working);
+    ///     });
+    /// }
+    /// # leader.resign().await;
+    /// # Ok(()) }
+    /// ```
+    pub fn lease_for_work(&self) -> Option<(LeaseHandle, WorkUnderTerm)> {
         let mut state = self.shared.state();
         let lease = state.current.clone().filter(LeaseHandle::is_held)?;
         // Work that stopped under this term is forgotten here, not only when the term ends.
         state
             .working
             .retain_mut(|running| matches!(running.try_recv(), Ok(None)));
-        let (running, stopped) = oneshot::channel();
+        let (working, stopped) = WorkUnderTerm::new();
         state.working.push(stopped);
-        Some((lease, Working { _running: running }))
+        Some((lease, working))
     }
 
     /// Every change of leadership from now on: `true` when this process becomes leader, `false`
@@ -467,7 +488,7 @@ impl Term {
     }
 }
 
-/// The work that ran under a term as it ended (see [`Working`]).
+/// The work that ran under a term as it ended (see [`WorkUnderTerm`]).
 #[derive(Default)]
 struct TermWork(Vec<oneshot::Receiver<()>>);
 

@@ -33,6 +33,7 @@ mod store;
 mod store_error_kind;
 mod timed_store;
 mod ttl;
+mod work_under_term;
 
 pub use client::{LeaseClient, LeaseClientBuilder, RunOptions, RunOutcome, ShutdownReport};
 pub use config::{LeaseConfig, OnLoss};
@@ -54,5 +55,6 @@ pub use stats::{CallStats, ClientStats, FencedChecks, Losses};
 pub use store::{DynLeaseStore, LeaseStore, MAX_MIN_HOLD, ReleaseEvents};
 pub use store_error_kind::StoreErrorKind;
 pub use ttl::Ttl;
+pub use work_under_term::WorkUnderTerm;
 
 pub use async_trait::async_trait;

@@ -336,3 +336,70 @@ async fn a_term_lost_on_arrival_is_never_told_as_leadership() {
     );
     assert!(!leader.is_leader());
 }
+
+/// Leads on a client of `store` with a 3 s TTL, runs work on a task of its own that spends
+/// 300 ms in a blocking step once started, resigns while the step runs, and answers whether
+/// another instance took the lease before the step ended. With `wait_for_work`, the work holds
+/// the term's [`lease_core::WorkUnderTerm`]; without, only its lease.
+async fn taken_during_a_blocking_step(store: lease_core::MemoryStore, wait_for_work: bool) -> bool {
+    let client = LeaseClient::builder(store.clone(), TokioRuntime)
+        .ttl(lease_core::Ttl::from_secs(3).unwrap())
+        .renew_every(Duration::from_millis(250))
+        .safety_margin(Duration::from_millis(100))
+        .store_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let leader = client.campaign("alerts").unwrap();
+    let mut changes = leader.changes();
+    assert_eq!(changes.next().await, Some(true));
+    let (lease, working) = match leader.lease_for_work() {
+        Some((lease, working)) => (lease, wait_for_work.then_some(working)),
+        None => panic!("leading, yet no lease for work"),
+    };
+    let step_ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn({
+        let step_ended = Arc::clone(&step_ended);
+        async move {
+            let work = async {
+                let _ = started_tx.send(());
+                std::thread::sleep(Duration::from_millis(300));
+                step_ended.store(true, std::sync::atomic::Ordering::SeqCst);
+                futures::future::pending::<()>().await
+            };
+            tokio::select! {
+                biased;
+                _ = lease.lost() => {}
+                () = work => {}
+            }
+            drop(working);
+        }
+    });
+    started.await.unwrap();
+    let resigning = tokio::spawn(leader.resign());
+    let taken = common::taken_before(&fast_client(store), "alerts", || {
+        step_ended.load(std::sync::atomic::Ordering::SeqCst)
+    })
+    .await;
+    tokio::time::timeout(Duration::from_secs(10), resigning)
+        .await
+        .expect("the resignation did not end")
+        .unwrap();
+    taken
+}
+
+/// Work under a term on a task of its own, in a blocking step when the leadership is given
+/// back: holding the term's `WorkUnderTerm`, the release waits for the work to stop; the
+/// control, holding only the lease, is released at once and the next instance leads beside
+/// the step. Real time, two worker threads: the step blocks one of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_release_waits_for_work_under_the_term() {
+    assert!(
+        !taken_during_a_blocking_step(tokio_memory(), true).await,
+        "another instance led while the work under the term still ran"
+    );
+    assert!(
+        taken_during_a_blocking_step(tokio_memory(), false).await,
+        "the control, which does not hold the term's work, was waited for too"
+    );
+}
