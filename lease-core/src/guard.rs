@@ -198,8 +198,7 @@ impl LeaseGuard {
     /// its grace period meanwhile leaves the lease to lapse instead of freeing it under the
     /// work. Drop it once the work's future is dropped.
     pub(crate) fn working(&self) -> WorkRunning {
-        self.handle.held.set_working(true);
-        WorkRunning(Arc::clone(&self.handle.held))
+        self.handle.working()
     }
 
     /// Lets the lease lapse after its TTL instead of releasing it: renewal stops and nothing is
@@ -402,12 +401,14 @@ impl Drop for LeaseGuard {
     }
 }
 
-/// Work running under a lease, from [`LeaseGuard::working`], until dropped.
+/// Work running under a lease, from [`LeaseGuard::working`] or [`LeaseHandle::working`],
+/// until dropped.
+#[derive(Debug)]
 pub(crate) struct WorkRunning(Arc<Held>);
 
 impl Drop for WorkRunning {
     fn drop(&mut self) {
-        self.0.set_working(false);
+        self.0.work_stopped();
     }
 }
 
@@ -542,6 +543,14 @@ impl LeaseHandle {
 
     /// How the lease was lost, if it was (its deadline passing included); `None` while held and
     /// once released.
+    /// Marks work as running under the lease until the answer is dropped: a shutdown that ends
+    /// its grace period meanwhile leaves the lease to lapse instead of freeing it under the
+    /// work.
+    pub(crate) fn working(&self) -> WorkRunning {
+        self.held.work_started();
+        WorkRunning(Arc::clone(&self.held))
+    }
+
     pub(crate) fn loss(&self) -> Option<LossReason> {
         self.held.loss()
     }

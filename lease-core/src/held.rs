@@ -1,7 +1,7 @@
 //! [`Held`]: what this process knows about one lease it holds.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
 use futures::channel::oneshot;
 use futures::future::{self, FutureExt, Shared};
@@ -70,11 +70,12 @@ pub(crate) struct Held {
     /// Whether it still counts in the `lease_held` gauge of its name: from its creation until it
     /// is lost or the renewer lets it go, whichever comes first.
     counted: AtomicBool,
-    /// Whether work a client call runs under it ([`run_exclusive`]) has not stopped yet: its
-    /// future is alive. A shutdown does not free such a lease under the work.
+    /// How many pieces of work run under it and have not stopped yet ([`run_exclusive`]'s,
+    /// a leader's term's): their futures are alive. A shutdown does not free such a lease
+    /// under the work.
     ///
     /// [`run_exclusive`]: crate::LeaseClient::run_exclusive
-    working: AtomicBool,
+    working: AtomicUsize,
     notify: Mutex<Option<oneshot::Sender<()>>>,
     lost: Shared<oneshot::Receiver<()>>,
 }
@@ -103,7 +104,7 @@ impl Held {
             next_renewal: AtomicU64::new(next_renewal),
             loss: AtomicU8::new(HELD),
             counted: AtomicBool::new(true),
-            working: AtomicBool::new(false),
+            working: AtomicUsize::new(0),
             notify: Mutex::new(Some(notify)),
             lost: lost.shared(),
         }
@@ -118,14 +119,19 @@ impl Held {
         }
     }
 
-    /// Records whether work the client runs under it is running (see `working`).
-    pub(crate) fn set_working(&self, working: bool) {
-        self.working.store(working, Ordering::Release);
+    /// Records that a piece of work began to run under it (see `working`).
+    pub(crate) fn work_started(&self) {
+        self.working.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Whether work the client runs under it has not stopped yet (see `working`).
+    /// Records that a piece of work under it stopped (see `working`).
+    pub(crate) fn work_stopped(&self) {
+        self.working.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Whether work runs under it that has not stopped yet (see `working`).
     pub(crate) fn is_working(&self) -> bool {
-        self.working.load(Ordering::Acquire)
+        self.working.load(Ordering::Acquire) > 0
     }
 
     /// Its key among the leases the renewer holds.

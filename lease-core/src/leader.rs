@@ -52,6 +52,7 @@ struct Shared {
     attempted: Signal,
     /// Fired once the campaign has ended, its lease given back.
     ended: Signal,
+    working: Working,
 }
 
 struct State {
@@ -67,11 +68,13 @@ struct State {
     error: Option<Arc<Error>>,
     /// Sent by `resign`, or dropped with the last `Leader`: either ends the campaign.
     stop: Option<oneshot::Sender<oneshot::Sender<()>>>,
-    /// Work running under the current term (a leader schedule's round, a caller's work), each
-    /// until its [`WorkUnderTerm`] is dropped: the term's lease is not freed before it has
-    /// stopped.
-    working: Vec<oneshot::Receiver<()>>,
 }
+
+/// Work running under the current term (a leader schedule's round, a caller's work), each
+/// until its [`WorkUnderTerm`] is dropped: the term's lease is not freed before it has stopped.
+/// Shared by the `Leader`s, which add to it, and the campaign, which waits on it, so that it
+/// outlives the last `Leader`.
+type Working = Arc<Mutex<Vec<oneshot::Receiver<()>>>>;
 
 impl Leader {
     /// The lease this campaign is for.
@@ -153,14 +156,16 @@ impl Leader {
     /// # Ok(()) }
     /// ```
     pub fn lease_for_work(&self) -> Option<(LeaseHandle, WorkUnderTerm)> {
-        let mut state = self.shared.state();
+        // The state stays locked while the work is added: the campaign ends a term by clearing
+        // `current` under this lock before it takes the term's work, so work added under a
+        // term is always taken with it.
+        let state = self.shared.state();
         let lease = state.current.clone().filter(LeaseHandle::is_held)?;
+        let mut running = lock(&self.shared.working);
         // Work that stopped under this term is forgotten here, not only when the term ends.
-        state
-            .working
-            .retain_mut(|running| matches!(running.try_recv(), Ok(None)));
-        let (working, stopped) = WorkUnderTerm::new();
-        state.working.push(stopped);
+        running.retain_mut(|stopped| matches!(stopped.try_recv(), Ok(None)));
+        let (working, stopped) = WorkUnderTerm::new(&lease);
+        running.push(stopped);
         Some((lease, working))
     }
 
@@ -247,14 +252,22 @@ impl Leader {
                 ended: false,
                 error: None,
                 stop: Some(stop),
-                working: Vec::new(),
             }),
             attempted: Signal::new(),
             ended: Signal::new(),
+            working: Arc::default(),
         });
         // Made before the future, so that it goes with it even when it is never polled.
         let ends = EndsWhenDropped(Arc::downgrade(&shared));
-        let campaign = run_campaign(client, Arc::downgrade(&shared), name, stopped, token, ends);
+        let working = Arc::clone(&shared.working);
+        let campaign = run_campaign(
+            client,
+            (Arc::downgrade(&shared), working),
+            name,
+            stopped,
+            token,
+            ends,
+        );
         (Self { shared }, campaign.boxed())
     }
 }
@@ -282,12 +295,6 @@ impl Shared {
         drop(state);
         self.attempted.fire();
         self.ended.fire();
-    }
-
-    /// Ends the current term: no lease from now on, and the work running under the term's.
-    fn end_term(&self) -> TermWork {
-        self.set(None);
-        TermWork(std::mem::take(&mut self.state().working))
     }
 
     /// The current term's lease, or `None` between terms; watchers are told when leadership
@@ -320,9 +327,11 @@ impl Drop for EndsWhenDropped {
     }
 }
 
+/// The campaign for `name` on `client`, telling `shared` (while a `Leader` lives) and waiting
+/// for the term's work in `working` (whether one does or not).
 async fn run_campaign(
     client: LeaseClient,
-    shared: Weak<Shared>,
+    (shared, working): (Weak<Shared>, Working),
     name: LeaseName,
     mut stopped: oneshot::Receiver<oneshot::Sender<()>>,
     token: Token,
@@ -368,10 +377,12 @@ async fn run_campaign(
                 drop(leader);
                 let term = Term(Some(guard));
                 let ended = events.until_stopped(term.lost()).await;
-                let work = shared
-                    .upgrade()
-                    .map(|leader| leader.end_term())
-                    .unwrap_or_default();
+                // The term ends: no lease from now on, then the work that ran under it (see
+                // `Leader::lease_for_work`).
+                if let Some(leader) = shared.upgrade() {
+                    leader.set(None);
+                }
+                let work = TermWork(std::mem::take(&mut *lock(&working)));
                 match ended {
                     Ok(reason) => {
                         tracing::info!(lease = %name, %reason, "leadership lost; campaigning again");
@@ -489,8 +500,14 @@ impl Term {
 }
 
 /// The work that ran under a term as it ended (see [`WorkUnderTerm`]).
-#[derive(Default)]
 struct TermWork(Vec<oneshot::Receiver<()>>);
+
+/// `mutex` locked, whoever panicked while holding it.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 impl TermWork {
     /// Waits, at most `bound`, until every piece of the work has stopped (been dropped, told

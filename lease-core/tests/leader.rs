@@ -337,11 +337,24 @@ async fn a_term_lost_on_arrival_is_never_told_as_leadership() {
     assert!(!leader.is_leader());
 }
 
+/// How the leadership is given back while the work under it runs.
+#[derive(Clone, Copy)]
+enum GiveBack {
+    Resign,
+    /// The last `Leader` dropped, which ends the campaign too.
+    DropLeader,
+}
+
 /// Leads on a client of `store` with a 3 s TTL, runs work on a task of its own that spends
-/// 300 ms in a blocking step once started, resigns while the step runs, and answers whether
-/// another instance took the lease before the step ended. With `wait_for_work`, the work holds
-/// the term's [`lease_core::WorkUnderTerm`]; without, only its lease.
-async fn taken_during_a_blocking_step(store: lease_core::MemoryStore, wait_for_work: bool) -> bool {
+/// 300 ms in a blocking step once started, gives the leadership back as `give_back` says while
+/// the step runs, and answers whether another instance took the lease before the step ended.
+/// With `wait_for_work`, the work holds the term's [`lease_core::WorkUnderTerm`]; without,
+/// only its lease.
+async fn taken_during_a_blocking_step(
+    store: lease_core::MemoryStore,
+    wait_for_work: bool,
+    give_back: GiveBack,
+) -> bool {
     let client = LeaseClient::builder(store.clone(), TokioRuntime)
         .ttl(lease_core::Ttl::from_secs(3).unwrap())
         .renew_every(Duration::from_millis(250))
@@ -376,7 +389,12 @@ async fn taken_during_a_blocking_step(store: lease_core::MemoryStore, wait_for_w
         }
     });
     started.await.unwrap();
-    let resigning = tokio::spawn(leader.resign());
+    let resigning = tokio::spawn(async move {
+        match give_back {
+            GiveBack::Resign => leader.resign().await,
+            GiveBack::DropLeader => drop(leader),
+        }
+    });
     let taken = common::taken_before(&fast_client(store), "alerts", || {
         step_ended.load(std::sync::atomic::Ordering::SeqCst)
     })
@@ -395,11 +413,16 @@ async fn taken_during_a_blocking_step(store: lease_core::MemoryStore, wait_for_w
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_release_waits_for_work_under_the_term() {
     assert!(
-        !taken_during_a_blocking_step(tokio_memory(), true).await,
+        !taken_during_a_blocking_step(tokio_memory(), true, GiveBack::Resign).await,
         "another instance led while the work under the term still ran"
     );
+    // Nobody waits on the campaign then: it still waits for the work.
     assert!(
-        taken_during_a_blocking_step(tokio_memory(), false).await,
+        !taken_during_a_blocking_step(tokio_memory(), true, GiveBack::DropLeader).await,
+        "with the last Leader dropped, another instance led while the work under the term ran"
+    );
+    assert!(
+        taken_during_a_blocking_step(tokio_memory(), false, GiveBack::Resign).await,
         "the control, which does not hold the term's work, was waited for too"
     );
 }

@@ -3,8 +3,9 @@
 //! with no connection of the pool taken for the listening. Three broken modes serve as negative
 //! controls: in pinning mode a taken lease keeps the connection it was taken on until it is
 //! released, as a session advisory lock does; in pinning-on-renewal mode a lease is taken as it
-//! should be, and each renewal keeps its connection until the lease's next renewal or release
-//! (a renewal left in an open transaction); in listening-on-the-pool mode a subscription to
+//! should be, and its first renewal keeps its connection (a renewal left in an open
+//! transaction; with a pool of one, every statement after it waits for that connection); in
+//! listening-on-the-pool mode a subscription to
 //! releases keeps a connection of the pool for as long as it listens, as a `LISTEN` on a pooled
 //! connection would.
 
@@ -31,8 +32,8 @@ enum Mode {
     Honest,
     /// Also a connection per held lease, until its release.
     Pinning,
-    /// Also a connection per held lease from its first renewal, until its next renewal or
-    /// release.
+    /// Also a connection per held lease from its first renewal on: each renewal keeps the
+    /// connection it ran on (replacing the one before) until the next, or the release.
     PinningOnRenewal,
     /// Also a connection per subscription to releases, for as long as it listens.
     ListeningOnThePool,
