@@ -89,7 +89,7 @@ fn pool_kind(_: &(dyn std::error::Error + 'static)) -> Option<StoreErrorKind> {
 
 /// Phrases, lower case, of a connection the server refused for good: a wrong password or user
 /// (PostgreSQL 28P01, 28000; MariaDB 1045), a database or role that does not exist (3D000;
-/// MariaDB 1049), which waiting does not fix.
+/// MariaDB 1049), a SQLite file that cannot be opened, which waiting does not fix.
 #[cfg(any(feature = "deadpool", feature = "bb8"))]
 const REFUSED_FOR_GOOD: &[&str] = &[
     "password authentication failed",
@@ -97,6 +97,9 @@ const REFUSED_FOR_GOOD: &[&str] = &[
     "access denied",
     "unknown database",
     "does not exist",
+    // SQLite's SQLITE_CANTOPEN (a directory missing, a path it may not open), which lease-sqlx
+    // reads as permanent by its code: there is no other server to find.
+    "unable to open database file",
 ];
 
 /// What a connection the pool's manager could not make (or whose check failed) means:
@@ -309,6 +312,7 @@ mod tests {
             "error connecting to server: db error: FATAL: database \"app\" does not exist",
             "Access denied for user 'app'@'localhost' (using password: YES)",
             "Unknown database 'app'",
+            "unable to open database file",
         ] {
             for error in as_each_pool_answers(message) {
                 assert_eq!(error_kind(&*error), StoreErrorKind::Permanent, "{error:?}");
