@@ -541,16 +541,16 @@ impl LeaseHandle {
         self.held.record_fenced_check(check);
     }
 
-    /// How the lease was lost, if it was (its deadline passing included); `None` while held and
-    /// once released.
     /// Marks work as running under the lease until the answer is dropped: a shutdown that ends
-    /// its grace period meanwhile leaves the lease to lapse instead of freeing it under the
-    /// work.
+    /// its grace period meanwhile leaves the lease to the work's own release instead of freeing
+    /// it under the work.
     pub(crate) fn working(&self) -> WorkRunning {
         self.held.work_started();
         WorkRunning(Arc::clone(&self.held))
     }
 
+    /// How the lease was lost, if it was (its deadline passing included); `None` while held and
+    /// once released.
     pub(crate) fn loss(&self) -> Option<LossReason> {
         self.held.loss()
     }

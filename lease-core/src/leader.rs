@@ -160,11 +160,16 @@ impl Leader {
         // `current` under this lock before it takes the term's work, so work added under a
         // term is always taken with it.
         let state = self.shared.state();
-        let lease = state.current.clone().filter(LeaseHandle::is_held)?;
+        let lease = state.current.clone()?;
+        // Counted as work on the lease before it is read held: a shutdown that found no work on
+        // it and marked it lost first makes it read lost here.
+        let (working, stopped) = WorkUnderTerm::new(&lease);
+        if !lease.is_held() {
+            return None;
+        }
         let mut running = lock(&self.shared.working);
         // Work that stopped under this term is forgotten here, not only when the term ends.
         running.retain_mut(|stopped| matches!(stopped.try_recv(), Ok(None)));
-        let (working, stopped) = WorkUnderTerm::new(&lease);
         running.push(stopped);
         Some((lease, working))
     }

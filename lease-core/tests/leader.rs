@@ -426,3 +426,34 @@ async fn the_release_waits_for_work_under_the_term() {
         "the control, which does not hold the term's work, was waited for too"
     );
 }
+
+/// A shutdown with no grace that finds work under the term (a `WorkUnderTerm` alive) leaves
+/// the lease alone: the campaign gives the leadership back, waits for the work, and releases
+/// it. Before, the shutdown marked it lost and skipped it, and the campaign, reading the loss,
+/// dropped the guard without a release: the lease stayed taken for its TTL.
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_leaves_a_term_with_work_to_its_campaign_which_releases_it() {
+    let store = tokio_memory();
+    let client = fast_client(store.clone());
+    let leader = client.campaign("alerts").unwrap();
+    let mut changes = leader.changes();
+    assert_eq!(changes.next().await, Some(true));
+    let (lease, working) = leader.lease_for_work().expect("leading");
+    let shutting_down = tokio::spawn({
+        let client = client.clone();
+        async move { client.shutdown(Duration::ZERO).await }
+    });
+    // The work stops when told.
+    assert_eq!(lease.lost().await, LossReason::ShutDown);
+    drop(working);
+    let report = shutting_down.await.unwrap();
+    assert_eq!((report.resigned, report.forced), (1, 0), "{report:?}");
+    assert!(
+        fast_client(store)
+            .try_acquire("alerts")
+            .await
+            .unwrap()
+            .is_some(),
+        "the term's lease was not released once its work stopped ({report:?})"
+    );
+}

@@ -181,15 +181,16 @@ impl LeaseClient {
                 if !renewer.forget(held) {
                     return false;
                 }
-                let lost = held.mark_lost(LossReason::ShutDown);
                 if held.is_working() {
                     // Work that did not stop when cancelled (in a blocking call, a stretch of
                     // CPU work) still runs under it: freed, another instance would run beside
-                    // it. It lapses after its TTL; the run counts as unfinished.
-                    tracing::warn!(lease = %held.name(), "work under the lease did not stop; the lease lapses after its TTL");
+                    // it. Not marked lost either: whoever ends the work releases the lease as
+                    // after any loss of renewal (`run_exclusive`, a campaign giving its term
+                    // back), or it lapses after its TTL.
+                    tracing::warn!(lease = %held.name(), "work under the lease did not stop; left to its own release");
                     return false;
                 }
-                match lost {
+                match held.mark_lost(LossReason::ShutDown) {
                     Some(LossReason::ShutDown) => {
                         forced += 1;
                         true
