@@ -20,6 +20,10 @@ pub(crate) async fn run(
     output: Output,
 ) -> Result<(), Failure> {
     let terminal = std::io::stdout().is_terminal();
+    // The handler is set when this is first polled: each `select!` below polls it first
+    // (`biased`), so it is set before the first listing goes out. Polled second, a listing
+    // that answered at once left it unpolled, and a Ctrl-C after that listing ended the
+    // process by the signal's default action, not cleanly.
     let interrupted = tokio::signal::ctrl_c();
     tokio::pin!(interrupted);
     let mut last = Ok(());
@@ -27,8 +31,9 @@ pub(crate) async fn run(
     loop {
         round += 1;
         let listed = tokio::select! {
-            listed = tokio::time::timeout(crate::store::ANSWER_TIMEOUT, store.list()) => listed,
+            biased;
             _ = &mut interrupted => return last,
+            listed = tokio::time::timeout(crate::store::ANSWER_TIMEOUT, store.list()) => listed,
         };
         let text = match listed {
             Ok(Ok(leases)) => {
@@ -74,8 +79,9 @@ pub(crate) async fn run(
             return last;
         }
         tokio::select! {
-            () = tokio::time::sleep(interval) => {}
+            biased;
             _ = &mut interrupted => return last,
+            () = tokio::time::sleep(interval) => {}
         }
     }
 }
