@@ -20,11 +20,17 @@ impl Backoff {
     }
 
     pub(crate) fn next_pause(&mut self) -> Duration {
+        let half = self.next_limit() / 2;
+        half + half.mul_f64(rand::random::<f64>())
+    }
+
+    /// The next pause's limit itself, without the jitter: for a pause of one client's own,
+    /// which no other instance waits in lockstep with.
+    pub(crate) fn next_limit(&mut self) -> Duration {
         let limit = self.limit;
         // Saturating: a longest pause of `Duration::MAX` means no cap, not an overflow.
         self.limit = limit.saturating_mul(2).min(self.longest);
-        let half = limit / 2;
-        half + half.mul_f64(rand::random::<f64>())
+        limit
     }
 }
 

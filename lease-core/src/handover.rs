@@ -8,6 +8,7 @@ use futures::StreamExt;
 use futures::channel::oneshot;
 use futures::future::{self, Either, FutureExt, Shared};
 
+use crate::backoff::Backoff;
 use crate::timed_store::TimedStore;
 use crate::{LeaseName, Runtime};
 
@@ -37,6 +38,8 @@ struct State {
     opened_at: Option<Instant>,
     /// How many subscriptions in a row ended before they had lived [`State::SHORT_LIFE`].
     short_lived: u32,
+    /// The pauses before opening again, from the second of those on; `None` once one lived.
+    reopen_pauses: Option<Backoff>,
     /// No subscription opens before then: the last ones ended too soon.
     reopen_at: Option<Instant>,
     waiters: HashMap<LeaseName, Vec<oneshot::Sender<()>>>,
@@ -60,19 +63,18 @@ impl State {
         let lived = self.opened_at.map_or(Duration::ZERO, |opened| {
             now.saturating_duration_since(opened)
         });
-        self.short_lived = if lived < Self::SHORT_LIFE {
-            self.short_lived.saturating_add(1)
+        if lived >= Self::SHORT_LIFE {
+            (self.short_lived, self.reopen_pauses, self.reopen_at) = (0, None, None);
+            return;
+        }
+        self.short_lived = self.short_lived.saturating_add(1);
+        self.reopen_at = if self.short_lived < 2 {
+            None
         } else {
-            0
-        };
-        self.reopen_at = match self.short_lived.checked_sub(2) {
-            None => None,
-            Some(doublings) => {
-                let pause = Self::FIRST_PAUSE
-                    .saturating_mul(2u32.saturating_pow(doublings.min(16)))
-                    .min(Self::LONGEST_PAUSE);
-                now.checked_add(pause)
-            }
+            let pauses = self
+                .reopen_pauses
+                .get_or_insert_with(|| Backoff::new((Self::FIRST_PAUSE, Self::LONGEST_PAUSE)));
+            now.checked_add(pauses.next_limit())
         };
     }
 
