@@ -194,13 +194,6 @@ impl LeaseGuard {
         self.handle.held.mark_given_back(reason)
     }
 
-    /// Marks work as running under the lease until the answer is dropped: a shutdown that ends
-    /// its grace period meanwhile leaves the lease to lapse instead of freeing it under the
-    /// work. Drop it once the work's future is dropped.
-    pub(crate) fn working(&self) -> WorkRunning {
-        self.handle.working()
-    }
-
     /// Lets the lease lapse after its TTL instead of releasing it: renewal stops and nothing is
     /// sent. For a lease whose work may still be running (a leader's round that did not stop
     /// when told): released, it would let another instance run the work beside it.
@@ -401,8 +394,7 @@ impl Drop for LeaseGuard {
     }
 }
 
-/// Work running under a lease, from [`LeaseGuard::working`] or [`LeaseHandle::working`],
-/// until dropped.
+/// Work running under a lease, from [`LeaseHandle::working`], until dropped.
 #[derive(Debug)]
 pub(crate) struct WorkRunning(Arc<Held>);
 

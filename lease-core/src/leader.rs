@@ -279,9 +279,7 @@ impl Leader {
 
 impl Shared {
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.state)
     }
 
     /// The campaign ended: every `changes` stream ends, after a `false` if it had been told

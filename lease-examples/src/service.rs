@@ -98,7 +98,6 @@ pub async fn run(
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<ShutdownReport, BoxError> {
     let metrics = PrometheusBuilder::new().install_recorder()?;
-    let metrics_upkeep = metrics.clone();
     let mut stop = std::pin::pin!(stop);
     // Connecting can take as long as the pool's timeout where the database accepts and does not
     // answer: a stop asked for meanwhile ends the service at once, as it holds nothing yet.
@@ -116,7 +115,7 @@ pub async fn run(
     let schedules = jobs::start(&client, &config.node)?;
     let (stopped_tx, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(
-        axum::serve(listener, http::router(client.clone(), metrics))
+        axum::serve(listener, http::router(client.clone(), metrics.clone()))
             .with_graceful_shutdown(async move {
                 let _ = stopped.await;
             })
@@ -124,14 +123,11 @@ pub async fn run(
     );
     // The recorder keeps what it records until it is drained: by a scrape, or by this upkeep,
     // so that an instance nobody scrapes does not grow without bound.
-    let upkeep = tokio::spawn({
-        let metrics = metrics_upkeep;
-        async move {
-            let mut every = tokio::time::interval(METRICS_UPKEEP);
-            loop {
-                every.tick().await;
-                metrics.run_upkeep();
-            }
+    let upkeep = tokio::spawn(async move {
+        let mut every = tokio::time::interval(METRICS_UPKEEP);
+        loop {
+            every.tick().await;
+            metrics.run_upkeep();
         }
     });
     stop.await;

@@ -171,7 +171,7 @@ impl LeaseClient {
         // hold waits for.
         let mut renewer = std::pin::pin!(self.inner.renewer.run_unless_spawned());
         // Until the work's future is dropped, a shutdown does not free the lease under it.
-        let working = guard.working();
+        let working = handle.working();
         let outcome = 'run: {
             // A lease lost before the work starts (an acquisition answered after its local
             // deadline) runs nothing of it: not even the closure that makes it.
