@@ -9,7 +9,6 @@ use sqlx::mysql::MySqlPoolOptions;
 
 use crate::args::Options;
 use crate::backend::Backend;
-use crate::url;
 use lease_sql::Dialect;
 
 /// The database servers of one run, and a directory for SQLite's files.
@@ -189,8 +188,7 @@ fn delayed(
     let Ok(url) = url else {
         return Ok(url);
     };
-    let port = url::port(&url).ok_or_else(|| format!("no port in the server's URL {url:?}"))?;
-    let proxy = FaultProxy::start(port)?;
+    let proxy = FaultProxy::in_front_of(&url)?;
     proxy.delay(delay);
     let proxied = proxy.rewrite_url(&url);
     proxies.push(proxy);

@@ -1,6 +1,6 @@
-//! The host and port of a database URL (`scheme://[user[:password]@]host[:port][/path][?query]`),
-//! read without a URL parser: the delaying proxy needs the port, and can only reach a loopback
-//! host.
+//! The host of a database URL (`scheme://[user[:password]@]host[:port][/path][?query]`), read
+//! without a URL parser: the delaying proxy (which reads the port itself) can only reach a
+//! loopback host.
 
 /// The `host[:port]` part of `url`, or `None` when it has no `scheme://`.
 fn authority(url: &str) -> Option<&str> {
@@ -27,16 +27,6 @@ pub fn host(url: &str) -> Option<&str> {
     (!host.is_empty()).then_some(host)
 }
 
-/// The port of `url`, or `None` when it names none.
-pub fn port(url: &str) -> Option<u16> {
-    let authority = authority(url)?;
-    let after_host = match authority.find(']') {
-        Some(end) => &authority[end + 1..],
-        None => authority,
-    };
-    after_host.rsplit_once(':')?.1.parse().ok()
-}
-
 /// Whether `host` is the loopback address the delaying proxy forwards to: `127.0.0.1`, or
 /// `localhost`. Other loopback addresses (the rest of 127.0.0.0/8, `::1`) are not: the proxy
 /// reaches 127.0.0.1 alone, and a server listening elsewhere would not be the one measured.
@@ -46,18 +36,7 @@ pub fn is_loopback(host: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{host, is_loopback, port};
-
-    #[test]
-    fn the_port_is_read_from_the_url() {
-        assert_eq!(port("postgres://postgres@127.0.0.1:5432/test"), Some(5432));
-        assert_eq!(port("mysql://root@127.0.0.1:3306/test"), Some(3306));
-        assert_eq!(port("mysql://127.0.0.1:3307"), Some(3307));
-        assert_eq!(port("postgres://u:p@[::1]:5433/db"), Some(5433));
-        assert_eq!(port("postgres://db:5434?sslmode=disable"), Some(5434));
-        assert_eq!(port("postgres://127.0.0.1/test"), None);
-        assert_eq!(port("postgres://[::1]/test"), None);
-    }
+    use super::{host, is_loopback};
 
     #[test]
     fn the_host_is_read_from_the_url() {
