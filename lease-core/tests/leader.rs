@@ -355,13 +355,7 @@ async fn taken_during_a_blocking_step(
     wait_for_work: bool,
     give_back: GiveBack,
 ) -> bool {
-    let client = LeaseClient::builder(store.clone(), TokioRuntime)
-        .ttl(lease_core::Ttl::from_secs(3).unwrap())
-        .renew_every(Duration::from_millis(250))
-        .safety_margin(Duration::from_millis(100))
-        .store_timeout(Duration::from_secs(2))
-        .build()
-        .unwrap();
+    let client = common::lapsing_client(store.clone(), Duration::from_secs(2));
     let leader = client.campaign("alerts").unwrap();
     let mut changes = leader.changes();
     assert_eq!(changes.next().await, Some(true));

@@ -10,21 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{Faulty, Mode, fast_client, name, tokio_memory};
-use lease_core::{
-    Error, HolderId, LeaseClient, LeaseGuard, LeaseStore, LossReason, Ttl, runtime::TokioRuntime,
-};
-
-/// [`fast_client`]'s settings (local deadline 900 ms after a renewal is sent) with a store
-/// timeout longer than the TTL, so that a slow renewal answers after the deadline.
-fn patient_client(store: Arc<Faulty>) -> LeaseClient {
-    LeaseClient::builder(store, TokioRuntime)
-        .ttl(Ttl::from_millis(1_000).unwrap())
-        .renew_every(Duration::from_millis(250))
-        .safety_margin(Duration::from_millis(100))
-        .store_timeout(Duration::from_secs(2))
-        .build()
-        .unwrap()
-}
+use lease_core::{Error, HolderId, LeaseGuard, LeaseStore, LossReason, Ttl};
 
 /// An operator's forced release of `guard`'s lease on the store behind the client, and another
 /// instance takes it: the guard, its deadline far off, still believes it holds the lease.
@@ -176,7 +162,7 @@ async fn a_release_tried_again_on_a_lease_taken_over_is_a_loss() {
 #[tokio::test(start_paused = true)]
 async fn a_renewal_refused_after_the_deadline_is_the_deadlines_loss() {
     let store = Faulty::new(tokio_memory());
-    let client = patient_client(Arc::clone(&store));
+    let client = common::fast_client_timing_out_after(Arc::clone(&store), Duration::from_secs(2));
     let guard = client.try_acquire("invoices").await.unwrap().unwrap();
     // The renewal sent at 250 ms reaches the store at 1,150 ms, after the row's expiry.
     store.delay_renewals(Duration::from_millis(900));
@@ -193,7 +179,7 @@ async fn a_renewal_refused_after_the_deadline_is_the_deadlines_loss() {
 #[tokio::test(start_paused = true)]
 async fn a_renewal_answered_after_the_deadline_does_not_take_the_loss_back() {
     let store = Faulty::new(tokio_memory());
-    let client = patient_client(Arc::clone(&store));
+    let client = common::fast_client_timing_out_after(Arc::clone(&store), Duration::from_secs(2));
     let guard = client.try_acquire("invoices").await.unwrap().unwrap();
     // Sent at 250 ms, it renews the row at 950 ms, 50 ms after the local deadline.
     store.delay_renewals(Duration::from_millis(700));
@@ -211,7 +197,7 @@ async fn a_renewal_answered_after_the_deadline_does_not_take_the_loss_back() {
 #[tokio::test(start_paused = true)]
 async fn a_shutdown_releases_a_lease_past_its_deadline_without_counting_it_forced() {
     let store = Faulty::new(tokio_memory());
-    let client = patient_client(Arc::clone(&store));
+    let client = common::fast_client_timing_out_after(Arc::clone(&store), Duration::from_secs(2));
     let guard = client.try_acquire("invoices").await.unwrap().unwrap();
     // The renewal at 250 ms hangs; the deadline passes at 900 ms with nothing to notice.
     store.set(Mode::Hang);

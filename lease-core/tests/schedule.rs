@@ -8,7 +8,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::{Stoppable, fast_client, taken_before, tokio_memory};
+use common::{Stoppable, fast_client, lapsing_client, taken_before, tokio_memory};
 use lease_core::{LeaseClient, MemoryStore, Schedule, Scheduled, ShutdownReport, Ttl};
 use tokio::time::Instant;
 
@@ -561,19 +561,6 @@ async fn taken_during_a_synchronous_step(
         .unwrap();
     assert!(alerts.is_stopped());
     (taken_before_the_step_ended, report)
-}
-
-/// A client with a 3 s TTL renewed every 250 ms and `store_timeout`: a lease left to lapse
-/// stays taken for seconds after its last renewal, well past the blocked steps below, however
-/// late a loaded machine runs them.
-fn lapsing_client(store: MemoryStore, store_timeout: Duration) -> LeaseClient {
-    LeaseClient::builder(store, lease_core::runtime::TokioRuntime)
-        .ttl(Ttl::from_secs(3).unwrap())
-        .renew_every(Duration::from_millis(250))
-        .safety_margin(Duration::from_millis(100))
-        .store_timeout(store_timeout)
-        .build()
-        .unwrap()
 }
 
 /// A leader's round in the middle of a synchronous step when the client shuts down learns of it

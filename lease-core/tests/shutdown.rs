@@ -438,13 +438,7 @@ async fn a_shutdown_cancelled_during_its_forced_releases_has_counted_them() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_lease_of_work_that_cannot_be_stopped_is_not_released_under_it() {
     let store = tokio_memory();
-    let client = LeaseClient::builder(store.clone(), lease_core::runtime::TokioRuntime)
-        .ttl(lease_core::Ttl::from_secs(3).unwrap())
-        .renew_every(Duration::from_millis(250))
-        .safety_margin(Duration::from_millis(100))
-        .store_timeout(Duration::from_millis(250))
-        .build()
-        .unwrap();
+    let client = common::lapsing_client(store.clone(), Duration::from_millis(250));
     let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
     let step_ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let run = tokio::spawn({

@@ -320,6 +320,19 @@ pub fn fast_client_timing_out_after(
         .unwrap()
 }
 
+/// A client with a 3 s TTL renewed every 250 ms (a 100 ms margin) and `store_timeout`: a lease
+/// left to lapse stays taken for seconds after its last renewal, well past the blocked steps of
+/// the tests that use it, however late a loaded machine runs them.
+pub fn lapsing_client(store: impl LeaseStore, store_timeout: Duration) -> LeaseClient {
+    LeaseClient::builder(store, TokioRuntime)
+        .ttl(Ttl::from_secs(3).unwrap())
+        .renew_every(Duration::from_millis(250))
+        .safety_margin(Duration::from_millis(100))
+        .store_timeout(store_timeout)
+        .build()
+        .unwrap()
+}
+
 /// Whether `next` took `name` before `ended()` turned true: tries every 2 ms (giving the lease
 /// back at once each time it takes it), and panics if it never took it within 10 s.
 pub async fn taken_before(next: &LeaseClient, name: &str, ended: impl Fn() -> bool) -> bool {
