@@ -48,19 +48,7 @@ pub async fn prune_deletes_only_rows_free_longer_than_the_bound<B: TestBackend>(
 
     // Wait on the store's own clock (read from the held lease) until the old row has been free
     // for twice the bound.
-    let started = ctx.runtime().now();
-    loop {
-        let now = observed_at(&*store, &held).await?;
-        if now.duration_since(released_at).unwrap_or_default() > BOUND * 2 {
-            break;
-        }
-        ensure!(
-            ctx.runtime().now().duration_since(started) < WAIT_LIMIT,
-            "the store's clock did not move {:?} in {WAIT_LIMIT:?}",
-            BOUND * 2
-        );
-        ctx.sleep(BOUND / 4).await;
-    }
+    twice_the_bound_after(ctx, &*store, &held, released_at).await?;
 
     // On a loaded machine the prune may come more than the bound after the release: then the
     // recent row has been free longer than the bound too, and may go with the old one, which
@@ -129,20 +117,7 @@ pub async fn prune_deletes_only_rows_free_longer_than_the_bound<B: TestBackend>(
         .await?
         .ok_or_else(|| CaseFailure::new(format!("the free {lapsed} was not acquired")))?;
     let expired = wait_until_expired(ctx, &*store, &lapsed).await?;
-    let started = ctx.runtime().now();
-    while observed_at(&*store, &held)
-        .await?
-        .duration_since(expired.expires_at)
-        .unwrap_or_default()
-        <= BOUND * 2
-    {
-        ensure!(
-            ctx.runtime().now().duration_since(started) < WAIT_LIMIT,
-            "the store's clock did not move {:?} in {WAIT_LIMIT:?}",
-            BOUND * 2
-        );
-        ctx.sleep(BOUND / 4).await;
-    }
+    twice_the_bound_after(ctx, &*store, &held, expired.expires_at).await?;
     store.prune(BOUND).await?;
     let left = store.inspect(&lapsed).await?;
     ensure!(
@@ -174,6 +149,31 @@ async fn release<S: LeaseStore + ?Sized>(
         store.release(name, holder, Duration::ZERO).await?,
         "releasing {name} matched nothing"
     );
+    Ok(())
+}
+
+/// Waits until the store's clock (read with the held lease `held`) is more than twice the
+/// bound past `since`.
+async fn twice_the_bound_after<B: TestBackend, S: LeaseStore + ?Sized>(
+    ctx: &Context<B>,
+    store: &S,
+    held: &LeaseName,
+    since: std::time::SystemTime,
+) -> Result<(), CaseFailure> {
+    let started = ctx.runtime().now();
+    while observed_at(store, held)
+        .await?
+        .duration_since(since)
+        .unwrap_or_default()
+        <= BOUND * 2
+    {
+        ensure!(
+            ctx.runtime().now().duration_since(started) < WAIT_LIMIT,
+            "the store's clock did not move {:?} in {WAIT_LIMIT:?}",
+            BOUND * 2
+        );
+        ctx.sleep(BOUND / 4).await;
+    }
     Ok(())
 }
 
