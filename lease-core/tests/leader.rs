@@ -4,7 +4,7 @@ mod common;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{Faulty, fast_client, tokio_memory};
 use futures::StreamExt;
@@ -338,23 +338,36 @@ async fn a_term_lost_on_arrival_is_never_told_as_leadership() {
 }
 
 /// How the leadership is given back while the work under it runs.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum GiveBack {
     Resign,
     /// The last `Leader` dropped, which ends the campaign too.
     DropLeader,
 }
 
+/// How soon after its work stopped a released term's lease is taken. A lease left to lapse
+/// instead is taken 2.45 s after the step at the soonest: its last renewal at most 250 ms
+/// before the step began, its TTL 3 s, the step 300 ms.
+const RELEASED_WITHIN: Duration = Duration::from_millis(1_500);
+
+/// When another instance took the lease, seen from the blocking step of the work under it.
+#[derive(Debug)]
+enum Taken {
+    /// Before the step ended: two instances led at once.
+    DuringTheStep,
+    /// This long after the step ended.
+    After(Duration),
+}
+
 /// Leads on a client of `store` with a 3 s TTL, runs work on a task of its own that spends
 /// 300 ms in a blocking step once started, gives the leadership back as `give_back` says while
-/// the step runs, and answers whether another instance took the lease before the step ended.
-/// With `wait_for_work`, the work holds the term's [`lease_core::WorkUnderTerm`]; without,
-/// only its lease.
+/// the step runs, and answers when another instance took the lease. With `wait_for_work`, the
+/// work holds the term's [`lease_core::WorkUnderTerm`]; without, only its lease.
 async fn taken_during_a_blocking_step(
     store: lease_core::MemoryStore,
     wait_for_work: bool,
     give_back: GiveBack,
-) -> bool {
+) -> Taken {
     let client = common::lapsing_client(store.clone(), Duration::from_secs(2));
     let leader = client.campaign("alerts").unwrap();
     let mut changes = leader.changes();
@@ -363,7 +376,7 @@ async fn taken_during_a_blocking_step(
         Some((lease, working)) => (lease, wait_for_work.then_some(working)),
         None => panic!("leading, yet no lease for work"),
     };
-    let step_ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let step_ended = Arc::new(std::sync::OnceLock::<Instant>::new());
     let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn({
         let step_ended = Arc::clone(&step_ended);
@@ -371,7 +384,7 @@ async fn taken_during_a_blocking_step(
             let work = async {
                 let _ = started_tx.send(());
                 std::thread::sleep(Duration::from_millis(300));
-                step_ended.store(true, std::sync::atomic::Ordering::SeqCst);
+                let _ = step_ended.set(Instant::now());
                 futures::future::pending::<()>().await
             };
             tokio::select! {
@@ -389,10 +402,12 @@ async fn taken_during_a_blocking_step(
             GiveBack::DropLeader => drop(leader),
         }
     });
-    let taken = common::taken_before(&fast_client(store), "alerts", || {
-        step_ended.load(std::sync::atomic::Ordering::SeqCst)
-    })
-    .await;
+    let during =
+        common::taken_before(&fast_client(store), "alerts", || step_ended.get().is_some()).await;
+    let taken = match step_ended.get() {
+        Some(ended) if !during => Taken::After(ended.elapsed()),
+        _ => Taken::DuringTheStep,
+    };
     tokio::time::timeout(Duration::from_secs(10), resigning)
         .await
         .expect("the resignation did not end")
@@ -406,17 +421,25 @@ async fn taken_during_a_blocking_step(
 /// the step. Real time, two worker threads: the step blocks one of them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_release_waits_for_work_under_the_term() {
+    for give_back in [GiveBack::Resign, GiveBack::DropLeader] {
+        // With the last Leader dropped nobody waits on the campaign: it still waits for the
+        // work, and then releases the lease, well before the 3 s TTL would let it lapse.
+        match taken_during_a_blocking_step(tokio_memory(), true, give_back).await {
+            Taken::After(after) => assert!(
+                after < RELEASED_WITHIN,
+                "{give_back:?}: the lease was taken {after:?} after the work stopped: it \
+                 lapsed instead of being released"
+            ),
+            Taken::DuringTheStep => {
+                panic!("{give_back:?}: another instance led while the work under the term ran")
+            }
+        }
+    }
     assert!(
-        !taken_during_a_blocking_step(tokio_memory(), true, GiveBack::Resign).await,
-        "another instance led while the work under the term still ran"
-    );
-    // Nobody waits on the campaign then: it still waits for the work.
-    assert!(
-        !taken_during_a_blocking_step(tokio_memory(), true, GiveBack::DropLeader).await,
-        "with the last Leader dropped, another instance led while the work under the term ran"
-    );
-    assert!(
-        taken_during_a_blocking_step(tokio_memory(), false, GiveBack::Resign).await,
+        matches!(
+            taken_during_a_blocking_step(tokio_memory(), false, GiveBack::Resign).await,
+            Taken::DuringTheStep
+        ),
         "the control, which does not hold the term's work, was waited for too"
     );
 }
