@@ -6,7 +6,7 @@ use std::sync::Arc;
 use lease_core::runtime::TokioRuntime;
 use lease_core::{BoxError, HolderId, LeaseClient, LeaseName, LeaseStore, MemoryStore, Ttl};
 use lease_examples::counting::{CountingStore, Counts};
-use lease_tests::{FreshStore, MemoryBackend, PooledStore, TestBackend};
+use lease_tests::{Capability, FreshStore, MemoryBackend, PooledStore, TestBackend};
 
 /// Runs the suite against any backend's stores, wrapped in `CountingStore`.
 struct Counting<B>(B);
@@ -21,6 +21,12 @@ impl<B: TestBackend> TestBackend for Counting<B> {
 
     async fn available(&self) -> Result<(), BoxError> {
         self.0.available().await
+    }
+
+    /// What the inner backend offers, but fenced writes, which this wrapper does not forward:
+    /// a fenced transaction runs on the caller's own connection, past the counted store.
+    fn offers(&self, capability: Capability) -> bool {
+        capability != Capability::FencedWrites && self.0.offers(capability)
     }
 
     async fn store(&self) -> Result<FreshStore<Self::Store>, BoxError> {

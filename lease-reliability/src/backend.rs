@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use lease_core::BoxError;
-use lease_tests::{FreshStore, PooledStore, TestBackend, env};
+use lease_tests::{Capability, FreshStore, PooledStore, TestBackend, env};
 
 use crate::db::{Db, remove_sqlite};
 use crate::factory::StoreFactory;
@@ -71,6 +71,18 @@ impl<F: StoreFactory> TestBackend for FactoryBackend<F> {
         }
         remove_sqlite(&url);
         store.map(drop)
+    }
+
+    /// A pool and an unreachable store on every database; transient errors when unreachable on
+    /// the servers (SQLite's unreachable store is a file that cannot be opened). No fenced
+    /// writes: the factories make stores, not fenced transactions (the fenced scenario has its
+    /// own workers).
+    fn offers(&self, capability: Capability) -> bool {
+        match capability {
+            Capability::Pool | Capability::Unreachable => true,
+            Capability::TransientWhenUnreachable => self.factory.db() != Db::Sqlite,
+            _ => false,
+        }
     }
 
     async fn store(&self) -> Result<FreshStore<Self::Store>, BoxError> {

@@ -10,7 +10,7 @@ use futures::future::{BoxFuture, Either, select};
 use lease_core::{BoxError, Runtime};
 
 use crate::harness::{PooledStore, Teardown, TestBackend};
-use crate::{CaseFailure, FencedStore, FencedWrites};
+use crate::{Capability, CaseFailure, FencedStore, FencedWrites};
 
 /// A runtime behind a shared pointer, so cases can hand one runtime to every client they build
 /// whatever executor the test chose.
@@ -103,7 +103,8 @@ impl<B: TestBackend> Context<B> {
     /// for a store without a pool.
     ///
     /// # Errors
-    /// The backend's error, as a failure of the case.
+    /// The backend's error, as a failure of the case; a failure too when the backend answers
+    /// `None` yet [offers](TestBackend::offers) [`Capability::Pool`].
     ///
     /// # Cancel safety
     /// As [`store`](Context::store): dropped while the backend makes the store and its pool, what
@@ -113,7 +114,7 @@ impl<B: TestBackend> Context<B> {
         connections: u32,
     ) -> Result<Option<PooledStore<B::Store>>, CaseFailure> {
         let Some(mut pooled) = self.backend.pooled(connections).await? else {
-            return Ok(None);
+            return self.missing(Capability::Pool, "pooled");
         };
         self.keep(pooled.take_teardown());
         Ok(Some(pooled))
@@ -123,7 +124,8 @@ impl<B: TestBackend> Context<B> {
     /// a store without a fenced check.
     ///
     /// # Errors
-    /// The backend's error, as a failure of the case.
+    /// The backend's error, as a failure of the case; a failure too when the backend answers
+    /// `None` yet [offers](TestBackend::offers) [`Capability::FencedWrites`].
     ///
     /// # Cancel safety
     /// As [`store`](Context::store): dropped while the backend makes the store and its fenced
@@ -132,7 +134,7 @@ impl<B: TestBackend> Context<B> {
         &self,
     ) -> Result<Option<(Arc<B::Store>, Arc<dyn FencedWrites>)>, CaseFailure> {
         let Some(FencedStore { mut fresh, writes }) = self.backend.fenced().await? else {
-            return Ok(None);
+            return self.missing(Capability::FencedWrites, "fenced");
         };
         self.keep(fresh.take_teardown());
         let (store, _) = fresh.into_store();
@@ -142,13 +144,32 @@ impl<B: TestBackend> Context<B> {
     /// A store that cannot reach its database; `None` for a store that is always reachable.
     ///
     /// # Errors
-    /// The backend's error, as a failure of the case.
+    /// The backend's error, as a failure of the case; a failure too when the backend answers
+    /// `None` yet [offers](TestBackend::offers) [`Capability::Unreachable`].
     ///
     /// # Cancel safety
     /// As cancel safe as the backend's [`unreachable`](TestBackend::unreachable): the context
     /// registers nothing for such a store.
     pub async fn unreachable(&self) -> Result<Option<B::Store>, CaseFailure> {
-        Ok(self.backend.unreachable().await?)
+        match self.backend.unreachable().await? {
+            Some(store) => Ok(Some(store)),
+            None => self.missing(Capability::Unreachable, "unreachable"),
+        }
+    }
+
+    /// What a backend's `None` from `call` means: a failure where the backend offers
+    /// `capability` (a wrapper that stopped forwarding the call, a driver that lost it), and no
+    /// such store otherwise, for the case to report itself not applicable.
+    fn missing<T>(&self, capability: Capability, call: &str) -> Result<Option<T>, CaseFailure> {
+        if self.backend.offers(capability) {
+            Err(CaseFailure::new(format!(
+                "{} offers {capability}, yet its {call}() answered None: a wrapper that does \
+                 not forward {call}() leaves the cases that need it unrun",
+                self.backend.name()
+            )))
+        } else {
+            Ok(None)
+        }
     }
 
     /// Sleeps on the case's runtime.

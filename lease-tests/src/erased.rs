@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use lease_core::{BoxError, DynLeaseStore};
 
-use crate::{FencedStore, FreshStore, PooledStore, TestBackend};
+use crate::{Capability, FencedStore, FreshStore, PooledStore, TestBackend};
 
 /// Runs the suite against another backend's stores as `Arc<dyn LeaseStore>`, the way an
 /// application that picks its store at run time holds one: the trait's object-safe path.
@@ -39,8 +39,8 @@ impl<B: TestBackend> TestBackend for DynBackend<B> {
         self.inner.available().await
     }
 
-    fn pushes_releases(&self) -> bool {
-        self.inner.pushes_releases()
+    fn offers(&self, capability: Capability) -> bool {
+        self.inner.offers(capability)
     }
 
     async fn store(&self) -> Result<FreshStore<Self::Store>, BoxError> {

@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use lease_core::{BoxError, LeaseStore};
 use lease_sql::PoolState;
 
-use crate::FencedStore;
+use crate::{Capability, FencedStore};
 
 /// A backend under test: makes fresh stores for the cases.
 ///
@@ -37,12 +37,14 @@ pub trait TestBackend: Send + Sync + 'static {
         Ok(())
     }
 
-    /// Whether this backend's stores push releases: `true` where
-    /// [`LeaseStore::release_events`] must answer a stream (the memory store; PostgreSQL with
-    /// notifications on). The case that a release wakes a waiter then fails on a store that
-    /// answers `None`, as a wrapper that forgets to forward `release_events` does; with `false`
-    /// (the default) it runs where the store answers a stream and is not applicable elsewhere.
-    fn pushes_releases(&self) -> bool {
+    /// Whether this backend's stores offer `capability`. A case that needs a capability the
+    /// backend offers fails where it finds it missing (a [`pooled`](TestBackend::pooled),
+    /// [`fenced`](TestBackend::fenced) or [`unreachable`](TestBackend::unreachable) that answers
+    /// `None`, a `release_events` that answers no stream); one the backend does not offer
+    /// makes such cases report themselves not applicable. `false` for every capability by
+    /// default. A wrapper backend forwards its inner backend's answer for what it forwards.
+    fn offers(&self, capability: Capability) -> bool {
+        let _ = capability;
         false
     }
 
@@ -51,7 +53,8 @@ pub trait TestBackend: Send + Sync + 'static {
 
     /// A fresh store whose pool holds exactly `connections` connections, with a probe that
     /// writes through that same pool and the pool's statistics. `None` for a store without a
-    /// pool, such as the memory store: the pool cases then report themselves not applicable.
+    /// pool, such as the memory store: the pool cases then report themselves not applicable
+    /// (or fail, where the backend [offers](TestBackend::offers) [`Capability::Pool`]).
     async fn pooled(&self, connections: u32) -> Result<Option<PooledStore<Self::Store>>, BoxError> {
         let _ = connections;
         Ok(None)
@@ -59,13 +62,15 @@ pub trait TestBackend: Send + Sync + 'static {
 
     /// A fresh store with fenced writes on its database, for the fenced-write cases. `None`
     /// (the default) for a store without a fenced check, such as the memory store: those cases
-    /// then report themselves not applicable.
+    /// then report themselves not applicable (or fail, where the backend
+    /// [offers](TestBackend::offers) [`Capability::FencedWrites`]).
     async fn fenced(&self) -> Result<Option<FencedStore<Self::Store>>, BoxError> {
         Ok(None)
     }
 
     /// A store that cannot reach its database (a port nothing listens on, with short
-    /// timeouts). `None` for a store that is always reachable, such as the memory store.
+    /// timeouts). `None` for a store that is always reachable, such as the memory store (a
+    /// backend that [offers](TestBackend::offers) [`Capability::Unreachable`] must answer one).
     async fn unreachable(&self) -> Result<Option<Self::Store>, BoxError> {
         Ok(None)
     }

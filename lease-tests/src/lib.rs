@@ -4,6 +4,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod adoption;
+mod capability;
 pub mod cases;
 pub mod classified;
 mod context;
@@ -28,6 +29,7 @@ pub mod spans;
 mod suite;
 pub mod table_names;
 
+pub use capability::Capability;
 pub use context::{Context, SharedRuntime};
 pub use erased::DynBackend;
 pub use failure::{CaseFailure, CaseResult, Verdict};

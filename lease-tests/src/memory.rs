@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use lease_core::{BoxError, MemoryStore};
 
-use crate::{FreshStore, TestBackend};
+use crate::{Capability, FreshStore, TestBackend};
 
 /// Runs the suite against [`MemoryStore`]: a new store per test, no pool, always reachable,
 /// pushing its releases.
@@ -25,8 +25,8 @@ impl TestBackend for MemoryBackend {
         "memory"
     }
 
-    fn pushes_releases(&self) -> bool {
-        true
+    fn offers(&self, capability: Capability) -> bool {
+        capability == Capability::PushedReleases
     }
 
     async fn store(&self) -> Result<FreshStore<MemoryStore>, BoxError> {

@@ -154,6 +154,30 @@ catches!(
     "not Error::Store"
 );
 catches!(
+    permanent_errors_when_unreachable_break_outage_where_transient_is_offered,
+    UnreachableFailsPermanently,
+    unreachable_store_returns_errors,
+    "failed as Permanent, not transient"
+);
+catches!(
+    an_unreachable_store_offered_and_not_given_breaks_outage,
+    UnreachableNotForwarded,
+    unreachable_store_returns_errors,
+    "offers an unreachable store, yet its unreachable() answered None"
+);
+catches!(
+    a_pool_offered_and_not_given_breaks_the_pool_case,
+    PoolNotForwarded,
+    no_connection_held,
+    "offers a connection pool, yet its pooled() answered None"
+);
+catches!(
+    fenced_writes_offered_and_not_given_break_the_fenced_cases,
+    FencedNotForwarded,
+    fenced_write_commits_while_held,
+    "offers fenced writes, yet its fenced() answered None"
+);
+catches!(
     renewal_that_ignores_the_holder_hides_a_takeover_from_the_guard,
     RenewIgnoresHolder,
     lost_signal_after_takeover,

@@ -16,7 +16,9 @@ use futures::future::BoxFuture;
 use lease_core::{BoxError, LeaseHandle, LeaseName};
 use lease_diesel::CheckAt;
 use lease_diesel::{AsyncSqliteConnection, DieselPool, DieselStore, sqlite_manager};
-use lease_tests::{FencedStore, FencedWrites, FreshStore, PooledStore, TestBackend, env};
+use lease_tests::{
+    Capability, FencedStore, FencedWrites, FreshStore, PooledStore, TestBackend, env,
+};
 
 /// How long a pool waits for a connection before it reports the database unreachable.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -34,6 +36,10 @@ pub trait Database: Send + Sync + 'static {
 
     /// Where nothing answers.
     fn unreachable_url() -> String;
+
+    /// Whether a store at [`unreachable_url`](Database::unreachable_url) fails with transient
+    /// errors: a server nothing answers for yet, not SQLite's file that cannot be opened.
+    const UNREACHABLE_IS_TRANSIENT: bool = true;
 
     /// How the pools make connections to `url`.
     fn manager(url: String) -> AsyncDieselConnectionManager<Self::Connection>;
@@ -104,6 +110,7 @@ fn sqlite_path(table: &str) -> PathBuf {
 impl Database for Sqlite {
     type Connection = AsyncSqliteConnection;
     const NAME: &'static str = "sqlite";
+    const UNREACHABLE_IS_TRANSIENT: bool = false;
 
     fn url(table: &str) -> String {
         sqlite_path(table).to_string_lossy().into_owned()
@@ -360,8 +367,12 @@ where
         &self.name
     }
 
-    fn pushes_releases(&self) -> bool {
-        self.notifying
+    fn offers(&self, capability: Capability) -> bool {
+        match capability {
+            Capability::PushedReleases => self.notifying,
+            Capability::TransientWhenUnreachable => D::UNREACHABLE_IS_TRANSIENT,
+            _ => true,
+        }
     }
 
     async fn available(&self) -> Result<(), BoxError> {

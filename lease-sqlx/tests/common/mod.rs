@@ -11,7 +11,9 @@ use std::time::Duration;
 use lease_core::BoxError;
 use lease_sqlx::sqlx::{self, AssertSqlSafe, Pool};
 use lease_sqlx::{SqlxDatabase, SqlxStore};
-use lease_tests::{FencedStore, FencedWrites, FreshStore, PooledStore, TestBackend, env};
+use lease_tests::{
+    Capability, FencedStore, FencedWrites, FreshStore, PooledStore, TestBackend, env,
+};
 
 use fenced::{Check, FencedSql};
 
@@ -58,6 +60,10 @@ pub trait TestDb: SqlxDatabase + Sized {
 
     /// The column definition of the probe table's one column.
     const PROBE_COLUMN: &'static str = "at BIGINT";
+
+    /// Whether [`unreachable`](TestDb::unreachable)'s errors are transient: a server nothing
+    /// answers for yet, not SQLite's file that cannot be opened.
+    const UNREACHABLE_IS_TRANSIENT: bool = true;
 }
 
 /// A backend over database `DB`, optionally changing each store (PostgreSQL's protocol).
@@ -170,8 +176,12 @@ where
         self.name
     }
 
-    fn pushes_releases(&self) -> bool {
-        self.pushes_releases
+    fn offers(&self, capability: Capability) -> bool {
+        match capability {
+            Capability::PushedReleases => self.pushes_releases,
+            Capability::TransientWhenUnreachable => DB::UNREACHABLE_IS_TRANSIENT,
+            _ => true,
+        }
     }
 
     async fn available(&self) -> Result<(), BoxError> {
@@ -353,6 +363,7 @@ mod sqlite {
     impl TestDb for Sqlite {
         const LABEL: &'static str = "sqlite";
         const PROBE_COLUMN: &'static str = "at INTEGER";
+        const UNREACHABLE_IS_TRANSIENT: bool = false;
 
         async fn connect(
             connections: u32,

@@ -8,7 +8,7 @@ use lease_core::{HolderId, LeaseName, LeaseStore, ReleaseEvents};
 
 use super::{long_ttl, name};
 use crate::failure::{ensure, ensure_eq};
-use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
+use crate::{Capability, CaseFailure, CaseResult, Context, TestBackend, Verdict};
 
 /// How long a pushed release may take to arrive: it is sent when the release commits.
 const PUSH_LIMIT: Duration = Duration::from_secs(10);
@@ -34,7 +34,7 @@ pub(super) async fn release_events<B: TestBackend, S: LeaseStore + ?Sized>(
 ) -> Result<Option<ReleaseEvents>, CaseFailure> {
     match (
         store.release_events().await?,
-        ctx.backend().pushes_releases(),
+        ctx.backend().offers(Capability::PushedReleases),
     ) {
         (Some(events), _) => Ok(Some(events)),
         (None, false) => Ok(None),

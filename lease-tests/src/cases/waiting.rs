@@ -140,7 +140,7 @@ pub async fn acquire_waits_for_the_release<B: TestBackend>(ctx: &Context<B>) -> 
 /// Where the store pushes releases ([`LeaseStore::release_events`] answers a stream), a client
 /// waiting in `acquire` with a long pause between attempts takes the lease within a fraction of
 /// that pause once it is released: the release woke it, not its next poll. Not applicable to a
-/// store that answers `None` ([`TestBackend::pushes_releases`] false); a failure when the
+/// store that answers `None` (the backend does not [offer](TestBackend::offers) [`Capability::PushedReleases`](crate::Capability::PushedReleases)); a failure when the
 /// backend says its stores push releases and the store under test answers `None`, as a wrapper
 /// that forgets to forward `release_events` does.
 ///

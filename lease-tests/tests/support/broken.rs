@@ -10,10 +10,10 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use futures::channel::mpsc::UnboundedSender;
 use lease_core::{
-    BoxError, Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, MemoryStore, ReleaseEvents,
-    Ttl,
+    BoxError, Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, MemoryStore, Operation,
+    ReleaseEvents, StoreErrorKind, Ttl,
 };
-use lease_tests::{FreshStore, TestBackend};
+use lease_tests::{Capability, FreshStore, TestBackend};
 
 /// The rule a store breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +44,17 @@ pub enum Flaw {
     NamesFoldCase,
     /// When unreachable, calls fail with the wrong error.
     UnreachableGivesWrongError,
+    /// When unreachable, calls fail with a permanent store error, on a backend that says its
+    /// unreachable store's errors are transient (a server's driver that misreads a refused
+    /// connection: every campaign would end at the first outage).
+    UnreachableFailsPermanently,
+    /// The backend offers a pool, and `pooled` answers `None`: a wrapper backend that does not
+    /// forward it.
+    PoolNotForwarded,
+    /// The backend offers fenced writes, and `fenced` answers `None`.
+    FencedNotForwarded,
+    /// The backend offers an unreachable store, and `unreachable` answers `None`.
+    UnreachableNotForwarded,
     /// Acquire reads the row, then writes it unconditionally: every caller that found the
     /// lease expired takes it over, overwriting the others (a lost update).
     TakeoverOverwrites,
@@ -114,9 +125,21 @@ impl TestBackend for BrokenBackend {
         "broken-memory"
     }
 
-    /// Like the memory store it wraps.
-    fn pushes_releases(&self) -> bool {
-        true
+    /// Pushed releases, like the memory store it wraps; what its flaw says it offers besides.
+    fn offers(&self, capability: Capability) -> bool {
+        match capability {
+            Capability::PushedReleases => true,
+            Capability::Pool => self.0 == Flaw::PoolNotForwarded,
+            Capability::FencedWrites => self.0 == Flaw::FencedNotForwarded,
+            Capability::Unreachable => matches!(
+                self.0,
+                Flaw::UnreachableGivesWrongError
+                    | Flaw::UnreachableFailsPermanently
+                    | Flaw::UnreachableNotForwarded
+            ),
+            Capability::TransientWhenUnreachable => self.0 == Flaw::UnreachableFailsPermanently,
+            _ => false,
+        }
     }
 
     async fn store(&self) -> Result<FreshStore<BrokenStore>, BoxError> {
@@ -124,7 +147,11 @@ impl TestBackend for BrokenBackend {
     }
 
     async fn unreachable(&self) -> Result<Option<BrokenStore>, BoxError> {
-        Ok((self.0 == Flaw::UnreachableGivesWrongError).then(|| BrokenStore::new(self.0)))
+        Ok(matches!(
+            self.0,
+            Flaw::UnreachableGivesWrongError | Flaw::UnreachableFailsPermanently
+        )
+        .then(|| BrokenStore::new(self.0)))
     }
 }
 
@@ -181,13 +208,23 @@ impl BrokenStore {
         matches!(self.flaw, Flaw::ReleaseResetsFence | Flaw::PruneResetsFence)
     }
 
-    fn wrong_error(&self) -> Result<(), Error> {
-        if self.flaw == Flaw::UnreachableGivesWrongError {
-            Err(Error::InvalidConfig {
+    /// The error of an unreachable store with this flaw, for `operation` on `name`.
+    fn unreachable_error(
+        &self,
+        operation: Operation,
+        name: Option<&LeaseName>,
+    ) -> Result<(), Error> {
+        match self.flaw {
+            Flaw::UnreachableGivesWrongError => Err(Error::InvalidConfig {
                 reason: "not a store error".to_owned(),
-            })
-        } else {
-            Ok(())
+            }),
+            Flaw::UnreachableFailsPermanently => Err(Error::store_of_kind(
+                operation,
+                name,
+                StoreErrorKind::Permanent,
+                "connection refused",
+            )),
+            _ => Ok(()),
         }
     }
 }
@@ -200,7 +237,7 @@ impl LeaseStore for BrokenStore {
         holder: &HolderId,
         ttl: Ttl,
     ) -> Result<Option<Fence>, Error> {
-        self.wrong_error()?;
+        self.unreachable_error(Operation::Acquire, Some(name))?;
         let name = &self.name(name);
         let store = self.store(name);
         let current = store.inspect(name).await?;
@@ -236,7 +273,7 @@ impl LeaseStore for BrokenStore {
     }
 
     async fn renew(&self, name: &LeaseName, holder: &HolderId, ttl: Ttl) -> Result<bool, Error> {
-        self.wrong_error()?;
+        self.unreachable_error(Operation::Renew, Some(name))?;
         let name = &self.name(name);
         let store = self.store(name);
         let info = store.inspect(name).await?;
@@ -290,7 +327,7 @@ impl LeaseStore for BrokenStore {
         holder: &HolderId,
         min_hold: Duration,
     ) -> Result<bool, Error> {
-        self.wrong_error()?;
+        self.unreachable_error(Operation::Release, Some(name))?;
         if self.flaw == Flaw::ReleaseKeepsLease {
             return Ok(true);
         }
@@ -318,13 +355,13 @@ impl LeaseStore for BrokenStore {
     }
 
     async fn inspect(&self, name: &LeaseName) -> Result<Option<LeaseInfo>, Error> {
-        self.wrong_error()?;
+        self.unreachable_error(Operation::Inspect, Some(name))?;
         let name = &self.name(name);
         self.store(name).inspect(name).await
     }
 
     async fn list(&self) -> Result<Vec<LeaseInfo>, Error> {
-        self.wrong_error()?;
+        self.unreachable_error(Operation::List, None)?;
         let mut listed = if self.per_name_stores() {
             let stores: Vec<MemoryStore> =
                 self.per_name.lock().unwrap().values().cloned().collect();
@@ -347,7 +384,7 @@ impl LeaseStore for BrokenStore {
     }
 
     async fn prune(&self, released_for: Duration) -> Result<u64, Error> {
-        self.wrong_error()?;
+        self.unreachable_error(Operation::Prune, None)?;
         match self.flaw {
             Flaw::PruneIgnoresBound => self.inner.prune(Duration::ZERO).await,
             Flaw::PruneDoesNothing => Ok(0),

@@ -19,7 +19,7 @@ use lease_core::{
     BoxError, Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, MemoryStore, Operation,
     ReleaseEvents, Ttl,
 };
-use lease_tests::{FreshStore, PoolState, PooledStore, TestBackend};
+use lease_tests::{Capability, FreshStore, PoolState, PooledStore, TestBackend};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Connections of the pool behind stores made for the cases that do not ask for a size.
@@ -82,8 +82,8 @@ impl TestBackend for SimulatedPool {
         }
     }
 
-    fn pushes_releases(&self) -> bool {
-        true
+    fn offers(&self, capability: Capability) -> bool {
+        matches!(capability, Capability::PushedReleases | Capability::Pool)
     }
 
     async fn store(&self) -> Result<FreshStore<PooledMemory>, BoxError> {
