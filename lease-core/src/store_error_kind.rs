@@ -16,7 +16,10 @@ pub enum StoreErrorKind {
     /// put in read-only mode (PostgreSQL SQLSTATE 25006 or a server in recovery, MariaDB error
     /// 1290). The SQL stores close the connection that answered instead of giving it back to the
     /// pool, so the pool's next connection goes to whatever server the URL now names: after a
-    /// failover, the new primary.
+    /// failover, the new primary. Their own statements are sent again on the pool's next
+    /// connection, as many times as it holds connections and once on a new one, so this kind
+    /// reaches a caller when a new connection is refused too (the switchover is not over), or
+    /// from a fenced transaction, which is never sent again.
     ReadOnly,
     /// The database rolled the statement back because a concurrent transaction wrote the same
     /// row: a serialization failure (SQLSTATE 40001), a deadlock (40P01, MariaDB 1213), which is

@@ -1,6 +1,7 @@
 //! This crate's own cases, beside the conformance suite, for every database on both pool kinds:
-//! setup run at once from many callers, a failed statement giving its connection back, and
-//! cancelled calls leaving a working pool.
+//! setup run at once from many callers, a failed statement giving its connection back,
+//! cancelled calls leaving a working pool, and a pool whose sessions a demotion left read-only
+//! costing no call (`lease_tests::read_only`).
 
 mod support;
 
@@ -32,6 +33,7 @@ macro_rules! cases {
                 setup_is_idempotent_and_concurrent,
                 a_failed_statement_gives_its_connection_back,
                 cancelled_calls_leave_a_working_pool,
+                demoted_sessions_cost_no_call,
             );
         }
     };
@@ -158,6 +160,19 @@ where
     check!(taken.is_some(), "the pool's connection no longer works");
     pooled.probe().await?;
     Ok(Verdict::Passed)
+}
+
+/// `lease_tests::read_only::demoted_sessions_cost_no_call` on a pool of four connections.
+async fn demoted_sessions_cost_no_call<D, P>(ctx: &Ctx<D, P>) -> CaseResult
+where
+    D: Database,
+    P: TestPool<Connection = D::Connection>,
+    DieselStore<P>: LeaseStore,
+{
+    let Some(pooled) = ctx.pooled(4).await? else {
+        return Err(CaseFailure::new("the backend has no pool"));
+    };
+    lease_tests::read_only::demoted_sessions_cost_no_call(pooled.store(), 4).await
 }
 
 /// On a pool of one connection, calls dropped at every moment of their statement (as a timeout

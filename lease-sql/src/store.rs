@@ -19,6 +19,11 @@ use crate::{
     is_transaction_ended, snapshot_isolation, snapshot_refusal,
 };
 
+/// The most times one operation's statement is sent again after read-only refusals (see
+/// `SqlStore::again_if_refused`): one per connection a pool of this size may hold leading to a
+/// demoted server, and one on a new connection. Each refusal is one round trip.
+const READ_ONLY_AGAIN: u32 = 64;
+
 /// Leases in a SQL table, reached through a driver's pool: the [`LeaseStore`] of every SQL
 /// backend. The backend crates give it their [`Execute`] (`lease-sqlx`'s `SqlxExecutor`,
 /// `lease-diesel`'s `DieselExecutor`) and name it (`PgLeaseStore`, `DieselStore`, ...).
@@ -1041,19 +1046,55 @@ impl<X: Execute> SqlStore<X> {
         self.executor.classify(&**error) == StoreErrorKind::Conflict
     }
 
-    /// Runs `statement` and, when the database rolled it back for a conflict, once more: the
-    /// other transaction has committed by then, so the second run sees its row. Only for the
-    /// operations whose statement means the same when sent twice.
-    async fn again_on_conflict<T, F>(&self, statement: impl Fn() -> F) -> Result<T, BoxError>
+    /// Runs `statement`, and again where its refusal says that the same statement may succeed
+    /// at once. Only for the operations whose statement means the same when sent twice.
+    ///
+    /// - Rolled back for a conflict: once more. The other transaction has committed by then, so
+    ///   the second run sees its row.
+    /// - Refused as read-only: the server the connection leads to is a standby, or a primary a
+    ///   switchover demoted, and nothing was written. The executor closed that connection, but
+    ///   a demotion that leaves the old server's sessions open leaves every idle connection of
+    ///   the pool leading there too, and each would fail a statement of its own (a holder's
+    ///   renewal a quarter period apart, so that a pool of many connections cost several
+    ///   periods). So the statement is sent again as many times as the pool still holds
+    ///   connections, and once more on a connection the pool opens (to whatever server the URL
+    ///   names now), at most [`READ_ONLY_AGAIN`] times: a server still read-only then (the
+    ///   switchover is not over) answers the refusal.
+    async fn again_if_refused<T, F>(&self, statement: impl Fn() -> F) -> Result<T, BoxError>
     where
         F: Future<Output = Result<T, BoxError>>,
     {
-        match statement().await {
-            Err(error) if self.is_conflict(&error) => {
-                tracing::debug!(%error, "statement rolled back for a conflict, sent once more");
-                statement().await
+        let mut conflicted = false;
+        let mut read_only_left: Option<u32> = None;
+        loop {
+            let error = match statement().await {
+                Err(error) => error,
+                answer => return answer,
+            };
+            match self.executor.classify(&*error) {
+                StoreErrorKind::Conflict if !conflicted => {
+                    conflicted = true;
+                    tracing::debug!(%error, "statement rolled back for a conflict, sent once more");
+                }
+                StoreErrorKind::ReadOnly => {
+                    let left = read_only_left.get_or_insert_with(|| {
+                        self.executor
+                            .pool_state()
+                            .size
+                            .saturating_add(1)
+                            .min(READ_ONLY_AGAIN)
+                    });
+                    if *left == 0 {
+                        return Err(error);
+                    }
+                    *left -= 1;
+                    tracing::debug!(
+                        %error,
+                        "statement refused as read-only, its connection closed: sent again on another"
+                    );
+                }
+                _ => return Err(error),
             }
-            answer => answer,
         }
     }
 
@@ -1064,7 +1105,7 @@ impl<X: Execute> SqlStore<X> {
         match self.statements.renew_many_result() {
             RenewManyResult::Positions => {
                 let rows = self
-                    .again_on_conflict(|| self.executor.ints(query()))
+                    .again_if_refused(|| self.executor.ints(query()))
                     .await
                     .map_err(failed)?;
                 rows.into_iter()
@@ -1080,7 +1121,7 @@ impl<X: Execute> SqlStore<X> {
             }
             RenewManyResult::Pairs => {
                 let rows = self
-                    .again_on_conflict(|| self.executor.text_pairs(query()))
+                    .again_if_refused(|| self.executor.text_pairs(query()))
                     .await
                     .map_err(failed)?;
                 Ok(crate::positions_in_batch(batch, &rows))
@@ -1090,7 +1131,7 @@ impl<X: Execute> SqlStore<X> {
                 let renew_part = |part: std::ops::Range<usize>| {
                     let pairs = &batch[part];
                     async move {
-                        self.again_on_conflict(|| {
+                        self.again_if_refused(|| {
                             self.executor
                                 .affected(self.statements.renew_many(pairs, ttl))
                         })
@@ -1163,7 +1204,7 @@ impl<X: Execute> LeaseStore for SqlStore<X> {
     ) -> Result<Option<Fence>, Error> {
         let failed = self.failure(Operation::Acquire, Some(name));
         let attempt = self
-            .again_on_conflict(|| {
+            .again_if_refused(|| {
                 self.executor
                     .int_pairs(self.statements.try_acquire(name, holder, ttl))
             })
@@ -1194,7 +1235,7 @@ impl<X: Execute> LeaseStore for SqlStore<X> {
 
     async fn renew(&self, name: &LeaseName, holder: &HolderId, ttl: Ttl) -> Result<bool, Error> {
         let matched = self
-            .again_on_conflict(|| {
+            .again_if_refused(|| {
                 self.executor
                     .affected(self.statements.renew(name, holder, ttl))
             })
@@ -1231,7 +1272,7 @@ impl<X: Execute> LeaseStore for SqlStore<X> {
         min_hold: Duration,
     ) -> Result<bool, Error> {
         let matched = self
-            .again_on_conflict(|| {
+            .again_if_refused(|| {
                 self.executor
                     .affected(self.statements.release(name, holder, min_hold))
             })
@@ -1243,8 +1284,7 @@ impl<X: Execute> LeaseStore for SqlStore<X> {
     /// One `DELETE`; fences stay increasing across it because a new row's fence is the
     /// database's clock in microseconds (see [`Statements::try_acquire`]).
     async fn prune(&self, released_for: Duration) -> Result<u64, Error> {
-        self.executor
-            .affected(self.statements.prune(released_for))
+        self.again_if_refused(|| self.executor.affected(self.statements.prune(released_for)))
             .await
             .map_err(self.failure(Operation::Prune, None))
     }

@@ -3,6 +3,9 @@
 //! what each test scripts: try-acquire sends the statement once more, and a second conflict
 //! means "not acquired"; any other error is an error, sent once; renew sends a conflict once
 //! more too, but a second one is an error (only an acquisition can lose to the other write).
+//! A statement refused as read-only is sent again on the pool's other connections (each
+//! closed as it answers the refusal), and once on a new one, as after a demotion that left the
+//! old server's sessions open.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -33,18 +36,26 @@ impl std::error::Error for Refused {}
 type Answer = Result<(i64, i64), StoreErrorKind>;
 
 /// An executor that answers try-acquire and renew from a script, one answer per statement, and
-/// counts the statements it was sent.
+/// counts the statements it was sent. Its pool holds `open` connections; a read-only refusal
+/// closes the one that answered it, as a real executor does.
 #[derive(Debug, Default)]
 struct Scripted {
     answers: Mutex<VecDeque<Answer>>,
     sent: Mutex<usize>,
+    open: Mutex<u32>,
 }
 
 impl Scripted {
     fn new(answers: impl IntoIterator<Item = Answer>) -> Self {
+        Self::with_pool(0, answers)
+    }
+
+    /// A pool that holds `open` connections.
+    fn with_pool(open: u32, answers: impl IntoIterator<Item = Answer>) -> Self {
         Self {
             answers: Mutex::new(answers.into_iter().collect()),
             sent: Mutex::new(0),
+            open: Mutex::new(open),
         }
     }
 
@@ -52,7 +63,13 @@ impl Scripted {
         *self.sent.lock().unwrap() += 1;
         match self.answers.lock().unwrap().pop_front() {
             Some(Ok(row)) => Ok(row),
-            Some(Err(kind)) => Err(Box::new(Refused(kind))),
+            Some(Err(kind)) => {
+                if kind == StoreErrorKind::ReadOnly {
+                    let mut open = self.open.lock().unwrap();
+                    *open = open.saturating_sub(1);
+                }
+                Err(Box::new(Refused(kind)))
+            }
             None => Err("the script has no answer left".into()),
         }
     }
@@ -71,7 +88,11 @@ impl Execute for Scripted {
     }
 
     fn pool_state(&self) -> PoolState {
-        PoolState { size: 0, idle: 0 }
+        let open = *self.open.lock().unwrap();
+        PoolState {
+            size: open,
+            idle: open,
+        }
     }
 
     /// A scripted `OutcomeUnknown` is a connection that broke with the statement sent: a
@@ -174,11 +195,7 @@ fn a_lost_race_answered_as_a_row_is_not_acquired() {
 
 #[test]
 fn other_errors_are_errors_sent_once() {
-    for kind in [
-        StoreErrorKind::Transient,
-        StoreErrorKind::ReadOnly,
-        StoreErrorKind::Permanent,
-    ] {
+    for kind in [StoreErrorKind::Transient, StoreErrorKind::Permanent] {
         let (answer, sent) = acquire([Err(kind), Ok(WON)]);
         match answer {
             Err(error @ Error::Store { .. }) => {
@@ -236,4 +253,62 @@ fn a_lost_answer_is_an_unknown_outcome() {
         other => panic!("a lost answer answered {other:?}"),
     }
     assert_eq!(sent, 1);
+}
+
+/// Try-acquire and renew on a store whose pool holds `open` connections and whose executor
+/// answers `script`: each answer (renew's as acquired or not), and how many statements each
+/// sent.
+fn acquire_and_renew(open: u32, script: &[Answer]) -> [(Result<bool, Error>, usize); 2] {
+    let name = LeaseName::new("nightly").unwrap();
+    let ttl = Ttl::from_secs(30).unwrap();
+    let store = SqlStore::<Scripted>::new(Scripted::with_pool(open, script.to_vec()));
+    let acquired = at_once(store.try_acquire(&name, &HolderId::generate(), ttl));
+    let acquired = (
+        acquired.map(|fence| fence.is_some()),
+        *store.executor().sent.lock().unwrap(),
+    );
+    let store = SqlStore::<Scripted>::new(Scripted::with_pool(open, script.to_vec()));
+    let renewed = at_once(store.renew(&name, &HolderId::generate(), ttl));
+    [(renewed, *store.executor().sent.lock().unwrap()), acquired]
+}
+
+/// A demotion that left the old server's sessions open: every connection of a pool of four
+/// leads to a read-only server, and the fifth, which the pool opens once they are closed,
+/// finds the new primary. One call goes through, sent five times; before, each refusal failed
+/// a call of its own (a holder's renewal four times, a quarter period apart).
+#[test]
+fn read_only_refusals_are_sent_again_on_the_pools_other_connections() {
+    let mut script = vec![Err(StoreErrorKind::ReadOnly); 4];
+    script.push(Ok(WON));
+    for (answer, sent) in acquire_and_renew(4, &script) {
+        assert!(
+            answer.unwrap(),
+            "not taken, or not renewed, on the new primary"
+        );
+        assert_eq!(sent, 5, "four refusals, then the new connection");
+    }
+}
+
+/// A server still read-only on a new connection (the switchover is not over) answers the
+/// refusal, after the pool's connections and one new one: the call is bounded by the pool.
+#[test]
+fn a_server_still_read_only_answers_the_refusal_after_the_pool() {
+    let script = vec![Err(StoreErrorKind::ReadOnly); 200];
+    for (answer, sent) in acquire_and_renew(4, &script) {
+        assert_eq!(
+            answer.unwrap_err().store_error_kind(),
+            Some(StoreErrorKind::ReadOnly)
+        );
+        assert_eq!(sent, 5, "the four connections, and one new one");
+    }
+    // A pool that holds nothing more: once on a new connection.
+    for (answer, sent) in acquire_and_renew(0, &script) {
+        assert!(answer.is_err());
+        assert_eq!(sent, 2);
+    }
+    // However large the pool, at most 64 more.
+    for (answer, sent) in acquire_and_renew(1_000, &script) {
+        assert!(answer.is_err());
+        assert_eq!(sent, 65);
+    }
 }

@@ -12,6 +12,10 @@
 //! to make a store on the same table with a pool of one connection at another URL: with one
 //! connection, the connection a statement ran on is the one the next statement finds, unless the
 //! executor closed it.
+//!
+//! [`demoted_sessions_cost_no_call`] needs no private server: it leaves the sessions of one
+//! store's pool read-only on the shared server, as a demotion that keeps them open does, and
+//! runs on PostgreSQL and MariaDB.
 
 use std::time::{Duration, Instant};
 
@@ -20,7 +24,7 @@ use lease_core::{
     BoxError, Error, HolderId, LeaseClient, LeaseHandle, LeaseName, LeaseStore, Operation,
     StoreErrorKind, Ttl,
 };
-use lease_sql::{Execute, Query, SqlStore};
+use lease_sql::{Dialect, Execute, Query, SqlStore};
 
 /// Runs `case` on a throwaway MariaDB server, on a tokio runtime of its own, and panics with
 /// its error: `case` gets a store on a fresh table as the server's `root` (made by `connect`
@@ -481,4 +485,101 @@ where
     drop(expired);
     client.shutdown(Duration::from_secs(5)).await;
     Ok(())
+}
+
+/// The statements that leave one session refusing writes for the rest of its life, as the
+/// sessions a demotion left open to a primary it set read-only do, and then hold its connection
+/// for a moment, so that sessions made read-only at once are distinct connections; `None` on
+/// SQLite, which has no primary to demote (and on a dialect this version does not know).
+fn read_only_session(dialect: Dialect) -> Option<&'static str> {
+    match dialect {
+        Dialect::Postgres => Some("SET default_transaction_read_only = on; SELECT pg_sleep(0.3)"),
+        Dialect::MySql => Some("SET SESSION TRANSACTION READ ONLY; DO SLEEP(0.3)"),
+        _ => None,
+    }
+}
+
+/// A demotion that leaves the old primary's sessions open (a failover tool's
+/// `SET GLOBAL read_only = ON`, a reloaded `default_transaction_read_only`): every connection
+/// of `store`'s pool refuses writes, while the connections the pool opens from then on reach a
+/// primary that takes them. Made here on the shared server by setting each of the pool's
+/// sessions read-only (`connections` of them, the pool's size, at once), which is what such a
+/// demotion leaves behind, with no server to demote.
+///
+/// A renewal of a lease held before goes through in one call: each connection that refused it
+/// was closed, and the statement sent again on the next, then on a new one. Before, each stale
+/// connection failed a call of its own (a holder's renewal a quarter period apart, so that a
+/// pool of ten cost a lease its validity). Then `connections` acquisitions at once all succeed:
+/// no stale connection is left in the pool.
+///
+/// # Errors
+/// A [`CaseFailure`](crate::CaseFailure) when the sessions cannot be made read-only, the pool
+/// holds fewer than two connections after it, the renewal fails or answers that the lease is not
+/// held, the holder or fence of the row changed, or an acquisition afterwards fails.
+///
+/// # Cancel safety
+/// Not cancel safe: dropped, it leaves the pool's sessions read-only (the store's next calls
+/// close them one by one, as here) and its lease to lapse after its TTL of a minute.
+pub async fn demoted_sessions_cost_no_call<X: Execute>(
+    store: &SqlStore<X>,
+    connections: u32,
+) -> crate::CaseResult {
+    let Some(read_only) = read_only_session(store.executor().dialect()) else {
+        return Ok(crate::Verdict::NotApplicable(
+            "SQLite has no primary to demote".to_owned(),
+        ));
+    };
+    let ttl = Ttl::from_secs(60)?;
+    let (held, holder) = (name("nightly"), HolderId::generate());
+    let fence = store
+        .try_acquire(&held, &holder, ttl)
+        .await?
+        .ok_or_else(|| crate::CaseFailure::new("a fresh lease was not free"))?;
+
+    let sessions = (0..connections).map(|_| store.executor().batch(read_only));
+    for made in futures::future::join_all(sessions).await {
+        made?;
+    }
+    let stale = store.pool_state().size;
+    if stale < 2 {
+        return Err(crate::CaseFailure::new(format!(
+            "the pool holds {stale} connection after {connections} sessions at once: nothing to \
+             show"
+        )));
+    }
+
+    match store.renew(&held, &holder, ttl).await {
+        Ok(true) => {}
+        other => {
+            return Err(crate::CaseFailure::new(format!(
+                "with {stale} connections of the pool refusing writes, the renewal answered \
+                 {other:?}: each refusal failed the call instead of closing its connection and \
+                 sending the statement on the next"
+            )));
+        }
+    }
+    let row = store.inspect(&held).await?;
+    if !row
+        .as_ref()
+        .is_some_and(|row| row.holder == holder && row.fence == fence)
+    {
+        return Err(crate::CaseFailure::new(format!(
+            "the renewed lease reads {row:?}"
+        )));
+    }
+    let names: Vec<LeaseName> = (0..connections)
+        .map(|n| name(&format!("after-{n}")))
+        .collect();
+    let taken = names
+        .iter()
+        .map(|lease| store.try_acquire(lease, &holder, ttl));
+    for (lease, answer) in names.iter().zip(futures::future::join_all(taken).await) {
+        if !matches!(answer, Ok(Some(_))) {
+            return Err(crate::CaseFailure::new(format!(
+                "acquiring {lease} once the renewal went through answered {answer:?}: a \
+                 connection refusing writes was left in the pool"
+            )));
+        }
+    }
+    Ok(crate::Verdict::Passed)
 }

@@ -1,5 +1,6 @@
 //! This crate's own cases, beside the conformance suite: setup run twice and at once, which
-//! the suite cannot reach (setup is not part of `LeaseStore`).
+//! the suite cannot reach (setup is not part of `LeaseStore`), and a pool whose sessions a
+//! demotion left read-only (`lease_tests::read_only`), which needs the store's executor.
 
 use futures::future::join_all;
 use lease_core::{HolderId, LeaseName, LeaseStore, Ttl};
@@ -26,6 +27,7 @@ macro_rules! focused_suite {
             use super::*;
             $crate::focused_suite!(@cases $runtime, $backend;
                 setup_is_idempotent_and_concurrent,
+                demoted_sessions_cost_no_call,
             );
         }
     };
@@ -82,4 +84,16 @@ where
     }
     drop.map_err(|e| CaseFailure::new(format!("dropping {table}: {e}")))?;
     Ok(Verdict::Passed)
+}
+
+/// `lease_tests::read_only::demoted_sessions_cost_no_call` on a pool of four connections.
+pub async fn demoted_sessions_cost_no_call<DB: TestDb>(ctx: &Context<Backend<DB>>) -> CaseResult
+where
+    lease_sqlx::SqlxExecutor<DB>: lease_sqlx::Execute,
+    Backend<DB>: TestBackend<Store = SqlxStore<DB>>,
+{
+    let Some(pooled) = ctx.pooled(4).await? else {
+        return Err(CaseFailure::new("the backend has no pool"));
+    };
+    lease_tests::read_only::demoted_sessions_cost_no_call(pooled.store(), 4).await
 }
