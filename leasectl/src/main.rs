@@ -155,14 +155,22 @@ async fn run(cli: Cli) -> Result<(), Failure> {
 /// a failure of the command: the rest is dropped, as the reader asked; any other error writing
 /// is.
 fn print(text: &str) -> Result<(), Failure> {
+    write_out(text).map(drop)
+}
+
+/// Writes `text` to standard output and answers whether a reader took it: `Ok(false)` when the
+/// reader went away (a closed pipe), which ends the output without failing the command; a
+/// failure for any other error writing (a full disk, a closed descriptor).
+pub(crate) fn write_out(text: &str) -> Result<bool, Failure> {
     use std::io::Write;
 
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::Failed(
-            format!("cannot write to standard output: {error}"),
-        )),
-        _ => Ok(()),
+        Ok(()) => Ok(true),
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        Err(error) => Err(Failure::Failed(format!(
+            "cannot write to standard output: {error}"
+        ))),
     }
 }
 

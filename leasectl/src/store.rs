@@ -116,7 +116,16 @@ fn unsupported(url: &str) -> String {
 
 /// `url` with the password of its user's part, if any, replaced by `***`.
 fn redact_userinfo(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
+    // With `//` or without: sqlx also reads `postgres:app:s3cret@db/app` as a URL, with the
+    // user's part before its `@`.
+    let Some((scheme, separator, rest)) = url
+        .split_once("://")
+        .map(|(scheme, rest)| (scheme, "://", rest))
+        .or_else(|| {
+            url.split_once(':')
+                .map(|(scheme, rest)| (scheme, ":", rest))
+        })
+    else {
         return url.to_owned();
     };
     // The user's part ends at the last `@`: a password that was not percent-encoded may hold
@@ -126,7 +135,7 @@ fn redact_userinfo(url: &str) -> String {
     };
     let (userinfo, host) = (&rest[..at], &rest[at + 1..]);
     match userinfo.split_once(':') {
-        Some((user, _password)) => format!("{scheme}://{user}:***@{host}"),
+        Some((user, _password)) => format!("{scheme}{separator}{user}:***@{host}"),
         None => url.to_owned(),
     }
 }
@@ -166,6 +175,15 @@ pub(crate) async fn open(url: &str, table: &TableName) -> Result<Store, Failure>
             unsupported(url)
         ))
     })?;
+    // sqlx reads `postgres:app:s3cret@db/app` as a URL with no host, connects to the local
+    // server, whose refusal then names the "database" `app:s3cret@db/app`: refused before.
+    if !matches!(kind, Kind::Sqlite) && !url.contains("://") {
+        let scheme = url.split_once(':').map_or(url, |(scheme, _)| scheme);
+        return Err(Failure::Usage(format!(
+            "invalid database URL: a server's URL has `//` after its scheme, as in \
+             {scheme}://user@host/database"
+        )));
+    }
     let cannot = |why: String| Failure::Failed(format!("cannot connect to {}: {why}", redact(url)));
     let invalid = |error: lease_sqlx::sqlx::Error| {
         Failure::Usage(format!("invalid database URL {}: {error}", redact(url)))
@@ -261,6 +279,12 @@ mod tests {
             redact("mysql://u:p/a?s@db:3306/x?ssl-mode=required"),
             "mysql://u:***@db:3306/x?ssl-mode=required"
         );
+        // Without `//`, which sqlx reads as a URL with the user's part before the `@`.
+        assert_eq!(
+            redact("postgres:app:s3cret@db/app"),
+            "postgres:app:***@db/app"
+        );
+        assert_eq!(redact("postgres:app@db/app"), "postgres:app@db/app");
         assert_eq!(
             redact("postgres://db/app?user=app&Password=s3cret&sslpassword=k3y&sslmode=require"),
             "postgres://db/app?user=app&Password=***&sslpassword=***&sslmode=require"

@@ -1,6 +1,6 @@
 //! `leasectl watch`: the list again at every interval, until interrupted or after a count.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::time::Duration;
 
 use lease_core::{DynLeaseStore, ErrorChain};
@@ -11,7 +11,8 @@ use crate::{json, render};
 
 /// Lists every `interval`, `count` times or until Ctrl-C. Each round prints the list (text: the
 /// screen cleared first on a terminal, else a blank line between rounds; JSON: one document a
-/// line), or its error on standard error; the answer is the last round's.
+/// line), or its error on standard error; the answer is the last round's, or a failure to
+/// write the list (a reader that went away ends the watch as the last round answered).
 pub(crate) async fn run(
     store: &DynLeaseStore,
     table: &str,
@@ -61,17 +62,14 @@ pub(crate) async fn run(
             }
         };
         if let Some(text) = text {
-            let mut out = std::io::stdout().lock();
             let prefix = match output {
                 Output::Text if terminal => "\x1b[2J\x1b[H",
                 Output::Text if round > 1 => "\n",
                 _ => "",
             };
-            // A closed pipe (`leasectl watch | head`) ends the watch.
-            if write!(out, "{prefix}{text}")
-                .and_then(|()| out.flush())
-                .is_err()
-            {
+            // A closed pipe (`leasectl watch | head`) ends the watch, as the last round
+            // answered; any other error writing (a full disk) fails it.
+            if !crate::write_out(&format!("{prefix}{text}"))? {
                 return last;
             }
         }

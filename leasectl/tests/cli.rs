@@ -627,6 +627,20 @@ fn bad_urls_fail_with_a_clear_message_and_never_show_a_password() {
         assert!(!refused.stderr.contains("timed out"), "{refused:?}");
         assert_eq!(refused.stderr.lines().count(), 1, "{refused:?}");
     }
+    // Without `//`, which sqlx would read as a URL with no host (the local server), and whose
+    // refusal would name the rest, password and all, as the database.
+    for url in [
+        "postgres:app:s3cret@127.0.0.1/app",
+        "mysql:app:s3cret@127.0.0.1/app",
+    ] {
+        let no_slashes = run(url, None, &["list"]);
+        assert_eq!(no_slashes.code, 2, "{no_slashes:?}");
+        assert!(
+            no_slashes.stderr.contains("has `//` after its scheme"),
+            "{no_slashes:?}"
+        );
+        assert!(!no_slashes.stderr.contains("s3cret"), "{no_slashes:?}");
+    }
     let invalid = run(
         "postgres://app@127.0.0.1:1/app?sslmode=sometimes",
         None,
@@ -932,6 +946,48 @@ async fn a_reader_that_went_away_is_not_a_failure() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// Output that cannot be written for another reason than a reader gone (`/dev/full`: no space
+/// left) fails the command, once, saying why: `list` did so already; `watch` ended at its first
+/// failed write and exited 0, as for a closed pipe.
+#[tokio::test]
+async fn output_that_cannot_be_written_fails() {
+    let dir = TempDir::new();
+    let (store, url) = sqlite_table(&dir).await;
+    store
+        .try_acquire(
+            &name("sweep"),
+            &HolderId::generate(),
+            Ttl::from_secs(600).unwrap(),
+        )
+        .await
+        .unwrap()
+        .expect("free");
+    for command in [
+        &["list"][..],
+        &["watch", "--interval", "100ms", "--count", "3"],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full opens for writing");
+        let output = Command::new(env!("CARGO_BIN_EXE_leasectl"))
+            .args(["--database-url", &url])
+            .args(command)
+            .env_remove("DATABASE_URL")
+            .env_remove("LEASE_TABLE")
+            .stdout(full)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{command:?}: {stderr}");
+        assert_eq!(
+            stderr.matches("cannot write to standard output").count(),
+            1,
+            "{command:?}: {stderr}"
+        );
+    }
 }
 
 #[tokio::test]
