@@ -135,3 +135,49 @@ fn a_private_mariadb_stops_and_restarts_with_its_data() {
     assert!(!accepts(port), "port {port} still accepts after drop");
     assert!(!dir.exists(), "{} is left behind", dir.display());
 }
+
+/// A private MariaDB leaves the system's temporary directory alone. A MariaDB server starting
+/// (the install's bootstrap is one) removes every `#sql*` file of its temporary directory: with
+/// the system's, it removed the open temporary tables of the machine's own server, which runs
+/// as the same user, and that server's query then failed ("Error on delete of
+/// '/tmp/#sql-temptable-...'", seen once in a full test run). The probe is such a file, owned
+/// by the user the private server runs as.
+#[test]
+fn a_private_mariadb_leaves_the_system_temporary_files_alone() {
+    let probe = std::env::temp_dir().join(format!("#sql-lease-probe-{}.MAI", std::process::id()));
+    std::fs::write(&probe, b"").expect("the probe file is written");
+    if let Some(uid) = mysql_uid() {
+        std::os::unix::fs::chown(&probe, Some(uid), None).expect("the probe is given to mysql");
+    }
+    let started = MariaDbServer::start();
+    let kept = probe.exists();
+    let _ = std::fs::remove_file(&probe);
+    let server = match started {
+        Ok(server) => server,
+        Err(error) => return skip_or_fail("private mariadb", &error.to_string()),
+    };
+    drop(server);
+    assert!(
+        kept,
+        "starting a private MariaDB removed {} from the system's temporary directory",
+        probe.display()
+    );
+}
+
+/// The id of the `mysql` user, which a private MariaDB runs as when the tests run as root;
+/// `None` otherwise (it then runs as the test's own user, who owns the probe already).
+fn mysql_uid() -> Option<u32> {
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .ok()
+        .is_some_and(|out| out.stdout.starts_with(b"0\n"));
+    if !root {
+        return None;
+    }
+    let out = std::process::Command::new("id")
+        .args(["-u", "mysql"])
+        .output()
+        .ok()?;
+    String::from_utf8(out.stdout).ok()?.trim().parse().ok()
+}

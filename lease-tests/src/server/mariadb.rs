@@ -76,21 +76,24 @@ impl MariaDbServer {
             None
         };
         let dir = ScratchDir::new("mariadb", user.as_ref())?;
+        // A temporary directory of its own, for the install too: a server starting (the
+        // install's bootstrap is one) removes every `#sql*` file of its temporary directory, so
+        // in the system's it removed the files of the temporary tables that the machine's own
+        // server, running as the same user, had open (a query of that server then failed with
+        // "Error on delete of '/tmp/#sql-temptable-...'").
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir(&tmp)?;
+        if let Some(user) = &user {
+            process::chown(&tmp, user)?;
+        }
         let data = dir.path().join("data");
         if install {
-            Self::install(&install_db, &data, user.as_ref())?;
+            Self::install(&install_db, &data, &tmp, user.as_ref())?;
         } else {
             std::fs::create_dir(&data)?;
             if let Some(user) = &user {
                 process::chown(&data, user)?;
             }
-        }
-        // A temporary directory of its own: in the system's, servers that run side by side
-        // remove each other's temporary tables' files.
-        let tmp = dir.path().join("tmp");
-        std::fs::create_dir(&tmp)?;
-        if let Some(user) = &user {
-            process::chown(&tmp, user)?;
         }
         let init = dir.path().join("init.sql");
         std::fs::write(&init, "CREATE DATABASE IF NOT EXISTS test;\n")?;
@@ -104,12 +107,19 @@ impl MariaDbServer {
         })
     }
 
-    fn install(install_db: &Path, data: &Path, user: Option<&SystemUser>) -> io::Result<()> {
+    fn install(
+        install_db: &Path,
+        data: &Path,
+        tmp: &Path,
+        user: Option<&SystemUser>,
+    ) -> io::Result<()> {
         let mut install = Command::new(install_db);
         install
             .arg("--no-defaults")
             .arg("--auth-root-authentication-method=normal")
             .arg(format!("--datadir={}", data.display()))
+            // Passed on to the bootstrap server (see `unstarted`).
+            .arg(format!("--tmpdir={}", tmp.display()))
             .args(["--skip-test-db", "--skip-name-resolve"]);
         if let Some(user) = user {
             install.arg(format!("--user={}", user.name));
