@@ -156,6 +156,22 @@ async fn mariadb_unsigned_fence_is_refused_then_upgraded() {
     .await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_unsafe_storage_is_refused() {
+    on_fresh_table::<Postgres, deadpool::Pool<AsyncPgConnection>, _>(
+        adoption::unsafe_storage_is_refused,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mariadb_unsafe_storage_is_refused() {
+    on_fresh_table::<MariaDb, deadpool::Pool<AsyncMysqlConnection>, _>(
+        adoption::unsafe_storage_is_refused,
+    )
+    .await;
+}
+
 /// SQLite: the SQL `verify` prints for the story's table (a rebuild), put in a migration of its
 /// own and applied by diesel's migration harness, which runs each migration in a transaction:
 /// it runs, and the table fits with the story's live lease still held. Without the fix, the

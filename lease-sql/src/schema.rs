@@ -156,6 +156,10 @@ pub(crate) struct Facts {
     /// The character set of a character column, lower case, where the catalog names it
     /// (MariaDB: `latin1`, `utf8mb4`).
     pub(crate) charset: Option<String>,
+    /// How the table keeps its rows, lower case, the same in every column's facts, where the
+    /// catalog says it: MariaDB's storage engine (`innodb`, `myisam`), PostgreSQL's persistence
+    /// (`permanent`, `unlogged`, `temporary`).
+    pub(crate) storage: Option<String>,
 }
 
 impl Facts {
@@ -166,16 +170,21 @@ impl Facts {
         let nullable = flag(parts.next(), "YES")?;
         let has_default = flag(parts.next(), "1")?;
         let key = flag(parts.next(), "1")?;
-        let charset = parts
-            .next()
-            .map(|part| part.trim().to_ascii_lowercase())
-            .filter(|part| !part.is_empty());
+        let mut text = || {
+            parts
+                .next()
+                .map(|part| part.trim().to_ascii_lowercase())
+                .filter(|part| !part.is_empty())
+        };
+        let charset = text();
+        let storage = text();
         Some(Self {
             data_type,
             nullable,
             has_default,
             key,
             charset,
+            storage,
         })
     }
 }
@@ -372,8 +381,11 @@ impl SchemaCheck {
                 ));
             }
             match column {
-                Column::Name if !facts.key => problems
-                    .push("column name is not the primary key (nor alone a unique key)".to_owned()),
+                Column::Name if !facts.key => problems.push(
+                    "column name is not the primary key (nor alone a unique key, checked at once \
+                     and valid)"
+                        .to_owned(),
+                ),
                 Column::Holder if !facts.nullable => fixes.push((
                     Fix::HolderNullable,
                     "column holder is NOT NULL: a released lease has no holder".to_owned(),
@@ -419,6 +431,14 @@ impl SchemaCheck {
                 ));
             }
         }
+        // How the table keeps its rows: every column's facts say the same.
+        let storage = found.iter().find_map(|(_, facts)| facts.storage.as_deref());
+        let unfit_storage = match self.dialect {
+            Dialect::Postgres => postgres::unfit_storage(storage, &self.quoted),
+            Dialect::MySql => mysql::unfit_storage(storage, &self.quoted),
+            Dialect::Sqlite => None,
+        };
+        problems.extend(unfit_storage);
         let ours = |column: &str| Column::ALL.iter().any(|c| self.names(column, c.as_str()));
         for (column, facts) in &found {
             let ours = ours(column);

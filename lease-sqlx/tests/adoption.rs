@@ -166,6 +166,16 @@ async fn mariadb_unsigned_fence_is_refused_then_upgraded() {
     on_fresh_table::<MySql, _>(adoption::mariadb_unsigned_fence_is_refused_then_upgraded).await;
 }
 
+#[tokio::test]
+async fn postgres_unsafe_storage_is_refused() {
+    on_fresh_table::<Postgres, _>(adoption::unsafe_storage_is_refused).await;
+}
+
+#[tokio::test]
+async fn mariadb_unsafe_storage_is_refused() {
+    on_fresh_table::<MySql, _>(adoption::unsafe_storage_is_refused).await;
+}
+
 /// `verify` needs no right but the store's own: an account with only `SELECT, INSERT, UPDATE`
 /// on the table checks it, where `setup` is refused for want of the right to create.
 async fn verify_with_the_stores_rights_only<DB: TestDb>(

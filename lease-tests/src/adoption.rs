@@ -1195,3 +1195,66 @@ pub async fn sqlite_times_in_seconds_are_refused_then_converted<X: Execute>(
     }
     story_leases_survived(store, ttl).await
 }
+
+/// A table with the store's columns and key that keeps its rows where the store's guarantees do
+/// not hold is refused, without SQL to run, and accepted once converted, which shows that the
+/// storage alone was refused. On PostgreSQL an `UNLOGGED` table (a crash empties it, a standby
+/// has none of its rows: every lease free while its holder runs) and then a `DEFERRABLE`
+/// primary key on `name` (no conflict target for `ON CONFLICT`: every acquisition fails); on
+/// MariaDB a MyISAM table (no transactions: a fenced check's row lock ends with its statement,
+/// so a takeover no longer waits for the fenced transaction, and Galera does not replicate it).
+/// SQLite has one way to keep a table and is not asked.
+///
+/// # Errors
+/// When `verify` accepts a table it should refuse or refuses it for another reason, offers SQL
+/// for it, or refuses the converted table.
+pub async fn unsafe_storage_is_refused<X: Execute>(
+    store: &SqlStore<X>,
+    table: &str,
+) -> Result<(), BoxError> {
+    let create = store.statements().create_table();
+    let (unsafe_create, unsafe_word, convert) = match store.statements().dialect() {
+        Dialect::Postgres => (
+            create.replacen("CREATE TABLE", "CREATE UNLOGGED TABLE", 1),
+            "UNLOGGED",
+            format!("ALTER TABLE {table} SET LOGGED"),
+        ),
+        Dialect::MySql => (
+            create.replacen("ENGINE = InnoDB", "ENGINE = MyISAM", 1),
+            "storage engine is myisam",
+            format!("ALTER TABLE {table} ENGINE = InnoDB"),
+        ),
+        other => return Err(format!("no unsafe storage written for {other:?}").into()),
+    };
+    if unsafe_create == create {
+        return Err(format!("the store's DDL did not change: {create}").into());
+    }
+    store.executor().batch(&unsafe_create).await?;
+    refused_for(store, unsafe_word).await?;
+    store.executor().batch(&convert).await?;
+    store.verify().await?;
+
+    if store.statements().dialect() == Dialect::Postgres {
+        store
+            .executor()
+            .batch(&format!(
+                "DROP TABLE {table};\n{}",
+                create.replacen("PRIMARY KEY", "PRIMARY KEY DEFERRABLE", 1)
+            ))
+            .await?;
+        refused_for(store, "column name is not the primary key").await?;
+    }
+    Ok(())
+}
+
+/// `store`'s `verify` refuses its table with a mismatch that says `why`, and no SQL.
+async fn refused_for<X: Execute>(store: &SqlStore<X>, why: &str) -> Result<(), BoxError> {
+    match store.verify().await {
+        Err(Error::SchemaMismatch {
+            mismatch,
+            upgrade: None,
+            ..
+        }) if mismatch.contains(why) => Ok(()),
+        other => Err(format!("verify answered {other:?}, where it should refuse: {why}").into()),
+    }
+}

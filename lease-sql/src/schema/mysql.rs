@@ -9,8 +9,9 @@ use super::{Column, Facts, Fit, Fix};
 /// (`datetime(6)`), strings their declared length (`varbinary(36)`: bytes, `varchar(36)`:
 /// characters), and unsigned integers say so (`bigint unsigned`: `DATA_TYPE` alone reads
 /// `bigint` for them, and sqlx reads no `i64` from such a column). A character column adds its
-/// character set as a fifth part (`varchar(255);NO;0;1;latin1`; `CONCAT_WS` leaves out the
-/// `NULL` of any other column).
+/// character set as a fifth part (`varchar(255);NO;0;1;latin1`; empty for any other column),
+/// and every column the table's storage engine as a sixth (`InnoDB`, `MyISAM`; empty for a
+/// view).
 pub(super) fn columns(schema: bool) -> String {
     let schema = if schema { "?" } else { "DATABASE()" };
     format!(
@@ -28,12 +29,29 @@ pub(super) fn columns(schema: bool) -> String {
                          AND (SELECT COUNT(*) FROM information_schema.STATISTICS o\n                        \
                               WHERE o.TABLE_SCHEMA = s.TABLE_SCHEMA AND o.TABLE_NAME = s.TABLE_NAME AND o.INDEX_NAME = s.INDEX_NAME) = 1\n           \
                  ), '1', '0'),\n           \
-                 c.CHARACTER_SET_NAME\n       \
+                 IFNULL(c.CHARACTER_SET_NAME, ''),\n           \
+                 IFNULL((SELECT t.ENGINE FROM information_schema.TABLES t\n                   \
+                         WHERE t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME), '')\n       \
              ) AS CHAR)\n\
          FROM information_schema.COLUMNS c\n\
          WHERE c.TABLE_NAME = ? AND c.TABLE_SCHEMA = {schema}\n\
          ORDER BY c.ORDINAL_POSITION"
     )
+}
+
+/// What is wrong with a table whose storage engine is `storage` (`None`: not read): the
+/// store's guarantees are InnoDB's. Another engine has no transactions, so a fenced check's row
+/// lock ends with its own statement and a takeover no longer waits for the fenced transaction,
+/// and a Galera cluster does not replicate it, so each node would hold leases of its own.
+pub(super) fn unfit_storage(storage: Option<&str>, table: &str) -> Option<String> {
+    match storage? {
+        "innodb" => None,
+        other => Some(format!(
+            "the table's storage engine is {other}, the store needs InnoDB (transactions and \
+             row locks, which fenced writes rely on, and what Galera replicates); convert it \
+             (ALTER TABLE {table} ENGINE=InnoDB) when no service uses it"
+        )),
+    }
 }
 
 /// Which types fit, by the type without a string's length (the check reads that itself).

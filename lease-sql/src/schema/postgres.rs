@@ -3,11 +3,14 @@
 use super::{Column, Fit, Fix};
 
 /// One row per column of the table `$1` names (quoted, resolved by the search path as the
-/// store's statements are): its name and `type;nullable;default;key`, where `key` says the
-/// column alone is the primary key or a unique index without a predicate (what
-/// `ON CONFLICT (name)` needs). A `varchar` carries its declared length
+/// store's statements are): its name and `type;nullable;default;key;;storage`, where `key` says
+/// the column alone is the primary key or a unique index without a predicate, checked at once
+/// (not `DEFERRABLE`) and valid (not left half-built by a failed `CREATE INDEX CONCURRENTLY`):
+/// what `ON CONFLICT (name)` needs. A `varchar` carries its declared length
 /// (`character varying(36)`); other types are named without theirs (`timestamp with time
-/// zone` also for a `timestamptz(3)`). No rows when the table does not exist.
+/// zone` also for a `timestamptz(3)`). `storage` is the table's persistence, `permanent`,
+/// `unlogged` or `temporary`; the empty part before it is MariaDB's character set. No rows
+/// when the table does not exist.
 pub(super) const COLUMNS: &str = "\
 SELECT a.attname::text,
        concat_ws(';',
@@ -18,11 +21,35 @@ SELECT a.attname::text,
                SELECT 1 FROM pg_index i
                WHERE i.indrelid = a.attrelid AND i.indisunique AND i.indnkeyatts = 1
                    AND i.indkey[0] = a.attnum AND i.indpred IS NULL
-           ) THEN '1' ELSE '0' END
+                   AND i.indimmediate AND i.indisvalid
+           ) THEN '1' ELSE '0' END,
+           '',
+           (SELECT CASE c.relpersistence WHEN 'p' THEN 'permanent' WHEN 'u' THEN 'unlogged' ELSE 'temporary' END
+            FROM pg_class c WHERE c.oid = a.attrelid)
        )::text
 FROM pg_attribute a
 WHERE a.attrelid = to_regclass($1::text) AND a.attnum > 0 AND NOT a.attisdropped
 ORDER BY a.attnum";
+
+/// What is wrong with a table that keeps its rows as `storage` says (`None`: not read):
+/// only a permanent table survives a crash and reaches a standby. An `UNLOGGED` table is
+/// emptied by crash recovery and is empty on a promoted standby, so every lease would be free
+/// while its holders still run; a temporary one is the session's own, which the pool's other
+/// connections never see.
+pub(super) fn unfit_storage(storage: Option<&str>, table: &str) -> Option<String> {
+    match storage? {
+        "permanent" => None,
+        "unlogged" => Some(format!(
+            "the table is UNLOGGED: a crash empties it and a standby has none of its rows, so \
+             every lease would be free while its holder still runs its work; make it logged \
+             (ALTER TABLE {table} SET LOGGED) when no service uses it"
+        )),
+        other => Some(format!(
+            "the table is {other}, seen by one session only: the store needs a table every \
+             connection of its pool sees"
+        )),
+    }
+}
 
 /// Which types fit, by the type without its length (the check reads a `varchar`'s length
 /// itself).
