@@ -66,9 +66,9 @@ impl Config {
 impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The URL may hold a password: only its scheme is shown.
-        let scheme = self.database_url.split(':').next().unwrap_or_default();
+        let database = scheme(&self.database_url).unwrap_or("not a URL");
         f.debug_struct("Config")
-            .field("database", &format_args!("{scheme}:..."))
+            .field("database", &format_args!("{database}:..."))
             .field("table", &self.table)
             .field("listen", &self.listen)
             .field("node", &self.node)
@@ -76,6 +76,27 @@ impl std::fmt::Debug for Config {
             .field("notifications", &self.notifications)
             .finish()
     }
+}
+
+/// Writes `line` and a newline to standard output, ignoring a failed write: Rust ignores
+/// SIGPIPE, so `println!` panics when the reader went away (a log pipe restarted), and a panic
+/// in a job's round stops that job's schedule for good.
+pub fn say(line: impl std::fmt::Display) {
+    use std::io::Write;
+
+    let _ = writeln!(std::io::stdout().lock(), "{line}");
+}
+
+/// The scheme of `url`, for messages that must not show the rest (it may hold a password):
+/// `postgres`, `mysql`, `sqlite` or another word before `:`; `None` for what is not a URL
+/// (a key/value connection string, `host=db password=...`).
+fn scheme(url: &str) -> Option<&str> {
+    let (scheme, _) = url.split_once(':')?;
+    (!scheme.is_empty()
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)))
+    .then_some(scheme)
 }
 
 /// Runs the service until `stop` completes (SIGTERM, in the binary), then shuts down
@@ -86,8 +107,9 @@ impl std::fmt::Debug for Config {
 /// of nothing done: nothing was taken yet.
 ///
 /// # Errors
-/// When the database cannot be reached or set up, the address cannot be bound, or a metrics
-/// recorder is installed already.
+/// When the node's name makes an invalid lease name (checked first, before anything is
+/// taken), the database cannot be reached or set up, the address cannot be bound, or a
+/// metrics recorder is installed already.
 ///
 /// # Cancel safety
 /// Not cancel safe: cancelled, the service stops without its graceful shutdown, as a crash
@@ -97,6 +119,9 @@ pub async fn run(
     listening: impl FnOnce(SocketAddr),
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<ShutdownReport, BoxError> {
+    // Every lease name first: one that is invalid stops the service before any job runs (a
+    // campaign started before it would leave its lease taken for its TTL).
+    let names = jobs::Names::of(&config.node)?;
     let metrics = PrometheusBuilder::new().install_recorder()?;
     let mut stop = std::pin::pin!(stop);
     // Connecting can take as long as the pool's timeout where the database accepts and does not
@@ -112,14 +137,17 @@ pub async fn run(
     // `listening` is told before any job's round runs.
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     listening(listener.local_addr()?);
-    let schedules = jobs::start(&client, &config.node)?;
+    let schedules = jobs::start(&client, names)?;
     let (stopped_tx, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(
-        axum::serve(listener, http::router(client.clone(), metrics.clone()))
-            .with_graceful_shutdown(async move {
-                let _ = stopped.await;
-            })
-            .into_future(),
+        axum::serve(
+            listener,
+            http::router(client.clone(), schedules.clone(), metrics.clone()),
+        )
+        .with_graceful_shutdown(async move {
+            let _ = stopped.await;
+        })
+        .into_future(),
     );
     // The recorder keeps what it records until it is drained: by a scrape, or by this upkeep,
     // so that an instance nobody scrapes does not grow without bound.

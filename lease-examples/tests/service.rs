@@ -628,3 +628,38 @@ async fn the_control_a_killed_service_leaves_its_leases_taken() {
     store.pool().close().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A `DATABASE_URL` that is no URL (libpq's key/value form) is refused, exit 1, naming no part
+/// of it: the whole string, password included, was printed as its "scheme".
+#[test]
+fn a_database_url_that_is_no_url_never_shows_its_password() {
+    let (status, stderr) = exit_of(&[("DATABASE_URL", "host=db user=app password=s3cret")]);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("not a postgres://, mysql:// or sqlite: URL: no scheme"),
+        "{stderr:?}"
+    );
+    assert!(!stderr.contains("s3cret"), "{stderr:?}");
+}
+
+/// A `NODE` that makes an invalid lease name (`uptime:<node>` over 255 bytes) stops the
+/// service before it starts anything: it exits 1 naming the name, without having opened its
+/// database (a SQLite file it would create). Checked after the jobs had started, a leader
+/// campaign could already have taken its lease, left to lapse after its TTL.
+#[test]
+fn an_invalid_node_stops_the_service_before_it_starts_a_job() {
+    let file = std::env::temp_dir().join(format!("lease-service-node-{}.db", std::process::id()));
+    let url = format!("sqlite:{}?mode=rwc", file.display());
+    let node = "n".repeat(300);
+    let (status, stderr) = exit_of(&[("DATABASE_URL", &url), ("NODE", &node)]);
+    let opened = file.exists();
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+    }
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("lease name"), "{stderr:?}");
+    assert!(
+        !opened,
+        "the database was opened before the node's name was checked"
+    );
+}

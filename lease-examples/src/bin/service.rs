@@ -87,7 +87,7 @@ async fn serve() -> ExitCode {
         }
         Err(_) => {}
     }
-    let listening = |address| println!("listening on {address}");
+    let listening = |address| service::say(format_args!("listening on {address}"));
     let (asked, requested) = tokio::sync::oneshot::channel::<()>();
     let service = service::run(config, listening, async {
         let _ = requested.await;
@@ -110,7 +110,7 @@ async fn serve() -> ExitCode {
     };
     match outcome {
         Ok(report) => {
-            println!(
+            service::say(format_args!(
                 "shut down in {} ms: {} leases released, {} rounds let finish, {} stopped, {} leaderships given back, {} failed",
                 report.elapsed.as_millis(),
                 report.released,
@@ -118,7 +118,7 @@ async fn serve() -> ExitCode {
                 report.cancelled,
                 report.resigned,
                 report.failed + report.unfinished
-            );
+            ));
             if report.is_clean() {
                 ExitCode::SUCCESS
             } else {

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use lease_core::{BoxError, LeaseClient, Schedule, Scheduled};
+use lease_core::{BoxError, LeaseClient, LeaseName, Schedule, Scheduled};
+
+use super::say;
 
 /// One job: its lease and how often it runs.
 #[derive(Debug, Clone, Copy)]
@@ -38,11 +40,28 @@ pub const JOBS: [Job; 4] = [
     },
 ];
 
+/// The jobs' lease names on one node, each checked.
+pub(super) struct Names {
+    uptime: LeaseName,
+}
+
+impl Names {
+    /// The names on `node`.
+    ///
+    /// # Errors
+    /// When `uptime:<node>` is no valid lease name (a node's name of more than 248 bytes).
+    pub(super) fn of(node: &str) -> Result<Self, BoxError> {
+        let [.., uptime] = JOBS;
+        Ok(Self {
+            uptime: LeaseName::new(format!("{}:{node}", uptime.name))?,
+        })
+    }
+}
+
 /// Schedules every job on `client`; they run until the handles are dropped or the client shuts
 /// down.
-pub(super) fn start(client: &LeaseClient, node: &str) -> Result<Vec<Scheduled>, BoxError> {
+pub(super) fn start(client: &LeaseClient, names: Names) -> Result<Vec<Scheduled>, BoxError> {
     let [sweep, alerts, mail, uptime] = JOBS;
-    let node = node.to_owned();
     Ok(vec![
         // On the hour, on whichever instance wins the round.
         client.schedule(
@@ -50,25 +69,33 @@ pub(super) fn start(client: &LeaseClient, node: &str) -> Result<Vec<Scheduled>, 
             Schedule::every(sweep.period)?
                 .aligned()
                 .jitter(Duration::from_secs(30)),
-            |lease| async move { println!("sweep: swept with fence {}", lease.fence()) },
+            |lease| async move { say(format_args!("sweep: swept with fence {}", lease.fence())) },
         )?,
         // Every 30 s on the elected leader: one acquisition, then renewals.
         client.schedule_on_leader(
             alerts.name,
             Schedule::every(alerts.period)?,
             |lease| async move {
-                println!("alerts: evaluated with fence {}", lease.fence());
+                say(format_args!(
+                    "alerts: evaluated with fence {}",
+                    lease.fence()
+                ));
             },
         )?,
         // Every 15 minutes from start, at most once per 14 minutes across the instances.
         client.schedule(
             mail.name,
             Schedule::every(mail.period)?.min_hold(minutes(14)),
-            |lease| async move { println!("mail-checks: checked with fence {}", lease.fence()) },
+            |lease| async move {
+                say(format_args!(
+                    "mail-checks: checked with fence {}",
+                    lease.fence()
+                ));
+            },
         )?,
         // Every 10 s, once per node.
         client.schedule_on_leader(
-            format!("{}:{node}", uptime.name),
+            names.uptime,
             Schedule::every(uptime.period)?,
             move |_| async {},
         )?,

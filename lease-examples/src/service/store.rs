@@ -21,11 +21,9 @@ pub(super) async fn connect(
     } else if url.starts_with("sqlite:") {
         set_up::<Sqlite>(url, table, notifications).await
     } else {
-        Err(format!(
-            "not a postgres://, mysql:// or sqlite: URL: {}",
-            url.split(':').next().unwrap_or_default()
-        )
-        .into())
+        // The scheme alone: the rest may hold a password.
+        let scheme = super::scheme(url).map_or("no scheme".to_owned(), |s| format!("{s}:"));
+        Err(format!("not a postgres://, mysql:// or sqlite: URL: {scheme}").into())
     }
 }
 
