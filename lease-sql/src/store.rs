@@ -20,8 +20,8 @@ use crate::{
 };
 
 /// The most times one operation's statement is sent again after read-only refusals (see
-/// `SqlStore::again_if_refused`): one per connection a pool of this size may hold leading to a
-/// demoted server, and one on a new connection. Each refusal is one round trip.
+/// `SqlStore::again_if_refused`): one per idle connection a pool of this size may hold leading
+/// to a demoted server, and one on a new connection. Each refusal is one round trip.
 const READ_ONLY_AGAIN: u32 = 64;
 
 /// Leases in a SQL table, reached through a driver's pool: the [`LeaseStore`] of every SQL
@@ -1056,10 +1056,12 @@ impl<X: Execute> SqlStore<X> {
     ///   a demotion that leaves the old server's sessions open leaves every idle connection of
     ///   the pool leading there too, and each would fail a statement of its own (a holder's
     ///   renewal a quarter period apart, so that a pool of many connections cost several
-    ///   periods). So the statement is sent again as many times as the pool still holds
-    ///   connections, and once more on a connection the pool opens (to whatever server the URL
-    ///   names now), at most [`READ_ONLY_AGAIN`] times: a server still read-only then (the
-    ///   switchover is not over) answers the refusal.
+    ///   periods). So the statement is sent again as many times as the pool held idle
+    ///   connections at the first refusal (the ones the pool may hand out next), and once more
+    ///   (a connection the pool opens, to whatever server the URL names now), at most
+    ///   [`READ_ONLY_AGAIN`] times: a server still read-only then (the switchover is not over)
+    ///   answers the refusal. Connections other calls are using are not counted: those calls
+    ///   meet their own refusals, and counting them would open a new connection for each.
     async fn again_if_refused<T, F>(&self, statement: impl Fn() -> F) -> Result<T, BoxError>
     where
         F: Future<Output = Result<T, BoxError>>,
@@ -1080,7 +1082,7 @@ impl<X: Execute> SqlStore<X> {
                     let left = read_only_left.get_or_insert_with(|| {
                         self.executor
                             .pool_state()
-                            .size
+                            .idle
                             .saturating_add(1)
                             .min(READ_ONLY_AGAIN)
                     });

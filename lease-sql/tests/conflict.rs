@@ -36,13 +36,17 @@ impl std::error::Error for Refused {}
 type Answer = Result<(i64, i64), StoreErrorKind>;
 
 /// An executor that answers try-acquire and renew from a script, one answer per statement, and
-/// counts the statements it was sent. Its pool holds `open` connections; a read-only refusal
-/// closes the one that answered it, as a real executor does.
+/// counts the statements it was sent. Its pool holds `open` idle connections (and, where a test
+/// says so, `busy` ones other calls are using); a read-only refusal closes the idle one that
+/// answered it, as a real executor does, and once none is idle each statement goes out on a
+/// connection the pool opens for it (`opened` counts them).
 #[derive(Debug, Default)]
 struct Scripted {
     answers: Mutex<VecDeque<Answer>>,
     sent: Mutex<usize>,
     open: Mutex<u32>,
+    busy: u32,
+    opened: Mutex<usize>,
 }
 
 impl Scripted {
@@ -50,23 +54,35 @@ impl Scripted {
         Self::with_pool(0, answers)
     }
 
-    /// A pool that holds `open` connections.
+    /// A pool that holds `open` idle connections.
     fn with_pool(open: u32, answers: impl IntoIterator<Item = Answer>) -> Self {
         Self {
             answers: Mutex::new(answers.into_iter().collect()),
             sent: Mutex::new(0),
             open: Mutex::new(open),
+            busy: 0,
+            opened: Mutex::new(0),
         }
+    }
+
+    /// The same pool with `busy` more connections, which other calls are using.
+    fn with_busy(mut self, busy: u32) -> Self {
+        self.busy = busy;
+        self
     }
 
     fn next(&self) -> Result<(i64, i64), BoxError> {
         *self.sent.lock().unwrap() += 1;
+        // An idle connection if there is one, else a new one.
+        let on_idle = *self.open.lock().unwrap() > 0;
+        if !on_idle {
+            *self.opened.lock().unwrap() += 1;
+        }
         match self.answers.lock().unwrap().pop_front() {
             Some(Ok(row)) => Ok(row),
             Some(Err(kind)) => {
-                if kind == StoreErrorKind::ReadOnly {
-                    let mut open = self.open.lock().unwrap();
-                    *open = open.saturating_sub(1);
+                if kind == StoreErrorKind::ReadOnly && on_idle {
+                    *self.open.lock().unwrap() -= 1;
                 }
                 Err(Box::new(Refused(kind)))
             }
@@ -90,7 +106,7 @@ impl Execute for Scripted {
     fn pool_state(&self) -> PoolState {
         let open = *self.open.lock().unwrap();
         PoolState {
-            size: open,
+            size: open + self.busy,
             idle: open,
         }
     }
@@ -290,7 +306,7 @@ fn read_only_refusals_are_sent_again_on_the_pools_other_connections() {
 }
 
 /// A server still read-only on a new connection (the switchover is not over) answers the
-/// refusal, after the pool's connections and one new one: the call is bounded by the pool.
+/// refusal, after the pool's idle connections and one new one: the call is bounded by the pool.
 #[test]
 fn a_server_still_read_only_answers_the_refusal_after_the_pool() {
     let script = vec![Err(StoreErrorKind::ReadOnly); 200];
@@ -311,4 +327,25 @@ fn a_server_still_read_only_answers_the_refusal_after_the_pool() {
         assert!(answer.is_err());
         assert_eq!(sent, 65);
     }
+}
+
+/// Connections other calls are using are not counted: a pool of ten, nine of them busy, one
+/// idle, whose server stays read-only, costs a call two statements and one new connection (the
+/// idle one, then one the pool opens), where counting the busy ones opened ten.
+#[test]
+fn busy_connections_are_not_counted_for_sending_again() {
+    let script = vec![Err(StoreErrorKind::ReadOnly); 200];
+    let store = SqlStore::<Scripted>::new(Scripted::with_pool(1, script).with_busy(9));
+    let name = LeaseName::new("nightly").unwrap();
+    let answer = at_once(store.renew(&name, &HolderId::generate(), Ttl::from_secs(30).unwrap()));
+    assert_eq!(
+        answer.unwrap_err().store_error_kind(),
+        Some(StoreErrorKind::ReadOnly)
+    );
+    assert_eq!(*store.executor().sent.lock().unwrap(), 2);
+    assert_eq!(
+        *store.executor().opened.lock().unwrap(),
+        1,
+        "new connections"
+    );
 }

@@ -491,12 +491,26 @@ where
 /// sessions a demotion left open to a primary it set read-only do, and then hold its connection
 /// for a moment, so that sessions made read-only at once are distinct connections; `None` on
 /// SQLite, which has no primary to demote (and on a dialect this version does not know).
-fn read_only_session(dialect: Dialect) -> Option<&'static str> {
+fn read_only_session(dialect: Dialect) -> Option<ReadOnlySession> {
     match dialect {
-        Dialect::Postgres => Some("SET default_transaction_read_only = on; SELECT pg_sleep(0.3)"),
-        Dialect::MySql => Some("SET SESSION TRANSACTION READ ONLY; DO SLEEP(0.3)"),
+        Dialect::Postgres => Some(ReadOnlySession {
+            set: "SET default_transaction_read_only = on; SELECT pg_sleep(0.3)",
+            probe: "SELECT CAST(CASE WHEN current_setting('transaction_read_only') = 'on' \
+                    THEN 1 ELSE 0 END AS int8) FROM pg_sleep(0.3)",
+        }),
+        Dialect::MySql => Some(ReadOnlySession {
+            set: "SET SESSION TRANSACTION READ ONLY; DO SLEEP(0.3)",
+            probe: "SELECT CAST(@@session.tx_read_only AS SIGNED) FROM (SELECT SLEEP(0.3)) AS s",
+        }),
         _ => None,
     }
+}
+
+/// How [`demoted_sessions_cost_no_call`] leaves a session read-only, and reads back whether it
+/// is (one row, `1` if so), each holding its connection for a moment.
+struct ReadOnlySession {
+    set: &'static str,
+    probe: &'static str,
 }
 
 /// A demotion that leaves the old primary's sessions open (a failover tool's
@@ -514,8 +528,10 @@ fn read_only_session(dialect: Dialect) -> Option<&'static str> {
 ///
 /// # Errors
 /// A [`CaseFailure`](crate::CaseFailure) when the sessions cannot be made read-only, the pool
-/// holds fewer than two connections after it, the renewal fails or answers that the lease is not
-/// held, the holder or fence of the row changed, or an acquisition afterwards fails.
+/// does not then hold `connections` connections that all read as read-only (so that the
+/// renewal can only go through by sending its statement again), the renewal fails or answers
+/// that the lease is not held, the holder or fence of the row changed, or an acquisition
+/// afterwards fails.
 ///
 /// # Cancel safety
 /// Not cancel safe: dropped, it leaves the pool's sessions read-only (the store's next calls
@@ -524,7 +540,7 @@ pub async fn demoted_sessions_cost_no_call<X: Execute>(
     store: &SqlStore<X>,
     connections: u32,
 ) -> crate::CaseResult {
-    let Some(read_only) = read_only_session(store.executor().dialect()) else {
+    let Some(session) = read_only_session(store.executor().dialect()) else {
         return Ok(crate::Verdict::NotApplicable(
             "SQLite has no primary to demote".to_owned(),
         ));
@@ -536,15 +552,26 @@ pub async fn demoted_sessions_cost_no_call<X: Execute>(
         .await?
         .ok_or_else(|| crate::CaseFailure::new("a fresh lease was not free"))?;
 
-    let sessions = (0..connections).map(|_| store.executor().batch(read_only));
+    let sessions = (0..connections).map(|_| store.executor().batch(session.set));
     for made in futures::future::join_all(sessions).await {
         made?;
     }
+    // Every connection of the pool refuses writes now, or the renewal below could find one that
+    // does not and pass without sending anything again: asked at once, each probe holds a
+    // connection of its own.
+    let probes =
+        (0..connections).map(|_| store.executor().ints(Query::new(session.probe, Vec::new())));
+    let mut read_only = 0;
+    for answer in futures::future::join_all(probes).await {
+        if answer? == [1] {
+            read_only += 1;
+        }
+    }
     let stale = store.pool_state().size;
-    if stale < 2 {
+    if read_only != connections || stale != connections {
         return Err(crate::CaseFailure::new(format!(
-            "the pool holds {stale} connection after {connections} sessions at once: nothing to \
-             show"
+            "{read_only} of {connections} sessions read as read-only, the pool holding {stale}: \
+             the case needs every connection of the pool refusing writes"
         )));
     }
 

@@ -177,8 +177,8 @@ pub(crate) async fn open(url: &str, table: &TableName) -> Result<Store, Failure>
     })?;
     // sqlx reads `postgres:app:s3cret@db/app` as a URL with no host, connects to the local
     // server, whose refusal then names the "database" `app:s3cret@db/app`: refused before.
-    if !matches!(kind, Kind::Sqlite) && !url.contains("://") {
-        let scheme = url.split_once(':').map_or(url, |(scheme, _)| scheme);
+    let (scheme, rest) = url.split_once(':').unwrap_or((url, ""));
+    if !matches!(kind, Kind::Sqlite) && !rest.starts_with("//") {
         return Err(Failure::Usage(format!(
             "invalid database URL: a server's URL has `//` after its scheme, as in \
              {scheme}://user@host/database"

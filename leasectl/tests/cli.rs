@@ -632,6 +632,8 @@ fn bad_urls_fail_with_a_clear_message_and_never_show_a_password() {
     for url in [
         "postgres:app:s3cret@127.0.0.1/app",
         "mysql:app:s3cret@127.0.0.1/app",
+        // A `//` later in the URL is no `//` after its scheme.
+        "postgres:app:s3cret@127.0.0.1/app?sslrootcert=file:///root.crt",
     ] {
         let no_slashes = run(url, None, &["list"]);
         assert_eq!(no_slashes.code, 2, "{no_slashes:?}");

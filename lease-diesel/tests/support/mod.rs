@@ -371,7 +371,9 @@ where
         match capability {
             Capability::PushedReleases => self.notifying,
             Capability::TransientWhenUnreachable => D::UNREACHABLE_IS_TRANSIENT,
-            _ => true,
+            Capability::Pool | Capability::FencedWrites | Capability::Unreachable => true,
+            // One added later is offered once the backend says so.
+            _ => false,
         }
     }
 

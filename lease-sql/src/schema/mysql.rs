@@ -11,7 +11,8 @@ use super::{Column, Facts, Fit, Fix};
 /// `bigint` for them, and sqlx reads no `i64` from such a column). A character column adds its
 /// character set as a fifth part (`varchar(255);NO;0;1;latin1`; empty for any other column),
 /// and every column the table's storage engine as a sixth (`InnoDB`, `MyISAM`; empty for a
-/// view).
+/// view; a session's temporary table of the same name, which MariaDB 11.2 and later list
+/// too, is left out).
 pub(super) fn columns(schema: bool) -> String {
     let schema = if schema { "?" } else { "DATABASE()" };
     format!(
@@ -31,7 +32,7 @@ pub(super) fn columns(schema: bool) -> String {
                  ), '1', '0'),\n           \
                  IFNULL(c.CHARACTER_SET_NAME, ''),\n           \
                  IFNULL((SELECT t.ENGINE FROM information_schema.TABLES t\n                   \
-                         WHERE t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME), '')\n       \
+                         WHERE t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME AND t.TABLE_TYPE = 'BASE TABLE'), '')\n       \
              ) AS CHAR)\n\
          FROM information_schema.COLUMNS c\n\
          WHERE c.TABLE_NAME = ? AND c.TABLE_SCHEMA = {schema}\n\

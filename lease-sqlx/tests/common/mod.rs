@@ -180,7 +180,9 @@ where
         match capability {
             Capability::PushedReleases => self.pushes_releases,
             Capability::TransientWhenUnreachable => DB::UNREACHABLE_IS_TRANSIENT,
-            _ => true,
+            Capability::Pool | Capability::FencedWrites | Capability::Unreachable => true,
+            // One added later is offered once the backend says so.
+            _ => false,
         }
     }
 
