@@ -167,6 +167,12 @@ pub(crate) fn answer_lost(error: &(dyn std::error::Error + Send + Sync + 'static
 /// killed or closed by a server shutting down, and the MariaDB driver's `Input/output error`)
 /// is [`Transient`](StoreErrorKind::Transient).
 const PHRASES: &[(&str, StoreErrorKind)] = &[
+    // MariaDB 1180, a commit that failed on its way out (`Got error 149 "Lock deadlock; Retry
+    // transaction" during COMMIT`), which may have reached the other Galera nodes: its answer
+    // is lost (`lease_sql::ends_session`), and a transient failure, whatever the engine's error
+    // inside it says, as lease-sqlx reads its number. First: read as a deadlock, an
+    // acquisition that may have taken the lease was answered "not acquired" and sent again.
+    ("during commit", StoreErrorKind::Transient),
     // PostgreSQL 40P01; MariaDB 1213, also Galera's lost certification.
     ("deadlock", StoreErrorKind::Conflict),
     // MariaDB 1020, under `innodb_snapshot_isolation`: a row changed since the read view.
@@ -501,6 +507,10 @@ mod tests {
                 "Got error 6 \"No such device or address\" during COMMIT",
                 StoreErrorKind::Transient,
             ),
+            (
+                "Got error 149 \"Lock deadlock; Retry transaction\" during COMMIT",
+                StoreErrorKind::Transient,
+            ),
             ("disk I/O error", StoreErrorKind::Transient),
             ("database or disk is full", StoreErrorKind::Transient),
             ("out of memory", StoreErrorKind::Transient),
@@ -541,6 +551,11 @@ mod tests {
             "Got error 6 \"No such device or address\" during COMMIT",
         );
         assert!(answer_lost(&*during_commit));
+        let deadlock_during_commit = database(
+            DatabaseErrorKind::Unknown,
+            "Got error 149 \"Lock deadlock; Retry transaction\" during COMMIT",
+        );
+        assert!(answer_lost(&*deadlock_during_commit));
         let interrupted = database(
             DatabaseErrorKind::Unknown,
             "Query execution was interrupted",
