@@ -194,6 +194,24 @@ impl LeaseGuard {
         self.handle.held.mark_given_back(reason)
     }
 
+    /// Whether the store answered the acquisition of this lease after its local deadline, before
+    /// anybody worked under it (see [`give_back_unheld`](LeaseGuard::give_back_unheld)).
+    pub(crate) fn answered_late(&self) -> bool {
+        self.handle.held.answered_late()
+    }
+
+    /// Releases a lease [answered late](LeaseGuard::answered_late) as one that was never held:
+    /// `acquire` does so and waits on, which is no loss of a lease anybody held, so nothing
+    /// logs or counts one (a loss alert for it would page somebody for nothing). The store's
+    /// failure to release it leaves it to lapse after its TTL, logged at debug.
+    pub(crate) async fn give_back_unheld(self) {
+        self.handle.held.mark_released_unheld();
+        let (name, fence) = (self.name().clone(), self.fence());
+        if let Err(error) = self.release().await {
+            tracing::debug!(lease = %name, %fence, error = %crate::ErrorChain(&error), "lease answered past its deadline not given back; it lapses after its TTL");
+        }
+    }
+
     /// Lets the lease lapse after its TTL instead of releasing it: renewal stops and nothing is
     /// sent. For a lease whose work may still be running (a leader's round that did not stop
     /// when told): released, it would let another instance run the work beside it.
@@ -244,7 +262,7 @@ impl LeaseGuard {
             // answered (a store that failed as the deadline passed during an outage).
             (Some(reason), released) => {
                 if let Err(error) = released {
-                    tracing::warn!(lease = %held.name(), error = &error as &dyn std::error::Error, "lease lost, and its release failed; it lapses after its TTL");
+                    tracing::warn!(lease = %held.name(), error = %crate::ErrorChain(&error), "lease lost, and its release failed; it lapses after its TTL");
                 }
                 Err(Error::Lost {
                     name: held.name().clone(),
@@ -310,7 +328,7 @@ impl LeaseGuard {
             }
             tracing::warn!(
                 lease = %held.name(),
-                error = error as &dyn std::error::Error,
+                error = %crate::ErrorChain(error),
                 ?min_hold,
                 "release with a minimum hold failed; trying again before the lease could lapse"
             );
@@ -383,7 +401,7 @@ impl Drop for LeaseGuard {
                 }
                 Err(error) => tracing::warn!(
                     lease = %held.name(),
-                    error = &error as &dyn std::error::Error,
+                    error = %crate::ErrorChain(&error),
                     "dropped lease not released; it lapses after its TTL"
                 ),
             }

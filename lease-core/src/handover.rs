@@ -224,7 +224,7 @@ async fn subscribe(
         }
         Err(error) => {
             tracing::warn!(
-                error = &error as &dyn std::error::Error,
+                error = %crate::ErrorChain(&error),
                 "release events unavailable; waiters poll"
             );
             return;

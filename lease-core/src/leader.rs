@@ -365,7 +365,7 @@ async fn run_campaign(
                 if let Ok(Some(guard)) = attempt.await
                     && let Err(error) = guard.release().await
                 {
-                    tracing::warn!(lease = %name, error = &error as &dyn std::error::Error, "a lease taken as the campaign stopped was not given back");
+                    tracing::warn!(lease = %name, error = %crate::ErrorChain(&error), "a lease taken as the campaign stopped was not given back");
                 }
                 break resigned;
             }
@@ -401,7 +401,7 @@ async fn run_campaign(
                         };
                         match term.give_back(reason, work, &clock, store_timeout).await {
                             Err(error) => {
-                                tracing::warn!(lease = %name, error = &error as &dyn std::error::Error, "leadership not given back on resign");
+                                tracing::warn!(lease = %name, error = %crate::ErrorChain(&error), "leadership not given back on resign");
                             }
                             Ok(true) if token.shutdown().is_closing() => {
                                 tracing::info!(lease = %name, "leadership given back: the client shuts down");
@@ -419,12 +419,12 @@ async fn run_campaign(
             }
             Ok(Ok(None)) => retry,
             Ok(Err(error)) if error.is_transient() => {
-                tracing::warn!(lease = %name, error = &error as &dyn std::error::Error, "campaign attempt failed; retrying");
+                tracing::warn!(lease = %name, error = %crate::ErrorChain(&error), "campaign attempt failed; retrying");
                 ticks(backoff.next_pause())
             }
             Ok(Err(Error::ShuttingDown { .. })) => break None,
             Ok(Err(error)) => {
-                tracing::error!(lease = %name, error = &error as &dyn std::error::Error, "campaign ended by a permanent store error");
+                tracing::error!(lease = %name, error = %crate::ErrorChain(&error), "campaign ended by a permanent store error");
                 if let Some(leader) = shared.upgrade() {
                     leader.state().error = Some(Arc::new(error));
                 }

@@ -349,7 +349,7 @@ impl Renewer {
                 let now = self.clock().now();
                 tracing::warn!(
                     leases = batch.len(),
-                    error = &error as &dyn std::error::Error,
+                    error = %crate::ErrorChain(&error),
                     "lease renewal failed; retrying"
                 );
                 for held in &batch {

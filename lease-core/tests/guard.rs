@@ -495,6 +495,8 @@ async fn acquire_never_returns_a_lease_answered_past_its_deadline() {
     assert!(!late.is_held(), "answered past its deadline, yet held");
     drop(late);
     tokio::time::sleep(Duration::from_millis(10)).await;
+    // `try_acquire` hands the late lease to its caller, who learns it lost: counted once.
+    assert_eq!(client.stats().losses.deadline_passed, 1);
     let acquiring = tokio::spawn({
         let client = client.clone();
         async move { client.acquire("sweep", Duration::from_secs(10)).await }
@@ -507,6 +509,13 @@ async fn acquire_never_returns_a_lease_answered_past_its_deadline() {
     assert!(
         store.acquires.load(Ordering::SeqCst) >= 3,
         "the late answer was not tried again"
+    );
+    // `acquire` gave its late lease back itself: nobody held it, so no loss was counted (a
+    // loss alert would have fired for a lease the caller never had).
+    assert_eq!(
+        client.stats().losses.deadline_passed,
+        1,
+        "acquire's own late answer was counted as a lost lease"
     );
     guard.release().await.unwrap();
 }

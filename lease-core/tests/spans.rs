@@ -99,3 +99,74 @@ fn a_wait_opens_its_subscription_in_a_span() {
         "one subscription, opened in a span, for the client's first wait"
     );
 }
+
+/// A failed renewal's warning carries the store's cause, once: logged as a `&dyn Error`, a
+/// subscriber that writes text showed only the top line ("lease store failed to renew_many",
+/// no "connection refused"; a JSON one the same), and one that appends the sources repeated a
+/// cause its wrapper's text holds already.
+#[test]
+fn a_failed_renewal_logs_its_cause_once() {
+    let capture = SpanCapture::new();
+    tracing::subscriber::with_default(capture.clone(), || {
+        paused_runtime().block_on(async {
+            let store = Faulty::new(tokio_memory());
+            let client = billing_client(Arc::clone(&store));
+            let guard = client.try_acquire("sweep").await.unwrap().unwrap();
+            store.set(Mode::Fail);
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            store.set(Mode::Pass);
+            drop(guard);
+        });
+    });
+    let warnings = capture.events(tracing::Level::WARN);
+    let failed = warnings
+        .iter()
+        .find(|event| {
+            event
+                .get("message")
+                .is_some_and(|m| m.contains("renewal failed"))
+        })
+        .unwrap_or_else(|| panic!("no warning of the failed renewal among {warnings:?}"));
+    let error = failed.get("error").map(String::as_str).unwrap_or_default();
+    assert_eq!(error.matches("injected failure").count(), 1, "{failed:?}");
+}
+
+/// A shutdown during a leader schedule's round gives the leadership back and stops the round:
+/// a planned step, at every deploy, logged at info, not as a warning.
+#[test]
+fn a_shutdown_during_a_leader_round_warns_of_nothing() {
+    let capture = SpanCapture::new();
+    tracing::subscriber::with_default(capture.clone(), || {
+        paused_runtime().block_on(async {
+            let client = billing_client(tokio_memory());
+            let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
+            let started_tx = std::sync::Mutex::new(Some(started_tx));
+            let _schedule = client
+                .schedule_on_leader(
+                    "alerts",
+                    lease_core::Schedule::every(Duration::from_secs(1)).unwrap(),
+                    move |_| {
+                        if let Some(tx) = started_tx.lock().unwrap().take() {
+                            let _ = tx.send(());
+                        }
+                        futures::future::pending::<()>()
+                    },
+                )
+                .unwrap();
+            started.await.unwrap();
+            let report = client.shutdown(Duration::from_millis(100)).await;
+            assert_eq!(report.failed, 0, "{report:?}");
+        });
+    });
+    let warnings = capture.events(tracing::Level::WARN);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(
+        capture
+            .events(tracing::Level::INFO)
+            .iter()
+            .any(|event| event
+                .get("message")
+                .is_some_and(|m| m.contains("round stopped"))),
+        "the round's stop was not logged at all"
+    );
+}

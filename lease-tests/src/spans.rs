@@ -1,5 +1,5 @@
-//! [`SpanCapture`]: a `tracing` subscriber that keeps every span's fields, to check the spans a
-//! client or a store opens and what they record.
+//! [`SpanCapture`]: a `tracing` subscriber that keeps every span's fields, and every event's,
+//! to check the spans a client or a store opens, what they record, and what it logs.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -13,11 +13,12 @@ use tracing::{Dispatch, Event, Metadata, Subscriber};
 pub type SpanFields = HashMap<String, String>;
 
 /// Keeps the fields of every span opened while it is the subscriber, with the values recorded
-/// into them later. Clones share what they kept: install one with
-/// `tracing::subscriber::with_default` and read another afterwards.
+/// into them later, and those of every event (a log line). Clones share what they kept: install
+/// one with `tracing::subscriber::with_default` and read another afterwards.
 #[derive(Debug, Clone)]
 pub struct SpanCapture {
     spans: Arc<Mutex<Vec<SpanFields>>>,
+    events: Arc<Mutex<Vec<SpanFields>>>,
 }
 
 impl SpanCapture {
@@ -38,7 +39,22 @@ impl SpanCapture {
     fn empty() -> Self {
         Self {
             spans: Arc::default(),
+            events: Arc::default(),
         }
+    }
+
+    /// The events logged at `level`, in order, each with its `message`, its other fields as
+    /// text (an error field as a subscriber that writes text shows it: its `Display`, which for
+    /// `&dyn Error` leaves out the causes), and its `level`.
+    pub fn events(&self, level: tracing::Level) -> Vec<SpanFields> {
+        let level = level.to_string();
+        self.events
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .filter(|event| event.get("level") == Some(&level))
+            .cloned()
+            .collect()
     }
 
     /// The spans named `name`, in the order they were opened, each with its `name` field.
@@ -109,7 +125,15 @@ impl Subscriber for SpanCapture {
 
     fn record_follows_from(&self, _: &Id, _: &Id) {}
 
-    fn event(&self, _: &Event<'_>) {}
+    fn event(&self, event: &Event<'_>) {
+        let mut fields = SpanFields::new();
+        fields.insert("level".to_owned(), event.metadata().level().to_string());
+        event.record(&mut Into(&mut fields));
+        self.events
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(fields);
+    }
 
     fn enter(&self, _: &Id) {}
 

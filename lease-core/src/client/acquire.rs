@@ -50,18 +50,25 @@ impl LeaseClient {
         loop {
             let released = self.listen(&name);
             let failed = match self.try_acquire(&name).await {
-                Ok(Some(guard)) if guard.is_held() => return Ok(guard),
                 // Taken, but answered after its local deadline (the process stalled, or a
                 // store timeout longer than the TTL let a slow answer through): not a lease to
-                // work under. Given back, and the wait goes on.
+                // work under. Given back, not counted as a loss (nobody held it), and the wait
+                // goes on.
+                Ok(Some(late)) if late.answered_late() => {
+                    tracing::debug!(lease = %name, fence = %late.fence(), "lease taken past its deadline; given back, retrying");
+                    late.give_back_unheld().await;
+                    None
+                }
+                Ok(Some(guard)) if guard.is_held() => return Ok(guard),
+                // Lost otherwise between its answer and here (found gone by a renewal): given
+                // back as any lost lease is, and the wait goes on.
                 Ok(Some(lost)) => {
-                    tracing::debug!(lease = %name, fence = %lost.fence(), "lease taken past its deadline; given back, retrying");
                     let _ = lost.release().await;
                     None
                 }
                 Ok(None) => None,
                 Err(error) if error.is_transient() => {
-                    tracing::debug!(lease = %name, error = &error as &dyn std::error::Error, "acquire attempt failed; retrying");
+                    tracing::debug!(lease = %name, error = %crate::ErrorChain(&error), "acquire attempt failed; retrying");
                     Some(error)
                 }
                 Err(error) => return Err(error),

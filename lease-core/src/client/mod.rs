@@ -291,7 +291,8 @@ impl LeaseClient {
                         source,
                         ..
                     } => {
-                        tracing::warn!(lease = %name, %holder, error = &*source as &dyn std::error::Error, "acquisition's answer lost; giving the lease back");
+                        // Info: the caller hears the error, and logs it as it sees fit.
+                        tracing::info!(lease = %name, %holder, error = %crate::ErrorChain(&*source), "acquisition's answer lost; giving the lease back");
                         self.give_back_unanswered(&name, &holder, token);
                         Error::store(Operation::Acquire, Some(&name), source)
                     }

@@ -249,7 +249,7 @@ impl LeaseClient {
             && let RunOutcome::Finished(_) = outcome
         {
             tracing::warn!(
-                error = &error as &dyn std::error::Error,
+                error = %crate::ErrorChain(&error),
                 "lease not released after the work finished"
             );
         }

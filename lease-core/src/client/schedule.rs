@@ -103,7 +103,7 @@ impl LeaseClient {
                     Ok(None) => Some(Round::Skipped),
                     Err(Error::ShuttingDown { .. }) => None,
                     Err(error) => {
-                        tracing::warn!(lease = %rounds.name(), error = &error as &dyn std::error::Error, "scheduled round failed");
+                        tracing::warn!(lease = %rounds.name(), error = %crate::ErrorChain(&error), "scheduled round failed");
                         Some(Round::Failed)
                     }
                 }
@@ -168,7 +168,7 @@ impl LeaseClient {
                     // again now, as a plain schedule acquires again at each round, and this
                     // round goes on as the new campaign's first attempt says, rather than fail
                     // on an error the store may have left behind (or skip every round for good).
-                    tracing::warn!(lease = %rounds.name(), error = &*error as &dyn std::error::Error, "the leader's campaign ended; campaigning again");
+                    tracing::warn!(lease = %rounds.name(), error = %crate::ErrorChain(&*error), "the leader's campaign ended; campaigning again");
                     match client.campaign(rounds.name().clone()) {
                         Ok(again) => {
                             *campaign.lock().unwrap_or_else(PoisonError::into_inner) =
@@ -180,7 +180,7 @@ impl LeaseClient {
                         // Another failure (a runtime that cannot spawn it): the round failed,
                         // and the next tries again.
                         Err(error) => {
-                            tracing::warn!(lease = %rounds.name(), error = &error as &dyn std::error::Error, "the leader's campaign could not start again");
+                            tracing::warn!(lease = %rounds.name(), error = %crate::ErrorChain(&error), "the leader's campaign could not start again");
                             return Some(Round::Failed);
                         }
                     }
@@ -217,7 +217,9 @@ impl LeaseClient {
                 {
                     Either::Right(((), _)) => Round::Ran,
                     Either::Left((reason, _)) => {
-                        tracing::warn!(lease = %rounds.name(), %reason, "leader's scheduled round stopped");
+                        // Info: a loss was logged as one where it was noticed, and a term given
+                        // back (a shutdown, a resignation) is no failure.
+                        tracing::info!(lease = %rounds.name(), %reason, "leader's scheduled round stopped");
                         Round::Lost
                     }
                 };

@@ -206,7 +206,7 @@ impl LeaseClient {
                 .await;
             state.record_release(&released);
             if let Err(error) = released {
-                tracing::warn!(lease = %held.name(), error = &error as &dyn std::error::Error, "lease not given back on shutdown; it lapses after its TTL");
+                tracing::warn!(lease = %held.name(), error = %crate::ErrorChain(&error), "lease not given back on shutdown; it lapses after its TTL");
             }
         });
         future::join_all(releases).await;
