@@ -365,8 +365,10 @@ impl Renewer {
         for (held, renewed) in batch.iter().zip(renewed) {
             if !renewed {
                 // A lease given back while its renewal was on its way is not renewed either,
-                // and was not lost: only a lease still believed held counts a rejection.
-                if held.mark_lost(LossReason::Rejected).is_some() {
+                // and was not lost; one lost meanwhile (found gone by a fenced check, its
+                // deadline passed) was counted as that loss: only a lease still believed held
+                // counts a rejection.
+                if held.is_held() && held.mark_lost(LossReason::Rejected).is_some() {
                     stats.renewed(held.name(), Renewed::Rejected);
                 }
                 continue;

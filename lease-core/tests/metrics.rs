@@ -45,6 +45,24 @@ fn statistics_are_emitted_under_their_documented_names_and_labels() {
         tokio::time::sleep(Duration::from_millis(300)).await;
         late.release().await.unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
+        // Nor is one on its way when the lease is found gone (a fenced check) and lost: its
+        // refusal is that same loss, counted once, under `not_held`.
+        let gone = client.try_acquire("gone").await.unwrap().unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            client
+                .store()
+                .release(
+                    &LeaseName::new("gone").unwrap(),
+                    gone.holder(),
+                    Duration::ZERO
+                )
+                .await
+                .unwrap()
+        );
+        let _ = gone.mark_not_held();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        drop(gone);
         store.delay_renewals(Duration::ZERO);
         let report = client.try_acquire("report").await.unwrap().unwrap();
         store.set(Mode::Fail);
@@ -131,6 +149,19 @@ fn statistics_are_emitted_under_their_documented_names_and_labels() {
         None,
         "a renewal answered after a clean release counted as rejected"
     );
+    let gone = [("lease", "gone"), ("store", "billing")];
+    assert_eq!(
+        counter("lease_losses_total", &with(&gone, ("reason", "not_held"))),
+        1
+    );
+    assert_eq!(
+        metrics.get(&key(
+            "lease_renewals_total",
+            &with(&gone, ("result", "rejected"))
+        )),
+        None,
+        "a renewal answered after the lease was found gone counted as a rejection too"
+    );
     assert_eq!(counter("lease_releases_total", &sweep), 1);
     let fenced_checks = "lease_fenced_checks_total";
     assert_eq!(
@@ -164,7 +195,7 @@ fn statistics_are_emitted_under_their_documented_names_and_labels() {
             ("outcome", "ok"),
         ],
     )) {
-        Some(DebugValue::Histogram(values)) => assert_eq!(values.len(), 6, "{values:?}"),
+        Some(DebugValue::Histogram(values)) => assert_eq!(values.len(), 7, "{values:?}"),
         other => panic!("no acquire histogram: {other:?}; all: {metrics:#?}"),
     }
     assert!(
