@@ -194,24 +194,6 @@ impl LeaseGuard {
         self.handle.held.mark_given_back(reason)
     }
 
-    /// Whether the store answered the acquisition of this lease after its local deadline, before
-    /// anybody worked under it (see [`give_back_unheld`](LeaseGuard::give_back_unheld)).
-    pub(crate) fn answered_late(&self) -> bool {
-        self.handle.held.answered_late()
-    }
-
-    /// Releases a lease [answered late](LeaseGuard::answered_late) as one that was never held:
-    /// `acquire` does so and waits on, which is no loss of a lease anybody held, so nothing
-    /// logs or counts one (a loss alert for it would page somebody for nothing). The store's
-    /// failure to release it leaves it to lapse after its TTL, logged at debug.
-    pub(crate) async fn give_back_unheld(self) {
-        self.handle.held.mark_released_unheld();
-        let (name, fence) = (self.name().clone(), self.fence());
-        if let Err(error) = self.release().await {
-            tracing::debug!(lease = %name, %fence, error = %crate::ErrorChain(&error), "lease answered past its deadline not given back; it lapses after its TTL");
-        }
-    }
-
     /// Lets the lease lapse after its TTL instead of releasing it: renewal stops and nothing is
     /// sent. For a lease whose work may still be running (a leader's round that did not stop
     /// when told): released, it would let another instance run the work beside it.

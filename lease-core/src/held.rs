@@ -201,21 +201,6 @@ impl Held {
         self.loss().is_none() && self.loss.load(Ordering::Acquire) == HELD
     }
 
-    /// Whether the lease is still marked held while its deadline has passed: an acquisition
-    /// answered after the deadline its sending set, before anybody worked under it. Marks
-    /// nothing (see [`mark_released_unheld`](Held::mark_released_unheld)).
-    pub(crate) fn answered_late(&self) -> bool {
-        self.loss.load(Ordering::Acquire) == HELD && self.clock.now() >= self.deadline()
-    }
-
-    /// Marks a lease [answered late](Held::answered_late) released, as one that was never held:
-    /// not a loss, so neither logged nor counted as one, and nobody waits on it yet.
-    pub(crate) fn mark_released_unheld(&self) {
-        let _ = self
-            .loss
-            .compare_exchange(HELD, RELEASED, Ordering::AcqRel, Ordering::Acquire);
-    }
-
     /// Marks the lease released, its waiters told nothing. Returns how it had been lost, if it
     /// was lost (or given back) first.
     pub(crate) fn mark_released(&self) -> Option<LossReason> {

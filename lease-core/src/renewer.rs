@@ -190,6 +190,12 @@ impl Renewer {
         held
     }
 
+    /// Whether an acquisition sent at `sent` (clock ticks) is answered past the local deadline a
+    /// lease taken by it would have: the TTL minus the safety margin after it was sent.
+    pub(crate) fn answered_late(&self, sent: u64) -> bool {
+        self.clock().now() >= sent.saturating_add(self.validity)
+    }
+
     /// Whether the loop must be woken for a lease just added, due at `next_renewal`.
     ///
     /// Usually the loop already wakes in time for it: it looks again within half a period even
@@ -368,7 +374,9 @@ impl Renewer {
                 // and was not lost; one lost meanwhile (found gone by a fenced check, its
                 // deadline passed) was counted as that loss: only a lease still believed held
                 // counts a rejection.
-                if held.is_held() && held.mark_lost(LossReason::Rejected).is_some() {
+                if held.is_held()
+                    && held.mark_lost(LossReason::Rejected) == Some(LossReason::Rejected)
+                {
                     stats.renewed(held.name(), Renewed::Rejected);
                 }
                 continue;

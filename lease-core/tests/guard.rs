@@ -519,3 +519,37 @@ async fn acquire_never_returns_a_lease_answered_past_its_deadline() {
     );
     guard.release().await.unwrap();
 }
+
+/// A lease `acquire` was answered past its deadline whose row another instance took meanwhile
+/// (a store timeout longer than the TTL): given back, the release matches nothing, and that is
+/// no loss either, of a lease nobody here held.
+#[tokio::test(start_paused = true)]
+async fn acquire_counts_no_loss_for_a_late_answer_taken_over_meanwhile() {
+    let shared = tokio_memory();
+    let store = Faulty::new(shared.clone());
+    let client = common::fast_client_timing_out_after(store.clone(), Duration::from_secs(3));
+    store.delay_acquire_answers(Duration::from_millis(1_100));
+    let acquiring = tokio::spawn({
+        let client = client.clone();
+        async move { client.acquire("sweep", Duration::from_millis(1_500)).await }
+    });
+    // The statement took the row at once; it expires after the TTL of 1 s, before its answer.
+    tokio::time::sleep(Duration::from_millis(1_050)).await;
+    let other = fast_client(shared.clone());
+    let taken = other
+        .try_acquire("sweep")
+        .await
+        .unwrap()
+        .expect("expired, and free to take");
+    assert!(
+        acquiring.await.unwrap().is_err(),
+        "acquired a lease held elsewhere"
+    );
+    let losses = client.stats().losses;
+    assert_eq!(
+        (losses.rejected, losses.deadline_passed),
+        (0, 0),
+        "{losses:?}"
+    );
+    taken.release().await.unwrap();
+}

@@ -37,6 +37,21 @@ pub enum Capability {
     TransientWhenUnreachable,
 }
 
+impl Capability {
+    /// Whether a SQL store's backend offers this, as the drivers' own harnesses declare it: a
+    /// pool, fenced writes and an unreachable store always; pushed releases where its stores
+    /// notify (`pushes_releases`: PostgreSQL with notifications on); transient errors when
+    /// unreachable where its database is a `server` (not SQLite's file); nothing added later
+    /// until a backend says so.
+    pub fn offered_by_sql(self, pushes_releases: bool, server: bool) -> bool {
+        match self {
+            Self::Pool | Self::FencedWrites | Self::Unreachable => true,
+            Self::PushedReleases => pushes_releases,
+            Self::TransientWhenUnreachable => server,
+        }
+    }
+}
+
 impl fmt::Display for Capability {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

@@ -817,6 +817,19 @@ async fn sqlite_table(dir: &TempDir) -> (SqliteLeaseStore, String) {
     (store, format!("sqlite:{}", path.display()))
 }
 
+/// Takes `lease` in `store` for a new holder, for ten minutes: a lease for the tool to show.
+async fn take(store: &SqliteLeaseStore, lease: &str) {
+    store
+        .try_acquire(
+            &name(lease),
+            &HolderId::generate(),
+            Ttl::from_secs(600).unwrap(),
+        )
+        .await
+        .unwrap()
+        .expect("free");
+}
+
 #[tokio::test]
 async fn the_database_and_table_come_from_the_environment() {
     let dir = TempDir::new();
@@ -857,15 +870,7 @@ async fn the_database_and_table_come_from_the_environment() {
 async fn watch_lists_again_at_each_interval_and_stops_after_its_count() {
     let dir = TempDir::new();
     let (store, url) = sqlite_table(&dir).await;
-    store
-        .try_acquire(
-            &name("sweep"),
-            &HolderId::generate(),
-            Ttl::from_secs(60).unwrap(),
-        )
-        .await
-        .unwrap()
-        .expect("free");
+    take(&store, "sweep").await;
     let started = std::time::Instant::now();
     let text = run(
         &url,
@@ -957,15 +962,7 @@ async fn a_reader_that_went_away_is_not_a_failure() {
 async fn output_that_cannot_be_written_fails() {
     let dir = TempDir::new();
     let (store, url) = sqlite_table(&dir).await;
-    store
-        .try_acquire(
-            &name("sweep"),
-            &HolderId::generate(),
-            Ttl::from_secs(600).unwrap(),
-        )
-        .await
-        .unwrap()
-        .expect("free");
+    take(&store, "sweep").await;
     for command in [
         &["list"][..],
         &["watch", "--interval", "100ms", "--count", "3"],

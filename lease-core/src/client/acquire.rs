@@ -5,6 +5,7 @@ use std::time::Duration;
 use futures::future;
 
 use crate::backoff::Backoff;
+use crate::client::AnsweredLate;
 use crate::clock::ticks;
 use crate::guard::LeaseGuard;
 use crate::handover;
@@ -49,16 +50,9 @@ impl LeaseClient {
         let mut backoff = Backoff::new(self.config().acquire_backoff);
         loop {
             let released = self.listen(&name);
-            let failed = match self.try_acquire(&name).await {
-                // Taken, but answered after its local deadline (the process stalled, or a
-                // store timeout longer than the TTL let a slow answer through): not a lease to
-                // work under. Given back, not counted as a loss (nobody held it), and the wait
-                // goes on.
-                Ok(Some(late)) if late.answered_late() => {
-                    tracing::debug!(lease = %name, fence = %late.fence(), "lease taken past its deadline; given back, retrying");
-                    late.give_back_unheld().await;
-                    None
-                }
+            // A lease answered past its local deadline is given back by `take` as never held
+            // (no loss counted: nobody worked under it), and the wait goes on.
+            let failed = match self.take(name.clone(), AnsweredLate::GiveBack).await {
                 Ok(Some(guard)) if guard.is_held() => return Ok(guard),
                 // Lost otherwise between its answer and here (found gone by a renewal): given
                 // back as any lost lease is, and the wait goes on.

@@ -259,7 +259,18 @@ impl LeaseClient {
     /// TTL, and until then nobody can take it, this process included. A guard exists only once
     /// this returns, so none is lost.
     pub async fn try_acquire(&self, name: impl IntoLeaseName) -> Result<Option<LeaseGuard>, Error> {
-        let name = name.into_lease_name()?;
+        self.take(name.into_lease_name()?, AnsweredLate::Hand).await
+    }
+
+    /// [`try_acquire`](LeaseClient::try_acquire), with a lease answered past its local deadline
+    /// handed to the caller (as lost) or, `AnsweredLate::GiveBack`, given back at once as one
+    /// nobody held: no guard made, no loss counted or logged, and `None` answered, as for a
+    /// lease held elsewhere.
+    pub(crate) async fn take(
+        &self,
+        name: LeaseName,
+        late: AnsweredLate,
+    ) -> Result<Option<LeaseGuard>, Error> {
         let mut token = self.enter(Kind::Acquiring, &name)?;
         let inner = &self.inner;
         let holder = HolderId::generate();
@@ -310,6 +321,22 @@ impl LeaseClient {
             tracing::debug!(lease = %name, %fence, "lease taken as the client shut down; given back");
             return Err(Error::ShuttingDown { name });
         }
+        if late == AnsweredLate::GiveBack && inner.renewer.answered_late(sent) {
+            // Taken, but answered past the deadline its sending set (the process stalled, or a
+            // store timeout longer than the TTL let a slow answer through): not a lease to work
+            // under, and not one anybody held, so no guard is made for it.
+            token.become_kind(Kind::Releasing);
+            let released = inner.store.release(&name, &holder, Duration::ZERO).await;
+            match released {
+                Ok(_) => {
+                    tracing::debug!(lease = %name, %fence, "lease taken past its deadline; given back")
+                }
+                Err(error) => {
+                    tracing::debug!(lease = %name, %fence, error = %crate::ErrorChain(&error), "lease taken past its deadline, and not given back; it lapses after its TTL")
+                }
+            }
+            return Ok(None);
+        }
         tracing::debug!(lease = %name, %fence, %holder, "lease taken");
         let held = inner.renewer.hold(name, holder, fence, sent);
         token.become_kind(Kind::Guard);
@@ -357,4 +384,14 @@ impl fmt::Debug for LeaseClient {
             .field("held", &self.inner.renewer.held_count())
             .finish()
     }
+}
+
+/// What [`LeaseClient::take`] does with a lease the store answered past its local deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AnsweredLate {
+    /// Hands it to the caller, who finds it lost (`try_acquire`: the caller asked for this
+    /// attempt, and learns what became of it).
+    Hand,
+    /// Gives it back at once and answers `None` (`acquire`, which waits on).
+    GiveBack,
 }

@@ -368,13 +368,7 @@ where
     }
 
     fn offers(&self, capability: Capability) -> bool {
-        match capability {
-            Capability::PushedReleases => self.notifying,
-            Capability::TransientWhenUnreachable => D::UNREACHABLE_IS_TRANSIENT,
-            Capability::Pool | Capability::FencedWrites | Capability::Unreachable => true,
-            // One added later is offered once the backend says so.
-            _ => false,
-        }
+        capability.offered_by_sql(self.notifying, D::UNREACHABLE_IS_TRANSIENT)
     }
 
     async fn available(&self) -> Result<(), BoxError> {

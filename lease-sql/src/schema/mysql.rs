@@ -12,7 +12,7 @@ use super::{Column, Facts, Fit, Fix};
 /// character set as a fifth part (`varchar(255);NO;0;1;latin1`; empty for any other column),
 /// and every column the table's storage engine as a sixth (`InnoDB`, `MyISAM`; empty for a
 /// view; a session's temporary table of the same name, which MariaDB 11.2 and later list
-/// too, is left out).
+/// too, is left out; a system-versioned table is read as any other).
 pub(super) fn columns(schema: bool) -> String {
     let schema = if schema { "?" } else { "DATABASE()" };
     format!(
@@ -32,7 +32,7 @@ pub(super) fn columns(schema: bool) -> String {
                  ), '1', '0'),\n           \
                  IFNULL(c.CHARACTER_SET_NAME, ''),\n           \
                  IFNULL((SELECT t.ENGINE FROM information_schema.TABLES t\n                   \
-                         WHERE t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME AND t.TABLE_TYPE = 'BASE TABLE'), '')\n       \
+                         WHERE t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME AND t.TABLE_TYPE <> 'TEMPORARY'), '')\n       \
              ) AS CHAR)\n\
          FROM information_schema.COLUMNS c\n\
          WHERE c.TABLE_NAME = ? AND c.TABLE_SCHEMA = {schema}\n\

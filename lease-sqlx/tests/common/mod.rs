@@ -177,13 +177,7 @@ where
     }
 
     fn offers(&self, capability: Capability) -> bool {
-        match capability {
-            Capability::PushedReleases => self.pushes_releases,
-            Capability::TransientWhenUnreachable => DB::UNREACHABLE_IS_TRANSIENT,
-            Capability::Pool | Capability::FencedWrites | Capability::Unreachable => true,
-            // One added later is offered once the backend says so.
-            _ => false,
-        }
+        capability.offered_by_sql(self.pushes_releases, DB::UNREACHABLE_IS_TRANSIENT)
     }
 
     async fn available(&self) -> Result<(), BoxError> {
