@@ -9,6 +9,7 @@ use futures::future::{self, BoxFuture, Either, FusedFuture, FutureExt};
 use futures::stream::Stream;
 
 use crate::backoff::Backoff;
+use crate::client::AnsweredLate;
 use crate::clock::{Clock, ticks};
 use crate::guard::{LeaseGuard, LeaseHandle};
 use crate::handover;
@@ -355,7 +356,8 @@ async fn run_campaign(
     };
     let resigned = loop {
         let released = client.listen(&name);
-        let mut attempt = std::pin::pin!(client.try_acquire(&name));
+        // A lease answered past its deadline is given back as never held: no term begins.
+        let mut attempt = std::pin::pin!(client.take(name.clone(), AnsweredLate::GiveBack));
         let pause = match events.until_stopped(attempt.as_mut()).await {
             Err(resigned) => {
                 // An attempt already sent may have taken the lease (a release's notification

@@ -474,3 +474,36 @@ async fn a_shutdown_leaves_a_term_with_work_to_its_campaign_which_releases_it() 
         "the term's lease was not released once its work stopped ({report:?})"
     );
 }
+
+/// A campaign whose acquisition is answered past its deadline gives that lease back as never
+/// held and campaigns on: no term begins, and no loss is counted or logged for it (a loss alert
+/// would fire for a leadership nobody had). Then it leads.
+#[tokio::test(start_paused = true)]
+async fn a_campaign_answered_past_its_deadline_counts_no_loss() {
+    let store = Faulty::new(tokio_memory());
+    let client = common::fast_client_timing_out_after(store.clone(), Duration::from_secs(2));
+    store.delay_acquire_answers(Duration::from_millis(950));
+    let leader = client.campaign("alerts").unwrap();
+    let mut changes = leader.changes();
+    tokio::time::sleep(Duration::from_millis(960)).await;
+    store.delay_acquire_answers(Duration::ZERO);
+    let led = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(leading) = changes.next().await {
+            if leading {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(
+        led.is_ok(),
+        "the campaign never led once answers came in time"
+    );
+    let losses = client.stats().losses;
+    assert_eq!(
+        (losses.deadline_passed, losses.rejected),
+        (0, 0),
+        "the late answer was counted as a lost leadership: {losses:?}"
+    );
+    leader.resign().await;
+}
