@@ -23,7 +23,8 @@ impl LeaseClient {
     /// out like a held lease, with the same backoff, until `timeout`; a permanent one
     /// (permission denied, a missing table) ends the wait at once. A lease taken but answered
     /// after its local deadline had passed (a process stalled while the statement ran) is given
-    /// back and the wait goes on: the guard returned is held. An attempt that starts before
+    /// back, as a lease nobody held (no guard is made for it, and no loss counted), and the
+    /// wait goes on: the guard returned is held. An attempt that starts before
     /// `timeout` runs may finish up to one
     /// [store timeout](crate::LeaseConfig::store_timeout) after it.
     ///
