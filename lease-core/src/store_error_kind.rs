@@ -17,7 +17,7 @@ pub enum StoreErrorKind {
     /// 1290). The SQL stores close the connection that answered instead of giving it back to the
     /// pool, so the pool's next connection goes to whatever server the URL now names: after a
     /// failover, the new primary. Their own statements are sent again on the pool's next
-    /// connection, as many times as it holds idle ones and once on a new one, so this kind
+    /// connection, while it holds idle ones and twice with none idle, so this kind
     /// reaches a caller when a new connection is refused too (the switchover is not over), or
     /// from a fenced transaction, which is never sent again.
     ReadOnly,

@@ -172,7 +172,7 @@ where
     let Some(pooled) = ctx.pooled(4).await? else {
         return Err(CaseFailure::new("the backend has no pool"));
     };
-    lease_tests::read_only::demoted_sessions_cost_no_call(pooled.store(), 4).await
+    lease_tests::read_only::demoted_sessions_cost_no_call(pooled.store(), 4, ctx.runtime()).await
 }
 
 /// On a pool of one connection, calls dropped at every moment of their statement (as a timeout

@@ -21,8 +21,14 @@ use crate::{
 
 /// The most times one operation's statement is sent again after read-only refusals (see
 /// `SqlStore::again_if_refused`): one per idle connection a pool of this size may hold leading
-/// to a demoted server, and one on a new connection. Each refusal is one round trip.
+/// to a demoted server, and one with none idle. Each refusal is one round trip.
 const READ_ONLY_AGAIN: u32 = 64;
+
+/// The most times one operation's statement is sent again after a read-only refusal that finds
+/// no idle connection in the pool (see `SqlStore::again_if_refused`): once for a connection
+/// another call gives back meanwhile, once for one the pool opens. A server still read-only
+/// then costs a call two new connections at most.
+const READ_ONLY_WITHOUT_IDLE: u32 = 2;
 
 /// Leases in a SQL table, reached through a driver's pool: the [`LeaseStore`] of every SQL
 /// backend. The backend crates give it their [`Execute`] (`lease-sqlx`'s `SqlxExecutor`,
@@ -1056,18 +1062,23 @@ impl<X: Execute> SqlStore<X> {
     ///   a demotion that leaves the old server's sessions open leaves every idle connection of
     ///   the pool leading there too, and each would fail a statement of its own (a holder's
     ///   renewal a quarter period apart, so that a pool of many connections cost several
-    ///   periods). So the statement is sent again as many times as the pool held idle
-    ///   connections at the first refusal (the ones the pool may hand out next), and once more
-    ///   (a connection the pool opens, to whatever server the URL names now), at most
-    ///   [`READ_ONLY_AGAIN`] times: a server still read-only then (the switchover is not over)
-    ///   answers the refusal. Connections other calls are using are not counted: those calls
-    ///   meet their own refusals, and counting them would open a new connection for each.
+    ///   periods). So the statement is sent again while the pool holds idle connections at a
+    ///   refusal (the ones it hands out next, each perhaps leading to the demoted server; read
+    ///   at every refusal, as connections other calls give back join them), and at most
+    ///   [`READ_ONLY_WITHOUT_IDLE`] times when it holds none (a connection given back
+    ///   meanwhile, which a driver returns to its pool in the background, then one it opens, to
+    ///   whatever server the URL names now), at most [`READ_ONLY_AGAIN`] times in all; a
+    ///   refusal after that (the server the URL names is still read-only: the switchover is not
+    ///   over) is answered. Connections other calls are using are not counted: those calls meet
+    ///   their own refusals, and counting them would open a new connection for each.
     async fn again_if_refused<T, F>(&self, statement: impl Fn() -> F) -> Result<T, BoxError>
     where
         F: Future<Output = Result<T, BoxError>>,
     {
         let mut conflicted = false;
-        let mut read_only_left: Option<u32> = None;
+        // Read-only refusals sent again so far, and how many went out with no idle connection
+        // in the pool.
+        let (mut read_only_again, mut sent_without_idle) = (0, 0);
         loop {
             let error = match statement().await {
                 Err(error) => error,
@@ -1079,17 +1090,16 @@ impl<X: Execute> SqlStore<X> {
                     tracing::debug!(%error, "statement rolled back for a conflict, sent once more");
                 }
                 StoreErrorKind::ReadOnly => {
-                    let left = read_only_left.get_or_insert_with(|| {
-                        self.executor
-                            .pool_state()
-                            .idle
-                            .saturating_add(1)
-                            .min(READ_ONLY_AGAIN)
-                    });
-                    if *left == 0 {
+                    let idle = self.executor.pool_state().idle > 0;
+                    if read_only_again >= READ_ONLY_AGAIN
+                        || (!idle && sent_without_idle >= READ_ONLY_WITHOUT_IDLE)
+                    {
                         return Err(error);
                     }
-                    *left -= 1;
+                    read_only_again += 1;
+                    if !idle {
+                        sent_without_idle += 1;
+                    }
                     tracing::debug!(
                         %error,
                         "statement refused as read-only, its connection closed: sent again on another"

@@ -533,12 +533,15 @@ struct ReadOnlySession {
 /// that the lease is not held, the holder or fence of the row changed, or an acquisition
 /// afterwards fails.
 ///
+/// `runtime` sleeps while the probes' connections come back to the pool.
+///
 /// # Cancel safety
 /// Not cancel safe: dropped, it leaves the pool's sessions read-only (the store's next calls
 /// close them one by one, as here) and its lease to lapse after its TTL of a minute.
 pub async fn demoted_sessions_cost_no_call<X: Execute>(
     store: &SqlStore<X>,
     connections: u32,
+    runtime: &impl Runtime,
 ) -> crate::CaseResult {
     let Some(session) = read_only_session(store.executor().dialect()) else {
         return Ok(crate::Verdict::NotApplicable(
@@ -573,6 +576,18 @@ pub async fn demoted_sessions_cost_no_call<X: Execute>(
             "{read_only} of {connections} sessions read as read-only, the pool holding {stale}: \
              the case needs every connection of the pool refusing writes"
         )));
+    }
+    // Idle in the pool, as a demotion leaves them: a driver gives a connection back in the
+    // background (sqlx), so the probes' may not all be back yet.
+    let limit = Instant::now() + GONE_WITHIN;
+    while store.pool_state().idle < connections {
+        if Instant::now() > limit {
+            return Err(crate::CaseFailure::new(format!(
+                "the pool's connections did not all come back idle within {GONE_WITHIN:?}: {:?}",
+                store.pool_state()
+            )));
+        }
+        runtime.sleep(Duration::from_millis(10)).await;
     }
 
     match store.renew(&held, &holder, ttl).await {

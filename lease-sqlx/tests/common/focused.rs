@@ -95,5 +95,5 @@ where
     let Some(pooled) = ctx.pooled(4).await? else {
         return Err(CaseFailure::new("the backend has no pool"));
     };
-    lease_tests::read_only::demoted_sessions_cost_no_call(pooled.store(), 4).await
+    lease_tests::read_only::demoted_sessions_cost_no_call(pooled.store(), 4, ctx.runtime()).await
 }
