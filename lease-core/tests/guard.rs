@@ -520,6 +520,27 @@ async fn acquire_never_returns_a_lease_answered_past_its_deadline() {
     guard.release().await.unwrap();
 }
 
+/// A lease `acquire` was answered past its deadline and is giving back as a shutdown begins:
+/// the shutdown waits for that release and reports it, as it does any release in flight.
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_reports_the_give_back_of_a_late_answer() {
+    let store = Faulty::new(tokio_memory());
+    let client = common::fast_client_timing_out_after(store.clone(), Duration::from_secs(2));
+    store.delay_acquire_answers(Duration::from_millis(950));
+    store.delay_releases(Duration::from_millis(30));
+    let acquiring = tokio::spawn({
+        let client = client.clone();
+        async move { client.acquire("sweep", Duration::from_secs(10)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(960)).await;
+    let report = client.shutdown(Duration::from_secs(5)).await;
+    assert_eq!((report.released, report.failed), (1, 0), "{report:?}");
+    assert!(
+        acquiring.await.unwrap().is_err(),
+        "acquired during the shutdown"
+    );
+}
+
 /// A lease `acquire` was answered past its deadline whose row another instance took meanwhile
 /// (a store timeout longer than the TTL): given back, the release matches nothing, and that is
 /// no loss either, of a lease nobody here held.

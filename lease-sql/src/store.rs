@@ -19,9 +19,10 @@ use crate::{
     is_transaction_ended, snapshot_isolation, snapshot_refusal,
 };
 
-/// The most times one operation's statement is sent again after read-only refusals (see
-/// `SqlStore::again_if_refused`): one per idle connection a pool of this size may hold leading
-/// to a demoted server, and one with none idle. Each refusal is one round trip.
+/// The most times one operation's statement is sent again after read-only refusals, however
+/// large its pool (see `SqlStore::again_if_refused`): one per idle connection a pool of this
+/// size may hold leading to a demoted server, and two with none idle. Each refusal is one
+/// round trip.
 const READ_ONLY_AGAIN: u32 = 64;
 
 /// The most times one operation's statement is sent again after a read-only refusal that finds
@@ -1067,7 +1068,8 @@ impl<X: Execute> SqlStore<X> {
     ///   at every refusal, as connections other calls give back join them), and at most
     ///   [`READ_ONLY_WITHOUT_IDLE`] times when it holds none (a connection given back
     ///   meanwhile, which a driver returns to its pool in the background, then one it opens, to
-    ///   whatever server the URL names now), at most [`READ_ONLY_AGAIN`] times in all; a
+    ///   whatever server the URL names now), no more times in all than the pool held
+    ///   connections at the first refusal and those two, and at most [`READ_ONLY_AGAIN`]; a
     ///   refusal after that (the server the URL names is still read-only: the switchover is not
     ///   over) is answered. Connections other calls are using are not counted: those calls meet
     ///   their own refusals, and counting them would open a new connection for each.
@@ -1076,9 +1078,12 @@ impl<X: Execute> SqlStore<X> {
         F: Future<Output = Result<T, BoxError>>,
     {
         let mut conflicted = false;
-        // Read-only refusals sent again so far, and how many went out with no idle connection
-        // in the pool.
+        // Read-only refusals sent again so far, how many went out with no idle connection in
+        // the pool, and the most there may be: the pool's connections at the first refusal and
+        // the sends with none idle (a pool that counts a refused connection idle until its
+        // next checkout, as deadpool does, would otherwise find one idle every time).
         let (mut read_only_again, mut sent_without_idle) = (0, 0);
+        let mut read_only_most: Option<u32> = None;
         loop {
             let error = match statement().await {
                 Err(error) => error,
@@ -1090,8 +1095,14 @@ impl<X: Execute> SqlStore<X> {
                     tracing::debug!(%error, "statement rolled back for a conflict, sent once more");
                 }
                 StoreErrorKind::ReadOnly => {
-                    let idle = self.executor.pool_state().idle > 0;
-                    if read_only_again >= READ_ONLY_AGAIN
+                    let pool = self.executor.pool_state();
+                    let most = *read_only_most.get_or_insert_with(|| {
+                        pool.size
+                            .saturating_add(READ_ONLY_WITHOUT_IDLE)
+                            .min(READ_ONLY_AGAIN)
+                    });
+                    let idle = pool.idle > 0;
+                    if read_only_again >= most
                         || (!idle && sent_without_idle >= READ_ONLY_WITHOUT_IDLE)
                     {
                         return Err(error);

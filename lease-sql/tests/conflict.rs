@@ -47,6 +47,8 @@ struct Scripted {
     open: Mutex<u32>,
     busy: u32,
     opened: Mutex<usize>,
+    /// A refused connection stays counted idle (deadpool's way: dropped at its next checkout).
+    keeps_refused: bool,
 }
 
 impl Scripted {
@@ -62,7 +64,14 @@ impl Scripted {
             open: Mutex::new(open),
             busy: 0,
             opened: Mutex::new(0),
+            keeps_refused: false,
         }
+    }
+
+    /// The same pool, keeping a refused connection counted idle.
+    fn keeping_refused(mut self) -> Self {
+        self.keeps_refused = true;
+        self
     }
 
     /// The same pool with `busy` more connections, which other calls are using.
@@ -81,7 +90,7 @@ impl Scripted {
         match self.answers.lock().unwrap().pop_front() {
             Some(Ok(row)) => Ok(row),
             Some(Err(kind)) => {
-                if kind == StoreErrorKind::ReadOnly && on_idle {
+                if kind == StoreErrorKind::ReadOnly && on_idle && !self.keeps_refused {
                     *self.open.lock().unwrap() -= 1;
                 }
                 Err(Box::new(Refused(kind)))
@@ -349,4 +358,21 @@ fn busy_connections_are_not_counted_for_sending_again() {
         2,
         "new connections"
     );
+}
+
+/// A pool that counts a refused connection idle until its next checkout (deadpool) finds one
+/// idle at every refusal: the sends are bounded by the pool's connections at the first refusal
+/// and the two with none idle, not by the cap of 64 (a store on a replica would open 64
+/// connections a call).
+#[test]
+fn a_pool_that_keeps_refused_connections_idle_is_bounded_by_its_size() {
+    let script = vec![Err(StoreErrorKind::ReadOnly); 200];
+    let store = SqlStore::<Scripted>::new(Scripted::with_pool(4, script).keeping_refused());
+    let name = LeaseName::new("nightly").unwrap();
+    let answer = at_once(store.renew(&name, &HolderId::generate(), Ttl::from_secs(30).unwrap()));
+    assert_eq!(
+        answer.unwrap_err().store_error_kind(),
+        Some(StoreErrorKind::ReadOnly)
+    );
+    assert_eq!(*store.executor().sent.lock().unwrap(), 7, "1, then 4 + 2");
 }

@@ -327,6 +327,8 @@ impl LeaseClient {
             // under, and not one anybody held, so no guard is made for it.
             token.become_kind(Kind::Releasing);
             let released = inner.store.release(&name, &holder, Duration::ZERO).await;
+            // A shutdown begun meanwhile waits for it (the token), and reports it.
+            inner.shutdown.record_release(&released);
             match released {
                 Ok(_) => {
                     tracing::debug!(lease = %name, %fence, "lease taken past its deadline; given back")
