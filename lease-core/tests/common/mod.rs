@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use lease_core::{
-    Error, Fence, HolderId, LeaseClient, LeaseInfo, LeaseName, LeaseStore, MemoryStore, Operation,
-    ReleaseEvents, Runtime, StoreErrorKind, Ttl, async_trait, runtime::TokioRuntime,
+    Error, Fence, HolderId, LeaseClient, LeaseClientBuilder, LeaseInfo, LeaseName, LeaseStore,
+    MemoryStore, Operation, ReleaseEvents, Runtime, StoreErrorKind, Ttl, async_trait,
+    runtime::TokioRuntime,
 };
 
 /// What the wrapped store does with each call.
@@ -297,12 +298,18 @@ pub fn tokio_memory() -> MemoryStore {
 
 /// A client with a 1 s TTL renewed every 250 ms, a 100 ms margin: local deadline 900 ms.
 pub fn fast_client(store: impl LeaseStore) -> LeaseClient {
-    LeaseClient::builder(store, TokioRuntime)
-        .ttl(Ttl::from_millis(1_000).unwrap())
-        .renew_every(Duration::from_millis(250))
-        .safety_margin(Duration::from_millis(100))
+    renewing_quickly(store, Ttl::from_millis(1_000).unwrap())
         .build()
         .unwrap()
+}
+
+/// A client builder with `ttl` renewed every 250 ms, with a 100 ms safety margin: what the
+/// clients below share.
+fn renewing_quickly(store: impl LeaseStore, ttl: Ttl) -> LeaseClientBuilder {
+    LeaseClient::builder(store, TokioRuntime)
+        .ttl(ttl)
+        .renew_every(Duration::from_millis(250))
+        .safety_margin(Duration::from_millis(100))
 }
 
 /// [`fast_client`]'s settings with a store timeout of `store_timeout`: one longer than the
@@ -311,10 +318,7 @@ pub fn fast_client_timing_out_after(
     store: impl LeaseStore,
     store_timeout: Duration,
 ) -> LeaseClient {
-    LeaseClient::builder(store, TokioRuntime)
-        .ttl(Ttl::from_millis(1_000).unwrap())
-        .renew_every(Duration::from_millis(250))
-        .safety_margin(Duration::from_millis(100))
+    renewing_quickly(store, Ttl::from_millis(1_000).unwrap())
         .store_timeout(store_timeout)
         .build()
         .unwrap()
@@ -324,10 +328,7 @@ pub fn fast_client_timing_out_after(
 /// left to lapse stays taken for seconds after its last renewal, well past the blocked steps of
 /// the tests that use it, however late a loaded machine runs them.
 pub fn lapsing_client(store: impl LeaseStore, store_timeout: Duration) -> LeaseClient {
-    LeaseClient::builder(store, TokioRuntime)
-        .ttl(Ttl::from_secs(3).unwrap())
-        .renew_every(Duration::from_millis(250))
-        .safety_margin(Duration::from_millis(100))
+    renewing_quickly(store, Ttl::from_secs(3).unwrap())
         .store_timeout(store_timeout)
         .build()
         .unwrap()
@@ -353,10 +354,7 @@ pub async fn taken_before(next: &LeaseClient, name: &str, ended: impl Fn() -> bo
 /// [`fast_client`]'s settings, with the store labelled `billing`: for the tests of what a
 /// client reports.
 pub fn billing_client(store: impl LeaseStore) -> LeaseClient {
-    LeaseClient::builder(store, TokioRuntime)
-        .ttl(Ttl::from_millis(1_000).unwrap())
-        .renew_every(Duration::from_millis(250))
-        .safety_margin(Duration::from_millis(100))
+    renewing_quickly(store, Ttl::from_millis(1_000).unwrap())
         .store_label("billing")
         .build()
         .unwrap()
