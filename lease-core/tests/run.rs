@@ -177,13 +177,7 @@ async fn work_that_ends_as_its_deadline_passes_did_not_finish_under_the_lease() 
 fn answered_after_the_deadline() -> LeaseClient {
     let store = Faulty::new(tokio_memory());
     store.delay_acquire_answers(Duration::from_millis(950));
-    LeaseClient::builder(store, TokioRuntime)
-        .ttl(Ttl::from_secs(1).unwrap())
-        .renew_every(Duration::from_millis(250))
-        .safety_margin(Duration::from_millis(100))
-        .store_timeout(Duration::from_secs(2))
-        .build()
-        .unwrap()
+    common::fast_client_timing_out_after(store, Duration::from_secs(2))
 }
 
 /// A lease already past its local deadline when the acquisition answers (an answer slower than
