@@ -326,14 +326,14 @@ struct UrlParts<'a> {
     user: &'a str,
     /// `host` or `host:port`.
     host: &'a str,
-    /// Everything from the first `/` after the host on, or empty.
+    /// Everything from the first `/`, `?` or `#` after the host on, or empty.
     path: &'a str,
 }
 
 impl<'a> UrlParts<'a> {
     fn of(url: &'a str) -> Option<Self> {
         let (scheme, rest) = url.split_once("://")?;
-        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let (authority, path) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
         let (user, host) = match authority.rfind('@') {
             Some(at) => authority.split_at(at + 1),
             None => ("", authority),
@@ -430,4 +430,18 @@ fn pump(mut from: TcpStream, mut to: TcpStream, direction: Direction, id: u64, s
         shared.bytes.fetch_add(read as u64, Ordering::Relaxed);
     }
     shared.close(id);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::url_port;
+
+    /// The port ends where the path, the query or the fragment begins.
+    #[test]
+    fn reads_the_port_before_a_path_a_query_or_a_fragment() {
+        assert_eq!(url_port("postgres://app:pw@db:5434/test"), Some(5434));
+        assert_eq!(url_port("postgres://db:5434?sslmode=disable"), Some(5434));
+        assert_eq!(url_port("mysql://db:3307#x"), Some(3307));
+        assert_eq!(url_port("postgres://db/test"), None);
+    }
 }
