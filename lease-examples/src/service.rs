@@ -66,9 +66,10 @@ impl Config {
 impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The URL may hold a password: only its scheme is shown.
-        let database = scheme(&self.database_url).unwrap_or("not a URL");
+        let database = scheme(&self.database_url)
+            .map_or_else(|| "not a URL".to_owned(), |scheme| format!("{scheme}:..."));
         f.debug_struct("Config")
-            .field("database", &format_args!("{database}:..."))
+            .field("database", &format_args!("{database}"))
             .field("table", &self.table)
             .field("listen", &self.listen)
             .field("node", &self.node)
@@ -121,7 +122,7 @@ pub async fn run(
 ) -> Result<ShutdownReport, BoxError> {
     // Every lease name first: one that is invalid stops the service before any job runs (a
     // campaign started before it would leave its lease taken for its TTL).
-    let names = jobs::Names::of(&config.node)?;
+    let uptime_name = jobs::uptime_name(&config.node)?;
     let metrics = PrometheusBuilder::new().install_recorder()?;
     let mut stop = std::pin::pin!(stop);
     // Connecting can take as long as the pool's timeout where the database accepts and does not
@@ -137,7 +138,7 @@ pub async fn run(
     // `listening` is told before any job's round runs.
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     listening(listener.local_addr()?);
-    let schedules = jobs::start(&client, names)?;
+    let schedules = jobs::start(&client, uptime_name)?;
     let (stopped_tx, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(
         axum::serve(

@@ -40,27 +40,21 @@ pub const JOBS: [Job; 4] = [
     },
 ];
 
-/// The jobs' lease names on one node, each checked.
-pub(super) struct Names {
-    uptime: LeaseName,
-}
-
-impl Names {
-    /// The names on `node`.
-    ///
-    /// # Errors
-    /// When `uptime:<node>` is no valid lease name (a node's name of more than 248 bytes).
-    pub(super) fn of(node: &str) -> Result<Self, BoxError> {
-        let [.., uptime] = JOBS;
-        Ok(Self {
-            uptime: LeaseName::new(format!("{}:{node}", uptime.name))?,
-        })
-    }
+/// The lease of `node`'s uptime checks, `uptime:<node>`, checked.
+///
+/// # Errors
+/// When it is no valid lease name (a node's name of more than 248 bytes).
+pub(super) fn uptime_name(node: &str) -> Result<LeaseName, BoxError> {
+    let [.., uptime] = JOBS;
+    Ok(LeaseName::new(format!("{}:{node}", uptime.name))?)
 }
 
 /// Schedules every job on `client`; they run until the handles are dropped or the client shuts
 /// down.
-pub(super) fn start(client: &LeaseClient, names: Names) -> Result<Vec<Scheduled>, BoxError> {
+pub(super) fn start(
+    client: &LeaseClient,
+    uptime_name: LeaseName,
+) -> Result<Vec<Scheduled>, BoxError> {
     let [sweep, alerts, mail, uptime] = JOBS;
     Ok(vec![
         // On the hour, on whichever instance wins the round.
@@ -95,7 +89,7 @@ pub(super) fn start(client: &LeaseClient, names: Names) -> Result<Vec<Scheduled>
         )?,
         // Every 10 s, once per node.
         client.schedule_on_leader(
-            names.uptime,
+            uptime_name,
             Schedule::every(uptime.period)?,
             move |_| async {},
         )?,
