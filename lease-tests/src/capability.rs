@@ -41,13 +41,14 @@ impl Capability {
     /// Whether a SQL store's backend offers this, as the drivers' own harnesses declare it: a
     /// pool, fenced writes and an unreachable store always; pushed releases where its stores
     /// notify (`pushes_releases`: PostgreSQL with notifications on); transient errors when
-    /// unreachable where its database is a `server` (not SQLite's file). A capability added
-    /// later must be decided here too (the match has no catch-all).
-    pub fn offered_by_sql(self, pushes_releases: bool, server: bool) -> bool {
+    /// unreachable where its `dialect` is a server's (not SQLite's, whose unreachable store is a
+    /// file that cannot be opened). A capability added later must be decided here too (the
+    /// match has no catch-all).
+    pub fn offered_by_sql(self, pushes_releases: bool, dialect: lease_sql::Dialect) -> bool {
         match self {
             Self::Pool | Self::FencedWrites | Self::Unreachable => true,
             Self::PushedReleases => pushes_releases,
-            Self::TransientWhenUnreachable => server,
+            Self::TransientWhenUnreachable => dialect != lease_sql::Dialect::Sqlite,
         }
     }
 }

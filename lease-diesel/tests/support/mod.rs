@@ -37,10 +37,6 @@ pub trait Database: Send + Sync + 'static {
     /// Where nothing answers.
     fn unreachable_url() -> String;
 
-    /// Whether a store at [`unreachable_url`](Database::unreachable_url) fails with transient
-    /// errors: a server nothing answers for yet, not SQLite's file that cannot be opened.
-    const UNREACHABLE_IS_TRANSIENT: bool = true;
-
     /// How the pools make connections to `url`.
     fn manager(url: String) -> AsyncDieselConnectionManager<Self::Connection>;
 
@@ -110,7 +106,6 @@ fn sqlite_path(table: &str) -> PathBuf {
 impl Database for Sqlite {
     type Connection = AsyncSqliteConnection;
     const NAME: &'static str = "sqlite";
-    const UNREACHABLE_IS_TRANSIENT: bool = false;
 
     fn url(table: &str) -> String {
         sqlite_path(table).to_string_lossy().into_owned()
@@ -368,7 +363,10 @@ where
     }
 
     fn offers(&self, capability: Capability) -> bool {
-        capability.offered_by_sql(self.notifying, D::UNREACHABLE_IS_TRANSIENT)
+        capability.offered_by_sql(
+            self.notifying,
+            <D::Connection as lease_diesel::DieselConnection>::DIALECT,
+        )
     }
 
     async fn available(&self) -> Result<(), BoxError> {

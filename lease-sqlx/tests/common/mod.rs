@@ -60,10 +60,6 @@ pub trait TestDb: SqlxDatabase + Sized {
 
     /// The column definition of the probe table's one column.
     const PROBE_COLUMN: &'static str = "at BIGINT";
-
-    /// Whether [`unreachable`](TestDb::unreachable)'s errors are transient: a server nothing
-    /// answers for yet, not SQLite's file that cannot be opened.
-    const UNREACHABLE_IS_TRANSIENT: bool = true;
 }
 
 /// A backend over database `DB`, optionally changing each store (PostgreSQL's protocol).
@@ -177,7 +173,7 @@ where
     }
 
     fn offers(&self, capability: Capability) -> bool {
-        capability.offered_by_sql(self.pushes_releases, DB::UNREACHABLE_IS_TRANSIENT)
+        capability.offered_by_sql(self.pushes_releases, DB::DIALECT)
     }
 
     async fn available(&self) -> Result<(), BoxError> {
@@ -359,7 +355,6 @@ mod sqlite {
     impl TestDb for Sqlite {
         const LABEL: &'static str = "sqlite";
         const PROBE_COLUMN: &'static str = "at INTEGER";
-        const UNREACHABLE_IS_TRANSIENT: bool = false;
 
         async fn connect(
             connections: u32,
