@@ -162,17 +162,14 @@ where
     Ok(Verdict::Passed)
 }
 
-/// `lease_tests::read_only::demoted_sessions_cost_no_call` on a pool of four connections.
+/// `lease_tests::read_only::demoted_sessions_cost_no_call`.
 async fn demoted_sessions_cost_no_call<D, P>(ctx: &Ctx<D, P>) -> CaseResult
 where
     D: Database,
     P: TestPool<Connection = D::Connection>,
     DieselStore<P>: LeaseStore,
 {
-    let Some(pooled) = ctx.pooled(4).await? else {
-        return Err(CaseFailure::new("the backend has no pool"));
-    };
-    lease_tests::read_only::demoted_sessions_cost_no_call(pooled.store(), 4, ctx.runtime()).await
+    lease_tests::read_only::demoted_sessions_cost_no_call(ctx).await
 }
 
 /// On a pool of one connection, calls dropped at every moment of their statement (as a timeout

@@ -66,6 +66,9 @@ where
 /// The password of the accounts the cases make.
 const PASSWORD: &str = "lease-app-password";
 
+/// The connections of the pool [`demoted_sessions_cost_no_call`] leaves read-only.
+const DEMOTED_POOL: u32 = 4;
+
 /// How long a closed connection may take to leave the server's process list.
 const GONE_WITHIN: Duration = Duration::from_secs(10);
 
@@ -502,6 +505,8 @@ fn read_only_session(dialect: Dialect) -> Option<ReadOnlySession> {
             set: "SET SESSION TRANSACTION READ ONLY; DO SLEEP(0.3)",
             probe: "SELECT CAST(@@session.tx_read_only AS SIGNED) FROM (SELECT SLEEP(0.3)) AS s",
         }),
+        Dialect::Sqlite => None,
+        // A dialect this version does not know: no statements to make a session read-only.
         _ => None,
     }
 }
@@ -515,38 +520,46 @@ struct ReadOnlySession {
 
 /// A demotion that leaves the old primary's sessions open (a failover tool's
 /// `SET GLOBAL read_only = ON`, a reloaded `default_transaction_read_only`): every connection
-/// of `store`'s pool refuses writes, while the connections the pool opens from then on reach a
+/// of a store's pool refuses writes, while the connections the pool opens from then on reach a
 /// primary that takes them. Made here on the shared server by setting each of the pool's
-/// sessions read-only (`connections` of them, the pool's size, at once), which is what such a
+/// sessions read-only (all four of its pool, at once), which is what such a
 /// demotion leaves behind, with no server to demote.
 ///
 /// A renewal of a lease held before goes through in one call: each connection that refused it
 /// was closed, and the statement sent again on the next, then on a new one. Before, each stale
 /// connection failed a call of its own (a holder's renewal a quarter period apart, so that a
-/// pool of ten cost a lease its validity). Then `connections` acquisitions at once all succeed:
+/// pool of ten cost a lease its validity). Then four acquisitions at once all succeed:
 /// no stale connection is left in the pool.
 ///
 /// # Errors
 /// A [`CaseFailure`](crate::CaseFailure) when the sessions cannot be made read-only, the pool
-/// does not then hold `connections` connections that all read as read-only (so that the
+/// does not then hold four connections that all read as read-only (so that the
 /// renewal can only go through by sending its statement again), the renewal fails or answers
 /// that the lease is not held, the holder or fence of the row changed, or an acquisition
 /// afterwards fails.
 ///
-/// `runtime` sleeps while the probes' connections come back to the pool.
+/// It runs on a store of `ctx`'s backend over a pool of four connections.
 ///
 /// # Cancel safety
 /// Not cancel safe: dropped, it leaves the pool's sessions read-only (the store's next calls
 /// close them one by one, as here) and its lease to lapse after its TTL of a minute.
-pub async fn demoted_sessions_cost_no_call<X: Execute>(
-    store: &SqlStore<X>,
-    connections: u32,
-    runtime: &impl Runtime,
-) -> crate::CaseResult {
-    let Some(session) = read_only_session(store.executor().dialect()) else {
-        return Ok(crate::Verdict::NotApplicable(
-            "SQLite has no primary to demote".to_owned(),
-        ));
+pub async fn demoted_sessions_cost_no_call<B, X>(ctx: &crate::Context<B>) -> crate::CaseResult
+where
+    B: crate::TestBackend<Store = SqlStore<X>>,
+    X: Execute,
+{
+    let Some(pooled) = ctx.pooled(DEMOTED_POOL).await? else {
+        return Ok(crate::Verdict::NotApplicable(format!(
+            "{} has no pool",
+            ctx.backend().name()
+        )));
+    };
+    let (store, connections, runtime) = (&**pooled.store(), DEMOTED_POOL, ctx.runtime());
+    let dialect = store.executor().dialect();
+    let Some(session) = read_only_session(dialect) else {
+        return Ok(crate::Verdict::NotApplicable(format!(
+            "{dialect:?} has no primary to demote"
+        )));
     };
     let ttl = Ttl::from_secs(60)?;
     let (held, holder) = (name("nightly"), HolderId::generate());

@@ -86,14 +86,11 @@ where
     Ok(Verdict::Passed)
 }
 
-/// `lease_tests::read_only::demoted_sessions_cost_no_call` on a pool of four connections.
+/// `lease_tests::read_only::demoted_sessions_cost_no_call`.
 pub async fn demoted_sessions_cost_no_call<DB: TestDb>(ctx: &Context<Backend<DB>>) -> CaseResult
 where
     lease_sqlx::SqlxExecutor<DB>: lease_sqlx::Execute,
     Backend<DB>: TestBackend<Store = SqlxStore<DB>>,
 {
-    let Some(pooled) = ctx.pooled(4).await? else {
-        return Err(CaseFailure::new("the backend has no pool"));
-    };
-    lease_tests::read_only::demoted_sessions_cost_no_call(pooled.store(), 4, ctx.runtime()).await
+    lease_tests::read_only::demoted_sessions_cost_no_call(ctx).await
 }
