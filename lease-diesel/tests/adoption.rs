@@ -157,6 +157,14 @@ async fn mariadb_unsigned_fence_is_refused_then_upgraded() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn mariadb_wide_holder_keeps_its_width() {
+    on_fresh_table::<MariaDb, deadpool::Pool<AsyncMysqlConnection>, _>(
+        adoption::mariadb_wide_holder_keeps_its_width,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn postgres_unsafe_storage_is_refused() {
     on_fresh_table::<Postgres, deadpool::Pool<AsyncPgConnection>, _>(
         adoption::unsafe_storage_is_refused,

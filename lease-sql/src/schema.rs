@@ -472,7 +472,17 @@ impl SchemaCheck {
             fixes.into_iter().map(|(fix, why)| (why, fix)).unzip();
         let upgrade = match self.dialect {
             Dialect::Postgres => Some(postgres::upgrade(&self.quoted, &fixes)),
-            Dialect::MySql => Some(mysql::upgrade(&self.quoted, &fixes)),
+            Dialect::MySql => {
+                let holder = found
+                    .iter()
+                    .find(|(name, _)| self.names(name, Column::Holder.as_str()))
+                    .map_or("", |(_, facts)| facts.data_type.as_str());
+                Some(mysql::upgrade(
+                    &self.quoted,
+                    &fixes,
+                    mysql::HolderWidth::of(holder),
+                ))
+            }
             Dialect::Sqlite => sqlite::upgrade(
                 &self.table,
                 &fixes,
@@ -549,14 +559,23 @@ fn describe(fix: Fix) -> &'static str {
         Fix::FenceNotNull => "every lease needs a fence",
         Fix::HolderNullable => "a released lease has no holder",
         Fix::TakenAtNotNull | Fix::ExpiresAtNotNull => "every lease needs its times",
-        Fix::Utf8Name | Fix::Utf8Holder => {
+        Fix::Utf8Name => {
             "its bytes are not the UTF-8 the store sends, so a lease held under a name with a \
              character beyond ASCII would be another row than the store's, with a holder of its \
              own; the text is converted to UTF-8 before it becomes bytes"
         }
-        Fix::BinaryName | Fix::BinaryHolder => {
+        Fix::Utf8Holder => {
+            "its bytes are not the UTF-8 the store sends, so a holder with a character beyond \
+             ASCII (in its host name) would not find its own lease to renew or release; the \
+             text is converted to UTF-8 before it becomes bytes"
+        }
+        Fix::BinaryName => {
             "compared by a collation, so names that differ in case or trailing spaces would be \
              one lease; the store compares bytes"
+        }
+        Fix::BinaryHolder => {
+            "compared by a collation, so holders that differ in case or trailing spaces would be \
+             one holder, renewing and releasing each other's lease; the store compares bytes"
         }
         Fix::PreciseTakenAt | Fix::PreciseExpiresAt => "the store needs microseconds",
         Fix::UtcTakenAt | Fix::UtcExpiresAt => {
@@ -909,7 +928,10 @@ mod tests {
                 .create_table()
                 .contains(&format!("VARBINARY({NAME_LENGTH})"))
         );
-        assert!(mariadb.create_table().contains("VARBINARY(1024)"));
+        assert!(mariadb.create_table().contains(&format!(
+            "holder     VARBINARY({}),",
+            mysql::HolderWidth::STORE
+        )));
         assert_eq!(NAME_LENGTH, 255);
         // A holder column sized for the longest holder fits: 283 bytes.
         assert_eq!(HOLDER_LENGTH, 283);
@@ -1041,6 +1063,50 @@ mod tests {
             ("expires_at", "integer;NO;0;0"),
         ]);
         assert!(sqlite.verdict(&short).is_ok());
+    }
+
+    #[test]
+    fn mariadb_upgrade_keeps_a_holder_wider_than_the_stores() {
+        let mysql = SchemaCheck::new(Dialect::MySql, &TableName::default());
+        let holder = |facts: &str| {
+            let (_, sql) = mismatch(mysql.verdict(&rows(&[
+                ("name", "varbinary(255);NO;0;1"),
+                ("holder", facts),
+                ("fence", "bigint;NO;0;0"),
+                ("taken_at", "datetime(6);NO;0;0"),
+                ("expires_at", "datetime(6);NO;0;0"),
+            ])));
+            sql.unwrap()
+        };
+        // Made nullable: its 2048 bytes kept.
+        assert_eq!(
+            holder("varbinary(2048);NO;0;0"),
+            "ALTER TABLE `leases` WAIT 5\n    MODIFY holder VARBINARY(2048) NULL;"
+        );
+        // 1500 characters of latin1: 1500 of UTF-8, then the 6000 bytes they may take.
+        assert_eq!(
+            holder("varchar(1500);NO;0;0;latin1"),
+            "ALTER TABLE `leases` WAIT 5\n    \
+             MODIFY holder VARCHAR(1500) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NULL;\n\
+             ALTER TABLE `leases` WAIT 5\n    MODIFY holder VARBINARY(6000) NULL;"
+        );
+        // Narrower than the store's, in bytes or as text: the store's width.
+        for facts in [
+            "varbinary(16);NO;0;0",
+            "varchar(255);YES;0;0;utf8mb4",
+            "char(36);YES;0;0;latin1",
+            "text;YES;0;0;latin1",
+        ] {
+            let sql = holder(facts);
+            assert!(
+                sql.ends_with("MODIFY holder VARBINARY(1024) NULL;"),
+                "{facts}: {sql}"
+            );
+            assert!(
+                !sql.contains("VARCHAR(") || sql.contains("VARCHAR(1024)"),
+                "{facts}: {sql}"
+            );
+        }
     }
 
     #[test]

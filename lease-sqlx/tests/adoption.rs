@@ -167,6 +167,11 @@ async fn mariadb_unsigned_fence_is_refused_then_upgraded() {
 }
 
 #[tokio::test]
+async fn mariadb_wide_holder_keeps_its_width() {
+    on_fresh_table::<MySql, _>(adoption::mariadb_wide_holder_keeps_its_width).await;
+}
+
+#[tokio::test]
 async fn postgres_unsafe_storage_is_refused() {
     on_fresh_table::<Postgres, _>(adoption::unsafe_storage_is_refused).await;
 }

@@ -741,6 +741,83 @@ pub async fn mariadb_unsigned_fence_is_refused_then_upgraded<X: Execute>(
     Ok(())
 }
 
+/// MariaDB: a table whose holder is `VARCHAR(1500)` in `latin1`, `NOT NULL`, holding an
+/// expired lease whose holder is 1500 characters (`é`, which `latin1` keeps in one byte and
+/// UTF-8 in two). `verify` refuses it with SQL that converts the holder to UTF-8 text of the
+/// same 1500 characters and then to bytes as wide as that text may take, not to the store's
+/// own `VARBINARY(1024)`, which would cut the holder (or, in strict mode, fail the upgrade);
+/// after `upgrade` the row's holder is the same 3000 bytes of UTF-8, the table passes
+/// `verify`, and the lease is taken by a holder of ours.
+///
+/// # Errors
+/// When `verify` accepts the table or its SQL narrows the holder, `upgrade` fails or changes
+/// nothing, or the holder read back after it is not the one written.
+pub async fn mariadb_wide_holder_keeps_its_width<X: Execute>(
+    store: &SqlStore<X>,
+    table: &str,
+) -> Result<(), BoxError> {
+    const WIDE: i64 = 1500;
+    if store.statements().dialect() != Dialect::MySql {
+        return Err("the wide latin1 holder needs a MariaDB store".into());
+    }
+    store
+        .executor()
+        .batch(&format!(
+            "CREATE TABLE {table} (\n    \
+                 name VARBINARY(255) NOT NULL PRIMARY KEY,\n    \
+                 holder VARCHAR({WIDE}) CHARACTER SET latin1 NOT NULL,\n    \
+                 fence BIGINT NOT NULL,\n    \
+                 taken_at DATETIME(6) NOT NULL,\n    \
+                 expires_at DATETIME(6) NOT NULL\n\
+             );\n\
+             INSERT INTO {table} VALUES ('digest', REPEAT('\u{e9}', {WIDE}), 7, \
+                 UTC_TIMESTAMP(6) - INTERVAL 2 MINUTE, UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE);"
+        ))
+        .await?;
+    match store.verify().await {
+        Err(Error::SchemaMismatch {
+            mismatch,
+            upgrade: Some(sql),
+            ..
+        }) if mismatch.contains("column holder holds latin1 text")
+            && sql.contains(&format!(
+                "MODIFY holder VARCHAR({WIDE}) CHARACTER SET utf8mb4"
+            ))
+            && sql.contains(&format!("MODIFY holder VARBINARY({}) NULL", 4 * WIDE)) => {}
+        other => return Err(format!("verify of a wide latin1 holder answered {other:?}").into()),
+    }
+    if !store.upgrade().await? {
+        return Err("upgrade changed nothing".into());
+    }
+    store.verify().await?;
+    let kept = store
+        .executor()
+        .int_pairs(Query::new(
+            format!(
+                "SELECT LENGTH(holder), holder = CAST(REPEAT('\u{e9}', {WIDE}) AS BINARY) \
+                 FROM {table} WHERE name = 'digest'"
+            ),
+            Vec::new(),
+        ))
+        .await?;
+    if kept != [(2 * WIDE, 1)] {
+        return Err(format!(
+            "the holder of {WIDE} characters came out as (bytes, the same) {kept:?}, not \
+             [({}, 1)]",
+            2 * WIDE
+        )
+        .into());
+    }
+    let fence = store
+        .try_acquire(&name("digest"), &HolderId::generate(), Ttl::from_secs(30)?)
+        .await?
+        .ok_or("the expired lease was not free")?;
+    if fence.get() <= 7 {
+        return Err(format!("took the expired lease at fence {fence}, not above 7").into());
+    }
+    Ok(())
+}
+
 /// A table whose only key on `name` covers part of it is refused: on PostgreSQL and SQLite a
 /// partial unique index (`WHERE holder IS NOT NULL`), which is no conflict target for the
 /// store's `ON CONFLICT (name)` (every acquisition would fail); on MariaDB a primary key on a

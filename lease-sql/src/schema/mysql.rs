@@ -101,8 +101,47 @@ pub(super) fn recode(column: Column, facts: &Facts) -> Option<(Fix, &str)> {
     (!UTF8.contains(&charset)).then_some((fix, charset))
 }
 
+/// How wide the holder stays through an upgrade that changes it: the store's
+/// `VARBINARY(1024)`, or the column's own width where that is wider, so no holder already in
+/// the table is cut (or, in strict mode, fails the upgrade). `holder` is the column's declared
+/// type as the catalog query reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct HolderWidth {
+    /// Characters of the UTF-8 text a holder of another character set is converted to first.
+    chars: u64,
+    /// Bytes of the `VARBINARY` it ends as.
+    bytes: u64,
+}
+
+impl HolderWidth {
+    /// Most bytes a character of `utf8mb4` takes: the bytes of a `VARCHAR(n)` once it is UTF-8.
+    const UTF8_BYTES: u64 = 4;
+    /// The width of the store's own holder column (`VARBINARY(1024)` in its `CREATE TABLE`).
+    pub(super) const STORE: u64 = 1024;
+
+    /// The width for a holder declared `holder`: a `VARBINARY(n)` or `BINARY(n)` keeps its `n`
+    /// bytes, a `VARCHAR(n)` or `CHAR(n)` its `n` characters as UTF-8 text and then `4n` bytes
+    /// (the most its text takes as UTF-8), anything narrower than the store's holder, and a
+    /// `TEXT`, become the store's width (a `TEXT` holder longer than that fails the upgrade in
+    /// strict mode).
+    pub(super) fn of(holder: &str) -> Self {
+        let least = Self::STORE;
+        let (data_type, length) = super::declared_length(holder);
+        let (chars, bytes) = match (data_type, length) {
+            ("varbinary" | "binary", Some(n)) => (n, n),
+            ("varchar" | "char", Some(n)) => (n, n.saturating_mul(Self::UTF8_BYTES)),
+            _ => (least, least),
+        };
+        Self {
+            chars: chars.max(least),
+            bytes: bytes.max(least),
+        }
+    }
+}
+
 /// One `ALTER TABLE` (after the `UPDATE`s that `NOT NULL` columns need). `MODIFY` keeps the
-/// primary key; converting `VARCHAR` or `TEXT` to `VARBINARY` keeps each value's bytes.
+/// primary key; converting `VARCHAR` or `TEXT` to `VARBINARY` keeps each value's bytes, and a
+/// holder keeps its width where that is wider than the store's ([`HolderWidth`]).
 ///
 /// So a name or holder of another character set than UTF-8 (`latin1`: `café` is the byte
 /// `E9` where the store sends `C3 A9`) is first converted to UTF-8 text, by an `ALTER TABLE`
@@ -125,7 +164,7 @@ pub(super) fn recode(column: Column, facts: &Facts) -> Option<(Fix, &str)> {
 /// The `ALTER TABLE` waits for the table's metadata lock at most
 /// [`LOCK_WAIT`](super::lock_wait::LOCK_WAIT) (`WAIT n`, for that statement alone), then fails
 /// with the table as it was.
-pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
+pub(super) fn upgrade(t: &str, fixes: &[Fix], holder: HolderWidth) -> String {
     let zoned = fixes
         .iter()
         .any(|fix| matches!(fix, Fix::UtcTakenAt | Fix::UtcExpiresAt));
@@ -138,18 +177,21 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
         ("", "")
     };
     let wait = super::lock_wait::mysql();
-    let recoded: Vec<&str> = fixes
+    let recoded: Vec<String> = fixes
         .iter()
         .filter_map(|fix| match fix {
             Fix::Utf8Name => Some(
-                "MODIFY name VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL",
+                "MODIFY name VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL"
+                    .to_owned(),
             ),
-            Fix::Utf8Holder => Some(
-                "MODIFY holder VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NULL",
-            ),
+            Fix::Utf8Holder => Some(format!(
+                "MODIFY holder VARCHAR({}) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NULL",
+                holder.chars
+            )),
             _ => None,
         })
         .collect();
+    let binary_holder = format!("MODIFY holder VARBINARY({}) NULL", holder.bytes);
     let mut before = if recoded.is_empty() {
         String::new()
     } else {
@@ -176,7 +218,7 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
                 push("MODIFY name VARBINARY(255) NOT NULL")
             }
             Fix::HolderNullable | Fix::Utf8Holder | Fix::BinaryHolder | Fix::WidenHolder => {
-                push("MODIFY holder VARBINARY(1024) NULL")
+                push(binary_holder.as_str())
             }
             Fix::PreciseTakenAt | Fix::UtcTakenAt | Fix::TakenAtNotNull => {
                 push("MODIFY taken_at DATETIME(6) NOT NULL")
