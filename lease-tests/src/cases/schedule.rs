@@ -37,25 +37,45 @@ fn record<T>(runs: &Mutex<Vec<T>>, run: T) {
         .push(run);
 }
 
-/// Lets `scheduled` run for `length`, stops them, and answers their statistics and the runs
-/// they recorded, both read before the stop: while the schedules stop one after the other, the
-/// one stopped first gives its lease back and a later one may rightly take it and run a round.
+/// How long [`watch`] lets schedules run: `length`, and then on, one `period` at a time and
+/// `length` more at the most, until `at_least` runs are recorded (on a busy machine an election
+/// or a slow round may cost the first rounds).
+#[derive(Debug, Clone, Copy)]
+struct Watch {
+    length: Duration,
+    period: Duration,
+    at_least: usize,
+}
+
+/// Lets `scheduled` run as `watch` says, stops them, and answers their statistics, the runs
+/// they recorded, both read before the stop (while the schedules stop one after the other, the
+/// one stopped first gives its lease back and a later one may rightly take it and run a round),
+/// and how many periods they ran.
 async fn watch<B: TestBackend, T: Clone>(
     ctx: &Context<B>,
     scheduled: Vec<Scheduled>,
     runs: &Mutex<Vec<T>>,
-    length: Duration,
-) -> (Vec<ScheduleStats>, Vec<T>) {
-    ctx.sleep(length).await;
+    watch: Watch,
+) -> (Vec<ScheduleStats>, Vec<T>, u32) {
+    let recorded = || {
+        runs.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    };
+    ctx.sleep(watch.length).await;
+    let mut periods = watch.length.div_duration_f64(watch.period).round() as u32;
+    let mut extended = Duration::ZERO;
+    while recorded().len() < watch.at_least && extended < watch.length {
+        ctx.sleep(watch.period).await;
+        extended += watch.period;
+        periods += 1;
+    }
     let stats = scheduled.iter().map(Scheduled::stats).collect();
-    let runs = runs
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
+    let runs = recorded();
     for handle in scheduled {
         handle.stop().await;
     }
-    (stats, runs)
+    (stats, runs, periods)
 }
 
 fn client<S: LeaseStore, B: TestBackend>(
@@ -111,7 +131,17 @@ pub async fn schedule_runs_each_round_on_one_instance<B: TestBackend>(
             }
         })?);
     }
-    let (stats, runs) = watch(ctx, scheduled, &runs, PERIOD * PERIODS).await;
+    let (stats, runs, _) = watch(
+        ctx,
+        scheduled,
+        &runs,
+        Watch {
+            length: PERIOD * PERIODS,
+            period: PERIOD,
+            at_least: 0,
+        },
+    )
+    .await;
     // Each run read the row while it ran: the store named its lease, and, in fence order, each
     // lease was taken at least the minimum hold after the one before, by the store's own clock
     // (a release with a hold keeps the lease until `taken_at` plus the hold). Two runs of one
@@ -191,8 +221,9 @@ pub async fn schedule_runs_each_round_on_one_instance<B: TestBackend>(
 /// round runs while the store names the runner's lease as the holder (each run reads the
 /// row); one of them is elected and runs the rounds, all under its one term's lease (one fence),
 /// and the other skips them: four to nine runs between them (the election may cost the first
-/// rounds, and the rounds the schedules report missed count toward the four, though one run at
-/// least must have been seen; rounds run on both instances would make about sixteen). Once both are stopped,
+/// rounds, and the rounds the schedules report missed count toward the four; rounds run on both
+/// instances would make about sixteen), and two at least, for which the watch goes on up to
+/// eight more periods (one more run than periods watched, at most). Once both are stopped,
 /// leadership is given back: the lease is free within a second.
 ///
 /// # Errors
@@ -234,7 +265,19 @@ pub async fn schedule_on_leader_runs_each_round_on_the_leader<B: TestBackend>(
             }
         })?);
     }
-    let (stats, runs) = watch(ctx, scheduled, &runs, LEADER_PERIOD * LEADER_PERIODS).await;
+    // Two runs at least, or the checks of who led and under which term compare nothing: the
+    // watch goes on past its eight periods, up to eight more, until it has seen two.
+    let (stats, runs, periods) = watch(
+        ctx,
+        scheduled,
+        &runs,
+        Watch {
+            length: LEADER_PERIOD * LEADER_PERIODS,
+            period: LEADER_PERIOD,
+            at_least: 2,
+        },
+    )
+    .await;
     let overlaps = store.overlaps();
     ensure!(
         overlaps.is_empty(),
@@ -244,10 +287,10 @@ pub async fn schedule_on_leader_runs_each_round_on_the_leader<B: TestBackend>(
         runs.iter().all(|run| run.named),
         "a round ran while the store named another holder: two instances led at once ({runs:?}, {stats:?})"
     );
-    // One run at least, or the checks of who led and under which term look at nothing.
     ensure!(
-        !runs.is_empty(),
-        "no run in {LEADER_PERIODS} periods on the leader: nothing to tell who led ({stats:?})"
+        runs.len() >= 2,
+        "{} runs in {periods} periods on the leader: too few to tell who led ({stats:?})",
+        runs.len()
     );
     let leaders: BTreeSet<usize> = runs.iter().map(|run| run.instance).collect();
     ensure!(
@@ -261,12 +304,13 @@ pub async fn schedule_on_leader_runs_each_round_on_the_leader<B: TestBackend>(
         terms.len()
     );
     // A round whose `inspect` took longer than a period (a busy machine) makes the rounds that
-    // fell meanwhile missed; they count toward the least number.
-    let rounds = LEADER_PERIODS as usize;
+    // fell meanwhile missed; they count toward the least number, of the first eight periods.
+    // At most one round per period watched.
     let missed: u64 = stats.iter().map(|s| s.missed).sum();
     ensure!(
-        (runs.len() + missed as usize) * 2 >= rounds && runs.len() <= rounds + 1,
-        "{} runs in {rounds} periods on the leader: {runs:?} ({stats:?})",
+        (runs.len() + missed as usize) * 2 >= LEADER_PERIODS as usize
+            && runs.len() <= periods as usize + 1,
+        "{} runs in {periods} periods on the leader: {runs:?} ({stats:?})",
         runs.len()
     );
     ensure!(
