@@ -71,11 +71,15 @@ impl LeaseRow {
     ///
     /// # Errors
     /// When the table holds what this crate never writes: an invalid name or a negative fence.
+    /// The error names the row, so that an operator whose `list` fails on it knows which one
+    /// to look at.
     pub fn into_info(self) -> Result<LeaseInfo, BoxError> {
+        let fence = fence_from(self.fence)
+            .map_err(|error| format!("{error}, in the row named {:?}", self.name))?;
         Ok(LeaseInfo::new(
             LeaseName::new(&self.name)?,
             HolderId::from_stored(self.holder),
-            fence_from(self.fence)?,
+            fence,
             time_from_micros(self.taken_at),
             time_from_micros(self.expires_at),
             time_from_micros(self.observed_at),
@@ -204,7 +208,11 @@ mod tests {
             .into_info()
             .is_err()
         );
-        assert!(LeaseRow { fence: -2, ..row }.into_info().is_err());
+        let negative = LeaseRow { fence: -2, ..row }.into_info().unwrap_err();
+        assert_eq!(
+            negative.to_string(),
+            "the lease table holds a negative fence (-2), in the row named \"sweep\""
+        );
     }
 
     #[test]
