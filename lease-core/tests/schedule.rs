@@ -235,6 +235,132 @@ async fn the_leader_runs_every_round_and_another_takes_over_when_it_shuts_down()
     assert!(runs.on("b") >= 2, "b leads and runs: {:?}", runs.times());
 }
 
+/// An hourly leader schedule on the wall clock's boundaries with a jitter of half an hour:
+/// what the tests of the leader's jitter run, and where its boundaries fall in ms since now.
+fn hourly_with_jitter() -> (Schedule, u128, u128, u128) {
+    let hour = Duration::from_secs(3600);
+    let jitter = hour / 2;
+    let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let to_boundary = hour.as_millis() - since_epoch.as_millis() % hour.as_millis();
+    let schedule = Schedule::every(hour).unwrap().aligned().jitter(jitter);
+    (schedule, to_boundary, hour.as_millis(), jitter.as_millis())
+}
+
+/// Records the runs of a leader schedule of `name` on `client` as `instance`.
+fn on_leader_recording(
+    client: &LeaseClient,
+    name: &str,
+    schedule: Schedule,
+    runs: &Runs,
+    instance: &'static str,
+    started: Instant,
+) -> Scheduled {
+    let runs = runs.clone();
+    client
+        .schedule_on_leader(name, schedule, move |_| {
+            runs.record(started, instance);
+            async {}
+        })
+        .unwrap()
+}
+
+/// An aligned leader schedule delays each boundary's round by the same jitter on every
+/// instance (drawn from the lease's name and the boundary, not at random on each), so a new
+/// leader's round of a boundary falls when the old leader's did. Two instances that share no
+/// store each lead and run every round: at the same times. A schedule of another name falls at
+/// other times, and the jitter does move the rounds off their boundaries.
+#[tokio::test(start_paused = true)]
+async fn a_leaders_aligned_rounds_fall_alike_on_every_instance() {
+    let started = Instant::now();
+    let (schedule, to_boundary, hour, jitter) = hourly_with_jitter();
+    let (a, b, c) = (Runs::default(), Runs::default(), Runs::default());
+    let clients = [
+        fast_client(tokio_memory()),
+        fast_client(tokio_memory()),
+        fast_client(tokio_memory()),
+    ];
+    let _a = on_leader_recording(&clients[0], "alerts", schedule, &a, "a", started);
+    let _b = on_leader_recording(&clients[1], "alerts", schedule, &b, "b", started);
+    let _c = on_leader_recording(&clients[2], "reports", schedule, &c, "c", started);
+    tokio::time::sleep(Duration::from_secs(4 * 3600)).await;
+    let (a, b, c) = (a.times(), b.times(), c.times());
+    assert!(a.len() >= 3 && a.len() == b.len(), "{a:?} and {b:?}");
+    for (k, (at_a, at_b)) in a.iter().zip(&b).enumerate() {
+        assert!(
+            at_a.abs_diff(*at_b) <= 20,
+            "round {k} ran at {at_a} ms on one instance and at {at_b} ms on the other: {a:?}, {b:?}"
+        );
+        let boundary = to_boundary + hour * k as u128;
+        assert!(
+            *at_a + 20 >= boundary && *at_a < boundary + jitter,
+            "round {k} at {at_a} ms, its boundary at {boundary} ms: {a:?}"
+        );
+    }
+    assert!(
+        a.iter()
+            .enumerate()
+            .any(|(k, at)| at - (to_boundary + hour * k as u128) > 1_000),
+        "no jitter: {a:?}"
+    );
+    assert!(
+        a.iter()
+            .zip(&c)
+            .any(|(at_a, at_c)| at_a.abs_diff(*at_c) > 1_000),
+        "two names' rounds fell alike: {a:?} and {c:?}"
+    );
+}
+
+/// Leadership handed on after every round, through four instances of an aligned leader
+/// schedule with a jitter of half an hour: each boundary's round runs once. With a jitter
+/// drawn at random on each instance, a new leader whose draw for the boundary just run falls
+/// later than the old leader's would run that round again.
+#[tokio::test(start_paused = true)]
+async fn a_leaders_round_is_not_run_again_after_a_handover_within_its_jitter() {
+    let started = Instant::now();
+    let (schedule, to_boundary, hour, _) = hourly_with_jitter();
+    let store = tokio_memory();
+    let runs = Runs::default();
+    let names = ["a", "b", "c", "d"];
+    let clients: Vec<LeaseClient> = names.iter().map(|_| fast_client(store.clone())).collect();
+    let mut scheduled = Vec::new();
+    for (client, name) in clients.iter().zip(names) {
+        scheduled.push(on_leader_recording(
+            client, "alerts", schedule, &runs, name, started,
+        ));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Each instance is shut down a second after its first round, handing leadership on.
+    let mut handed_on = Vec::new();
+    for _ in 0..(5 * 3600) {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let ran: Vec<&str> = runs.0.lock().unwrap().iter().map(|(_, on)| *on).collect();
+        if let Some(leader) = ran.iter().find(|on| !handed_on.contains(*on)) {
+            let at = names.iter().position(|name| name == leader).unwrap();
+            let report = clients[at].shutdown(Duration::from_secs(1)).await;
+            assert_eq!(report.resigned, 1, "{report:?}");
+            handed_on.push(*leader);
+        }
+        if handed_on.len() == names.len() {
+            break;
+        }
+    }
+    let runs = runs.0.lock().unwrap().clone();
+    assert_eq!(
+        handed_on.len(),
+        names.len(),
+        "every instance led once: {runs:?}"
+    );
+    let boundaries: Vec<u128> = runs
+        .iter()
+        .map(|(at, _)| (at + 20).saturating_sub(to_boundary) / hour)
+        .collect();
+    assert_eq!(
+        boundaries,
+        [0, 1, 2, 3],
+        "each boundary's round once, on the leader of the moment: {runs:?}"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_leaders_first_round_runs_as_the_schedule_starts() {
     let runs = Runs::default();

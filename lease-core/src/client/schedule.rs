@@ -3,13 +3,13 @@
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures::future::{self, BoxFuture, Either, FutureExt};
 
-use crate::clock::{Clock, ticks};
+use crate::clock::Clock;
 use crate::guard::LeaseHandle;
-use crate::schedule::{EndsWhenDropped, Round, Rounds, Schedule, Scheduled, Ticks};
+use crate::schedule::{EndsWhenDropped, Jitter, Round, Rounds, Schedule, Scheduled, Ticks};
 use crate::shutdown::{Kind, Token};
 use crate::{Error, IntoLeaseName, Leader, LeaseClient, LossReason, RunOptions, RunOutcome};
 
@@ -119,7 +119,13 @@ impl LeaseClient {
     /// runs the work under the current term's lease; the others skip the round. For frequent
     /// work: one acquisition, then renewals, instead of one every round. The schedule's hold
     /// does not apply: the term's lease stays taken while the leader leads, and a new leader
-    /// runs the rounds of its own schedule (on the same boundaries, for an aligned one). Work
+    /// runs the rounds of its own schedule. For an aligned one, those are the same boundaries,
+    /// each delayed by the same [`jitter`](Schedule::jitter) on every instance, so a round is
+    /// run once across a handover, but for the instances' clock difference: a round that falls
+    /// within it of the handover may run on both or on neither (work whose second run does
+    /// damage runs under [`schedule`](LeaseClient::schedule), each round's lease kept for its
+    /// hold, or fences its writes). An unaligned schedule's rounds count from each instance's
+    /// start, so a new leader's first round may fall anywhere within the period. Work
     /// whose lease is lost while it runs is stopped, the loss checked before each poll of the
     /// work, as [`run_exclusive`](LeaseClient::run_exclusive) does, and the term's lease is
     /// freed only once the round's work has stopped (a round in a blocking step stops when the
@@ -279,8 +285,16 @@ async fn run_rounds<R, Fut>(
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
     let mut ticks = Ticks::new(&schedule, clock.now(), since_epoch);
+    // Only the leader runs a leader's round: on the wall clock's boundaries, each round's delay
+    // is the same on every instance, so a round is neither run again nor skipped when the
+    // leadership moves within its jitter.
+    let jitter = Jitter::new(
+        schedule.jitter_limit(),
+        rounds.name(),
+        leader.is_some() && schedule.is_aligned(),
+    );
     loop {
-        let at = ticks.next().saturating_add(jitter(schedule.jitter_limit()));
+        let at = ticks.next().saturating_add(jitter.delay(ticks.boundary()));
         if !until_due(&clock, at, &client, &rounds).await {
             break;
         }
@@ -316,12 +330,4 @@ async fn until_due(clock: &Clock, at: u64, client: &LeaseClient, rounds: &Rounds
     let stop = future::select(rounds.stopped(), client.shutdown_state().closing());
     let due = std::pin::pin!(clock.sleep_until(at));
     matches!(future::select(stop, due).await, Either::Right(_))
-}
-
-/// A random delay below `limit`, in clock ticks.
-fn jitter(limit: Duration) -> u64 {
-    if limit.is_zero() {
-        return 0;
-    }
-    ticks(limit.mul_f64(rand::random::<f64>()))
 }

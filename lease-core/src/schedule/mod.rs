@@ -1,5 +1,6 @@
 //! [`Schedule`]: when a job's rounds fall, and [`Scheduled`], a running schedule.
 
+mod jitter;
 mod scheduled;
 mod ticks;
 
@@ -7,6 +8,7 @@ use std::time::Duration;
 
 use crate::Error;
 
+pub(crate) use self::jitter::Jitter;
 pub(crate) use self::scheduled::{EndsWhenDropped, Round, Rounds};
 pub use self::scheduled::{ScheduleStats, Scheduled};
 pub(crate) use self::ticks::Ticks;
@@ -94,6 +96,14 @@ impl Schedule {
 
     /// Delays each round by a random time below `jitter`, so instances do not all call the store
     /// at the same instant. At most half the period.
+    ///
+    /// On the elected leader ([`schedule_on_leader`](crate::LeaseClient::schedule_on_leader)),
+    /// where the other instances do not call the store at all, an
+    /// [`aligned`](Schedule::aligned) schedule's delay is drawn from the lease's name and the
+    /// boundary instead, the same on every instance (and schedules of other names spread over
+    /// the jitter as random delays would): a new leader's round of a boundary falls when the old
+    /// leader's did, so leadership that moves within the jitter neither runs a round again nor
+    /// skips one.
     pub fn jitter(mut self, jitter: Duration) -> Self {
         self.jitter = jitter.min(self.period / 2);
         self

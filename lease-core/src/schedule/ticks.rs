@@ -12,6 +12,10 @@ use super::Schedule;
 pub(crate) struct Ticks {
     period: u64,
     next: u64,
+    /// The wall clock's boundary the next round falls on, counted in periods (from the epoch
+    /// shifted by the schedule's offset): the same number for the same round on every
+    /// instance of an aligned schedule; counted from the start for one that is not.
+    boundary: u64,
 }
 
 impl Ticks {
@@ -19,19 +23,25 @@ impl Ticks {
     /// clock: the first at once, or at the next boundary of the period when aligned.
     pub(crate) fn new(schedule: &Schedule, now: u64, since_epoch: Duration) -> Self {
         let period = ticks(schedule.period()).max(1);
-        let next = if schedule.is_aligned() {
+        let (next, boundary) = if schedule.is_aligned() {
             let shifted =
                 since_epoch.as_nanos() + u128::from(period) - schedule.boundary_offset().as_nanos();
             let into = (shifted % u128::from(period)) as u64;
+            // `shifted` is a period ahead: the boundary at or before the start is one less.
+            let at_or_before = (shifted / u128::from(period)) as u64 - 1;
             if into == 0 {
-                now
+                (now, at_or_before)
             } else {
-                now.saturating_add(period - into)
+                (now.saturating_add(period - into), at_or_before + 1)
             }
         } else {
-            now
+            (now, 0)
         };
-        Self { period, next }
+        Self {
+            period,
+            next,
+            boundary,
+        }
     }
 
     /// The clock tick the next round is due at.
@@ -39,17 +49,23 @@ impl Ticks {
         self.next
     }
 
+    /// The wall clock's boundary of the round due at [`next`](Ticks::next) (see the field).
+    pub(crate) fn boundary(&self) -> u64 {
+        self.boundary
+    }
+
     /// Moves on from the round due at [`next`](Ticks::next), whose run ended at `now`: to the
     /// first round not yet past. Answers how many rounds fell while it ran, which are skipped
     /// rather than run late one after another.
     pub(crate) fn advance(&mut self, now: u64) -> u64 {
         let after = self.next.saturating_add(self.period);
-        if now <= after {
-            self.next = after;
-            return 0;
-        }
-        let missed = (now - after).div_ceil(self.period);
+        let missed = if now <= after {
+            0
+        } else {
+            (now - after).div_ceil(self.period)
+        };
         self.next = after.saturating_add(missed.saturating_mul(self.period));
+        self.boundary = self.boundary.saturating_add(1).saturating_add(missed);
         missed
     }
 }
@@ -91,6 +107,31 @@ mod tests {
         let shifted = every(10).offset(Duration::from_secs(14));
         let ticks = Ticks::new(&shifted, 5 * SECOND, Duration::from_secs(1_000_003));
         assert_eq!(ticks.next(), 6 * SECOND);
+    }
+
+    #[test]
+    fn an_aligned_rounds_boundary_is_the_same_on_every_instance() {
+        // Two instances, started 3 s and 17 s past the boundary 100,000 of 10 s, on clocks
+        // of their own: both count their next round as the boundary 100,001, and the one
+        // after as 100,002, also past missed rounds.
+        let schedule = every(10).aligned();
+        let mut a = Ticks::new(&schedule, 5 * SECOND, Duration::from_secs(1_000_003));
+        let mut b = Ticks::new(&schedule, 90 * SECOND, Duration::from_secs(1_000_007));
+        assert_eq!((a.boundary(), b.boundary()), (100_001, 100_001));
+        assert_eq!(a.advance(a.next()), 0);
+        assert_eq!(b.advance(b.next() + 15 * SECOND), 1);
+        assert_eq!((a.boundary(), b.boundary()), (100_002, 100_003));
+        assert_eq!(a.advance(a.next()), 0);
+        assert_eq!(a.boundary(), 100_003);
+        // On a boundary: that one. Shifted by an offset: counted from the shifted epoch (the
+        // next round at 1,000,004 s is the boundary 100,000 of it).
+        let on_it = Ticks::new(&schedule, 0, Duration::from_secs(1_000_000));
+        let shifted = Ticks::new(
+            &every(10).offset(Duration::from_secs(4)),
+            0,
+            Duration::from_secs(1_000_003),
+        );
+        assert_eq!((on_it.boundary(), shifted.boundary()), (100_000, 100_000));
     }
 
     #[test]
