@@ -381,6 +381,12 @@ impl Renewer {
                 }
                 continue;
             }
+            // Given back, or lost otherwise (found gone by a fenced check, its deadline passed,
+            // noticed or not), while its renewal was on its way: the answer keeps nothing, and
+            // counts nothing (a loss was counted as such, and a loss is never taken back).
+            if !held.is_held() {
+                continue;
+            }
             // Late: the answer came with less than the safety margin left before the deadline
             // the previous renewal gave.
             let spare = held.deadline().saturating_sub(answered);
@@ -402,11 +408,6 @@ impl Renewer {
                 );
             } else {
                 tracing::trace!(lease = %held.name(), fence = %held.fence(), "lease renewed");
-            }
-            // Answered after a deadline nothing noticed passing: lost by it all the same (a
-            // loss is never taken back), and released by its guard.
-            if held.loss().is_some() {
-                continue;
             }
             held.renewed(
                 sent.saturating_add(self.validity),

@@ -63,6 +63,15 @@ fn statistics_are_emitted_under_their_documented_names_and_labels() {
         let _ = gone.mark_not_held();
         tokio::time::sleep(Duration::from_millis(300)).await;
         drop(gone);
+        // Nor, renewed, is one on its way when the lease is lost otherwise while the row stays
+        // its own (a fenced check that found another fence): the store renews the row, and the
+        // answer keeps nothing.
+        let stale = client.try_acquire("stale").await.unwrap().unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let _ = stale.mark_not_held();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!stale.is_held());
+        drop(stale);
         store.delay_renewals(Duration::ZERO);
         let report = client.try_acquire("report").await.unwrap().unwrap();
         store.set(Mode::Fail);
@@ -162,6 +171,21 @@ fn statistics_are_emitted_under_their_documented_names_and_labels() {
         None,
         "a renewal answered after the lease was found gone counted as a rejection too"
     );
+    let stale = [("lease", "stale"), ("store", "billing")];
+    assert_eq!(
+        counter("lease_losses_total", &with(&stale, ("reason", "not_held"))),
+        1
+    );
+    for result in ["renewed", "late", "rejected"] {
+        assert_eq!(
+            metrics.get(&key(
+                "lease_renewals_total",
+                &with(&stale, ("result", result))
+            )),
+            None,
+            "a renewal answered after the lease was lost counted as {result}"
+        );
+    }
     assert_eq!(counter("lease_releases_total", &sweep), 1);
     let fenced_checks = "lease_fenced_checks_total";
     assert_eq!(
