@@ -219,7 +219,7 @@ fn statistics_are_emitted_under_their_documented_names_and_labels() {
             ("outcome", "ok"),
         ],
     )) {
-        Some(DebugValue::Histogram(values)) => assert_eq!(values.len(), 7, "{values:?}"),
+        Some(DebugValue::Histogram(values)) => assert_eq!(values.len(), 8, "{values:?}"),
         other => panic!("no acquire histogram: {other:?}; all: {metrics:#?}"),
     }
     assert!(

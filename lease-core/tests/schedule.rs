@@ -322,13 +322,13 @@ async fn a_leaders_round_is_not_run_again_after_a_handover_within_its_jitter() {
     let runs = Runs::default();
     let names = ["a", "b", "c", "d"];
     let clients: Vec<LeaseClient> = names.iter().map(|_| fast_client(store.clone())).collect();
-    let mut scheduled = Vec::new();
-    for (client, name) in clients.iter().zip(names) {
-        scheduled.push(on_leader_recording(
-            client, "alerts", schedule, &runs, name, started,
-        ));
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    // All started at one instant of the paused clock, whose wall clock does not move with it:
+    // started apart, their rounds would fall apart by as much, a clock difference.
+    let _scheduled: Vec<Scheduled> = clients
+        .iter()
+        .zip(names)
+        .map(|(client, name)| on_leader_recording(client, "alerts", schedule, &runs, name, started))
+        .collect();
     // Each instance is shut down a second after its first round, handing leadership on.
     let mut handed_on = Vec::new();
     for _ in 0..(5 * 3600) {
