@@ -204,11 +204,18 @@ impl Held {
     /// Marks the lease released, its waiters told nothing. Returns how it had been lost, if it
     /// was lost (or given back) first.
     pub(crate) fn mark_released(&self) -> Option<LossReason> {
-        let loss = self.loss();
-        let _ = self
+        if let Some(loss) = self.loss() {
+            return Some(loss);
+        }
+        // Lost (or given back) between the read above and this exchange, by the renewer or a
+        // fenced check on another thread: that loss, counted there, is the answer.
+        match self
             .loss
-            .compare_exchange(HELD, RELEASED, Ordering::AcqRel, Ordering::Acquire);
-        loss
+            .compare_exchange(HELD, RELEASED, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => None,
+            Err(found) => loss_reason(found),
+        }
     }
 
     /// Marks the lease given back by its holder, which sends the release next (a campaign that
