@@ -194,6 +194,12 @@ impl LeaseGuard {
         self.handle.held.mark_given_back(reason)
     }
 
+    /// Renews a lease [given back](LeaseGuard::mark_given_back) once, while the work under it
+    /// may still run: see [`Renewer::renew_given_back`].
+    pub(crate) async fn renew_given_back(&self) -> bool {
+        self.renewer.renew_given_back(&self.handle.held).await
+    }
+
     /// Lets the lease lapse after its TTL instead of releasing it: renewal stops and nothing is
     /// sent. For a lease whose work may still be running (a leader's round that did not stop
     /// when told): released, it would let another instance run the work beside it.

@@ -116,8 +116,9 @@ impl Leader {
     /// waits for it, as it does for a
     /// [`schedule_on_leader`](LeaseClient::schedule_on_leader) round: the lease is released
     /// once the work has stopped, or, when it has not stopped within the
-    /// [store timeout](crate::LeaseConfig::store_timeout), left to lapse after its TTL (no
-    /// longer renewed: work blocked past that runs beside the next leader).
+    /// [store timeout](crate::LeaseConfig::store_timeout), left to lapse one TTL after its
+    /// last renewal (see [`WorkUnderTerm`]: work blocked past that runs beside the next
+    /// leader).
     pub fn lease(&self) -> Option<LeaseHandle> {
         self.shared
             .state()
@@ -470,6 +471,9 @@ impl Term {
     /// Gives the leadership back: the term's lease handles are told `reason`; once the work
     /// under the term has stopped (waited for at most `bound`), the lease is released: `true`.
     /// Work that did not stop keeps it from being released: it lapses after its TTL (`false`).
+    /// While work may still run, the lease is renewed once as the wait begins (the renewer
+    /// renews no lease given back): with little of its TTL left, it would otherwise lapse
+    /// within the wait, and the next leader's work would run beside the work still running.
     async fn give_back(
         mut self,
         reason: LossReason,
@@ -480,8 +484,16 @@ impl Term {
         let Some(guard) = self.0.take() else {
             return Ok(true);
         };
-        guard.mark_given_back(reason);
-        if work.stopped(clock, bound).await {
+        let lost = guard.mark_given_back(reason);
+        // A lease lost first is not renewed: a loss is never taken back.
+        let stopped = if work.0.is_empty() || lost.is_some() {
+            true
+        } else {
+            future::join(guard.renew_given_back(), work.stopped(clock, bound))
+                .await
+                .1
+        };
+        if stopped {
             guard.give_back(reason).await.map(|()| true)
         } else {
             guard.leave_to_lapse();

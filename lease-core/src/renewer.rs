@@ -216,6 +216,25 @@ impl Renewer {
         forgotten
     }
 
+    /// Renews `held` once, given back while work under it may still run (the renewer renews
+    /// no lease given back): its TTL counts from now, so it does not lapse while its holder
+    /// waits for the work to stop (at most the store timeout, shorter than the TTL) before it
+    /// frees it, or leaves it to lapse. Counted as no renewal; whether the store renewed it.
+    pub(crate) async fn renew_given_back(&self, held: &Held) -> bool {
+        let in_flight = self.in_flight.lock().await;
+        let leases = [(held.name().clone(), held.holder().clone())];
+        let answer = self.store.renew_many(&leases, self.ttl).await;
+        drop(in_flight);
+        match answer.as_deref() {
+            Ok([true]) => true,
+            Ok(_) => false,
+            Err(error) => {
+                tracing::warn!(lease = %held.name(), fence = %held.fence(), error = %crate::ErrorChain(error), "could not renew a lease given back while its work stops; it may lapse before the work has stopped");
+                false
+            }
+        }
+    }
+
     /// Completes once no renewal statement that may still carry a forgotten lease is in flight.
     pub(crate) async fn no_renewal_in_flight(&self) {
         drop(self.in_flight.lock().await);

@@ -15,8 +15,10 @@ use crate::guard::{LeaseHandle, WorkRunning};
 /// When the term ends (a loss, a resignation, the last `Leader` dropped, the client's
 /// shutdown), the campaign waits for it at most the client's
 /// [store timeout](crate::LeaseConfig::store_timeout); past that it leaves the lease to lapse
-/// one TTL after its last renewal (it is no longer renewed once the term ended), so work
-/// blocked longer than that still runs beside the next leader's. A campaign whose future is
+/// one TTL after its last renewal (a term given back with work running is renewed once as the
+/// wait begins, so that a lease with little of its TTL left does not lapse within the wait;
+/// after that it is no longer renewed), so work blocked longer than that still runs beside the
+/// next leader's. A term that ended by a loss is not renewed: its lease may be gone already. A campaign whose future is
 /// dropped (its task aborted, its runtime shut down) cannot wait: its lease is released in the
 /// background, as a dropped guard's is. Work that ends the leadership itself
 /// ([`resign`](crate::Leader::resign), the client's shutdown) drops this first, or the

@@ -706,6 +706,64 @@ async fn a_leaders_lease_is_given_back_only_once_its_round_has_stopped() {
     assert_eq!((report.resigned, report.cancelled), (1, 1), "{report:?}");
 }
 
+/// The leadership is given back while the round's work is in a synchronous step, when the
+/// term's lease has little of its TTL left: a client renewing a 1 s lease every 850 ms, shut
+/// down 750 ms into a term whose round then blocks for 400 ms. The renewer renews no lease
+/// given back, so without more the row lapsed 250 ms into the step, inside the campaign's
+/// wait for the work (the store timeout, 600 ms), and another instance took it while the step
+/// still ran. The campaign renews the lease once as it gives it back with work running: the
+/// lease is free only once the round has stopped (real time, two worker threads).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaders_lease_with_little_time_left_is_kept_while_its_round_stops() {
+    let store = tokio_memory();
+    let client = LeaseClient::builder(store.clone(), lease_core::runtime::TokioRuntime)
+        .ttl(Ttl::from_millis(1_000).unwrap())
+        .renew_every(Duration::from_millis(850))
+        .safety_margin(Duration::from_millis(100))
+        .store_timeout(Duration::from_millis(600))
+        .build()
+        .unwrap();
+    let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let step_ended = Arc::new(Mutex::new(false));
+    let alerts = client
+        .schedule_on_leader("alerts", every(3600), {
+            let step_ended = Arc::clone(&step_ended);
+            move |_| {
+                let (started_tx, step_ended) = (started_tx.clone(), Arc::clone(&step_ended));
+                async move {
+                    tokio::time::sleep(Duration::from_millis(750)).await;
+                    let _ = started_tx.send(());
+                    std::thread::sleep(Duration::from_millis(400));
+                    *step_ended.lock().unwrap() = true;
+                    futures::future::pending::<()>().await
+                }
+            }
+        })
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), started.recv())
+        .await
+        .expect("the leader's round did not reach its step")
+        .unwrap();
+    let stopping = tokio::spawn({
+        let client = client.clone();
+        async move { client.shutdown(Duration::from_secs(5)).await }
+    });
+    let taken = taken_before(&fast_client(store), "alerts", || {
+        *step_ended.lock().unwrap()
+    })
+    .await;
+    let report = tokio::time::timeout(Duration::from_secs(10), stopping)
+        .await
+        .expect("the shutdown did not end")
+        .unwrap();
+    assert!(alerts.is_stopped());
+    assert!(
+        !taken,
+        "another instance took the lease while the round's work still ran"
+    );
+    assert_eq!((report.resigned, report.cancelled), (1, 1), "{report:?}");
+}
+
 /// A round whose synchronous step (1 s) outlasts the store timeout (250 ms) the campaign waits
 /// for it: the lease is not released but left to lapse after its TTL (3 s from its last
 /// renewal), still after the step ended; the shutdown reports it not given back.

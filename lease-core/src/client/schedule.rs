@@ -129,9 +129,10 @@ impl LeaseClient {
     /// whose lease is lost while it runs is stopped, the loss checked before each poll of the
     /// work, as [`run_exclusive`](LeaseClient::run_exclusive) does, and the term's lease is
     /// freed only once the round's work has stopped (a round in a blocking step stops when the
-    /// step ends; one that has not stopped within the store timeout leaves the lease to lapse
-    /// one TTL after its last renewal), so the next leader does not run beside it, unless the
-    /// step outlasts that TTL. The campaign ends, giving
+    /// step ends; the lease is renewed once as the campaign begins to wait for it, and one that
+    /// has not stopped within the store timeout leaves the lease to lapse one TTL after that
+    /// renewal: see [`WorkUnderTerm`](crate::WorkUnderTerm)), so the next leader does not run
+    /// beside it, unless the step outlasts that TTL. The campaign ends, giving
     /// leadership back, when the schedule stops; the client's shutdown gives leadership back at
     /// once, and so stops a running round at once rather than after the grace period. A
     /// campaign that a permanent store error ended (see [`Leader::error`]) is started again at
