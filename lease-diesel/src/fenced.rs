@@ -73,7 +73,8 @@ type Manager<P> = <<P as DieselPool>::Connection as AsyncConnection>::Transactio
 /// lost (it may have committed: find out before running `work` again) or, its source
 /// [`TransactionEnded`](lease_sql::TransactionEnded), when `work` ended the transaction itself
 /// (a `COMMIT` or `ROLLBACK` of its own; on MariaDB, also a statement that commits by itself):
-/// the writes after that committed on their own; diesel's
+/// the writes after that committed on their own (that answer takes the place of
+/// [`Error::NotHeld`] where the lease was also lost: something was committed); diesel's
 /// [`AlreadyInTransaction`](diesel::result::Error::AlreadyInTransaction) for a `connection`
 /// already in a transaction (the fenced commit would commit it), and diesel's error when a
 /// rollback failed.
@@ -159,12 +160,10 @@ where
         }
     };
     if !handle.is_held() {
+        // Not held, or, where the work had ended the transaction, its later writes committed.
+        let answer = store.lost_before_commit(&mut *connection, handle).await;
         Manager::<P>::rollback_transaction(connection).await?;
-        return Err(Error::NotHeld {
-            name: handle.name().clone(),
-            fence: handle.fence(),
-        }
-        .into());
+        return Err(answer.into());
     }
     match store
         .end_fenced(&mut *connection, lease, commit, AfterCommit::Idle)

@@ -61,7 +61,8 @@ async fn postgres_work_that_ended_its_transaction_is_not_told_it_committed() {
 
 /// For each statement of `endings` and wherever the check goes: fenced work that inserts, ends
 /// its transaction with the statement and inserts again is answered `OutcomeUnknown`
-/// (`TransactionEnded`), and the lease stays held. Drops `table` and its notes at the end.
+/// (`TransactionEnded`), and the lease stays held; so is such work whose lease is lost before
+/// it ends (the answer is not "not held": a write committed). Drops `table` and its notes at the end.
 async fn ended_inside_work<P: DieselPool>(
     store: &DieselStore<P>,
     connection: &mut P::Connection,
@@ -75,39 +76,55 @@ async fn ended_inside_work<P: DieselPool>(
         .unwrap();
     let client = LeaseClient::new(store.clone(), TokioRuntime);
     let guard = client.try_acquire("notes").await.unwrap().expect("free");
-    for ending in endings {
+    for (n, ending) in endings.iter().enumerate() {
         for at in [CheckAt::Begin, CheckAt::Commit] {
-            let context = format!("{ending} at {at:?}");
-            let answer = lease_diesel::fenced_with(store, connection, &guard, at, async |conn| {
-                conn.batch_execute(&format!("INSERT INTO {notes} VALUES (1)"))
-                    .await?;
-                // Ends the transaction; the next insert commits on its own.
-                conn.batch_execute(ending).await?;
-                conn.batch_execute(&format!("INSERT INTO {notes} VALUES (2)"))
-                    .await?;
-                Ok::<_, BoxError>(())
-            })
-            .await;
-            let error = answer.expect_err(&format!(
-                "{context}: told that writes committed under the lease"
-            ));
-            let error = error
-                .downcast_ref::<lease_diesel::Error>()
-                .unwrap_or_else(|| panic!("{context}: not the store's error: {error}"));
-            assert_eq!(
-                error.store_error_kind(),
-                Some(StoreErrorKind::OutcomeUnknown),
-                "{context}: {error}"
-            );
-            let source = std::error::Error::source(error);
-            assert!(
-                source.is_some_and(|source| source.is::<TransactionEnded>()),
-                "{context}: {error} ({source:?})"
-            );
-            assert!(
-                guard.is_held(),
-                "{context}: the ended transaction cost the lease"
-            );
+            // Then with the lease lost while the work ran, after it ended the transaction: the
+            // later write committed all the same, so the answer is still not "nothing
+            // committed".
+            for lose in [false, true] {
+                let context = format!("{ending} at {at:?}, lease lost: {lose}");
+                let lost = client
+                    .try_acquire(format!("lost-{n}-{at:?}-{lose}"))
+                    .await
+                    .unwrap()
+                    .expect("free");
+                let lease = if lose { &lost } else { &guard };
+                let answer =
+                    lease_diesel::fenced_with(store, connection, lease, at, async |conn| {
+                        conn.batch_execute(&format!("INSERT INTO {notes} VALUES (1)"))
+                            .await?;
+                        // Ends the transaction; the next insert commits on its own.
+                        conn.batch_execute(ending).await?;
+                        conn.batch_execute(&format!("INSERT INTO {notes} VALUES (2)"))
+                            .await?;
+                        if lose {
+                            let _ = lost.mark_not_held();
+                        }
+                        Ok::<_, BoxError>(())
+                    })
+                    .await;
+                let error = answer.expect_err(&format!(
+                    "{context}: told that writes committed under the lease"
+                ));
+                let error = error
+                    .downcast_ref::<lease_diesel::Error>()
+                    .unwrap_or_else(|| panic!("{context}: not the store's error: {error}"));
+                assert_eq!(
+                    error.store_error_kind(),
+                    Some(StoreErrorKind::OutcomeUnknown),
+                    "{context}: {error}"
+                );
+                let source = std::error::Error::source(error);
+                assert!(
+                    source.is_some_and(|source| source.is::<TransactionEnded>()),
+                    "{context}: {error} ({source:?})"
+                );
+                assert!(
+                    guard.is_held(),
+                    "{context}: the ended transaction cost the lease"
+                );
+                drop(lost);
+            }
         }
     }
     guard.release().await.unwrap();

@@ -5,6 +5,7 @@
 mod after_commit;
 mod database_error;
 mod dialect;
+mod ended_probe;
 mod error_kind;
 mod execute;
 pub mod exports;
@@ -34,6 +35,7 @@ mod transaction_ended;
 pub use after_commit::AfterCommit;
 pub use database_error::DatabaseError;
 pub use dialect::Dialect;
+pub use ended_probe::EndedProbe;
 pub use error_kind::{
     ends_session, mysql_ends_session, mysql_error_kind, postgres_ends_session, postgres_error_kind,
     rolled_back_first, sqlite_error_kind,

@@ -28,6 +28,8 @@ pub(crate) fn sql(t: &str) -> DialectSql {
     let ended = format!(
         "IF @@in_transaction = 0 THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{TRANSACTION_ENDED_MARKER}'; END IF"
     );
+    // The same test as a statement of its own.
+    let ended_probe = format!("BEGIN NOT ATOMIC\n    {ended};\nEND");
     // The expiry is compared with the time the row is read, once locked, not with the
     // statement's start (`UTC_TIMESTAMP` and `NOW` stay there): a check that waited for the
     // row's lock must find the lease expired if it expired meanwhile. `SYSDATE` is that time,
@@ -126,7 +128,8 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         unmatched_fence: None,
         snapshot_guard: None,
         commit_guard: None,
-        commit_after_check: Some(format!("BEGIN NOT ATOMIC\n    {ended};\nEND;\nCOMMIT")),
+        commit_after_check: Some(format!("{ended_probe};\nCOMMIT")),
+        ended_probe: crate::EndedProbe::FailsWhenEnded(ended_probe),
         fence,
         prune: Template::new(
             format!("DELETE FROM {t} WHERE expires_at < {NOW} - INTERVAL ? MICROSECOND"),

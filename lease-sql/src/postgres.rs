@@ -159,6 +159,7 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         // The guard also fails in a transaction a failed statement aborted, where a `COMMIT`
         // alone would answer `ROLLBACK` without an error.
         commit_after_check: Some(format!("{ended};\nCOMMIT")),
+        ended_probe: crate::EndedProbe::FailsWhenEnded(ended.clone()),
         fence_raising: Some(checked),
         fence,
         unmatched_fence: Some(unmatched_fence),

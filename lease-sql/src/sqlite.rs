@@ -91,6 +91,7 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         snapshot_guard: None,
         commit_guard: None,
         commit_after_check: None,
+        ended_probe: crate::EndedProbe::BeginsWhenEnded,
         prune: Template::new(
             format!("DELETE FROM {t} WHERE expires_at < {NOW} - ?1 / 1000"),
             &[Arg::Micros],

@@ -134,6 +134,14 @@ impl Statements {
         self.sql.commit_after_check.as_deref()
     }
 
+    /// A statement that tells, sent in a fenced transaction as a message of its own, whether
+    /// the work had ended the transaction: for a refusal that says nothing of it (the lease
+    /// lost before the commit, found gone by SQLite's check at the commit), so that the answer
+    /// is not that nothing was committed where the work's later writes committed on their own.
+    pub fn ended_probe(&self) -> &crate::EndedProbe {
+        &self.sql.ended_probe
+    }
+
     /// `CREATE TABLE IF NOT EXISTS` for the lease table. The same text, for the default table,
     /// ships as `sql/<dialect>.sql` for those who run their own migrations.
     pub fn create_table(&self) -> &str {

@@ -14,8 +14,8 @@ use tracing::Instrument;
 
 use crate::fenced_begin::BeginMove;
 use crate::{
-    AfterCommit, Connect, ConnectWith, DatabaseError, Execute, ExecuteOn, FencedBegin, PoolState,
-    RenewManyResult, SchemaCheck, Statements, TableName, TransactionEnded, is_not_held,
+    AfterCommit, Connect, ConnectWith, DatabaseError, EndedProbe, Execute, ExecuteOn, FencedBegin,
+    PoolState, RenewManyResult, SchemaCheck, Statements, TableName, TransactionEnded, is_not_held,
     is_transaction_ended, snapshot_isolation, snapshot_refusal,
 };
 
@@ -820,13 +820,7 @@ impl<X: Execute> SqlStore<X> {
             return lease.mark_not_held();
         }
         if message.is_some_and(is_transaction_ended) {
-            tracing::warn!(lease = %lease.name(), fence = %lease.fence(), "fenced transaction ended inside its work: its later writes committed on their own");
-            return Error::store_of_kind(
-                Operation::Fence,
-                Some(lease.name()),
-                StoreErrorKind::OutcomeUnknown,
-                TransactionEnded,
-            );
+            return self.ended_inside(lease);
         }
         if let Some(refusal) = message.and_then(snapshot_isolation) {
             return Error::store_of_kind(
@@ -863,6 +857,80 @@ impl<X: Execute> SqlStore<X> {
             Some(lease.name()),
             StoreErrorKind::OutcomeUnknown,
             error,
+        )
+    }
+
+    /// What a fenced transaction on `connection` answers when its lease was lost before its
+    /// commit (by its deadline, a refused renewal, a check elsewhere): [`Error::NotHeld`],
+    /// nothing committed, unless the work had ended the transaction itself (a `COMMIT` or
+    /// `ROLLBACK` of its own, on MariaDB a statement that commits by itself or a deadlock it
+    /// went on after, on SQLite a rollback of SQLite's own), after which its later writes
+    /// committed on their own: then the store error of [`Operation::Fence`] of the kind
+    /// [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown) with [`TransactionEnded`] as its
+    /// source, as the commit would have answered. It asks the database with the dialect's
+    /// [`ended_probe`](Statements::ended_probe), a message of its own. Roll the transaction
+    /// back after it, through the driver's transaction object: on SQLite, where the probe is a
+    /// `BEGIN`, a transaction is open either way.
+    ///
+    /// # Cancel safety
+    /// Like any statement on the caller's connection: dropped half-way, the connection may be
+    /// mid-message; drop the transaction with it.
+    pub async fn lost_before_commit<Conn>(
+        &self,
+        connection: &mut Conn,
+        lease: &LeaseHandle,
+    ) -> Error
+    where
+        Conn: Send,
+        X: for<'c> ExecuteOn<&'c mut Conn>,
+    {
+        let not_held = Error::NotHeld {
+            name: lease.name().clone(),
+            fence: lease.fence(),
+        };
+        if self.transaction_ended(connection).await {
+            self.ended_inside(lease)
+        } else {
+            not_held
+        }
+    }
+
+    /// Whether the work had ended the fenced transaction on `connection`, as the dialect's
+    /// [`ended_probe`](Statements::ended_probe) tells; a probe that fails otherwise (a
+    /// transaction a failed statement aborted, a broken connection) says it had not.
+    async fn transaction_ended<Conn>(&self, connection: &mut Conn) -> bool
+    where
+        Conn: Send,
+        X: for<'c> ExecuteOn<&'c mut Conn>,
+    {
+        match self.statements.ended_probe() {
+            EndedProbe::FailsWhenEnded(probe) => {
+                match self.executor.batch_on(connection, probe.clone()).await {
+                    Ok(()) => false,
+                    Err(error) => self
+                        .executor
+                        .database_message(&*error)
+                        .is_some_and(is_transaction_ended),
+                }
+            }
+            EndedProbe::BeginsWhenEnded => self
+                .executor
+                .batch_on(connection, "BEGIN".to_owned())
+                .await
+                .is_ok(),
+        }
+    }
+
+    /// The answer for a fenced transaction the work had ended itself: the store error of
+    /// [`Operation::Fence`], [`OutcomeUnknown`](StoreErrorKind::OutcomeUnknown), with
+    /// [`TransactionEnded`] as its source.
+    fn ended_inside(&self, lease: &LeaseHandle) -> Error {
+        tracing::warn!(lease = %lease.name(), fence = %lease.fence(), "fenced transaction ended inside its work: its later writes committed on their own");
+        Error::store_of_kind(
+            Operation::Fence,
+            Some(lease.name()),
+            StoreErrorKind::OutcomeUnknown,
+            TransactionEnded,
         )
     }
 
@@ -999,8 +1067,17 @@ impl<X: Execute> SqlStore<X> {
             _ => self.statements.fence_then_commit(name, holder, fence),
         };
         let Some(message) = check else {
-            // In process: the check as at the start of a transaction, then the commit.
-            self.check(&mut *connection, lease).await?;
+            // In process: the check as at the start of a transaction, then the commit. A check
+            // that found the lease gone after the work had ended the transaction ran on its
+            // own, and the work's later writes committed: that is the answer, not "not held".
+            if let Err(refused) = self.check(&mut *connection, lease).await {
+                if matches!(refused, Error::NotHeld { .. })
+                    && self.transaction_ended(&mut *connection).await
+                {
+                    return Err(self.ended_inside(lease));
+                }
+                return Err(refused);
+            }
             let commit = format!("COMMIT{}", then.suffix());
             self.executor
                 .batch_on(connection, commit)

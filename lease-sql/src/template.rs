@@ -79,6 +79,9 @@ pub(crate) struct DialectSql {
     /// [`Statements::commit_after_check`](crate::Statements::commit_after_check): the `COMMIT`
     /// of a fenced transaction checked at its start, where a plain one is not enough.
     pub(crate) commit_after_check: Option<String>,
+    /// [`Statements::ended_probe`](crate::Statements::ended_probe): a statement that tells
+    /// whether the work ended the fenced transaction, sent as a message of its own.
+    pub(crate) ended_probe: crate::EndedProbe,
     /// Deleting the rows free for longer than a bound; parameter: the bound in microseconds.
     pub(crate) prune: Template,
 }

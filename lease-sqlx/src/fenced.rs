@@ -206,7 +206,8 @@ fn ended_inside(error: &Error) -> bool {
 /// [`TransactionEnded`](lease_sql::TransactionEnded), when `work` ended the transaction itself
 /// (a `COMMIT` or `ROLLBACK` of its own; on MariaDB, also a statement that commits by itself) or
 /// SQLite rolled it back by itself (a full disk, an I/O error, a busy database): the writes after
-/// that committed on their own.
+/// that committed on their own. That answer takes the place of [`Error::NotHeld`] where the
+/// lease was also lost, or found gone by SQLite's check: something was committed.
 ///
 /// # Cancel safety
 /// Dropped before the commit, the transaction rolls back and nothing is written: its
@@ -399,14 +400,13 @@ where
         }
     };
     if !handle.is_held() {
+        // Not held, or, where the work had ended the transaction, its later writes committed.
+        let answer = store.lost_before_commit(&mut *transaction, handle).await;
         transaction
             .rollback()
             .await
             .map_err(|e| failed(store, handle, e))?;
-        return Err(Error::NotHeld {
-            name: handle.name().clone(),
-            fence: handle.fence(),
-        });
+        return Err(answer);
     }
     let checked_first = commit == FencedCommit::CheckFirst || commit.checked_at_begin();
     if checked_first && store.statements().commit_after_check().is_none() {

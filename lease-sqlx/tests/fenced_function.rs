@@ -283,6 +283,26 @@ async fn postgres_work_that_ended_its_transaction_is_not_told_it_committed() {
             assert_eq!(count().await - before, 1, "{protocol:?} at {at:?}");
         }
         guard.release().await.unwrap();
+        // The lease lost while the work ran, after the work had ended the transaction: its
+        // later write committed all the same, so the answer is still not "nothing committed".
+        for at in [CheckAt::Begin, CheckAt::Commit] {
+            let context = format!("{protocol:?}, COMMIT at {at:?}, then the lease lost");
+            let guard = client
+                .try_acquire(format!("lost-{protocol:?}-{at:?}"))
+                .await
+                .unwrap()
+                .expect("free");
+            let before = count().await;
+            let answer = lease_sqlx::fenced_with(&store, &guard, at, async |tx| {
+                insert_end_insert::<Postgres>(tx, notes, "COMMIT").await?;
+                let _ = guard.mark_not_held();
+                Ok::<_, BoxError>(())
+            })
+            .await;
+            assert_transaction_ended(answer, &context);
+            assert_eq!(count().await - before, 2, "{context}");
+            drop(guard);
+        }
     }
     fixture.drop_tables().await;
 }
@@ -325,6 +345,20 @@ async fn mariadb_work_that_ended_its_transaction_is_not_told_it_committed() {
             guard.is_held(),
             "{at:?}: the ended transaction cost the lease"
         );
+        // The same with the lease lost while the work ran, after `TRUNCATE`.
+        let lost = client
+            .try_acquire(format!("lost-{at:?}"))
+            .await
+            .unwrap()
+            .expect("free");
+        let answer = lease_sqlx::fenced_with(&store, &lost, at, async |tx| {
+            insert_end_insert::<MySql>(tx, &notes, &truncate).await?;
+            let _ = lost.mark_not_held();
+            Ok::<_, lease_core::BoxError>(())
+        })
+        .await;
+        assert_transaction_ended(answer, &format!("{at:?}, then the lease lost"));
+        drop(lost);
     }
     guard.release().await.unwrap();
     sqlx::raw_sql(AssertSqlSafe(format!(
@@ -393,6 +427,46 @@ async fn sqlite_work_whose_transaction_ended_is_not_told_nothing_committed() {
     assert!(guard.is_held(), "the ended transaction cost the lease");
     assert_no_transaction_left(&pool, "after `commit_fenced`").await;
     guard.release().await.unwrap();
+
+    // The lease lost while the work ran, after its transaction ended: the later write committed
+    // all the same, so the answer is still not "nothing committed".
+    let lost = client.try_acquire("lost").await.unwrap().expect("free");
+    let answer = lease_sqlx::fenced(&store, &lost, async |tx| {
+        sqlx::raw_sql("INSERT INTO notes VALUES (5); ROLLBACK")
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(AssertSqlSafe("INSERT INTO notes VALUES (6)".to_owned()))
+            .execute(&mut *tx)
+            .await?;
+        let _ = lost.mark_not_held();
+        Ok::<_, BoxError>(())
+    })
+    .await;
+    assert_transaction_ended(answer, "fenced, then the lease lost");
+    assert_no_transaction_left(&pool, "after `fenced` whose lease was lost").await;
+    // And the lease taken over while the work ran: the check at the commit, which ran on its
+    // own, finds it gone.
+    let taken = client.try_acquire("taken").await.unwrap().expect("free");
+    let mut tx = pool.begin().await.unwrap();
+    store.fence(&mut *tx, &taken).await.unwrap();
+    // Another holder takes the lease on the pool's one connection, once the transaction ended.
+    sqlx::raw_sql(
+        "INSERT INTO notes VALUES (7); ROLLBACK; INSERT INTO notes VALUES (8); \
+         UPDATE leases SET holder = 'another', fence = fence + 1 WHERE name = 'taken'",
+    )
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    let answer = lease_sqlx::commit_fenced(&store, tx, &taken)
+        .await
+        .map_err(BoxError::from);
+    assert_transaction_ended(answer, "commit_fenced after the lease was taken");
+    assert_no_transaction_left(&pool, "after `commit_fenced` whose lease was taken").await;
+    let written: i64 = sqlx::query_scalar("SELECT count(*) FROM notes WHERE v IN (6, 8)")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(written, 2, "the writes after the ended transactions");
     pool.close().await;
     let _ = std::fs::remove_file(&file);
 }
