@@ -561,6 +561,17 @@ mod tests {
             "Query execution was interrupted",
         );
         assert!(!answer_lost(&*interrupted));
+        // A PostgreSQL PANIC after the commit reached the log, and SQLite's I/O error (a
+        // failed `fsync` of the log on a commit): either may have committed.
+        for message in [
+            "cannot abort transaction 812, it was already committed",
+            "disk I/O error",
+        ] {
+            assert!(
+                answer_lost(&*database(DatabaseErrorKind::Unknown, message)),
+                "{message}"
+            );
+        }
         let not_found: Box<dyn std::error::Error + Send + Sync> = Box::new(DieselError::NotFound);
         assert!(!answer_lost(&*not_found));
     }

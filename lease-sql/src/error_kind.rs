@@ -77,6 +77,22 @@ pub fn postgres_ends_session(sqlstate: &str) -> bool {
     matches!(sqlstate, "57P01" | "57P02" | "57P05") || sqlstate.starts_with("08")
 }
 
+/// Whether a PostgreSQL error, by its SQLSTATE and its severity as the protocol names it
+/// (`ERROR`, `FATAL`, `PANIC`; never translated), may say that the session ended while the
+/// statement it answers was in flight: a `FATAL` error ends the session as it answers and a
+/// `PANIC` the whole server, whatever the code, and either may come after a `COMMIT` reached
+/// the log (`PANIC: cannot abort transaction ..., it was already committed`, XX000; a log
+/// flush whose `fsync` failed, 58030), so whether it committed is unknown; except 25P03 and
+/// 25P04, the end of a session whose transaction PostgreSQL rolled back before the statement
+/// came. Other severities as [`postgres_ends_session`] reads the code. For a driver that reads
+/// the severity.
+pub fn postgres_error_ends_session(sqlstate: &str, severity: &str) -> bool {
+    match severity {
+        "FATAL" | "PANIC" => !matches!(sqlstate, "25P03" | "25P04"),
+        _ => postgres_ends_session(sqlstate),
+    }
+}
+
 /// Whether a MariaDB or MySQL error, by its number, leaves unknown whether the statement it
 /// answers took effect: the session ended while it was in flight, 1053 (server shutdown),
 /// 1927 (connection killed) and the client's 2006 and 2013 (server gone, connection lost); or
@@ -87,6 +103,15 @@ pub fn postgres_ends_session(sqlstate: &str) -> bool {
 /// statement came, which it never ran.
 pub fn mysql_ends_session(number: u16) -> bool {
     matches!(number, 1053 | 1180 | 1927 | 2006 | 2013)
+}
+
+/// Whether a SQLite error, by its result code (primary or extended), leaves unknown whether
+/// the statement it answers took effect: `SQLITE_IOERR` (10), an I/O failure, which on a
+/// `COMMIT` (an autocommit statement's included) may come after the commit's frames reached
+/// the log file (a failed `fsync`), where recovery finds them, so it may have committed. As
+/// [`postgres_ends_session`] for a server, with no session to end.
+pub fn sqlite_ends_session(code: i32) -> bool {
+    code & 0xff == 10
 }
 
 /// The kind of a SQLite error, by its result code (primary or extended).
@@ -113,9 +138,14 @@ pub fn sqlite_error_kind(code: i32) -> StoreErrorKind {
 /// (`server conn crashed?`) or outlived its `query_timeout` (08P01 both, which PgBouncer sends
 /// after the statement went out, so a `COMMIT` may have committed); and MariaDB's 1180
 /// (`Got error 6 "..." during COMMIT`), whose session goes on but whose commit may have
-/// reached other Galera nodes (see [`mysql_ends_session`]).
+/// reached other Galera nodes (see [`mysql_ends_session`]); and PostgreSQL's `PANIC` after a
+/// commit reached the log (`cannot abort transaction ..., it was already committed`, see
+/// [`postgres_error_ends_session`]); and SQLite's `disk I/O error` (see
+/// [`sqlite_ends_session`]).
 const SESSION_ENDED: &[&str] = &[
     "during commit",
+    "it was already committed",
+    "disk i/o error",
     "server conn crashed",
     "query_timeout",
     "input/output error",
@@ -174,6 +204,39 @@ mod tests {
         ] {
             assert!(!postgres_ends_session(code), "{code}");
         }
+        // By severity: a FATAL or PANIC answer ended the session whatever its code (a PANIC
+        // after the commit reached the log is XX000), but for a transaction rolled back first.
+        for (code, severity) in [("XX000", "PANIC"), ("58030", "PANIC"), ("XX000", "FATAL")] {
+            assert!(
+                postgres_error_ends_session(code, severity),
+                "{code} {severity}"
+            );
+        }
+        for (code, severity) in [
+            ("XX000", "ERROR"),
+            ("25P03", "FATAL"),
+            ("25P04", "FATAL"),
+            ("40001", "ERROR"),
+        ] {
+            assert!(
+                !postgres_error_ends_session(code, severity),
+                "{code} {severity}"
+            );
+        }
+        assert!(postgres_error_ends_session("57P01", "FATAL"));
+        assert!(postgres_error_ends_session("08006", "ERROR"));
+        assert!(ends_session(
+            "PANIC: cannot abort transaction 812, it was already committed"
+        ));
+        // SQLite's I/O errors, extended codes included (SQLITE_IOERR_FSYNC, 1034); not a full
+        // disk (13) nor a busy database (5), which commit nothing.
+        for code in [10, 1034, 266] {
+            assert!(sqlite_ends_session(code), "{code}");
+        }
+        for code in [13, 5, 8, 1] {
+            assert!(!sqlite_ends_session(code), "{code}");
+        }
+        assert!(ends_session("disk I/O error"));
         for number in [1053, 1180, 1927, 2006, 2013] {
             assert!(mysql_ends_session(number), "{number}");
         }

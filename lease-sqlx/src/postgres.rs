@@ -5,7 +5,9 @@ use futures::future::BoxFuture;
 use lease_core::{BoxError, LeaseName, ReleaseEvents, StoreErrorKind};
 use lease_sql::{Dialect, Param, SqlStore};
 use sqlx::error::DatabaseError;
-use sqlx::postgres::{PgArguments, PgListener, PgPoolOptions, PgQueryResult};
+use sqlx::postgres::{
+    PgArguments, PgDatabaseError, PgListener, PgPoolOptions, PgQueryResult, PgSeverity,
+};
 use sqlx::query::Query;
 use sqlx::{PgPool, Postgres};
 
@@ -40,9 +42,17 @@ impl SqlxDatabase for Postgres {
     }
 
     fn database_error_ends_session(error: &dyn DatabaseError) -> Option<bool> {
+        let severity = match error
+            .try_downcast_ref::<PgDatabaseError>()
+            .map(PgDatabaseError::severity)
+        {
+            Some(PgSeverity::Panic) => "PANIC",
+            Some(PgSeverity::Fatal) => "FATAL",
+            _ => "ERROR",
+        };
         error
             .code()
-            .map(|code| lease_sql::postgres_ends_session(&code))
+            .map(|code| lease_sql::postgres_error_ends_session(&code, severity))
     }
 
     fn release_events<'a>(

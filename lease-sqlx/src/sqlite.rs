@@ -42,6 +42,14 @@ impl SqlxDatabase for Sqlite {
             .map_or(StoreErrorKind::Permanent, lease_sql::sqlite_error_kind)
     }
 
+    /// An I/O error may come after a commit reached the log: its outcome is unknown.
+    fn database_error_ends_session(error: &dyn DatabaseError) -> Option<bool> {
+        error
+            .code()
+            .and_then(|code| code.parse().ok())
+            .map(lease_sql::sqlite_ends_session)
+    }
+
     /// With [`sqlite_connect_options`] and a pool of sqlx's default size, whether the options
     /// come from a URL ([`connect`](SqlStore::connect)) or the application
     /// ([`connect_with`](SqlStore::connect_with)).
