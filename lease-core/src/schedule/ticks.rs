@@ -24,15 +24,17 @@ impl Ticks {
     pub(crate) fn new(schedule: &Schedule, now: u64, since_epoch: Duration) -> Self {
         let period = ticks(schedule.period()).max(1);
         let (next, boundary) = if schedule.is_aligned() {
+            // Nanoseconds since the epoch shifted by the offset: below zero only in the first
+            // period after the epoch (a clock set before 1970 reads as the epoch itself).
             let shifted =
-                since_epoch.as_nanos() + u128::from(period) - schedule.boundary_offset().as_nanos();
-            let into = (shifted % u128::from(period)) as u64;
-            // `shifted` is a period ahead: the boundary at or before the start is one less.
-            let at_or_before = (shifted / u128::from(period)) as u64 - 1;
+                since_epoch.as_nanos() as i128 - schedule.boundary_offset().as_nanos() as i128;
+            let into = shifted.rem_euclid(i128::from(period)) as u64;
+            let at_or_before = shifted.div_euclid(i128::from(period));
             if into == 0 {
-                (now, at_or_before)
+                (now, at_or_before as u64)
             } else {
-                (now.saturating_add(period - into), at_or_before + 1)
+                // The offset is below a period, so the next boundary's number is not negative.
+                (now.saturating_add(period - into), (at_or_before + 1) as u64)
             }
         } else {
             (now, 0)
@@ -132,6 +134,15 @@ mod tests {
             Duration::from_secs(1_000_003),
         );
         assert_eq!((on_it.boundary(), shifted.boundary()), (100_000, 100_000));
+        // A wall clock read as the epoch itself (one set before 1970 reads so): no overflow.
+        let at_epoch = Ticks::new(&every(10).offset(Duration::from_secs(4)), 0, Duration::ZERO);
+        assert_eq!((at_epoch.next(), at_epoch.boundary()), (4 * SECOND, 0));
+        let at_four = Ticks::new(
+            &every(10).offset(Duration::from_secs(4)),
+            0,
+            Duration::from_secs(4),
+        );
+        assert_eq!((at_four.next(), at_four.boundary()), (0, 0));
     }
 
     #[test]
