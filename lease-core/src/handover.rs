@@ -15,7 +15,7 @@ use crate::{LeaseName, Runtime};
 /// The waiters of one client, by lease, and its one subscription to the store's release events.
 ///
 /// The subscription is opened by the first waiter (an `acquire` or a campaign, before its first
-/// attempt) and kept while the client lives: a store may
+/// attempt) and kept while the client lives, or until its shutdown ([`Releases::close`]): a store may
 /// spend a dedicated connection on it, once per client rather than once per waiter. When it
 /// ends, the next waiter opens it again; when it keeps ending soon after it opened (a listening
 /// connection cut again and again), it is opened again only after a pause that doubles each
@@ -23,9 +23,11 @@ use crate::{LeaseName, Runtime};
 /// each waiter would spin through attempts and openings as fast as the store answers.
 pub(crate) struct Releases {
     state: Mutex<State>,
-    /// Completes when this is dropped with its client, which ends the subscription task.
+    /// Completes when this is dropped with its client, or closed, which ends the subscription
+    /// task.
     closed: Shared<oneshot::Receiver<()>>,
-    _close: oneshot::Sender<()>,
+    /// Dropped to close: `None` once closed.
+    close: Mutex<Option<oneshot::Sender<()>>>,
 }
 
 #[derive(Default)]
@@ -109,8 +111,21 @@ impl Releases {
         Self {
             state: Mutex::new(State::default()),
             closed: closed.shared(),
-            _close: close,
+            close: Mutex::new(Some(close)),
         }
+    }
+
+    /// Ends the subscription for good, at the client's shutdown (after which it takes no
+    /// lease): the store's subscription, on PostgreSQL a connection of its own, is closed
+    /// though the application keeps the client, and the waiters left poll.
+    pub(crate) fn close(&self) {
+        self.state().unsupported = true;
+        drop(
+            self.close
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(),
+        );
     }
 
     fn state(&self) -> MutexGuard<'_, State> {

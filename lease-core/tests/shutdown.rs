@@ -484,3 +484,42 @@ async fn the_lease_of_work_that_cannot_be_stopped_is_not_released_under_it() {
         "{outcome:?}"
     );
 }
+
+/// The subscription to the store's release events (on PostgreSQL a connection of its own) is
+/// closed by the shutdown, though the application keeps the client: no acquisition waits on it
+/// any more. Before, it stayed open for as long as a clone of the client lived.
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_closes_the_subscription_to_releases() {
+    let store = Faulty::new(tokio_memory());
+    store.push_releases_after(Duration::ZERO);
+    let (holding, waiting) = (
+        fast_client(Arc::clone(&store)),
+        fast_client(Arc::clone(&store)),
+    );
+    let _held = holding.try_acquire("sweep").await.unwrap().unwrap();
+    let wait = tokio::spawn({
+        let waiting = waiting.clone();
+        async move { waiting.acquire("sweep", Duration::from_secs(60)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        store.live_subscriptions.load(Ordering::SeqCst),
+        1,
+        "the waiting acquisition subscribed"
+    );
+    let report = waiting.shutdown(Duration::from_secs(1)).await;
+    assert!(report.is_clean(), "{report:?}");
+    assert!(matches!(
+        wait.await.unwrap(),
+        Err(lease_core::Error::ShuttingDown { .. })
+    ));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        store.live_subscriptions.load(Ordering::SeqCst),
+        0,
+        "the subscription outlived the shutdown"
+    );
+    // A client that lives on after its shutdown takes no lease, and opens none again.
+    assert!(waiting.try_acquire("report").await.is_err());
+    assert_eq!(store.live_subscriptions.load(Ordering::SeqCst), 0);
+}

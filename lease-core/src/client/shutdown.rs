@@ -139,6 +139,8 @@ impl LeaseClient {
         state
             .wait_until(&clock, settle_by, Running::is_settled)
             .await;
+        // Nothing waits for a release any more: no acquisition starts after the shutdown.
+        self.inner.releases.close();
         let running = state.running();
         let tally = state.tally();
         let report = ShutdownReport {

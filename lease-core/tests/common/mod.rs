@@ -44,6 +44,8 @@ pub struct Faulty {
     events_end_at_once: std::sync::atomic::AtomicBool,
     /// How often the release events were opened.
     pub subscribes: AtomicUsize,
+    /// How many of the release events opened are still open (not dropped).
+    pub live_subscriptions: Arc<AtomicUsize>,
     pub acquires: AtomicUsize,
     pub renews: AtomicUsize,
     pub renew_manys: AtomicUsize,
@@ -71,6 +73,7 @@ impl Faulty {
             subscribe_delay: std::sync::atomic::AtomicU64::new(u64::MAX),
             events_end_at_once: std::sync::atomic::AtomicBool::new(false),
             subscribes: AtomicUsize::new(0),
+            live_subscriptions: Arc::default(),
             acquires: AtomicUsize::new(0),
             renews: AtomicUsize::new(0),
             renew_manys: AtomicUsize::new(0),
@@ -287,8 +290,26 @@ impl LeaseStore for Faulty {
         }
         self.gate(Operation::Subscribe).await?;
         tokio::time::sleep(Duration::from_millis(delay)).await;
-        self.inner.release_events().await
+        let events = self.inner.release_events().await?;
+        Ok(events.map(|events| counted(events, &self.live_subscriptions)))
     }
+}
+
+/// `events`, counted in `live` until dropped.
+fn counted(events: ReleaseEvents, live: &Arc<AtomicUsize>) -> ReleaseEvents {
+    /// Counts one open subscription until dropped.
+    struct Open(Arc<AtomicUsize>);
+    impl Drop for Open {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    live.fetch_add(1, Ordering::SeqCst);
+    let open = Open(Arc::clone(live));
+    Box::pin(futures::StreamExt::map(events, move |name| {
+        let _ = &open;
+        name
+    }))
 }
 
 /// A memory store on tokio's clock, so a paused test clock expires its leases too.
