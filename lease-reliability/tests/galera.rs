@@ -76,6 +76,9 @@ fn collision_rounds() -> u64 {
         .unwrap_or(20)
 }
 
+/// Critical sections each contender of the history must log at least.
+const SECTIONS_EACH: usize = 1;
+
 fn duration() -> Duration {
     let secs = std::env::var("LEASE_RELIABILITY_GALERA_SECS")
         .ok()
@@ -135,20 +138,33 @@ async fn turns<F: FencedWrites>(
         let guard = takeover.guard;
         fences.push(guard.fence().get());
         let held = Instant::now();
+        let (mut committed, mut failed) = (0, Vec::new());
         while held.elapsed() < timing.ttl * 2 {
             counts.operations += 1;
             match checked_write(&factory, &stores[node], guard.as_ref(), &protected, &driver).await
             {
-                Ok(_) => {}
+                Ok(_) => committed += 1,
                 Err(error) if fenced::is_refusal(&error) => {
                     counts.violation(format!("a fenced write of the holder was refused: {error}"));
                     break;
                 }
                 // A certification conflict rolls the write back; nothing was committed.
-                Err(_) => {}
+                Err(error) if fenced::is_conflict(&error) => {}
+                // Anything else is no part of the scenario: counted, and too many fail the run.
+                Err(error) => failed.push(error.to_string()),
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        // Every holder writes: a node or driver whose fenced writes all fail (the check's
+        // statement refused there, say) would otherwise pass on the other node's writes.
+        counts.expect(committed > 0 && failed.len() * 2 <= committed, || {
+            format!(
+                "holder {turn} on node {node} committed {committed} fenced writes, and {} \
+                 failed otherwise than by a conflict: {:?}",
+                failed.len(),
+                failed.first()
+            )
+        });
         counts.expect(guard.is_held(), || {
             format!("holder {turn} on node {node} lost its lease with no fault: renewals failed")
         });
@@ -464,6 +480,8 @@ fn galera_contention() {
             (Driver::Sqlx, urls[2].clone()),
             (Driver::Diesel, urls[0].clone()),
         ];
+        // The cluster's counters hold every conflict since it started: counted from here.
+        let before = conflicts(&urls).await;
         let contenders =
             Contenders::start(Path::new(WORKER), &contest, &members).expect("contenders start");
         let until = Instant::now() + secs;
@@ -478,7 +496,7 @@ fn galera_contention() {
         );
         let outcome =
             tokio::task::block_in_place(|| contenders.finish(&mut history, secs + FINISH_SLACK));
-        let contest_conflicts = conflicts(&urls).await;
+        let contest_conflicts = conflicts(&urls).await.saturating_sub(before);
         let collided = collisions(&urls, &table, "galera-collisions").await;
         no_server_retries(&urls).await;
         let alone = collisions(&urls, &table, "galera-collisions-no-server-retry").await;
@@ -491,11 +509,16 @@ fn galera_contention() {
     // run's faults.
     history.faults = conflicts;
     eprintln!(
-        "galera: {} critical sections ({} ended by loss) per name {:?}, {} attempts, {} failed, \
-         {conflicts} certification conflicts in the cluster",
+        "galera: {} critical sections ({} ended by loss) per name {:?}, per contender {:?}, \
+         {} attempts, {} failed, {conflicts} certification conflicts in the cluster",
         outcome.verdict.sections,
         outcome.verdict.lost,
         outcome.verdict.per_name,
+        outcome
+            .members
+            .iter()
+            .map(|member| member.sections)
+            .collect::<Vec<_>>(),
         outcome.attempts,
         outcome.errors
     );
@@ -511,5 +534,8 @@ fn galera_contention() {
             outcome.verdict.sections
         )
     });
+    // Each node's contender took part: one whose every acquisition answered "not acquired"
+    // (a conflict misread) would otherwise pass on the other nodes' sections.
+    outcome.expect_each(&mut history, SECTIONS_EACH);
     report::conclude_all(&[&a, &b, &history, &collided.0, &collided.1, &collided.2]);
 }
