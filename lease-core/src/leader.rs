@@ -485,9 +485,13 @@ impl Term {
             return Ok(true);
         };
         let lost = guard.mark_given_back(reason);
-        // A lease lost first is not renewed: a loss is never taken back.
-        let stopped = if work.0.is_empty() || lost.is_some() {
+        let mut work = work;
+        let stopped = if !work.running() {
             true
+        } else if lost.is_some() {
+            // A lease lost first is not renewed (a loss is never taken back), but the row may
+            // still be ours: waited for all the same.
+            work.stopped(clock, bound).await
         } else {
             future::join(guard.renew_given_back(), work.stopped(clock, bound))
                 .await
@@ -527,6 +531,14 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl TermWork {
+    /// Whether a piece of the work has not stopped yet (the finished pieces of earlier rounds
+    /// are kept until the next piece begins).
+    fn running(&mut self) -> bool {
+        self.0
+            .iter_mut()
+            .any(|stopped| matches!(stopped.try_recv(), Ok(None)))
+    }
+
     /// Waits, at most `bound`, until every piece of the work has stopped (been dropped, told
     /// the term ended): whether it has. Work in a synchronous step stops only once the step is
     /// over.

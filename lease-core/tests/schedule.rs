@@ -707,20 +707,21 @@ async fn a_leaders_lease_is_given_back_only_once_its_round_has_stopped() {
 }
 
 /// The leadership is given back while the round's work is in a synchronous step, when the
-/// term's lease has little of its TTL left: a client renewing a 1 s lease every 850 ms, shut
-/// down 750 ms into a term whose round then blocks for 400 ms. The renewer renews no lease
-/// given back, so without more the row lapsed 250 ms into the step, inside the campaign's
-/// wait for the work (the store timeout, 600 ms), and another instance took it while the step
+/// term's lease has little of its TTL left: a client renewing a 2 s lease every 1.7 s, shut
+/// down 1.5 s into a term whose round then blocks for 800 ms. The renewer renews no lease
+/// given back, so without more the row lapsed 500 ms into the step, inside the campaign's
+/// wait for the work (the store timeout, 1.2 s), and another instance took it while the step
 /// still ran. The campaign renews the lease once as it gives it back with work running: the
-/// lease is free only once the round has stopped (real time, two worker threads).
+/// lease is free only once the round has stopped (real time, two worker threads; the margins
+/// are hundreds of milliseconds for a loaded machine).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leaders_lease_with_little_time_left_is_kept_while_its_round_stops() {
     let store = tokio_memory();
     let client = LeaseClient::builder(store.clone(), lease_core::runtime::TokioRuntime)
-        .ttl(Ttl::from_millis(1_000).unwrap())
-        .renew_every(Duration::from_millis(850))
+        .ttl(Ttl::from_millis(2_000).unwrap())
+        .renew_every(Duration::from_millis(1_700))
         .safety_margin(Duration::from_millis(100))
-        .store_timeout(Duration::from_millis(600))
+        .store_timeout(Duration::from_millis(1_200))
         .build()
         .unwrap();
     let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel::<()>();
@@ -731,9 +732,9 @@ async fn a_leaders_lease_with_little_time_left_is_kept_while_its_round_stops() {
             move |_| {
                 let (started_tx, step_ended) = (started_tx.clone(), Arc::clone(&step_ended));
                 async move {
-                    tokio::time::sleep(Duration::from_millis(750)).await;
+                    tokio::time::sleep(Duration::from_millis(1_500)).await;
                     let _ = started_tx.send(());
-                    std::thread::sleep(Duration::from_millis(400));
+                    std::thread::sleep(Duration::from_millis(800));
                     *step_ended.lock().unwrap() = true;
                     futures::future::pending::<()>().await
                 }
@@ -784,4 +785,31 @@ async fn a_leaders_lease_whose_round_does_not_stop_in_time_lapses_instead() {
         "{report:?}"
     );
     assert!(!report.is_clean(), "{report:?}");
+}
+
+/// A leader whose rounds have all finished gives its term back with a release alone: the
+/// renewal a term gets as it is given back with work still running is not sent for the work
+/// of rounds that ended long ago.
+#[tokio::test(start_paused = true)]
+async fn a_leader_with_no_round_running_gives_its_term_back_without_a_renewal() {
+    let store = common::Faulty::new(tokio_memory());
+    let client = fast_client(Arc::clone(&store));
+    let runs = Runs::default();
+    let _alerts = on_leader_recording(&client, "alerts", every(3600), &runs, "a", Instant::now());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(runs.times().len(), 1, "the first round ran");
+    let (renewals, releases) = (
+        store.renew_manys.load(std::sync::atomic::Ordering::SeqCst),
+        store.releases.load(std::sync::atomic::Ordering::SeqCst),
+    );
+    let report = client.shutdown(Duration::from_secs(1)).await;
+    assert_eq!(report.resigned, 1, "{report:?}");
+    assert_eq!(
+        (
+            store.renew_manys.load(std::sync::atomic::Ordering::SeqCst) - renewals,
+            store.releases.load(std::sync::atomic::Ordering::SeqCst) - releases,
+        ),
+        (0, 1),
+        "the give-back's store calls: (renewals, releases)"
+    );
 }

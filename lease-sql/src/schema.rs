@@ -1090,6 +1090,13 @@ mod tests {
              MODIFY holder VARCHAR(1500) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NULL;\n\
              ALTER TABLE `leases` WAIT 5\n    MODIFY holder VARBINARY(6000) NULL;"
         );
+        // Wider than a row takes: as wide as one does.
+        assert_eq!(
+            holder("varchar(20000);NO;0;0;latin1"),
+            "ALTER TABLE `leases` WAIT 5\n    \
+             MODIFY holder VARCHAR(15000) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NULL;\n\
+             ALTER TABLE `leases` WAIT 5\n    MODIFY holder VARBINARY(60000) NULL;"
+        );
         // Narrower than the store's, in bytes or as text: the store's width.
         for facts in [
             "varbinary(16);NO;0;0",

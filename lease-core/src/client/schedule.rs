@@ -121,10 +121,13 @@ impl LeaseClient {
     /// does not apply: the term's lease stays taken while the leader leads, and a new leader
     /// runs the rounds of its own schedule. For an aligned one, those are the same boundaries,
     /// each delayed by the same [`jitter`](Schedule::jitter) on every instance, so a round is
-    /// run once across a handover, but for the instances' clock difference: a round that falls
-    /// within it of the handover may run on both or on neither (work whose second run does
-    /// damage runs under [`schedule`](LeaseClient::schedule), each round's lease kept for its
-    /// hold, or fences its writes). An unaligned schedule's rounds count from each instance's
+    /// not run again across a handover, but for the instances' clock difference: a round that
+    /// falls within it of the handover may run on both or on neither; and one that falls while
+    /// nobody leads, before the new leader is elected (at once where the store pushes
+    /// releases, up to [`campaign_retry`](crate::LeaseConfig::campaign_retry) where it does
+    /// not), is skipped (work whose second run does damage runs under
+    /// [`schedule`](LeaseClient::schedule), each round's lease kept for its hold, or fences its
+    /// writes). An unaligned schedule's rounds count from each instance's
     /// start, so a new leader's first round may fall anywhere within the period. Work
     /// whose lease is lost while it runs is stopped, the loss checked before each poll of the
     /// work, as [`run_exclusive`](LeaseClient::run_exclusive) does, and the term's lease is

@@ -102,8 +102,10 @@ impl Schedule {
     /// [`aligned`](Schedule::aligned) schedule's delay is drawn from the lease's name and the
     /// boundary instead, the same on every instance (and schedules of other names spread over
     /// the jitter as random delays would): a new leader's round of a boundary falls when the old
-    /// leader's did, so leadership that moves within the jitter neither runs a round again nor
-    /// skips one.
+    /// leader's did, so leadership that moves within the jitter does not run a round again. A
+    /// round that falls while nobody leads (between the old leader's going and the new one's
+    /// election: at once where the store pushes releases, up to the campaign's retry where it
+    /// does not) is skipped.
     pub fn jitter(mut self, jitter: Duration) -> Self {
         self.jitter = jitter.min(self.period / 2);
         self

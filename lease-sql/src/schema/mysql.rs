@@ -118,12 +118,16 @@ impl HolderWidth {
     const UTF8_BYTES: u64 = 4;
     /// The width of the store's own holder column (`VARBINARY(1024)` in its `CREATE TABLE`).
     pub(super) const STORE: u64 = 1024;
+    /// The widest holder kept, in bytes: InnoDB's rows hold at most 65,535 bytes of columns,
+    /// the other columns included. A wider column is made this wide (a holder longer than
+    /// that fails the upgrade in strict mode), not one the `ALTER` is certain to refuse.
+    const WIDEST: u64 = 60_000;
 
     /// The width for a holder declared `holder`: a `VARBINARY(n)` or `BINARY(n)` keeps its `n`
     /// bytes, a `VARCHAR(n)` or `CHAR(n)` its `n` characters as UTF-8 text and then `4n` bytes
     /// (the most its text takes as UTF-8), anything narrower than the store's holder, and a
     /// `TEXT`, become the store's width (a `TEXT` holder longer than that fails the upgrade in
-    /// strict mode).
+    /// strict mode); no holder is made wider than 60,000 bytes (15,000 characters as text).
     pub(super) fn of(holder: &str) -> Self {
         let least = Self::STORE;
         let (data_type, length) = super::declared_length(holder);
@@ -133,8 +137,8 @@ impl HolderWidth {
             _ => (least, least),
         };
         Self {
-            chars: chars.max(least),
-            bytes: bytes.max(least),
+            chars: chars.clamp(least, Self::WIDEST / Self::UTF8_BYTES),
+            bytes: bytes.clamp(least, Self::WIDEST),
         }
     }
 }
