@@ -119,6 +119,8 @@ struct Follow {
     /// Writes the database's check refused, as the workers saw them.
     refused_by_check: u64,
     ended: usize,
+    /// Every worker's side of the channel is gone: no event comes any more.
+    silent: bool,
 }
 
 impl Follow {
@@ -155,8 +157,13 @@ impl Follow {
     fn until(&mut self, limit: Duration, mut until: impl FnMut(&Self, &Event) -> bool) -> bool {
         let deadline = Instant::now() + limit;
         while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-            let Ok(event) = self.events.recv_timeout(left) else {
-                return false;
+            let event = match self.events.recv_timeout(left) {
+                Ok(event) => event,
+                Err(mpsc::RecvTimeoutError::Timeout) => return false,
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    self.silent = true;
+                    return false;
+                }
             };
             self.note(&event);
             if until(self, &event) {
@@ -304,6 +311,7 @@ fn run_once<F: StoreFactory + FencedWrites>(
         failures: HashMap::new(),
         refused_by_check: 0,
         ended: 0,
+        silent: false,
     };
 
     // Faults until shortly before the workers stop, each healed before the next.
@@ -316,10 +324,20 @@ fn run_once<F: StoreFactory + FencedWrites>(
     let forced_release = format!("UPDATE {table} SET holder = NULL WHERE name = '{NAME}'");
     let mut rng = rand::rng();
     let mut problems = Vec::new();
-    while started.elapsed() + Duration::from_millis(1_500) < secs {
+    let late = || started.elapsed() + Duration::from_millis(1_500) >= secs;
+    while !late() {
         let Some((victim, fence)) = follow.holder_after_write(Duration::from_secs(3)) else {
+            // Every worker gone (they all failed): nothing left to wait for, and no spinning.
+            if follow.silent {
+                break;
+            }
             continue;
         };
+        // The wait may have run into the workers' last moments: a worker that exits there
+        // cannot be paused, nor its fault healed.
+        if late() {
+            break;
+        }
         // The first fault is a pause and the second a forced release, the faults every database
         // has; then any, as the victim's connection allows. Under a check, forced releases go
         // on until the database's check has refused a write: a renewal that learns of a release
