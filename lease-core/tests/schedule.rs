@@ -643,14 +643,15 @@ async fn after_a_stall_past_the_deadline_a_leaders_round_takes_no_further_step()
         .expect("the schedule did not stop");
 }
 
-/// Runs a leader schedule on `client` whose round's work, once started, spends `step` in a
-/// synchronous step (a blocking call, a stretch of CPU work: nothing can stop it half-way),
-/// then waits for ever; shuts the client down while the step runs (which gives the leadership
+/// Runs a leader schedule on `client` whose round's work, once started, waits `before`, then
+/// spends `step` in a synchronous step (a blocking call, a stretch of CPU work: nothing can
+/// stop it half-way), then waits for ever; shuts the client down while the step runs (which gives the leadership
 /// back at once); and answers whether another instance took the lease before the step had
 /// ended, with the shutdown's report.
 async fn taken_during_a_synchronous_step(
     client: &LeaseClient,
     store: MemoryStore,
+    before: Duration,
     step: Duration,
 ) -> (bool, ShutdownReport) {
     let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel::<()>();
@@ -661,6 +662,7 @@ async fn taken_during_a_synchronous_step(
             move |_| {
                 let (started_tx, step_ended) = (started_tx.clone(), Arc::clone(&step_ended));
                 async move {
+                    tokio::time::sleep(before).await;
                     let _ = started_tx.send(());
                     std::thread::sleep(step);
                     *step_ended.lock().unwrap() = true;
@@ -671,7 +673,7 @@ async fn taken_during_a_synchronous_step(
         .unwrap();
     tokio::time::timeout(Duration::from_secs(10), started.recv())
         .await
-        .expect("the leader's round did not start")
+        .expect("the leader's round did not reach its step")
         .unwrap();
     let stopping = tokio::spawn({
         let client = client.clone();
@@ -698,7 +700,8 @@ async fn a_leaders_lease_is_given_back_only_once_its_round_has_stopped() {
     let store = tokio_memory();
     let client = lapsing_client(store.clone(), Duration::from_secs(2));
     let (taken, report) =
-        taken_during_a_synchronous_step(&client, store, Duration::from_millis(100)).await;
+        taken_during_a_synchronous_step(&client, store, Duration::ZERO, Duration::from_millis(100))
+            .await;
     assert!(
         !taken,
         "another instance took the lease while the round's work still ran"
@@ -724,40 +727,13 @@ async fn a_leaders_lease_with_little_time_left_is_kept_while_its_round_stops() {
         .store_timeout(Duration::from_millis(1_200))
         .build()
         .unwrap();
-    let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel::<()>();
-    let step_ended = Arc::new(Mutex::new(false));
-    let alerts = client
-        .schedule_on_leader("alerts", every(3600), {
-            let step_ended = Arc::clone(&step_ended);
-            move |_| {
-                let (started_tx, step_ended) = (started_tx.clone(), Arc::clone(&step_ended));
-                async move {
-                    tokio::time::sleep(Duration::from_millis(1_500)).await;
-                    let _ = started_tx.send(());
-                    std::thread::sleep(Duration::from_millis(800));
-                    *step_ended.lock().unwrap() = true;
-                    futures::future::pending::<()>().await
-                }
-            }
-        })
-        .unwrap();
-    tokio::time::timeout(Duration::from_secs(10), started.recv())
-        .await
-        .expect("the leader's round did not reach its step")
-        .unwrap();
-    let stopping = tokio::spawn({
-        let client = client.clone();
-        async move { client.shutdown(Duration::from_secs(5)).await }
-    });
-    let taken = taken_before(&fast_client(store), "alerts", || {
-        *step_ended.lock().unwrap()
-    })
+    let (taken, report) = taken_during_a_synchronous_step(
+        &client,
+        store,
+        Duration::from_millis(1_500),
+        Duration::from_millis(800),
+    )
     .await;
-    let report = tokio::time::timeout(Duration::from_secs(10), stopping)
-        .await
-        .expect("the shutdown did not end")
-        .unwrap();
-    assert!(alerts.is_stopped());
     assert!(
         !taken,
         "another instance took the lease while the round's work still ran"
@@ -773,7 +749,8 @@ async fn a_leaders_lease_whose_round_does_not_stop_in_time_lapses_instead() {
     let store = tokio_memory();
     let client = lapsing_client(store.clone(), Duration::from_millis(250));
     let (taken, report) =
-        taken_during_a_synchronous_step(&client, store, Duration::from_secs(1)).await;
+        taken_during_a_synchronous_step(&client, store, Duration::ZERO, Duration::from_secs(1))
+            .await;
     assert!(
         !taken,
         "another instance took the lease while the round's work still ran"
