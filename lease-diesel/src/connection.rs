@@ -81,7 +81,39 @@ pub trait DieselConnection:
     /// Marks the connection broken, so that its pool (deadpool or bb8, which both ask
     /// diesel-async whether a connection is broken before they reuse it) closes it instead.
     #[doc(hidden)]
-    fn discard(&mut self);
+    fn discard(&mut self) {
+        status(self).set_in_error();
+    }
+
+    /// Marks the connection broken while a statement is on its way, answering what it was
+    /// marked before: a statement cut short there (its future dropped) leaves it broken, and
+    /// its pool closes it rather than hand out a connection mid-protocol, whose next statement
+    /// would read this one's answer. [`landed`](DieselConnection::landed) puts the mark back
+    /// once the answer is read.
+    #[doc(hidden)]
+    fn in_flight(&mut self) -> diesel::connection::TransactionManagerStatus {
+        std::mem::replace(
+            status(self),
+            diesel::connection::TransactionManagerStatus::InError,
+        )
+    }
+
+    /// Puts back the mark [`in_flight`](DieselConnection::in_flight) answered, the statement's
+    /// answer read.
+    #[doc(hidden)]
+    fn landed(&mut self, was: diesel::connection::TransactionManagerStatus) {
+        *status(self) = was;
+    }
+}
+
+/// The transaction manager's status of `connection`: whether diesel-async, and the pools that
+/// ask it, take the connection for broken.
+fn status<C: diesel_async::AsyncConnection>(
+    connection: &mut C,
+) -> &mut diesel::connection::TransactionManagerStatus {
+    <C::TransactionManager as diesel_async::TransactionManager<C>>::transaction_manager_status_mut(
+        connection,
+    )
 }
 
 /// An inspect or list row as diesel reads it.
@@ -110,14 +142,6 @@ macro_rules! diesel_connection {
         impl $crate::DieselConnection for $conn {
             const DIALECT: lease_sql::Dialect = $dialect;
             const NAME: &'static str = $name;
-
-            fn discard(&mut self) {
-                type Manager = <$conn as diesel_async::AsyncConnection>::TransactionManager;
-                <Manager as diesel_async::TransactionManager<$conn>>::transaction_manager_status_mut(
-                    self,
-                )
-                .set_in_error();
-            }
 
             fn int_pairs<'c>(
                 &'c mut self,

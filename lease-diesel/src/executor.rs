@@ -41,9 +41,13 @@ impl<P: DieselPool> DieselExecutor<P> {
             if caller.get() {
                 return Err("the caller stopped waiting before the statement was sent".into());
             }
+            // Marked broken until the answer is read: cut short in the background (see
+            // `finish`), the statement leaves its connection to be closed, not reused.
+            let was = connection.in_flight();
             let answer = R::run(&mut *connection, &query)
                 .await
                 .map_err(BoxError::from);
+            connection.landed(was);
             if let Err(error) = &answer {
                 if error_kind(&**error) == StoreErrorKind::ReadOnly {
                     // Its server accepts no writes (a standby, or a primary a switchover

@@ -10,14 +10,28 @@
 //! connection it holds included) moves to a tokio task that drives it to its end, and the
 //! connection goes back to the pool in order. A caller that stopped waiting before the pool gave
 //! a connection has its statement not sent at all.
+//!
+//! The task of its own gives up after [`BACKGROUND_LIMIT`]: a statement whose server went
+//! silent without closing the connection (a failover that moved an address, a partition, a
+//! frozen machine; MariaDB's driver keeps no TCP keepalive by default) would otherwise hold its
+//! connection, and its place in the pool, until the socket fails, if ever, and a pool of a few
+//! connections would be spent in as many timeouts. The statement's future is then dropped:
+//! the executor marks a connection broken while its statement is on the wire, so the pool
+//! closes it instead of handing it out mid-protocol; a wait for a connection ends with it.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
+
+/// How long a statement whose caller stopped waiting may run on, on a task of its own (its
+/// wait for a connection included), before it is dropped: far past any store timeout, and
+/// short of the minutes a silent server may keep a socket open.
+pub(crate) const BACKGROUND_LIMIT: Duration = Duration::from_secs(60);
 
 /// Set once the caller of a statement stopped waiting for it.
 #[derive(Debug, Clone, Default)]
@@ -77,7 +91,15 @@ impl<T: Send + 'static> Drop for Finish<T> {
         // pool's connection with it.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                statement.await;
+                if tokio::time::timeout(BACKGROUND_LIMIT, statement)
+                    .await
+                    .is_err()
+                {
+                    tracing::warn!(
+                        limit = ?BACKGROUND_LIMIT,
+                        "a statement whose caller stopped waiting had not ended: dropped, its connection closed"
+                    );
+                }
             });
         }
     }
@@ -86,7 +108,35 @@ impl<T: Send + 'static> Drop for Finish<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+
+    /// Sets its flag when dropped.
+    struct Dropped(Arc<AtomicBool>);
+
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Release);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_statement_that_never_ends_is_dropped_at_the_background_limit() {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let held = Dropped(Arc::clone(&dropped));
+        let statement = Finish::new(Abandoned::default(), async move {
+            // A connection whose server went silent: the answer never comes.
+            let _connection = held;
+            futures::future::pending::<()>().await
+        });
+        let cut = tokio::time::timeout(Duration::from_millis(10), statement).await;
+        assert!(cut.is_err(), "the caller stopped waiting");
+        tokio::time::sleep(BACKGROUND_LIMIT - Duration::from_secs(1)).await;
+        assert!(!dropped.load(Ordering::Acquire), "dropped before its limit");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(
+            dropped.load(Ordering::Acquire),
+            "still running past its limit"
+        );
+    }
 
     #[tokio::test(start_paused = true)]
     async fn a_statement_dropped_half_way_runs_to_its_end_and_one_not_started_never_starts() {

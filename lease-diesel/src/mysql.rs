@@ -43,8 +43,9 @@ pub fn mysql_manager(
 pub fn mysql_ping(
     connection: &mut diesel_async::AsyncMysqlConnection,
 ) -> futures::future::BoxFuture<'_, diesel::QueryResult<()>> {
-    use diesel::connection::TransactionManagerStatus;
     use diesel_async::{AsyncConnection, SimpleAsyncConnection, TransactionManager};
+
+    use crate::DieselConnection;
 
     type Manager = <diesel_async::AsyncMysqlConnection as AsyncConnection>::TransactionManager;
     Box::pin(async move {
@@ -53,12 +54,9 @@ pub fn mysql_ping(
         }
         // What it was put back after the answer: a test transaction
         // (`begin_test_transaction`) stays counted.
-        let found = std::mem::replace(
-            Manager::transaction_manager_status_mut(connection),
-            TransactionManagerStatus::InError,
-        );
+        let found = connection.in_flight();
         connection.batch_execute("SELECT 1").await?;
-        *Manager::transaction_manager_status_mut(connection) = found;
+        connection.landed(found);
         Ok(())
     })
 }
