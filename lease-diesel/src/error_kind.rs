@@ -160,6 +160,28 @@ pub(crate) fn answer_lost(error: &(dyn std::error::Error + Send + Sync + 'static
     }
 }
 
+/// Whether the connection a statement failed on is of no more use: its answer was lost
+/// ([`answer_lost`]), or the server had closed the session before the statement came (MariaDB's
+/// 4031, a connection idle past `wait_timeout`; PostgreSQL's end of a session whose
+/// transaction stayed idle or open too long, [`lease_sql::rolled_back_first`]). diesel-async's
+/// connections do not reconnect and report themselves healthy, so the pool must be told.
+pub(crate) fn session_over(error: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
+    if answer_lost(error) {
+        return true;
+    }
+    match error.downcast_ref::<DieselError>() {
+        Some(DieselError::DatabaseError(_, information)) => {
+            let message = information.message();
+            lease_sql::rolled_back_first(message)
+                || message.to_ascii_lowercase().contains(INACTIVITY)
+        }
+        Some(_) | None => false,
+    }
+}
+
+/// MariaDB's 4031 in its own words: the server disconnected the client for inactivity.
+const INACTIVITY: &str = "disconnected by the server because of inactivity";
+
 /// Phrases of the servers' messages, lower case, and what they mean, the first a message holds
 /// deciding (a narrower phrase comes before the wider one it would otherwise lose to); besides
 /// them, every
@@ -574,6 +596,26 @@ mod tests {
         }
         let not_found: Box<dyn std::error::Error + Send + Sync> = Box::new(DieselError::NotFound);
         assert!(!answer_lost(&*not_found));
+    }
+
+    #[test]
+    fn sessions_the_server_closed_first_are_over_too() {
+        for message in [
+            "The client was disconnected by the server because of inactivity. See wait_timeout and interactive_timeout for configuring this behavior.",
+            "terminating connection due to idle-in-transaction timeout",
+            "Input/output error: Input/output error: connection closed",
+        ] {
+            assert!(
+                session_over(&*database(DatabaseErrorKind::Unknown, message)),
+                "{message}"
+            );
+        }
+        for message in ["deadlock detected", "Query execution was interrupted"] {
+            assert!(
+                !session_over(&*database(DatabaseErrorKind::Unknown, message)),
+                "{message}"
+            );
+        }
     }
 
     /// PostgreSQL's 25P03 and 25P04 end the session after rolling its transaction back: nothing

@@ -55,10 +55,11 @@ impl<P: DieselPool> DieselExecutor<P> {
                     // server the URL names now.
                     tracing::warn!(%error, "the server is read-only: closing its connection");
                     connection.discard();
-                } else if failed == AfterError::Discard || crate::error_kind::answer_lost(&**error)
+                } else if failed == AfterError::Discard || crate::error_kind::session_over(&**error)
                 {
                     // A script may have stopped inside a transaction of its own; a session the
-                    // server ended, or a socket that broke, never comes back: diesel-async's
+                    // server ended (before the statement too: an idle connection it closed), or
+                    // a socket that broke, never comes back: diesel-async's
                     // MariaDB connection does not reconnect and reports itself healthy, so a
                     // pool that recycles without a ping (`RecyclingMethod::Fast`) would hand it
                     // out again and again.
