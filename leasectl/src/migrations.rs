@@ -33,6 +33,18 @@ pub(crate) fn run(
             .collect());
     };
     refuse_another_of_its_version(dir, &migration, layout)?;
+    // All or nothing: a file of the migration already there stops it before any is written,
+    // so no half of a migration is left (an `up` without its `down`).
+    if let Some(there) = files
+        .iter()
+        .map(|file| dir.join(&file.path))
+        .find(|path| path.exists())
+    {
+        return Err(Failure::Failed(format!(
+            "cannot write {}: it exists already; nothing was written",
+            there.display()
+        )));
+    }
     let mut written = String::new();
     for file in files {
         let path = dir.join(&file.path);
@@ -65,11 +77,20 @@ fn refuse_another_of_its_version(
         // No directory yet: nothing in it.
         return Ok(());
     };
-    let prefix = format!("{}_", migration.version(layout));
-    let own = format!("{prefix}{}", migration.name());
+    // The tools read a version as the part before the first `_`, diesel without its dashes:
+    // `2026-12-01-142942_x` and `20261201142942_x` are one version to it.
+    let version = migration.version(layout).replace('-', "");
+    let own = format!("{}_{}", migration.version(layout), migration.name());
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with(&prefix) && !name.starts_with(&own) {
+        let stem = [".up.sql", ".down.sql", ".sql"]
+            .iter()
+            .find_map(|suffix| name.strip_suffix(suffix))
+            .unwrap_or(&name);
+        let Some((theirs, _)) = stem.split_once('_') else {
+            continue;
+        };
+        if theirs.replace('-', "") == version && stem != own {
             return Err(Failure::Failed(format!(
                 "{} holds {name}, another migration of version {}: the migration tools keep one \
                  record per version; rename one of the tables, or write this one elsewhere and \

@@ -1182,4 +1182,44 @@ fn migrations_are_printed_or_written_for_each_tool() {
         "{refused:?}"
     );
     assert_eq!(std::fs::read_dir(&clash).unwrap().count(), 1, "{refused:?}");
+    // The same version spelt without dashes, as diesel reads it, and a name that begins with
+    // this one's: refused too.
+    for other in [
+        "20261201142942_create_jobs",
+        "2026-12-01-142942_create_leases_archive",
+    ] {
+        let clash = dir.0.join(format!("clash-{other}"));
+        std::fs::create_dir_all(clash.join(other)).unwrap();
+        let mut clashing = args.to_vec();
+        let clash_arg = clash.to_str().unwrap();
+        *clashing.last_mut().unwrap() = clash_arg;
+        let refused = leasectl(&clashing);
+        assert_eq!(refused.code, 1, "{other}: {refused:?}");
+        assert!(
+            refused.stderr.contains("another migration of version"),
+            "{other}: {refused:?}"
+        );
+        assert_eq!(std::fs::read_dir(&clash).unwrap().count(), 1, "{refused:?}");
+    }
+    // Half of it there (the down file): nothing written, no up without its down.
+    let half = dir.0.join("half");
+    std::fs::create_dir_all(half.join("2026-12-01-142942_create_leases")).unwrap();
+    std::fs::write(
+        half.join("2026-12-01-142942_create_leases/down.sql"),
+        "-- mine\n",
+    )
+    .unwrap();
+    let mut halved = args.to_vec();
+    let half_arg = half.to_str().unwrap();
+    *halved.last_mut().unwrap() = half_arg;
+    let refused = leasectl(&halved);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused.stderr.contains("nothing was written"),
+        "{refused:?}"
+    );
+    assert!(
+        !half.join("2026-12-01-142942_create_leases/up.sql").exists(),
+        "an up written without its down"
+    );
 }
