@@ -16,8 +16,8 @@ use crate::{DieselConnection, DieselPool};
 
 /// A diesel-async pool (deadpool or bb8) as a lease store's [`Execute`]. Each statement is
 /// prepared once per connection and runs on the caller's task; a caller that stops waiting
-/// half-way leaves it to finish on a task of its own, so no connection is ever cut mid-protocol
-/// (the crate's `finish` module says how).
+/// half-way leaves it to finish on a task of its own, so no connection goes back to the pool
+/// mid-protocol (the crate's `finish` module says how, and when such a statement is given up).
 ///
 /// A store is made from a pool directly: `DieselStore::new(pool)`.
 #[derive(Clone)]
@@ -36,7 +36,10 @@ impl<P: DieselPool> DieselExecutor<P> {
         let pool = self.pool.clone();
         let abandoned = Abandoned::default();
         let caller = abandoned.clone();
-        Finish::new(abandoned, async move {
+        // A server may fall silent under a statement; SQLite, in process, does not.
+        let limit = (<P::Connection as DieselConnection>::DIALECT != Dialect::Sqlite)
+            .then_some(crate::finish::BACKGROUND_LIMIT);
+        Finish::new(abandoned, limit, async move {
             let mut connection = pool.connection().await?;
             if caller.get() {
                 return Err("the caller stopped waiting before the statement was sent".into());

@@ -4,14 +4,17 @@
 //! A caller may stop waiting at any moment (lease-core puts the store timeout around every
 //! call), and a pool or a driver dropped half-way can leave a connection mid-protocol: bb8 puts
 //! back a connection whose check-out ping was cut, and diesel-async's MariaDB connection then
-//! reads half a reply as the next statement's. So a statement is never cut: while the caller
-//! waits it runs on the caller's task, with no task spawned and no wake-up crossing threads;
+//! reads half a reply as the next statement's. So a statement is not cut when its caller
+//! leaves: while the caller waits it runs on the caller's task, with no task spawned and no
+//! wake-up crossing threads;
 //! when the caller's future is dropped before the statement ended, the rest of it (the
 //! connection it holds included) moves to a tokio task that drives it to its end, and the
 //! connection goes back to the pool in order. A caller that stopped waiting before the pool gave
 //! a connection has its statement not sent at all.
 //!
-//! The task of its own gives up after [`BACKGROUND_LIMIT`]: a statement whose server went
+//! The task of its own gives up after [`BACKGROUND_LIMIT`] on a server's connection (SQLite,
+//! in process, has no server to fall silent, and diesel-async blocks a worker thread to drop
+//! one of its statements half-way): a statement whose server went
 //! silent without closing the connection (a failover that moved an address, a partition, a
 //! frozen machine; MariaDB's driver keeps no TCP keepalive by default) would otherwise hold its
 //! connection, and its place in the pool, until the socket fails, if ever, and a pool of a few
@@ -53,17 +56,22 @@ impl Abandoned {
 pub(crate) struct Finish<T: Send + 'static> {
     statement: Option<BoxFuture<'static, T>>,
     abandoned: Abandoned,
+    /// How long it may run on its own task once abandoned; `None`: to its end.
+    limit: Option<Duration>,
 }
 
 impl<T: Send + 'static> Finish<T> {
-    /// `statement` run as described above; it reads `abandoned` once it has its connection.
+    /// `statement` run as described above; it reads `abandoned` once it has its connection,
+    /// and, abandoned, runs on for `limit` at most (`None`: to its end).
     pub(crate) fn new(
         abandoned: Abandoned,
+        limit: Option<Duration>,
         statement: impl Future<Output = T> + Send + 'static,
     ) -> Self {
         Self {
             statement: Some(Box::pin(statement)),
             abandoned,
+            limit,
         }
     }
 }
@@ -89,14 +97,16 @@ impl<T: Send + 'static> Drop for Finish<T> {
         self.abandoned.set();
         // Outside a runtime (it is shutting down) nothing can drive it: it is dropped, and the
         // pool's connection with it.
+        let limit = self.limit;
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                if tokio::time::timeout(BACKGROUND_LIMIT, statement)
-                    .await
-                    .is_err()
-                {
+                let Some(limit) = limit else {
+                    statement.await;
+                    return;
+                };
+                if tokio::time::timeout(limit, statement).await.is_err() {
                     tracing::warn!(
-                        limit = ?BACKGROUND_LIMIT,
+                        ?limit,
                         "a statement whose caller stopped waiting had not ended: dropped, its connection closed"
                     );
                 }
@@ -122,7 +132,7 @@ mod tests {
     async fn a_statement_that_never_ends_is_dropped_at_the_background_limit() {
         let dropped = Arc::new(AtomicBool::new(false));
         let held = Dropped(Arc::clone(&dropped));
-        let statement = Finish::new(Abandoned::default(), async move {
+        let statement = Finish::new(Abandoned::default(), Some(BACKGROUND_LIMIT), async move {
             // A connection whose server went silent: the answer never comes.
             let _connection = held;
             futures::future::pending::<()>().await
@@ -143,7 +153,7 @@ mod tests {
         let (done, finished) = tokio::sync::oneshot::channel::<()>();
         let abandoned = Abandoned::default();
         let seen = abandoned.clone();
-        let statement = Finish::new(abandoned, async move {
+        let statement = Finish::new(abandoned, None, async move {
             // "The connection came": from here on the statement is sent.
             tokio::time::sleep(Duration::from_secs(1)).await;
             assert!(seen.get(), "the caller stopped waiting meanwhile");
@@ -159,7 +169,7 @@ mod tests {
         let (sent, not_sent) = tokio::sync::oneshot::channel::<()>();
         let abandoned = Abandoned::default();
         let seen = abandoned.clone();
-        drop(Finish::new(abandoned, async move {
+        drop(Finish::new(abandoned, None, async move {
             if !seen.get() {
                 let _ = sent.send(());
             }

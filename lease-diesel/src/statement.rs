@@ -29,7 +29,7 @@ enum OwnedParam {
 }
 
 /// One of lease-sql's queries with its parameters owned, so that it can outlive the call that
-/// made it (see `finish.rs`: a statement runs to its end even when its caller stops waiting).
+/// made it (see `finish.rs`: a statement runs on when its caller stops waiting).
 #[doc(hidden)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnedQuery {

@@ -46,9 +46,14 @@ pub(crate) fn run(
         )));
     }
     let mut written = String::new();
+    let mut made = Vec::new();
     for file in files {
         let path = dir.join(&file.path);
         let failed = |error: std::io::Error| {
+            // The files this run wrote go too: no half of a migration is left.
+            for path in &made {
+                let _ = std::fs::remove_file(path);
+            }
             Failure::Failed(format!("cannot write {}: {error}", path.display()))
         };
         if let Some(parent) = path.parent() {
@@ -60,6 +65,7 @@ pub(crate) fn run(
             .open(&path)
             .and_then(|mut out| std::io::Write::write_all(&mut out, file.contents.as_bytes()))
             .map_err(failed)?;
+        made.push(path.clone());
         written.push_str(&format!("wrote {}\n", path.display()));
     }
     Ok(written)
@@ -77,10 +83,18 @@ fn refuse_another_of_its_version(
         // No directory yet: nothing in it.
         return Ok(());
     };
-    // The tools read a version as the part before the first `_`, diesel without its dashes:
-    // `2026-12-01-142942_x` and `20261201142942_x` are one version to it.
-    let version = migration.version(layout).replace('-', "");
+    // The tools read a version as the part before the first `_`, diesel without its dashes
+    // (`2026-12-01-142942_x` and `20261201142942_x` are one version to it), sqlx as a number
+    // (`020261201142942_x` too).
+    let version = |text: &str| text.replace('-', "").parse::<u64>().ok();
+    let ours = version(&migration.version(layout));
     let own = format!("{}_{}", migration.version(layout), migration.name());
+    // What this migration's own files are named in `dir` (a file or a directory).
+    let own_entries: Vec<String> = migration
+        .files(layout)
+        .iter()
+        .filter_map(|file| file.path.split('/').next().map(str::to_owned))
+        .collect();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let stem = [".up.sql", ".down.sql", ".sql"]
@@ -90,7 +104,9 @@ fn refuse_another_of_its_version(
         let Some((theirs, _)) = stem.split_once('_') else {
             continue;
         };
-        if theirs.replace('-', "") == version && stem != own {
+        // Of its version, and not one of its own files (sqlx's simple `<stem>.sql` of the
+        // same migration is another record of the version).
+        if version(theirs) == ours && !(stem == own && own_entries.contains(&name)) {
             return Err(Failure::Failed(format!(
                 "{} holds {name}, another migration of version {}: the migration tools keep one \
                  record per version; rename one of the tables, or write this one elsewhere and \

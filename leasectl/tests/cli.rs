@@ -1187,6 +1187,7 @@ fn migrations_are_printed_or_written_for_each_tool() {
     for other in [
         "20261201142942_create_jobs",
         "2026-12-01-142942_create_leases_archive",
+        "020261201142942_create_jobs",
     ] {
         let clash = dir.0.join(format!("clash-{other}"));
         std::fs::create_dir_all(clash.join(other)).unwrap();
@@ -1201,6 +1202,29 @@ fn migrations_are_printed_or_written_for_each_tool() {
         );
         assert_eq!(std::fs::read_dir(&clash).unwrap().count(), 1, "{refused:?}");
     }
+    // sqlx's simple file of the same migration: another record of its version.
+    let simple = dir.0.join("simple");
+    std::fs::create_dir_all(&simple).unwrap();
+    std::fs::write(simple.join("20261201142942_create_leases.sql"), "-- mine\n").unwrap();
+    let refused = leasectl(&[
+        "migrations",
+        "--dialect",
+        "mariadb",
+        "--layout",
+        "sqlx",
+        "--dir",
+        simple.to_str().unwrap(),
+    ]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused.stderr.contains("another migration of version"),
+        "{refused:?}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&simple).unwrap().count(),
+        1,
+        "{refused:?}"
+    );
     // Half of it there (the down file): nothing written, no up without its down.
     let half = dir.0.join("half");
     std::fs::create_dir_all(half.join("2026-12-01-142942_create_leases")).unwrap();

@@ -116,6 +116,10 @@ impl LeaseClient {
         let state = self.shutdown_state();
         let started = clock.now();
         state.close();
+        // Nothing waits for a release any more: no acquisition or campaign goes on past the
+        // shutdown's start. Closed here, not at its end, so a shutdown cancelled half-way
+        // closes it too.
+        self.inner.releases.close();
         tracing::info!(
             ?grace,
             held = self.inner.renewer.held_count(),
@@ -139,8 +143,6 @@ impl LeaseClient {
         state
             .wait_until(&clock, settle_by, Running::is_settled)
             .await;
-        // Nothing waits for a release any more: no acquisition starts after the shutdown.
-        self.inner.releases.close();
         let running = state.running();
         let tally = state.tally();
         let report = ShutdownReport {
