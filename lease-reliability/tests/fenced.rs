@@ -248,6 +248,12 @@ fn spawn(
         .expect("a worker starts")
 }
 
+/// PostgreSQL: fails unless the session's transactions are serializable.
+const SERIALIZABLE_OR_FAIL: &str = "DO $$ BEGIN \
+     IF current_setting('transaction_isolation') <> 'serializable' THEN \
+     RAISE EXCEPTION 'transactions are %', current_setting('transaction_isolation'); \
+     END IF; END $$";
+
 /// One run: set up the tables, start the workers, inject faults until shortly before they
 /// stop, then read the history and check it.
 fn run_once<F: StoreFactory + FencedWrites>(
@@ -271,6 +277,16 @@ fn run_once<F: StoreFactory + FencedWrites>(
         factory.setup(&store).await.unwrap();
         for sql in protected.create() {
             factory.execute(&store, &sql).await.unwrap();
+        }
+        if serializable {
+            // The workers' URL must give serializable sessions through this driver, or the run
+            // would repeat the plain one under another name.
+            let probe = factory.connect(&url, &table, 1).await.unwrap();
+            let answer = factory.execute(&probe, SERIALIZABLE_OR_FAIL).await;
+            factory.close(&probe).await;
+            if let Err(error) = answer {
+                panic!("the workers' URL does not make serializable sessions: {error}");
+            }
         }
         store
     });
