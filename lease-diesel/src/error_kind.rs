@@ -166,17 +166,11 @@ pub(crate) fn answer_lost(error: &(dyn std::error::Error + Send + Sync + 'static
 /// transaction stayed idle or open too long, [`lease_sql::rolled_back_first`]). diesel-async's
 /// connections do not reconnect and report themselves healthy, so the pool must be told.
 pub(crate) fn session_over(error: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
-    if answer_lost(error) {
-        return true;
-    }
-    match error.downcast_ref::<DieselError>() {
-        Some(DieselError::DatabaseError(_, information)) => {
-            let message = information.message();
+    answer_lost(error)
+        || database_message(error).is_some_and(|message| {
             lease_sql::rolled_back_first(message)
                 || message.to_ascii_lowercase().contains(INACTIVITY)
-        }
-        Some(_) | None => false,
-    }
+        })
 }
 
 /// MariaDB's 4031 in its own words: the server disconnected the client for inactivity.

@@ -330,11 +330,15 @@ impl SchemaCheck {
             };
             found.push((column.as_str(), facts));
         }
-        for column in Column::ALL {
-            let Some((_, facts)) = found
+        // The catalog's facts of one of the store's columns, as the database names columns.
+        let facts_of = |column: Column| {
+            found
                 .iter()
                 .find(|(name, _)| self.names(name, column.as_str()))
-            else {
+                .map(|(_, facts)| facts)
+        };
+        for column in Column::ALL {
+            let Some(facts) = facts_of(column) else {
                 if column == Column::Fence {
                     fixes.push((Fix::AddFence, "column fence is missing".to_owned()));
                 } else {
@@ -463,20 +467,12 @@ impl SchemaCheck {
             .map(|(column, _)| *column)
             .filter(|column| !ours(column))
             .collect();
-        let present = |column: Column| {
-            found
-                .iter()
-                .any(|(name, _)| self.names(name, column.as_str()))
-        };
         let (why, fixes): (Vec<String>, Vec<Fix>) =
             fixes.into_iter().map(|(fix, why)| (why, fix)).unzip();
         let upgrade = match self.dialect {
             Dialect::Postgres => Some(postgres::upgrade(&self.quoted, &fixes)),
             Dialect::MySql => {
-                let holder = found
-                    .iter()
-                    .find(|(name, _)| self.names(name, Column::Holder.as_str()))
-                    .map_or("", |(_, facts)| facts.data_type.as_str());
+                let holder = facts_of(Column::Holder).map_or("", |facts| facts.data_type.as_str());
                 Some(mysql::upgrade(
                     &self.quoted,
                     &fixes,
@@ -486,7 +482,7 @@ impl SchemaCheck {
             Dialect::Sqlite => sqlite::upgrade(
                 &self.table,
                 &fixes,
-                present(Column::Fence),
+                facts_of(Column::Fence).is_some(),
                 !extra.is_empty(),
             ),
         };

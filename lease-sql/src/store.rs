@@ -884,14 +884,13 @@ impl<X: Execute> SqlStore<X> {
         Conn: Send,
         X: for<'c> ExecuteOn<&'c mut Conn>,
     {
-        let not_held = Error::NotHeld {
-            name: lease.name().clone(),
-            fence: lease.fence(),
-        };
         if self.transaction_ended(connection).await {
             self.ended_inside(lease)
         } else {
-            not_held
+            Error::NotHeld {
+                name: lease.name().clone(),
+                fence: lease.fence(),
+            }
         }
     }
 
@@ -1070,13 +1069,13 @@ impl<X: Execute> SqlStore<X> {
             // In process: the check as at the start of a transaction, then the commit. A check
             // that found the lease gone after the work had ended the transaction ran on its
             // own, and the work's later writes committed: that is the answer, not "not held".
-            if let Err(refused) = self.check(&mut *connection, lease).await {
-                if matches!(refused, Error::NotHeld { .. })
-                    && self.transaction_ended(&mut *connection).await
-                {
-                    return Err(self.ended_inside(lease));
+            match self.check(&mut *connection, lease).await {
+                Err(Error::NotHeld { .. }) => {
+                    return Err(self.lost_before_commit(&mut *connection, lease).await);
                 }
-                return Err(refused);
+                refused => {
+                    refused?;
+                }
             }
             let commit = format!("COMMIT{}", then.suffix());
             self.executor
@@ -1148,8 +1147,10 @@ impl<X: Execute> SqlStore<X> {
     ///   whatever server the URL names now), no more times in all than the pool held
     ///   connections at the first refusal and those two, and at most [`READ_ONLY_AGAIN`]; a
     ///   refusal after that (the server the URL names is still read-only: the switchover is not
-    ///   over) is answered. Connections other calls are using are not counted: those calls meet
-    ///   their own refusals, and counting them would open a new connection for each.
+    ///   over) is answered. Whether it is sent again depends on the idle connections, not on
+    ///   those other calls are using (those calls meet their own refusals, and waiting for
+    ///   them would open a new connection for each); every connection counts toward the
+    ///   most.
     async fn again_if_refused<T, F>(&self, statement: impl Fn() -> F) -> Result<T, BoxError>
     where
         F: Future<Output = Result<T, BoxError>>,
