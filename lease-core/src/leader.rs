@@ -171,7 +171,7 @@ impl Leader {
         }
         let mut running = lock(&self.shared.working);
         // Work that stopped under this term is forgotten here, not only when the term ends.
-        running.retain_mut(|stopped| matches!(stopped.try_recv(), Ok(None)));
+        TermWork::forget_stopped(&mut running);
         running.push(stopped);
         Some((lease, working))
     }
@@ -477,7 +477,7 @@ impl Term {
     async fn give_back(
         mut self,
         reason: LossReason,
-        work: TermWork,
+        mut work: TermWork,
         clock: &Clock,
         bound: std::time::Duration,
     ) -> Result<bool, Error> {
@@ -485,7 +485,6 @@ impl Term {
             return Ok(true);
         };
         let lost = guard.mark_given_back(reason);
-        let mut work = work;
         let stopped = if !work.running() {
             true
         } else if lost.is_some() {
@@ -534,9 +533,13 @@ impl TermWork {
     /// Whether a piece of the work has not stopped yet (the finished pieces of earlier rounds
     /// are kept until the next piece begins).
     fn running(&mut self) -> bool {
-        self.0
-            .iter_mut()
-            .any(|stopped| matches!(stopped.try_recv(), Ok(None)))
+        Self::forget_stopped(&mut self.0);
+        !self.0.is_empty()
+    }
+
+    /// Drops from `work` the pieces that have stopped.
+    fn forget_stopped(work: &mut Vec<oneshot::Receiver<()>>) {
+        work.retain_mut(|stopped| matches!(stopped.try_recv(), Ok(None)));
     }
 
     /// Waits, at most `bound`, until every piece of the work has stopped (been dropped, told

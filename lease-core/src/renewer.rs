@@ -393,9 +393,7 @@ impl Renewer {
                 // and was not lost; one lost meanwhile (found gone by a fenced check, its
                 // deadline passed) was counted as that loss: only a lease still believed held
                 // counts a rejection.
-                if held.is_held()
-                    && held.mark_lost(LossReason::Rejected) == Some(LossReason::Rejected)
-                {
+                if held.mark_lost(LossReason::Rejected) == Some(LossReason::Rejected) {
                     stats.renewed(held.name(), Renewed::Rejected);
                 }
                 continue;

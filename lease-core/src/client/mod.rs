@@ -187,6 +187,28 @@ impl LeaseClient {
         let _ = self.clock().runtime().spawn(task);
     }
 
+    /// Gives back a lease an acquisition took that no guard is made for (taken `when`: as the
+    /// client shut down, past its deadline), on this task: `token`, the acquisition's, counts
+    /// it as a release in flight, which a shutdown waits for and reports.
+    async fn give_back_taken(
+        &self,
+        name: &LeaseName,
+        holder: &HolderId,
+        fence: crate::Fence,
+        mut token: Token,
+        when: &str,
+    ) {
+        token.become_kind(Kind::Releasing);
+        let released = self.inner.store.release(name, holder, Duration::ZERO).await;
+        self.inner.shutdown.record_release(&released);
+        match released {
+            Ok(_) => tracing::debug!(lease = %name, %fence, "lease taken {when}; given back"),
+            Err(error) => {
+                tracing::debug!(lease = %name, %fence, error = %crate::ErrorChain(&error), "lease taken {when}, and not given back; it lapses after its TTL")
+            }
+        }
+    }
+
     /// What this client has done since it was built: leases held, acquisitions won, skipped
     /// and failed, renewals sent, failed and late, releases, losses by reason, and the time of
     /// each kind of store call.
@@ -315,28 +337,16 @@ impl LeaseClient {
         if inner.shutdown.is_closing() {
             // Sent before the shutdown began, answered after: give it straight back, counted as
             // a release in flight, which the shutdown waits for.
-            token.become_kind(Kind::Releasing);
-            let released = inner.store.release(&name, &holder, Duration::ZERO).await;
-            inner.shutdown.record_release(&released);
-            tracing::debug!(lease = %name, %fence, "lease taken as the client shut down; given back");
+            self.give_back_taken(&name, &holder, fence, token, "as the client shut down")
+                .await;
             return Err(Error::ShuttingDown { name });
         }
         if late == AnsweredLate::GiveBack && inner.renewer.answered_late(sent) {
             // Taken, but answered past the deadline its sending set (the process stalled, or a
             // store timeout longer than the TTL let a slow answer through): not a lease to work
             // under, and not one anybody held, so no guard is made for it.
-            token.become_kind(Kind::Releasing);
-            let released = inner.store.release(&name, &holder, Duration::ZERO).await;
-            // A shutdown begun meanwhile waits for it (the token), and reports it.
-            inner.shutdown.record_release(&released);
-            match released {
-                Ok(_) => {
-                    tracing::debug!(lease = %name, %fence, "lease taken past its deadline; given back")
-                }
-                Err(error) => {
-                    tracing::debug!(lease = %name, %fence, error = %crate::ErrorChain(&error), "lease taken past its deadline, and not given back; it lapses after its TTL")
-                }
-            }
+            self.give_back_taken(&name, &holder, fence, token, "past its deadline")
+                .await;
             return Ok(None);
         }
         tracing::debug!(lease = %name, %fence, %holder, "lease taken");
