@@ -520,6 +520,11 @@ async fn a_shutdown_closes_the_subscription_to_releases() {
         "the subscription outlived the shutdown"
     );
     // A client that lives on after its shutdown takes no lease, and opens none again.
-    assert!(waiting.try_acquire("report").await.is_err());
+    assert!(
+        waiting
+            .acquire("report", Duration::from_secs(1))
+            .await
+            .is_err()
+    );
     assert_eq!(store.live_subscriptions.load(Ordering::SeqCst), 0);
 }

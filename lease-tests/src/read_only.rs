@@ -505,8 +505,8 @@ fn read_only_session(dialect: Dialect) -> Option<ReadOnlySession> {
             set: "SET SESSION TRANSACTION READ ONLY; DO SLEEP(0.3)",
             probe: "SELECT CAST(@@session.tx_read_only AS SIGNED) FROM (SELECT SLEEP(0.3)) AS s",
         }),
-        Dialect::Sqlite => None,
-        // A dialect this version does not know: no statements to make a session read-only.
+        // SQLite, in process, has no session to demote, and a dialect this version does not
+        // know no statements to make a session read-only.
         _ => None,
     }
 }
@@ -554,7 +554,7 @@ where
             ctx.backend().name()
         )));
     };
-    let (store, connections, runtime) = (&**pooled.store(), DEMOTED_POOL, ctx.runtime());
+    let (store, connections) = (&**pooled.store(), DEMOTED_POOL);
     let dialect = store.executor().dialect();
     let Some(session) = read_only_session(dialect) else {
         return Ok(crate::Verdict::NotApplicable(format!(
@@ -600,7 +600,7 @@ where
                 store.pool_state()
             )));
         }
-        runtime.sleep(Duration::from_millis(10)).await;
+        ctx.sleep(Duration::from_millis(10)).await;
     }
 
     match store.renew(&held, &holder, ttl).await {

@@ -48,9 +48,7 @@ impl SpanCapture {
     /// `&dyn Error` leaves out the causes), and its `level`.
     pub fn events(&self, level: tracing::Level) -> Vec<SpanFields> {
         let level = level.to_string();
-        self.events
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.lock_events()
             .iter()
             .filter(|event| event.get("level") == Some(&level))
             .cloned()
@@ -68,6 +66,13 @@ impl SpanCapture {
 
     fn lock(&self) -> MutexGuard<'_, Vec<SpanFields>> {
         self.spans
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The events kept, whoever panicked while holding them.
+    fn lock_events(&self) -> MutexGuard<'_, Vec<SpanFields>> {
+        self.events
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -129,10 +134,7 @@ impl Subscriber for SpanCapture {
         let mut fields = SpanFields::new();
         fields.insert("level".to_owned(), event.metadata().level().to_string());
         event.record(&mut Into(&mut fields));
-        self.events
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(fields);
+        self.lock_events().push(fields);
     }
 
     fn enter(&self, _: &Id) {}
