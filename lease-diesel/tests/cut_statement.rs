@@ -1,8 +1,9 @@
-//! A lease statement marks its connection broken while it is on the wire, and unmarks it once
-//! its answer is read: a statement cut short there (its caller gone and its background finish
-//! past its limit, on a server gone silent) leaves the connection to be closed by the pool,
-//! never handed out mid-protocol, while a statement that answered gives its connection back
-//! for the next one.
+//! The two halves of the executor's mark on a connection while a statement is on the wire: a
+//! statement that answered unmarks it, so its connection is reused for the next one (the
+//! store's own statements, run here); and a connection left marked (what a statement cut
+//! there leaves: its caller gone and its background finish past its limit, on a server gone
+//! silent; the mark set by hand here, as the limit is a minute) is closed by the pool, never
+//! handed out mid-protocol.
 #![cfg(all(feature = "postgres", feature = "deadpool"))]
 
 use diesel_async::AsyncPgConnection;

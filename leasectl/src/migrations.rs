@@ -85,7 +85,8 @@ fn refuse_another_of_its_version(
     };
     // The tools read a version as the part before the first `_`, diesel without its dashes
     // (`2026-12-01-142942_x` and `20261201142942_x` are one version to it), sqlx as a number
-    // (`020261201142942_x` too).
+    // (`020261201142942_x` too): compared as numbers without dashes, for both (a leading zero
+    // diesel would tell apart is refused too, to be safe).
     let version = |text: &str| text.replace('-', "").parse::<u64>().ok();
     let ours = version(&migration.version(layout));
     let own = format!("{}_{}", migration.version(layout), migration.name());
