@@ -7,7 +7,7 @@ use std::pin::Pin;
 use async_trait::async_trait;
 use lease_core::{BoxError, ReleaseEvents, StoreErrorKind};
 
-use crate::{Dialect, LeaseRow, PoolState, Query};
+use crate::{BatchFailed, Dialect, LeaseRow, PoolState, Query};
 
 /// How a driver runs one [`Query`] on a connection borrowed from its pool for that statement
 /// alone, and reads what it answers. A backend crate implements it for a type that holds its
@@ -207,8 +207,33 @@ pub trait ExecuteOn<C>: Execute {
     fn batch_on<'a>(&'a self, conn: C, sql: String) -> OnConnection<'a, ()>
     where
         C: 'a;
+
+    /// Runs `sql` as [`batch_on`](ExecuteOn::batch_on) does and, when a statement fails, also
+    /// answers how many of the message's statements had completed before it
+    /// ([`BatchFailed::completed`]), where the driver can tell: what tells a fenced commit
+    /// that failed after its `COMMIT` from one that failed before
+    /// ([`CommitMessage`](crate::CommitMessage)). By default it does not tell (`None`); a
+    /// driver that can should, if its fenced commits go on after the `COMMIT`
+    /// ([`AfterCommit::Begin`](crate::AfterCommit::Begin)).
+    fn batch_counted_on<'a>(&'a self, conn: C, sql: String) -> CountedOnConnection<'a>
+    where
+        C: 'a,
+    {
+        let sent = self.batch_on(conn, sql);
+        Box::pin(async move {
+            sent.await.map_err(|error| BatchFailed {
+                error,
+                completed: None,
+            })
+        })
+    }
 }
 
 /// What [`ExecuteOn`]'s methods answer: the statement's future on the caller's connection,
 /// `Send` so that it can run inside the caller's task wherever that is.
 pub type OnConnection<'a, T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send + 'a>>;
+
+/// What [`ExecuteOn::batch_counted_on`] answers: as [`OnConnection`], its failure counting the
+/// statements that completed before it.
+pub type CountedOnConnection<'a> =
+    Pin<Box<dyn Future<Output = Result<(), BatchFailed>> + Send + 'a>>;

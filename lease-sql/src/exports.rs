@@ -4,9 +4,9 @@
 //! `pub use lease_sql::exports::*;`, and the list lives here once.
 
 pub use crate::{
-    AfterCommit, CheckAt, Connect, ConnectWith, Dialect, Execute, ExecuteOn, Layout, Migration,
-    MigrationFile, OnConnection, PoolState, SchemaCheck, SnapshotIsolation, SqlStore, TableName,
-    TransactionEnded,
+    AfterCommit, BatchFailed, CheckAt, CommitMessage, Connect, ConnectWith, CountedOnConnection,
+    Dialect, Execute, ExecuteOn, Layout, Migration, MigrationFile, OnConnection, PoolState,
+    SchemaCheck, SnapshotIsolation, SqlStore, TableName, TransactionEnded,
 };
 pub use lease_core::{
     CallStats, ClientStats, Error, ErrorChain, Fence, FencedCheck, FencedChecks, Health, HolderId,

@@ -3,6 +3,8 @@
 #![deny(missing_docs)]
 
 mod after_commit;
+mod batch_failed;
+mod commit_message;
 mod database_error;
 mod dialect;
 mod ended_probe;
@@ -33,6 +35,8 @@ mod template;
 mod transaction_ended;
 
 pub use after_commit::AfterCommit;
+pub use batch_failed::BatchFailed;
+pub use commit_message::CommitMessage;
 pub use database_error::DatabaseError;
 pub use dialect::Dialect;
 pub use ended_probe::EndedProbe;
@@ -41,7 +45,7 @@ pub use error_kind::{
     postgres_error_ends_session, postgres_error_kind, rolled_back_first, sqlite_ends_session,
     sqlite_error_kind,
 };
-pub use execute::{Connect, ConnectWith, Execute, ExecuteOn, OnConnection};
+pub use execute::{Connect, ConnectWith, CountedOnConnection, Execute, ExecuteOn, OnConnection};
 pub use fenced_begin::FencedBegin;
 pub use inline::{InlineError, mysql_literal, postgres_literal};
 pub use migration::{Layout, Migration, MigrationFile};

@@ -10,7 +10,7 @@
 //! with the `CLIENT_FOUND_ROWS` flag that sqlx and diesel set).
 
 use crate::template::{Arg, DialectSql, Template};
-use crate::{NOT_HELD_MARKER, Param, TRANSACTION_ENDED_MARKER};
+use crate::{CommitMessage, NOT_HELD_MARKER, Param, TRANSACTION_ENDED_MARKER};
 
 const NOW: &str = "UTC_TIMESTAMP(6)";
 
@@ -128,7 +128,7 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         unmatched_fence: None,
         snapshot_guard: None,
         commit_guard: None,
-        commit_after_check: Some(format!("{ended_probe};\nCOMMIT")),
+        commit_after_check: Some(CommitMessage::new(format!("{ended_probe};\nCOMMIT"), 2)),
         ended_probe: crate::EndedProbe::FailsWhenEnded(ended_probe),
         fence,
         prune: Template::new(

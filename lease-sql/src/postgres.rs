@@ -9,7 +9,7 @@
 use crate::snapshot_isolation::{snapshot_branches, snapshot_guard};
 use crate::template::{Arg, DialectSql, Template};
 use crate::transaction_ended::{postgres_branch, postgres_guard};
-use crate::{NOT_HELD_MARKER, Param, PreparedFence, SNAPSHOT_PREDATES_MARKER};
+use crate::{CommitMessage, NOT_HELD_MARKER, Param, PreparedFence, SNAPSHOT_PREDATES_MARKER};
 
 const NOW: &str = "statement_timestamp()";
 
@@ -158,7 +158,7 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         commit_guard: Some(commit_guard),
         // The guard also fails in a transaction a failed statement aborted, where a `COMMIT`
         // alone would answer `ROLLBACK` without an error.
-        commit_after_check: Some(format!("{ended};\nCOMMIT")),
+        commit_after_check: Some(CommitMessage::new(format!("{ended};\nCOMMIT"), 2)),
         ended_probe: crate::EndedProbe::FailsWhenEnded(ended.clone()),
         fence_raising: Some(checked),
         fence,

@@ -33,7 +33,9 @@
 //! lease-sqlx's `PgProtocol::SimpleInline`.)
 
 use crate::fnv1a::fnv1a;
-use crate::{InlineError, Query, is_not_held, is_transaction_ended, snapshot_isolation};
+use crate::{
+    CommitMessage, InlineError, Query, is_not_held, is_transaction_ended, snapshot_isolation,
+};
 
 /// PostgreSQL's fenced commit as statements prepared once per connection; see the module's
 /// documentation. Built by [`Statements`](crate::Statements) for its table; `None` on MariaDB
@@ -47,7 +49,7 @@ pub struct PreparedFence {
     begin: String,
     execute: String,
     begin_checked: String,
-    commit_after_check: String,
+    commit_after_check: CommitMessage,
 }
 
 impl PreparedFence {
@@ -77,7 +79,7 @@ impl PreparedFence {
                 format!("PREPARE {check_name} (text, text, int8) AS {check}"),
                 format!("PREPARE {ready_name} AS {guard}"),
             ],
-            commit_after_check: format!("EXECUTE {ended_name};\nCOMMIT"),
+            commit_after_check: CommitMessage::new(format!("EXECUTE {ended_name};\nCOMMIT"), 2),
             begin: format!("BEGIN;\nEXECUTE {ready_name}"),
             execute: format!("EXECUTE {commit_name}($1, $2, $3);\nCOMMIT"),
             begin_checked: format!("BEGIN;\nEXECUTE {check_name}($1, $2, $3)"),
@@ -131,7 +133,7 @@ impl PreparedFence {
     /// fails in a transaction a failed statement aborted, and `COMMIT`, in one message; what
     /// [`Statements::commit_after_check`](crate::Statements::commit_after_check) is on a
     /// connection without the prepared statements.
-    pub fn commit_after_check(&self) -> &str {
+    pub fn commit_after_check(&self) -> &CommitMessage {
         &self.commit_after_check
     }
 
@@ -161,12 +163,13 @@ impl PreparedFence {
     /// # Errors
     /// When a text parameter cannot be a literal (a NUL character, which a lease name never
     /// holds).
-    pub(crate) fn commit(&self, fence: &Query<'_>) -> Result<String, InlineError> {
-        Query {
+    pub(crate) fn commit(&self, fence: &Query<'_>) -> Result<CommitMessage, InlineError> {
+        let sql = Query {
             sql: std::borrow::Cow::Borrowed(&self.execute),
             params: fence.params.clone(),
         }
-        .inline_postgres()
+        .inline_postgres()?;
+        Ok(CommitMessage::new(sql, 2))
     }
 
     /// `BEGIN` and the check's `EXECUTE`, `fence`'s parameters written in as literals: a
@@ -254,8 +257,9 @@ mod tests {
             params: vec![Param::text("jobs'1"), Param::text("h"), Param::Int(7)],
         };
         let commit = fence.commit(&check).unwrap();
+        assert_eq!(commit.statements(), 2);
         assert_eq!(
-            commit,
+            commit.sql(),
             format!(
                 "EXECUTE {}(E'jobs''1', E'h', (7));\nCOMMIT",
                 fence.commit_name()

@@ -130,8 +130,8 @@ impl Statements {
     /// commit on their own and a `COMMIT` has nothing to do: a guard that fails when no
     /// transaction is open goes first ([`TransactionEnded`](crate::TransactionEnded)). SQLite:
     /// `None`.
-    pub fn commit_after_check(&self) -> Option<&str> {
-        self.sql.commit_after_check.as_deref()
+    pub fn commit_after_check(&self) -> Option<&crate::CommitMessage> {
+        self.sql.commit_after_check.as_ref()
     }
 
     /// A statement that tells, sent in a fenced transaction as a message of its own, whether
@@ -296,10 +296,15 @@ impl Statements {
         name: &LeaseName,
         holder: &HolderId,
         fence: Fence,
-    ) -> Option<Result<String, crate::InlineError>> {
+    ) -> Option<Result<crate::CommitMessage, crate::InlineError>> {
         let guard = self.commit_guard();
-        self.raising(name, holder, fence)
-            .map(|check| check.map(|check| format!("{guard}{check};\nCOMMIT")))
+        // The guard (where there is one), the check, the `COMMIT`.
+        let statements = usize::from(self.sql.commit_guard.is_some()) + 2;
+        self.raising(name, holder, fence).map(|check| {
+            check.map(|check| {
+                crate::CommitMessage::new(format!("{guard}{check};\nCOMMIT"), statements)
+            })
+        })
     }
 
     /// The message that begins a transaction to be checked with its commit through
@@ -403,7 +408,7 @@ impl Statements {
         name: &LeaseName,
         holder: &HolderId,
         fence: Fence,
-    ) -> Option<Result<String, crate::InlineError>> {
+    ) -> Option<Result<crate::CommitMessage, crate::InlineError>> {
         let prepared = self.sql.prepared_fence.as_ref()?;
         Some(prepared.commit(&self.fence(name, holder, fence)))
     }

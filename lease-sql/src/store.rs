@@ -14,9 +14,10 @@ use tracing::Instrument;
 
 use crate::fenced_begin::BeginMove;
 use crate::{
-    AfterCommit, Connect, ConnectWith, DatabaseError, EndedProbe, Execute, ExecuteOn, FencedBegin,
-    PoolState, RenewManyResult, SchemaCheck, Statements, TableName, TransactionEnded, is_not_held,
-    is_transaction_ended, snapshot_isolation, snapshot_refusal,
+    AfterCommit, BatchFailed, CommitMessage, Connect, ConnectWith, DatabaseError, EndedProbe,
+    Execute, ExecuteOn, FencedBegin, PoolState, RenewManyResult, SchemaCheck, Statements,
+    TableName, TransactionEnded, is_not_held, is_transaction_ended, snapshot_isolation,
+    snapshot_refusal,
 };
 
 /// The most times one operation's statement is sent again after read-only refusals, however
@@ -505,7 +506,10 @@ impl<X: Execute> SqlStore<X> {
     ///
     /// After the commit the connection is left as `then` says; a driver's transaction object
     /// must then be ended without a `COMMIT` of its own (lease-sqlx's and lease-diesel's fenced
-    /// functions do it).
+    /// functions do it). A failure of what `then` puts after the `COMMIT`, once the `COMMIT`
+    /// completed (a cancel PostgreSQL held off while it committed, raised at the next
+    /// statement), is logged and answers `Ok`: the transaction committed. The connection is then
+    /// outside any transaction.
     ///
     /// # Errors
     /// [`Error::NotHeld`] when the check found the lease gone, after marking it lost: nothing
@@ -965,16 +969,14 @@ impl<X: Execute> SqlStore<X> {
             FencedCommit::Prepared => CheckText::Prepared,
             FencedCommit::Inline => CheckText::Inline,
             FencedCommit::CheckFirst | FencedCommit::Checked | FencedCommit::CheckedPrepared => {
+                let bare = CommitMessage::commit();
                 let commit = match self.prepared_fence() {
                     Some(prepared) if commit == FencedCommit::CheckedPrepared => {
                         prepared.commit_after_check()
                     }
-                    _ => self.statements.commit_after_check().unwrap_or("COMMIT"),
+                    _ => self.statements.commit_after_check().unwrap_or(&bare),
                 };
-                self.executor
-                    .batch_on(connection, format!("{commit}{}", then.suffix()))
-                    .await
-                    .map_err(|error| self.commit_failed(handle, error))?;
+                self.send_commit(connection, handle, commit, then).await?;
                 return Ok(handle.fence());
             }
         };
@@ -1077,20 +1079,53 @@ impl<X: Execute> SqlStore<X> {
                     refused?;
                 }
             }
-            let commit = format!("COMMIT{}", then.suffix());
-            self.executor
-                .batch_on(connection, commit)
-                .await
-                .map_err(|error| self.commit_failed(lease, error))?;
+            self.send_commit(connection, lease, &CommitMessage::commit(), then)
+                .await?;
             return Ok(lease.fence());
         };
         let message = message.map_err(|e| failed(Box::new(e)))?;
-        let message = format!("{message}{}", then.suffix());
-        self.executor
-            .batch_on(connection, message)
-            .await
-            .map_err(|error| self.commit_failed(lease, error))?;
+        self.send_commit(connection, lease, &message, then).await?;
         Ok(lease.fence())
+    }
+
+    /// Sends `commit` and what `then` puts after it as one message on `connection`. A failure
+    /// after every statement of `commit` completed, the `COMMIT` included, is not the commit's:
+    /// it is what followed (the `BEGIN` of [`AfterCommit::Begin`]) that failed, such as for a
+    /// cancel or a statement timeout PostgreSQL held off while it wrote the commit and raised
+    /// at the next statement ([`CommitMessage`]). It is logged, and the commit answered as
+    /// done; the connection is then outside any transaction. Any other failure is read by
+    /// [`commit_failed`](SqlStore::commit_failed).
+    async fn send_commit<Conn>(
+        &self,
+        connection: &mut Conn,
+        lease: &LeaseHandle,
+        commit: &CommitMessage,
+        then: AfterCommit,
+    ) -> Result<(), Error>
+    where
+        Conn: Send,
+        X: for<'c> ExecuteOn<&'c mut Conn>,
+    {
+        let sent = self
+            .executor
+            .batch_counted_on(connection, commit.followed_by(then))
+            .await;
+        match sent {
+            Ok(()) => Ok(()),
+            Err(BatchFailed {
+                error,
+                completed: Some(completed),
+            }) if commit.committed_before(completed) => {
+                tracing::warn!(
+                    lease = %lease.name(),
+                    fence = %lease.fence(),
+                    %error,
+                    "fenced transaction committed; the statement after its COMMIT failed"
+                );
+                Ok(())
+            }
+            Err(failed) => Err(self.commit_failed(lease, failed.error)),
+        }
     }
 
     /// Wraps a driver's error as the store error of `operation` on `name`, of the kind the

@@ -78,7 +78,7 @@ pub(crate) struct DialectSql {
     pub(crate) commit_guard: Option<String>,
     /// [`Statements::commit_after_check`](crate::Statements::commit_after_check): the `COMMIT`
     /// of a fenced transaction checked at its start, where a plain one is not enough.
-    pub(crate) commit_after_check: Option<String>,
+    pub(crate) commit_after_check: Option<crate::CommitMessage>,
     /// [`Statements::ended_probe`](crate::Statements::ended_probe): a statement that tells
     /// whether the work ended the fenced transaction, sent as a message of its own.
     pub(crate) ended_probe: crate::EndedProbe,

@@ -3,11 +3,12 @@
 
 use std::fmt;
 
-use futures::TryFutureExt;
+use futures::{StreamExt, TryFutureExt};
 
 use lease_core::{BoxError, ReleaseEvents, StoreErrorKind, async_trait};
 use lease_sql::{
-    Connect, ConnectWith, Dialect, Execute, ExecuteOn, LeaseRow, OnConnection, PoolState, Query,
+    BatchFailed, Connect, ConnectWith, CountedOnConnection, Dialect, Execute, ExecuteOn, LeaseRow,
+    OnConnection, PoolState, Query,
 };
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Database, Executor, FromRow, IntoArguments, Pool};
@@ -316,6 +317,32 @@ where
                 .map_ok(drop)
                 .err_into(),
         )
+    }
+
+    fn batch_counted_on<'a>(
+        &'a self,
+        conn: &'c mut Conn<DB>,
+        sql: String,
+    ) -> CountedOnConnection<'a>
+    where
+        'c: 'a,
+    {
+        // The stream `batch_on`'s `execute` collects: one answer per statement, as each
+        // completes, then the error of the one that failed.
+        let mut answers = conn.execute_many(sqlx::raw_sql(AssertSqlSafe(sql)));
+        Box::pin(async move {
+            let mut completed = 0;
+            while let Some(answer) = answers.next().await {
+                if let Err(error) = answer {
+                    return Err(BatchFailed {
+                        error: error.into(),
+                        completed: Some(completed),
+                    });
+                }
+                completed += 1;
+            }
+            Ok(())
+        })
     }
 }
 

@@ -326,9 +326,9 @@ where
                                 Error::store(Operation::Fence, Some(lease.name()), e)
                             })?;
                             if self.check == Check::AtCommitUnguarded {
-                                without_guard(&message)
+                                without_guard(message.sql())
                             } else {
-                                without_expiry(&message)
+                                without_expiry(message.sql())
                             }
                         }
                         None => {

@@ -1,0 +1,219 @@
+//! A fenced transaction that committed answers `Ok`, though the message its commit went out in
+//! failed after the `COMMIT`.
+//!
+//! lease-sqlx's fenced commit is one message that goes on after the `COMMIT` with a `BEGIN`
+//! (which gives the `ROLLBACK` of sqlx's dropped transaction object a transaction to end).
+//! PostgreSQL holds off a cancel (`pg_cancel_backend`, an operator's or a monitor's) that
+//! arrives while it writes a commit, and raises it at the start of the message's next
+//! statement: the message answers "canceling statement due to user request" though its
+//! transaction committed. Read as the commit's failure, that told the caller that nothing had
+//! committed (a transient error, which a caller retries: the job done twice).
+//!
+//! The commit is made slow with `commit_delay` (the sleep inside the commit before its flush,
+//! a superuser's setting, on the session of the pool's one connection), and the backend is
+//! cancelled while it sleeps. The control sends a message of the same shape through sqlx
+//! itself: it answers the cancel while its row committed, which shows that the case can see
+//! what it checks.
+#![cfg(feature = "postgres")]
+
+use std::time::{Duration, Instant};
+
+use lease_core::runtime::TokioRuntime;
+use lease_core::{BoxError, LeaseClient};
+use lease_sqlx::SqlxStore;
+use lease_sqlx::sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use lease_sqlx::sqlx::{self, AssertSqlSafe, Connection, PgConnection, PgPool};
+use lease_tests::env;
+
+/// How many times a case cancels a commit, at most, for one cancel that lands after the
+/// commit (one that lands before it, in the check, fails the transaction: nothing committed).
+const ATTEMPTS: usize = 8;
+
+/// How long the canceller looks for the commit in flight.
+const LOOK_FOR: Duration = Duration::from_secs(5);
+
+/// A pool of one connection named `application`, whose commits sleep 100 ms (the most
+/// `commit_delay` takes) before their flush.
+async fn slow_commits(application: &str) -> PgPool {
+    let options: PgConnectOptions = env::postgres_url().parse().unwrap();
+    let options = options
+        .application_name(application)
+        .options([("commit_delay", "100000"), ("commit_siblings", "0")]);
+    PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(options)
+        .await
+        .unwrap()
+}
+
+/// Cancels the statement of the backend named `application` once it runs a message with a
+/// `COMMIT`, and answers whether it found one.
+async fn cancel_the_commit(watcher: &mut PgConnection, application: &str) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < LOOK_FOR {
+        let cancelled: Option<bool> = sqlx::query_scalar(
+            "SELECT pg_cancel_backend(pid) FROM pg_stat_activity \
+             WHERE application_name = $1 AND state = 'active' AND query LIKE '%COMMIT%'",
+        )
+        .bind(application)
+        .fetch_optional(&mut *watcher)
+        .await
+        .unwrap();
+        if cancelled == Some(true) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    false
+}
+
+/// How many rows of `table` hold `value`.
+async fn rows_of(watcher: &mut PgConnection, table: &str, value: i64) -> i64 {
+    sqlx::query_scalar(AssertSqlSafe(format!(
+        "SELECT count(*) FROM {table} WHERE value = $1"
+    )))
+    .bind(value)
+    .fetch_one(&mut *watcher)
+    .await
+    .unwrap()
+}
+
+/// Fails loudly where the server's commits cannot be made slow: `commit_delay` sleeps only
+/// where commits flush.
+async fn require_flushing_commits(watcher: &mut PgConnection) {
+    let fsync: String = sqlx::query_scalar("SHOW fsync")
+        .fetch_one(&mut *watcher)
+        .await
+        .unwrap();
+    assert_eq!(
+        fsync, "on",
+        "this case needs a PostgreSQL server that flushes its commits (fsync on), as the test \
+         server does"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenced_commit_cancelled_after_committing_answers_ok() {
+    let application = env::unique_table("lease_cancelled");
+    let pool = slow_commits(&application).await;
+    let mut watcher = PgConnection::connect(&env::postgres_url()).await.unwrap();
+    require_flushing_commits(&mut watcher).await;
+    let table = env::unique_table("lease_sqlx_cancel");
+    let notices = format!("{table}_notices");
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "CREATE TABLE {notices} (value BIGINT NOT NULL)"
+    )))
+    .execute(&mut watcher)
+    .await
+    .unwrap();
+    let store = SqlxStore::with_table(pool.clone(), &table).unwrap();
+    store.setup().await.unwrap();
+    let client = LeaseClient::new(store.clone(), TokioRuntime);
+    let guard = client.try_acquire("notices").await.unwrap().unwrap();
+
+    let mut after_the_commit = 0;
+    for value in 0..ATTEMPTS as i64 {
+        let insert = format!("INSERT INTO {notices} (value) VALUES ({value})");
+        let (written, found) = tokio::join!(
+            lease_sqlx::fenced(&store, &guard, async |tx| {
+                sqlx::raw_sql(AssertSqlSafe(insert))
+                    .execute(&mut *tx)
+                    .await?;
+                Ok::<_, BoxError>(())
+            }),
+            cancel_the_commit(&mut watcher, &application),
+        );
+        assert!(
+            found,
+            "no commit of the fenced transaction was seen in flight"
+        );
+        let committed = rows_of(&mut watcher, &notices, value).await == 1;
+        if committed {
+            after_the_commit += 1;
+            assert!(
+                written.is_ok(),
+                "fenced() answered {written:?} though its transaction committed"
+            );
+        } else {
+            assert!(
+                written.is_err(),
+                "fenced() answered Ok though nothing committed"
+            );
+        }
+        if after_the_commit > 0 {
+            break;
+        }
+    }
+    assert!(
+        after_the_commit > 0,
+        "no cancel in {ATTEMPTS} landed after a commit, so the case checked nothing"
+    );
+    assert!(guard.is_held(), "a cancelled commit cost the lease");
+
+    drop(guard);
+    client.shutdown(Duration::from_secs(5)).await;
+    pool.close().await;
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "DROP TABLE {notices}; DROP TABLE {table}"
+    )))
+    .execute(&mut watcher)
+    .await
+    .unwrap();
+}
+
+/// The control: the same cancel on a message of the same shape sent through sqlx, after an
+/// insert in a transaction of its own, answers an error while the insert committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_a_cancel_held_off_by_the_commit_fails_the_next_statement() {
+    let application = env::unique_table("lease_cancelled_control");
+    let pool = slow_commits(&application).await;
+    let mut watcher = PgConnection::connect(&env::postgres_url()).await.unwrap();
+    require_flushing_commits(&mut watcher).await;
+    let notices = env::unique_table("lease_sqlx_cancel_control");
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "CREATE TABLE {notices} (value BIGINT NOT NULL)"
+    )))
+    .execute(&mut watcher)
+    .await
+    .unwrap();
+
+    let mut after_the_commit = 0;
+    for value in 0..ATTEMPTS as i64 {
+        let mut connection = pool.acquire().await.unwrap();
+        sqlx::raw_sql(AssertSqlSafe(format!(
+            "BEGIN; INSERT INTO {notices} (value) VALUES ({value})"
+        )))
+        .execute(&mut *connection)
+        .await
+        .unwrap();
+        let (sent, found) = tokio::join!(
+            sqlx::raw_sql("SELECT 1;\nCOMMIT;\nBEGIN").execute(&mut *connection),
+            cancel_the_commit(&mut watcher, &application),
+        );
+        let _ = sqlx::raw_sql("ROLLBACK").execute(&mut *connection).await;
+        drop(connection);
+        assert!(found, "no commit was seen in flight");
+        // Not committed: the cancel landed in the `SELECT`; committed with `Ok`: it came once
+        // the message had ended, and the server let it go. Either way, cancel again.
+        if rows_of(&mut watcher, &notices, value).await == 1
+            && let Err(error) = sent
+        {
+            assert!(
+                error.to_string().contains("canceling statement"),
+                "the message failed for another reason than the cancel: {error}"
+            );
+            after_the_commit += 1;
+            break;
+        }
+    }
+    assert!(
+        after_the_commit > 0,
+        "no cancel in {ATTEMPTS} landed after a commit"
+    );
+
+    pool.close().await;
+    sqlx::raw_sql(AssertSqlSafe(format!("DROP TABLE {notices}")))
+        .execute(&mut watcher)
+        .await
+        .unwrap();
+}
