@@ -12,7 +12,9 @@ pub enum AfterCommit {
     /// whose transaction object will end a transaction itself and cannot be told otherwise.
     /// sqlx's `Transaction`, dropped, queues a `ROLLBACK` that goes out with the connection's
     /// next message (the pool's check when it takes the connection back): no round trip of
-    /// its own, and no warning from the server about a transaction that is not there.
+    /// its own, and no warning from the server about a transaction that is not there (but
+    /// where the `BEGIN` itself failed after the commit: see
+    /// [`CommitMessage`](crate::CommitMessage)).
     Begin,
 }
 

@@ -21,8 +21,9 @@ pub struct CommitMessage {
 }
 
 impl CommitMessage {
-    /// `sql`, `statements` statements (a compound statement counts as one, as the server
-    /// answers it) whose last is the `COMMIT`.
+    /// `sql`, `statements` statements whose last is the `COMMIT`. A compound statement counts
+    /// as one where it returns no result set, as the server then answers it once (MariaDB's
+    /// checks do not).
     pub(crate) fn new(sql: String, statements: usize) -> Self {
         Self { sql, statements }
     }

@@ -9,11 +9,12 @@
 //! transaction committed. Read as the commit's failure, that told the caller that nothing had
 //! committed (a transient error, which a caller retries: the job done twice).
 //!
-//! The commit is made slow with `commit_delay` (the sleep inside the commit before its flush,
-//! a superuser's setting, on the session of the pool's one connection), and the backend is
-//! cancelled while it sleeps. The control sends a message of the same shape through sqlx
-//! itself: it answers the cancel while its row committed, which shows that the case can see
-//! what it checks.
+//! The commit is made slow with `commit_delay` (the sleep inside the commit before its flush, a
+//! superuser's setting, on the session of the pool's one connection), and the backend is
+//! cancelled while it sleeps: on a private server whose commits flush (`fsync` and
+//! `synchronous_commit` on), reached as its superuser. The control sends a message of the same
+//! shape through sqlx itself: it answers the cancel while its row committed, which shows that
+//! the case can see what it checks.
 #![cfg(feature = "postgres")]
 
 use std::time::{Duration, Instant};
@@ -23,19 +24,43 @@ use lease_core::{BoxError, LeaseClient};
 use lease_sqlx::SqlxStore;
 use lease_sqlx::sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use lease_sqlx::sqlx::{self, AssertSqlSafe, Connection, PgConnection, PgPool};
-use lease_tests::env;
+use lease_tests::server::PostgresServer;
+use lease_tests::spans::SpanCapture;
 
 /// How many times a case cancels a commit, at most, for one cancel that lands after the
-/// commit (one that lands before it, in the check, fails the transaction: nothing committed).
+/// commit (one that lands before it, in the check, fails the transaction: nothing committed;
+/// one that lands once the message ended is let go by the server).
 const ATTEMPTS: usize = 8;
 
 /// How long the canceller looks for the commit in flight.
 const LOOK_FOR: Duration = Duration::from_secs(5);
 
-/// A pool of one connection named `application`, whose commits sleep 100 ms (the most
-/// `commit_delay` takes) before their flush.
-async fn slow_commits(application: &str) -> PgPool {
-    let options: PgConnectOptions = env::postgres_url().parse().unwrap();
+/// What the store logs when the statement after a fenced commit failed.
+const COMMITTED_THEN_FAILED: &str =
+    "fenced transaction committed; the statement after its COMMIT failed";
+
+/// The table the transactions insert into.
+const NOTICES: &str = "notices";
+
+/// A private server whose commits flush, so that `commit_delay` makes them sleep, with the
+/// table the transactions write, and a connection to watch it from.
+async fn flushing_server() -> (PostgresServer, PgConnection) {
+    let server = PostgresServer::start_with(&[("fsync", "on"), ("synchronous_commit", "on")])
+        .expect("a private PostgreSQL server (initdb and pg_ctl of the local installation)");
+    let mut watcher = PgConnection::connect(&server.url()).await.unwrap();
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "CREATE TABLE {NOTICES} (value BIGINT NOT NULL)"
+    )))
+    .execute(&mut watcher)
+    .await
+    .unwrap();
+    (server, watcher)
+}
+
+/// A pool of one connection to `server` named `application`, whose commits sleep 100 ms (the
+/// most `commit_delay` takes) before their flush.
+async fn slow_commits(server: &PostgresServer, application: &str) -> PgPool {
+    let options: PgConnectOptions = server.url().parse().unwrap();
     let options = options
         .application_name(application)
         .options([("commit_delay", "100000"), ("commit_siblings", "0")]);
@@ -67,53 +92,33 @@ async fn cancel_the_commit(watcher: &mut PgConnection, application: &str) -> boo
     false
 }
 
-/// How many rows of `table` hold `value`.
-async fn rows_of(watcher: &mut PgConnection, table: &str, value: i64) -> i64 {
-    sqlx::query_scalar(AssertSqlSafe(format!(
-        "SELECT count(*) FROM {table} WHERE value = $1"
+/// Whether a row holding `value` committed.
+async fn committed(watcher: &mut PgConnection, value: i64) -> bool {
+    let rows: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+        "SELECT count(*) FROM {NOTICES} WHERE value = $1"
     )))
     .bind(value)
     .fetch_one(&mut *watcher)
     .await
-    .unwrap()
-}
-
-/// Fails loudly where the server's commits cannot be made slow: `commit_delay` sleeps only
-/// where commits flush.
-async fn require_flushing_commits(watcher: &mut PgConnection) {
-    let fsync: String = sqlx::query_scalar("SHOW fsync")
-        .fetch_one(&mut *watcher)
-        .await
-        .unwrap();
-    assert_eq!(
-        fsync, "on",
-        "this case needs a PostgreSQL server that flushes its commits (fsync on), as the test \
-         server does"
-    );
+    .unwrap();
+    rows == 1
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fenced_commit_cancelled_after_committing_answers_ok() {
-    let application = env::unique_table("lease_cancelled");
-    let pool = slow_commits(&application).await;
-    let mut watcher = PgConnection::connect(&env::postgres_url()).await.unwrap();
-    require_flushing_commits(&mut watcher).await;
-    let table = env::unique_table("lease_sqlx_cancel");
-    let notices = format!("{table}_notices");
-    sqlx::raw_sql(AssertSqlSafe(format!(
-        "CREATE TABLE {notices} (value BIGINT NOT NULL)"
-    )))
-    .execute(&mut watcher)
-    .await
-    .unwrap();
-    let store = SqlxStore::with_table(pool.clone(), &table).unwrap();
+    let (server, mut watcher) = flushing_server().await;
+    let application = "lease_cancelled";
+    let pool = slow_commits(&server, application).await;
+    let store = SqlxStore::new(pool.clone());
     store.setup().await.unwrap();
     let client = LeaseClient::new(store.clone(), TokioRuntime);
     let guard = client.try_acquire("notices").await.unwrap().unwrap();
+    let capture = SpanCapture::new();
+    let _default = tracing::subscriber::set_default(capture.clone());
 
     let mut after_the_commit = 0;
     for value in 0..ATTEMPTS as i64 {
-        let insert = format!("INSERT INTO {notices} (value) VALUES ({value})");
+        let insert = format!("INSERT INTO {NOTICES} (value) VALUES ({value})");
         let (written, found) = tokio::join!(
             lease_sqlx::fenced(&store, &guard, async |tx| {
                 sqlx::raw_sql(AssertSqlSafe(insert))
@@ -121,15 +126,13 @@ async fn fenced_commit_cancelled_after_committing_answers_ok() {
                     .await?;
                 Ok::<_, BoxError>(())
             }),
-            cancel_the_commit(&mut watcher, &application),
+            cancel_the_commit(&mut watcher, application),
         );
         assert!(
             found,
             "no commit of the fenced transaction was seen in flight"
         );
-        let committed = rows_of(&mut watcher, &notices, value).await == 1;
-        if committed {
-            after_the_commit += 1;
+        if committed(&mut watcher, value).await {
             assert!(
                 written.is_ok(),
                 "fenced() answered {written:?} though its transaction committed"
@@ -140,6 +143,17 @@ async fn fenced_commit_cancelled_after_committing_answers_ok() {
                 "fenced() answered Ok though nothing committed"
             );
         }
+        // Counted where the cancel failed the statement after the commit, not where it came
+        // once the message had ended.
+        after_the_commit = capture
+            .events(tracing::Level::WARN)
+            .iter()
+            .filter(|event| {
+                event
+                    .get("message")
+                    .is_some_and(|message| message == COMMITTED_THEN_FAILED)
+            })
+            .count();
         if after_the_commit > 0 {
             break;
         }
@@ -153,49 +167,35 @@ async fn fenced_commit_cancelled_after_committing_answers_ok() {
     drop(guard);
     client.shutdown(Duration::from_secs(5)).await;
     pool.close().await;
-    sqlx::raw_sql(AssertSqlSafe(format!(
-        "DROP TABLE {notices}; DROP TABLE {table}"
-    )))
-    .execute(&mut watcher)
-    .await
-    .unwrap();
 }
 
 /// The control: the same cancel on a message of the same shape sent through sqlx, after an
 /// insert in a transaction of its own, answers an error while the insert committed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn control_a_cancel_held_off_by_the_commit_fails_the_next_statement() {
-    let application = env::unique_table("lease_cancelled_control");
-    let pool = slow_commits(&application).await;
-    let mut watcher = PgConnection::connect(&env::postgres_url()).await.unwrap();
-    require_flushing_commits(&mut watcher).await;
-    let notices = env::unique_table("lease_sqlx_cancel_control");
-    sqlx::raw_sql(AssertSqlSafe(format!(
-        "CREATE TABLE {notices} (value BIGINT NOT NULL)"
-    )))
-    .execute(&mut watcher)
-    .await
-    .unwrap();
+    let (server, mut watcher) = flushing_server().await;
+    let application = "lease_cancelled_control";
+    let pool = slow_commits(&server, application).await;
 
     let mut after_the_commit = 0;
     for value in 0..ATTEMPTS as i64 {
         let mut connection = pool.acquire().await.unwrap();
         sqlx::raw_sql(AssertSqlSafe(format!(
-            "BEGIN; INSERT INTO {notices} (value) VALUES ({value})"
+            "BEGIN; INSERT INTO {NOTICES} (value) VALUES ({value})"
         )))
         .execute(&mut *connection)
         .await
         .unwrap();
         let (sent, found) = tokio::join!(
             sqlx::raw_sql("SELECT 1;\nCOMMIT;\nBEGIN").execute(&mut *connection),
-            cancel_the_commit(&mut watcher, &application),
+            cancel_the_commit(&mut watcher, application),
         );
         let _ = sqlx::raw_sql("ROLLBACK").execute(&mut *connection).await;
         drop(connection);
         assert!(found, "no commit was seen in flight");
         // Not committed: the cancel landed in the `SELECT`; committed with `Ok`: it came once
         // the message had ended, and the server let it go. Either way, cancel again.
-        if rows_of(&mut watcher, &notices, value).await == 1
+        if committed(&mut watcher, value).await
             && let Err(error) = sent
         {
             assert!(
@@ -210,10 +210,5 @@ async fn control_a_cancel_held_off_by_the_commit_fails_the_next_statement() {
         after_the_commit > 0,
         "no cancel in {ATTEMPTS} landed after a commit"
     );
-
     pool.close().await;
-    sqlx::raw_sql(AssertSqlSafe(format!("DROP TABLE {notices}")))
-        .execute(&mut watcher)
-        .await
-        .unwrap();
 }
