@@ -381,18 +381,18 @@ async fn run_campaign(
                 leader.attempted.fire();
                 // No strong reference while leading, so dropping the last `Leader` stops this.
                 drop(leader);
-                let term = Term(Some(guard));
+                let mut term = Term::new(guard, Arc::clone(&working));
                 let ended = events.until_stopped(term.lost()).await;
                 // The term ends: no lease from now on, then the work that ran under it (see
                 // `Leader::lease_for_work`).
                 if let Some(leader) = shared.upgrade() {
                     leader.set(None);
                 }
-                let work = TermWork(std::mem::take(&mut *lock(&working)));
+                term.take_work();
                 match ended {
                     Ok(reason) => {
                         tracing::info!(lease = %name, %reason, "leadership lost; campaigning again");
-                        term.end_lost(work.stopped(&clock, store_timeout).await);
+                        term.end_lost(&clock, store_timeout).await;
                         retry
                     }
                     Err(resigned) => {
@@ -402,7 +402,7 @@ async fn run_campaign(
                         } else {
                             LossReason::Resigned
                         };
-                        match term.give_back(reason, work, &clock, store_timeout).await {
+                        match term.give_back(reason, &clock, store_timeout).await {
                             Err(error) => {
                                 tracing::warn!(lease = %name, error = %crate::ErrorChain(&error), "leadership not given back on resign");
                             }
@@ -452,20 +452,42 @@ async fn run_campaign(
     drop(token);
 }
 
-/// The guard of the term a campaign leads in. Dropped with the campaign's future before the
-/// term ended (a task aborted, a runtime shut down, the future of `campaign_on_this_task` let
-/// go), it tells the term's lease handles that the leadership is given back
-/// ([`LossReason::Resigned`]), and the guard then releases the lease in the background, as a
-/// dropped guard does.
-struct Term(Option<LeaseGuard>);
+/// The guard of the term a campaign leads in, and the work under it. Dropped with the
+/// campaign's future before the term ended, or while it waited for the work (a task aborted, a
+/// runtime shut down, the future of `campaign_on_this_task` let go), it tells the term's lease
+/// handles that the leadership is given back ([`LossReason::Resigned`]); the guard then
+/// releases the lease in the background, as a dropped guard does, unless a piece of the work
+/// under the term has not stopped: nobody is left to wait for it, so the lease lapses after its
+/// TTL rather than be freed under it.
+struct Term {
+    guard: Option<LeaseGuard>,
+    /// Where work under the term is registered while it runs (`Leader::lease_for_work`).
+    working: Working,
+    /// The work taken from `working` as the term ends ([`take_work`](Term::take_work)).
+    work: TermWork,
+}
 
 impl Term {
+    fn new(guard: LeaseGuard, working: Working) -> Self {
+        Self {
+            guard: Some(guard),
+            working,
+            work: TermWork(Vec::new()),
+        }
+    }
+
     /// Completes when the term's lease is lost.
     async fn lost(&self) -> LossReason {
-        match &self.0 {
+        match &self.guard {
             Some(guard) => guard.lost().await,
             None => future::pending().await,
         }
+    }
+
+    /// Takes the work registered under the term, to wait for it: called once no more can be
+    /// (the term's lease is no longer handed out).
+    fn take_work(&mut self) {
+        self.work.0.append(&mut lock(&self.working));
     }
 
     /// Gives the leadership back: the term's lease handles are told `reason`; once the work
@@ -474,47 +496,51 @@ impl Term {
     /// While work may still run, the lease is renewed once as the wait begins (the renewer
     /// renews no lease given back): with little of its TTL left, it would otherwise lapse
     /// within the wait, and the next leader's work would run beside the work still running.
+    ///
+    /// The guard stays in the term while it waits: dropped then, the term lets the lease lapse
+    /// under work that has not stopped.
     async fn give_back(
         mut self,
         reason: LossReason,
-        mut work: TermWork,
         clock: &Clock,
         bound: std::time::Duration,
     ) -> Result<bool, Error> {
-        let Some(guard) = self.0.take() else {
-            return Ok(true);
+        let stopped = match &self.guard {
+            None => return Ok(true),
+            Some(guard) => {
+                let lost = guard.mark_given_back(reason);
+                if !self.work.running() {
+                    true
+                } else if lost.is_some() {
+                    // A lease lost first is not renewed (a loss is never taken back), but the
+                    // row may still be ours: waited for all the same.
+                    self.work.stopped(clock, bound).await
+                } else {
+                    future::join(guard.renew_given_back(), self.work.stopped(clock, bound))
+                        .await
+                        .1
+                }
+            }
         };
-        let lost = guard.mark_given_back(reason);
-        let stopped = if !work.running() {
-            true
-        } else if lost.is_some() {
-            // A lease lost first is not renewed (a loss is never taken back), but the row may
-            // still be ours: waited for all the same.
-            work.stopped(clock, bound).await
-        } else {
-            future::join(guard.renew_given_back(), work.stopped(clock, bound))
-                .await
-                .1
-        };
-        if stopped {
-            guard.give_back(reason).await.map(|()| true)
-        } else {
-            guard.leave_to_lapse();
-            Ok(false)
+        match self.guard.take() {
+            Some(guard) if stopped => guard.give_back(reason).await.map(|()| true),
+            Some(guard) => {
+                guard.leave_to_lapse();
+                Ok(false)
+            }
+            None => Ok(true),
         }
     }
 
-    /// Ends a term whose lease was lost: dropped once the work under it has stopped (`stopped`),
-    /// the guard frees a lease whose deadline passed, as a dropped guard does; work that did
-    /// not stop keeps it from being freed: it lapses after its TTL.
-    fn end_lost(mut self, stopped: bool) {
-        let Some(guard) = self.0.take() else {
-            return;
-        };
-        if stopped {
-            drop(guard);
-        } else {
-            guard.leave_to_lapse();
+    /// Ends a term whose lease was lost, once the work under it has stopped (waited for at most
+    /// `bound`): dropped then, the guard frees a lease whose deadline passed, as a dropped guard
+    /// does; work that did not stop keeps it from being freed: it lapses after its TTL.
+    async fn end_lost(mut self, clock: &Clock, bound: std::time::Duration) {
+        let stopped = self.work.stopped(clock, bound).await;
+        match self.guard.take() {
+            Some(guard) if stopped => drop(guard),
+            Some(guard) => guard.leave_to_lapse(),
+            None => {}
         }
     }
 }
@@ -544,11 +570,12 @@ impl TermWork {
 
     /// Waits, at most `bound`, until every piece of the work has stopped (been dropped, told
     /// the term ended): whether it has. Work in a synchronous step stops only once the step is
-    /// over.
-    async fn stopped(self, clock: &Clock, bound: std::time::Duration) -> bool {
+    /// over. The pieces stay here while it waits, so that a wait dropped half-way leaves those
+    /// still running for [`running`](TermWork::running) to see.
+    async fn stopped(&mut self, clock: &Clock, bound: std::time::Duration) -> bool {
         self.0.is_empty()
             || clock
-                .timeout(bound, future::join_all(self.0))
+                .timeout(bound, future::join_all(self.0.iter_mut()))
                 .await
                 .is_some()
     }
@@ -556,9 +583,13 @@ impl TermWork {
 
 impl Drop for Term {
     fn drop(&mut self) {
-        if let Some(guard) = self.0.take() {
+        if let Some(guard) = self.guard.take() {
             // A term already lost keeps its reason.
             guard.mark_given_back(LossReason::Resigned);
+            self.take_work();
+            if self.work.running() {
+                guard.leave_to_lapse();
+            }
         }
     }
 }

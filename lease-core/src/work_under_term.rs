@@ -19,8 +19,11 @@ use crate::guard::{LeaseHandle, WorkRunning};
 /// wait begins, so that a lease with little of its TTL left does not lapse within the wait;
 /// after that it is no longer renewed), so work blocked longer than that still runs beside the
 /// next leader's. A term that ended by a loss is not renewed: its lease may be gone already. A campaign whose future is
-/// dropped (its task aborted, its runtime shut down) cannot wait: its lease is released in the
-/// background, as a dropped guard's is. Work that ends the leadership itself
+/// dropped (its task aborted, its runtime shut down, the future of
+/// [`campaign_on_this_task`](crate::LeaseClient::campaign_on_this_task) let go by a `select!`),
+/// during the term or while it waits, cannot wait: with work under the term not stopped, its
+/// lease is left to lapse one TTL after its last renewal (without, it is released in the
+/// background, as a dropped guard's is). Work that ends the leadership itself
 /// ([`resign`](crate::Leader::resign), the client's shutdown) drops this first, or the
 /// campaign waits the store timeout for it and leaves the lease to lapse.
 #[must_use = "the term's lease is freed as soon as this is dropped"]

@@ -343,6 +343,10 @@ enum GiveBack {
     Resign,
     /// The last `Leader` dropped, which ends the campaign too.
     DropLeader,
+    /// The campaign's future dropped (its task aborted), with nobody left to wait for the work.
+    DropCampaign,
+    /// A resignation, then, while the campaign waits for the work, its future dropped.
+    ResignThenDropCampaign,
 }
 
 /// How soon after its work stopped a released term's lease is taken. A lease left to lapse
@@ -369,7 +373,8 @@ async fn taken_during_a_blocking_step(
     give_back: GiveBack,
 ) -> Taken {
     let client = common::lapsing_client(store.clone(), Duration::from_secs(2));
-    let leader = client.campaign("alerts").unwrap();
+    let (leader, campaign) = client.campaign_on_this_task("alerts").unwrap();
+    let campaign = tokio::spawn(campaign);
     let mut changes = leader.changes();
     assert_eq!(changes.next().await, Some(true));
     let (lease, working) = match leader.lease_for_work() {
@@ -400,6 +405,17 @@ async fn taken_during_a_blocking_step(
         match give_back {
             GiveBack::Resign => leader.resign().await,
             GiveBack::DropLeader => drop(leader),
+            GiveBack::DropCampaign | GiveBack::ResignThenDropCampaign => {
+                if matches!(give_back, GiveBack::ResignThenDropCampaign) {
+                    let resigning = leader.clone().resign();
+                    let waited = tokio::time::timeout(Duration::from_millis(100), resigning).await;
+                    assert!(waited.is_err(), "the resignation did not wait for the work");
+                }
+                campaign.abort();
+                // Kept until the campaign's future is gone: dropped first, it would end it.
+                let _ = campaign.await;
+                drop(leader);
+            }
         }
     });
     let during =
@@ -441,6 +457,31 @@ async fn the_release_waits_for_work_under_the_term() {
             Taken::DuringTheStep
         ),
         "the control, which does not hold the term's work, was waited for too"
+    );
+}
+
+/// The campaign's future dropped while work under its term runs a blocking step (its task
+/// aborted, `campaign_on_this_task` raced in a `select!` another branch won), during the term
+/// or while a resignation waits for the work: nobody is left to wait for it, so the lease is
+/// left to lapse rather than released under it, and no other instance leads during the step.
+/// Before, the dropped term released it at once. The control, whose work holds only the lease,
+/// is released at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_campaign_leaves_the_lease_of_running_work_to_lapse() {
+    for give_back in [GiveBack::DropCampaign, GiveBack::ResignThenDropCampaign] {
+        let taken = taken_during_a_blocking_step(tokio_memory(), true, give_back).await;
+        assert!(
+            matches!(taken, Taken::After(_)),
+            "{give_back:?}: another instance led while the work under the dropped campaign's \
+             term ran"
+        );
+    }
+    assert!(
+        matches!(
+            taken_during_a_blocking_step(tokio_memory(), false, GiveBack::DropCampaign).await,
+            Taken::DuringTheStep
+        ),
+        "the control, which does not hold the term's work, was not released at once"
     );
 }
 
