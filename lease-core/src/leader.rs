@@ -170,6 +170,11 @@ impl Leader {
             return None;
         }
         let mut running = lock(&self.shared.working);
+        // A term dropped with the campaign's future marks its lease given back before it takes
+        // the work: read again under this lock, a lease still held means the term takes it.
+        if !lease.is_held() {
+            return None;
+        }
         // Work that stopped under this term is forgotten here, not only when the term ends.
         TermWork::forget_stopped(&mut running);
         running.push(stopped);
