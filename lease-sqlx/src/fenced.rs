@@ -44,7 +44,9 @@ use crate::{NestedTransaction, SqlxDatabase, SqlxExecutor, SqlxStore};
 /// `transaction` rolls back with the connection's next message: at once for a pooled connection
 /// (the pool checks it when it takes it back), at your next statement for a connection of your
 /// own, which until then counts as idle in a transaction (mind PostgreSQL's
-/// `idle_in_transaction_session_timeout` there).
+/// `idle_in_transaction_session_timeout` there). Where that `BEGIN` failed after the commit
+/// (PostgreSQL raises a cancel it held off while it committed at the next statement), the
+/// commit is answered as done, and logged; the connection then holds no transaction.
 ///
 /// The connection is yours, so closing it is too. When the server refuses the check as
 /// read-only (the error's [`store_error_kind`](Error::store_error_kind) is
