@@ -13,7 +13,7 @@ use crate::client::AnsweredLate;
 use crate::clock::{Clock, ticks};
 use crate::guard::{LeaseGuard, LeaseHandle};
 use crate::handover;
-use crate::shutdown::Token;
+use crate::shutdown::{Shutdown, Token};
 use crate::signal::Signal;
 use crate::{Error, Fence, LeaseClient, LeaseName, LossReason, WorkUnderTerm};
 
@@ -386,7 +386,7 @@ async fn run_campaign(
                 leader.attempted.fire();
                 // No strong reference while leading, so dropping the last `Leader` stops this.
                 drop(leader);
-                let mut term = Term::new(guard, Arc::clone(&working));
+                let mut term = Term::new(guard, Arc::clone(&working), token.shutdown());
                 let ended = events.until_stopped(term.lost()).await;
                 // The term ends: no lease from now on, then the work that ran under it (see
                 // `Leader::lease_for_work`).
@@ -463,21 +463,24 @@ async fn run_campaign(
 /// handles that the leadership is given back ([`LossReason::Resigned`]); the guard then
 /// releases the lease in the background, as a dropped guard does, unless a piece of the work
 /// under the term has not stopped: nobody is left to wait for it, so the lease lapses after its
-/// TTL rather than be freed under it.
-struct Term {
+/// TTL rather than be freed under it (counted by a shutdown under way as a lease that lapsed).
+struct Term<'a> {
     guard: Option<LeaseGuard>,
     /// Where work under the term is registered while it runs (`Leader::lease_for_work`).
     working: Working,
     /// The work taken from `working` as the term ends ([`take_work`](Term::take_work)).
     work: TermWork,
+    /// The client's shutdown, which counts a lease left to lapse.
+    shutdown: &'a Shutdown,
 }
 
-impl Term {
-    fn new(guard: LeaseGuard, working: Working) -> Self {
+impl<'a> Term<'a> {
+    fn new(guard: LeaseGuard, working: Working, shutdown: &'a Shutdown) -> Self {
         Self {
             guard: Some(guard),
             working,
             work: TermWork(Vec::new()),
+            shutdown,
         }
     }
 
@@ -586,7 +589,7 @@ impl TermWork {
     }
 }
 
-impl Drop for Term {
+impl Drop for Term<'_> {
     fn drop(&mut self) {
         if let Some(guard) = self.guard.take() {
             // A term already lost keeps its reason.
@@ -594,6 +597,9 @@ impl Drop for Term {
             self.take_work();
             if self.work.running() {
                 guard.leave_to_lapse();
+                if self.shutdown.is_closing() {
+                    self.shutdown.record_lapsed();
+                }
             }
         }
     }

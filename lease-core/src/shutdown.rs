@@ -225,13 +225,13 @@ impl Shutdown {
         self.record(|tally| tally.resigned += 1);
     }
 
-    /// Counts `count` guards the shutdown released by force.
     /// Counts a lease left to lapse, not given back, under work that did not stop: as a
     /// release that failed, whose lease lapses too.
     pub(crate) fn record_lapsed(&self) {
         self.record(|tally| tally.failed += 1);
     }
 
+    /// Counts `count` guards the shutdown released by force.
     pub(crate) fn record_forced(&self, count: usize) {
         self.record(|tally| tally.forced += count);
     }

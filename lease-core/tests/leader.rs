@@ -530,6 +530,35 @@ async fn a_shutdown_leaves_a_term_with_work_to_its_campaign_which_releases_it() 
     );
 }
 
+/// A campaign whose future is dropped while the client's shutdown waits for its term's work
+/// (the work still running) leaves the lease to lapse, and the shutdown's report counts it as a
+/// lease not given back: the report is not clean.
+#[tokio::test(start_paused = true)]
+async fn a_campaign_dropped_in_a_shutdown_counts_the_lease_it_leaves_to_lapse() {
+    let client = fast_client(tokio_memory());
+    let (leader, campaign) = client.campaign_on_this_task("alerts").unwrap();
+    let campaign = tokio::spawn(campaign);
+    let mut changes = leader.changes();
+    assert_eq!(changes.next().await, Some(true));
+    let (lease, working) = leader.lease_for_work().expect("leading");
+    let shutting_down = tokio::spawn({
+        let client = client.clone();
+        async move { client.shutdown(Duration::from_secs(30)).await }
+    });
+    // The work is told, and goes on; the campaign waits for it, and its future is dropped.
+    assert_eq!(lease.lost().await, LossReason::ShutDown);
+    campaign.abort();
+    let _ = campaign.await;
+    let report = shutting_down.await.unwrap();
+    drop(working);
+    assert_eq!(
+        (report.resigned, report.failed),
+        (0, 1),
+        "the lease left to lapse was not counted: {report:?}"
+    );
+    assert!(!report.is_clean());
+}
+
 /// A campaign whose acquisition is answered past its deadline gives that lease back as never
 /// held and campaigns on: no term begins, and no loss is counted or logged for it (a loss alert
 /// would fire for a leadership nobody had). Then it leads.
