@@ -592,12 +592,13 @@ impl TermWork {
 impl Drop for Term<'_> {
     fn drop(&mut self) {
         if let Some(guard) = self.guard.take() {
-            // A term already lost keeps its reason.
-            guard.mark_given_back(LossReason::Resigned);
+            // A term already lost keeps its reason, and is not counted as a lease not given
+            // back, as a lost term's end is not.
+            let lost_first = guard.mark_given_back(LossReason::Resigned).is_some();
             self.take_work();
             if self.work.running() {
                 guard.leave_to_lapse();
-                if self.shutdown.is_closing() {
+                if !lost_first && self.shutdown.is_closing() {
                     self.shutdown.record_lapsed();
                 }
             }

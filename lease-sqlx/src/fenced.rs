@@ -108,7 +108,9 @@ where
 
 /// Ends `transaction` after its fenced commit answered `committed`. Committed, the dropped
 /// transaction queues the `ROLLBACK` of the empty transaction the message began after its
-/// commit, which holds nothing; sqlx sends it with the connection's next message. Refused, it is
+/// commit, which holds nothing; sqlx sends it with the connection's next message (where that
+/// `BEGIN` failed after the commit, there is no transaction, and PostgreSQL answers the
+/// `ROLLBACK` with a warning). Refused, it is
 /// rolled back at once: on MariaDB, a check that found the lease taken over keeps a lock on the
 /// new holder's row (`REPEATABLE READ` keeps the locks of the rows it read) until then, and a
 /// connection the caller keeps may send nothing for a while. With the answer lost, the

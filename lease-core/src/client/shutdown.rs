@@ -31,8 +31,10 @@ pub struct ShutdownReport {
     /// Guards whose owners had not released them by the end of the grace period, released by the
     /// shutdown itself; they are now lost with [`LossReason::ShutDown`].
     pub forced: usize,
-    /// Releases the store failed or did not answer in time, and leases of a leader schedule's
-    /// round that did not stop in time, left to lapse: those leases lapse after their TTL.
+    /// Releases the store failed or did not answer in time, and leases of a leadership whose
+    /// work did not stop in time (a leader schedule's round, work holding a
+    /// [`WorkUnderTerm`](crate::WorkUnderTerm), also when the campaign's future was dropped
+    /// meanwhile), left to lapse: those leases lapse after their TTL.
     pub failed: usize,
     /// Calls and release statements still running when the shutdown stopped waiting for them
     /// (a store that hangs), and work that did not stop when cancelled (in a blocking call):
