@@ -17,91 +17,35 @@
 //! the case can see what it checks.
 #![cfg(feature = "postgres")]
 
-use std::time::{Duration, Instant};
+#[path = "support/cancelled_commit.rs"]
+mod cancelled_commit;
 
+use std::time::Duration;
+
+use cancelled_commit::{
+    ATTEMPTS, NOTICES, SLOW_COMMITS, cancel_the_commit, committed, flushing_server,
+};
 use lease_core::runtime::TokioRuntime;
 use lease_core::{BoxError, LeaseClient};
 use lease_sqlx::SqlxStore;
 use lease_sqlx::sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use lease_sqlx::sqlx::{self, AssertSqlSafe, Connection, PgConnection, PgPool};
+use lease_sqlx::sqlx::{self, AssertSqlSafe, PgPool};
 use lease_tests::server::PostgresServer;
 use lease_tests::spans::SpanCapture;
-
-/// How many times a case cancels a commit, at most, for one cancel that lands after the
-/// commit (one that lands before it, in the check, fails the transaction: nothing committed;
-/// one that lands once the message ended is let go by the server).
-const ATTEMPTS: usize = 8;
-
-/// How long the canceller looks for the commit in flight.
-const LOOK_FOR: Duration = Duration::from_secs(5);
 
 /// What the store logs when the statement after a fenced commit failed.
 const COMMITTED_THEN_FAILED: &str =
     "fenced transaction committed; the statement after its COMMIT failed";
 
-/// The table the transactions insert into.
-const NOTICES: &str = "notices";
-
-/// A private server whose commits flush, so that `commit_delay` makes them sleep, with the
-/// table the transactions write, and a connection to watch it from.
-async fn flushing_server() -> (PostgresServer, PgConnection) {
-    let server = PostgresServer::start_with(&[("fsync", "on"), ("synchronous_commit", "on")])
-        .expect("a private PostgreSQL server (initdb and pg_ctl of the local installation)");
-    let mut watcher = PgConnection::connect(&server.url()).await.unwrap();
-    sqlx::raw_sql(AssertSqlSafe(format!(
-        "CREATE TABLE {NOTICES} (value BIGINT NOT NULL)"
-    )))
-    .execute(&mut watcher)
-    .await
-    .unwrap();
-    (server, watcher)
-}
-
-/// A pool of one connection to `server` named `application`, whose commits sleep 100 ms (the
-/// most `commit_delay` takes) before their flush.
+/// A pool of one connection to `server` named `application`, whose commits are slow.
 async fn slow_commits(server: &PostgresServer, application: &str) -> PgPool {
     let options: PgConnectOptions = server.url().parse().unwrap();
-    let options = options
-        .application_name(application)
-        .options([("commit_delay", "100000"), ("commit_siblings", "0")]);
+    let options = options.application_name(application).options(SLOW_COMMITS);
     PgPoolOptions::new()
         .max_connections(1)
         .connect_with(options)
         .await
         .unwrap()
-}
-
-/// Cancels the statement of the backend named `application` once it runs a message with a
-/// `COMMIT`, and answers whether it found one.
-async fn cancel_the_commit(watcher: &mut PgConnection, application: &str) -> bool {
-    let started = Instant::now();
-    while started.elapsed() < LOOK_FOR {
-        let cancelled: Option<bool> = sqlx::query_scalar(
-            "SELECT pg_cancel_backend(pid) FROM pg_stat_activity \
-             WHERE application_name = $1 AND state = 'active' AND query LIKE '%COMMIT%'",
-        )
-        .bind(application)
-        .fetch_optional(&mut *watcher)
-        .await
-        .unwrap();
-        if cancelled == Some(true) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-    false
-}
-
-/// Whether a row holding `value` committed.
-async fn committed(watcher: &mut PgConnection, value: i64) -> bool {
-    let rows: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
-        "SELECT count(*) FROM {NOTICES} WHERE value = $1"
-    )))
-    .bind(value)
-    .fetch_one(&mut *watcher)
-    .await
-    .unwrap();
-    rows == 1
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
