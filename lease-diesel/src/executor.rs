@@ -6,8 +6,9 @@ use std::future::Future;
 
 use diesel::QueryResult;
 use lease_core::{BoxError, ReleaseEvents, StoreErrorKind, async_trait};
-use lease_sql::{Dialect, Execute, ExecuteOn, LeaseRow, OnConnection, PoolState, Query};
+use lease_sql::{Diagnoses, Dialect, Execute, ExecuteOn, LeaseRow, OnConnection, PoolState, Query};
 
+use crate::acquire::why_none;
 use crate::connection::LeaseTuple;
 use crate::error_kind::error_kind;
 use crate::finish::{Abandoned, Finish};
@@ -23,24 +24,36 @@ use crate::{DieselConnection, DieselPool};
 #[derive(Clone)]
 pub struct DieselExecutor<P> {
     pool: P,
+    /// Why the pool gave no connection, one wait at a time (bb8).
+    diagnoses: Diagnoses,
 }
 
 impl<P: DieselPool> DieselExecutor<P> {
     /// Statements on `pool`.
     pub fn new(pool: P) -> Self {
-        Self { pool }
+        Self {
+            pool,
+            diagnoses: Diagnoses::default(),
+        }
     }
 
     /// Takes a connection and runs `query` on it, reading the answer as `R`.
     async fn run<R: Answer>(&self, query: OwnedQuery, failed: AfterError) -> Result<R, BoxError> {
         let pool = self.pool.clone();
+        let diagnoses = self.diagnoses.clone();
         let abandoned = Abandoned::default();
         let caller = abandoned.clone();
         // A server may fall silent under a statement; SQLite, in process, does not.
         let limit = (<P::Connection as DieselConnection>::DIALECT != Dialect::Sqlite)
             .then_some(crate::finish::BACKGROUND_LIMIT);
         Finish::new(abandoned, limit, async move {
-            let mut connection = pool.connection().await?;
+            let mut connection = match pool.connection().await {
+                Ok(connection) => connection,
+                Err(error) => {
+                    let diagnosed = why_none(error, &diagnoses, &caller, pool.dedicated());
+                    return Err(diagnosed.await);
+                }
+            };
             if caller.get() {
                 return Err("the caller stopped waiting before the statement was sent".into());
             }

@@ -49,6 +49,14 @@ impl Abandoned {
     fn set(&self) {
         self.0.store(true, Ordering::Release);
     }
+
+    /// One whose caller stopped waiting, for tests.
+    #[cfg(test)]
+    pub(crate) fn after_the_caller_left() -> Self {
+        let abandoned = Self::default();
+        abandoned.set();
+        abandoned
+    }
 }
 
 /// A statement's future, polled by its caller; see the module docs.

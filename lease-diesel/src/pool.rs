@@ -26,9 +26,9 @@ pub trait DieselPool: sealed::Sealed + Clone + Send + Sync + 'static {
     #[doc(hidden)]
     const KIND: &'static str;
 
-    /// Takes a connection, waiting as the pool is configured to. When bb8 times out, a
-    /// connection made outside the pool gives the reason where the server refuses it
-    /// (`acquire::why_none`).
+    /// Takes a connection, waiting as the pool is configured to. When bb8 times out it answers
+    /// `acquire::TimedOut`, which the store diagnoses (`acquire::Diagnoses`: a connection made
+    /// outside the pool gives the reason where the server refuses it).
     #[doc(hidden)]
     fn connection(&self) -> impl Future<Output = Result<Self::Pooled, BoxError>> + Send;
 
@@ -105,11 +105,9 @@ macro_rules! diesel_pools {
                 async move {
                     match self.get_owned().await {
                         Err(timed_out @ diesel_async::pooled_connection::bb8::RunError::TimedOut) => {
-                            Err($crate::acquire::why_none(
+                            Err(lease_core::BoxError::from($crate::acquire::TimedOut(
                                 timed_out.into(),
-                                $crate::DieselPool::dedicated(self),
-                            )
-                            .await)
+                            )))
                         }
                         got => got.map_err(Into::into),
                     }

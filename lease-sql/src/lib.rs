@@ -6,6 +6,7 @@ mod after_commit;
 mod batch_failed;
 mod commit_message;
 mod database_error;
+mod diagnoses;
 mod dialect;
 mod ended_probe;
 mod error_kind;
@@ -38,6 +39,7 @@ pub use after_commit::AfterCommit;
 pub use batch_failed::BatchFailed;
 pub use commit_message::CommitMessage;
 pub use database_error::DatabaseError;
+pub use diagnoses::Diagnoses;
 pub use dialect::Dialect;
 pub use ended_probe::EndedProbe;
 pub use error_kind::{

@@ -4,13 +4,14 @@
 //! sqlx's pool retries a connection the server refuses (it is down, or still starting) until its
 //! acquire timeout, and then answers only `PoolTimedOut`: the answer it also gives when every
 //! connection it has is in use. At 3 a.m. the two call for different fixes, so when the pool
-//! gives none, one connection made on its own tells them apart; and a pool is opened only
-//! after one connection made on its own, so a service that cannot start says why at once
-//! rather than after the pool's 30 s.
+//! gives none, one connection made on its own tells them apart (one at a time for a store:
+//! [`Diagnoses`]); and a pool is opened only after one connection made on its own, so a
+//! service that cannot start says why at once rather than after the pool's 30 s.
 
 use std::future::Future;
 use std::time::Duration;
 
+use lease_sql::Diagnoses;
 use sqlx::pool::{PoolConnection, PoolOptions};
 use sqlx::{ConnectOptions, Connection, Database, Pool};
 
@@ -24,12 +25,14 @@ const DIAGNOSIS_TIMEOUT: Duration = Duration::from_secs(1);
 /// (within a second) gives the reason instead where it fails: the server's refusal
 /// (`Connection refused`), or its answer while starting up. Where it succeeds, the server
 /// accepts connections and the pool's were all in use: `PoolTimedOut` stands. Either way a
-/// [`NoConnection`]: no statement went out.
+/// [`NoConnection`]: no statement went out. While another of the store's waits is diagnosed
+/// (`diagnoses`), `PoolTimedOut` stands without a connection.
 pub(crate) async fn acquire<DB: Database>(
     pool: &Pool<DB>,
+    diagnoses: &Diagnoses,
 ) -> Result<PoolConnection<DB>, NoConnection> {
     match pool.acquire().await {
-        Err(sqlx::Error::PoolTimedOut) => Err(NoConnection(why_none(pool).await)),
+        Err(sqlx::Error::PoolTimedOut) => Err(NoConnection(why_none(pool, diagnoses).await)),
         acquired => acquired.map_err(NoConnection),
     }
 }
@@ -56,9 +59,13 @@ pub(crate) async fn connect<DB: Database>(
 }
 
 /// The error of one connection to `pool`'s server, or `PoolTimedOut` when it connects (or does
-/// not answer in time).
-async fn why_none<DB: Database>(pool: &Pool<DB>) -> sqlx::Error {
-    reason::<DB>(&pool.connect_options()).await
+/// not answer in time, or another diagnosis of `diagnoses` runs).
+async fn why_none<DB: Database>(pool: &Pool<DB>, diagnoses: &Diagnoses) -> sqlx::Error {
+    let options = pool.connect_options();
+    diagnoses
+        .one_at_a_time(reason::<DB>(&options))
+        .await
+        .unwrap_or(sqlx::Error::PoolTimedOut)
 }
 
 /// The error of one connection on `options`, or `PoolTimedOut` when it connects (or does not

@@ -7,8 +7,8 @@ use futures::{StreamExt, TryFutureExt};
 
 use lease_core::{BoxError, ReleaseEvents, StoreErrorKind, async_trait};
 use lease_sql::{
-    BatchFailed, Connect, ConnectWith, CountedOnConnection, Dialect, Execute, ExecuteOn, LeaseRow,
-    OnConnection, PoolState, Query,
+    BatchFailed, Connect, ConnectWith, CountedOnConnection, Diagnoses, Dialect, Execute, ExecuteOn,
+    LeaseRow, OnConnection, PoolState, Query,
 };
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Database, Executor, FromRow, IntoArguments, Pool};
@@ -17,6 +17,7 @@ use crate::SqlxDatabase;
 use crate::closing_connection::ClosingConnection;
 use crate::database::ConnectOptionsOf;
 use crate::error_kind::error_kind;
+use crate::no_connection::NoConnection;
 
 /// A sqlx pool as a lease store's [`Execute`]: it prepares each statement once per connection
 /// (sqlx's statement cache), or, on PostgreSQL behind PgBouncer, sends it with its parameters
@@ -27,6 +28,8 @@ use crate::error_kind::error_kind;
 pub struct SqlxExecutor<DB: Database> {
     pool: Pool<DB>,
     mode: Mode,
+    /// Why the pool gave no connection, one wait at a time.
+    diagnoses: Diagnoses,
 }
 
 /// How statements reach the database.
@@ -46,12 +49,18 @@ impl<DB: SqlxDatabase> SqlxExecutor<DB> {
         Self {
             pool,
             mode: Mode::Prepared,
+            diagnoses: Diagnoses::default(),
         }
     }
 
     /// The pool statements run on.
     pub fn pool(&self) -> &Pool<DB> {
         &self.pool
+    }
+
+    /// A connection from the pool, or why there is none (`acquire::acquire`).
+    pub(crate) async fn connection(&self) -> Result<PoolConnection<DB>, NoConnection> {
+        crate::acquire::acquire(&self.pool, &self.diagnoses).await
     }
 
     #[cfg(feature = "postgres")]
@@ -76,6 +85,7 @@ impl<DB: Database> Clone for SqlxExecutor<DB> {
         Self {
             pool: self.pool.clone(),
             mode: self.mode,
+            diagnoses: self.diagnoses.clone(),
         }
     }
 }
@@ -102,7 +112,7 @@ where
     where
         O: for<'r> FromRow<'r, DB::Row> + Send + Unpin,
     {
-        let mut connection = crate::acquire::acquire(&self.pool).await?;
+        let mut connection = self.connection().await?;
         let rows = match self.mode {
             Mode::Prepared => prepared(query).fetch_all(&mut *connection).await,
             Mode::Inline => {
@@ -226,7 +236,7 @@ where
     }
 
     async fn affected(&self, query: Query<'_>) -> Result<u64, BoxError> {
-        let mut connection = crate::acquire::acquire(&self.pool).await?;
+        let mut connection = self.connection().await?;
         let result = match self.mode {
             Mode::Prepared => prepared(query).execute(&mut *connection).await,
             Mode::Inline => {
@@ -245,7 +255,7 @@ where
     /// the database's write lock), which sqlx does not see and its pool would hand on: the
     /// connection is closed instead, whatever the error.
     async fn batch(&self, sql: &str) -> Result<(), BoxError> {
-        let mut connection = ClosingConnection::new(crate::acquire::acquire(&self.pool).await?);
+        let mut connection = ClosingConnection::new(self.connection().await?);
         sqlx::raw_sql(AssertSqlSafe(sql.to_owned()))
             .execute(connection.connection())
             .await?;

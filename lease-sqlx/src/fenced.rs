@@ -275,7 +275,9 @@ where
     E: From<Error>,
 {
     let mut connection = ClosingConnection::new(
-        crate::acquire::acquire(store.executor().pool())
+        store
+            .executor()
+            .connection()
             .await
             .map_err(|e| failed(store, lease.as_ref(), e))?,
     );

@@ -20,6 +20,7 @@ use lease_sqlx::sqlx::mysql::MySqlPoolOptions;
 use lease_sqlx::sqlx::postgres::PgPoolOptions;
 use lease_sqlx::sqlx::{Database, Pool};
 use lease_sqlx::{MySqlLeaseStore, PgLeaseStore, SqlxDatabase, SqlxExecutor, SqlxStore};
+use lease_tests::proxy::FaultProxy;
 use lease_tests::{env, no_connection};
 
 /// The pools' acquire timeout here: short, so the tests are quick.
@@ -245,4 +246,40 @@ async fn a_busy_pool_still_times_out() {
     busy_pool_times_out("postgres", &url, pg_pool(&url, 1)).await;
     let url = env::mysql_url();
     busy_pool_times_out("mariadb", &url, mysql_pool(&url, 1)).await;
+}
+
+/// How many waiters time out together on a busy pool.
+const WAITERS: usize = 16;
+
+/// Waiters that time out together on a busy pool (its one connection taken) open one
+/// connection between them to ask why, not one each: one diagnosis of a store runs at a time,
+/// and a timeout met while it runs answers the timeout. Counted at a proxy in front of the
+/// server: with a connection per waiter, 16.
+#[tokio::test]
+async fn waiters_that_time_out_together_ask_why_once_at_a_time() {
+    let url = env::postgres_url();
+    let proxy = FaultProxy::in_front_of(&url).unwrap();
+    let pool = pg_pool(&proxy.rewrite_url(&url), 1);
+    let taken = match pool.acquire().await {
+        Ok(taken) => taken,
+        Err(error) => return env::skip_or_fail("postgres", &format!("{url}: {error}")),
+    };
+    // Every connection the waiters open to ask why takes a while (each of its round trips
+    // 200 ms), so that each one asked while another does: the waiters' timeouts all fall
+    // within the first one's.
+    proxy.delay(Duration::from_millis(100));
+    let before = proxy.stats().accepted;
+    let store = PgLeaseStore::new(pool.clone());
+    let answers = futures::future::join_all((0..WAITERS).map(|_| inspect_error(&store))).await;
+    for error in &answers {
+        let text = ErrorChain(error).to_string();
+        assert!(text.contains("pool timed out"), "{text}");
+    }
+    let diagnoses = proxy.stats().accepted - before;
+    assert!(
+        (1..=2).contains(&diagnoses),
+        "{WAITERS} waiters that timed out together opened {diagnoses} connections to ask why"
+    );
+    drop(taken);
+    pool.close().await;
 }
