@@ -36,7 +36,7 @@ impl fmt::Display for TimedOut {
 
 impl std::error::Error for TimedOut {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.0.source()
+        Some(&*self.0)
     }
 }
 

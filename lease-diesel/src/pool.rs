@@ -27,7 +27,7 @@ pub trait DieselPool: sealed::Sealed + Clone + Send + Sync + 'static {
     const KIND: &'static str;
 
     /// Takes a connection, waiting as the pool is configured to. When bb8 times out it answers
-    /// `acquire::TimedOut`, which the store diagnoses (`acquire::Diagnoses`: a connection made
+    /// `acquire::TimedOut`, which the store diagnoses (`acquire::why_none`: a connection made
     /// outside the pool gives the reason where the server refuses it).
     #[doc(hidden)]
     fn connection(&self) -> impl Future<Output = Result<Self::Pooled, BoxError>> + Send;
