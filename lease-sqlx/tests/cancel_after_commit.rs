@@ -23,7 +23,8 @@ mod cancelled_commit;
 use std::time::Duration;
 
 use cancelled_commit::{
-    ATTEMPTS, NOTICES, SLOW_COMMITS, cancel_the_commit, committed, flushing_server,
+    ATTEMPTS, NOTICES, SLOW_COMMITS, answered_as_it_ended, cancel_the_commit, committed,
+    flushing_server,
 };
 use lease_core::runtime::TokioRuntime;
 use lease_core::{BoxError, LeaseClient};
@@ -72,21 +73,7 @@ async fn fenced_commit_cancelled_after_committing_answers_ok() {
             }),
             cancel_the_commit(&mut watcher, application),
         );
-        assert!(
-            found,
-            "no commit of the fenced transaction was seen in flight"
-        );
-        if committed(&mut watcher, value).await {
-            assert!(
-                written.is_ok(),
-                "fenced() answered {written:?} though its transaction committed"
-            );
-        } else {
-            assert!(
-                written.is_err(),
-                "fenced() answered Ok though nothing committed"
-            );
-        }
+        answered_as_it_ended(&mut watcher, value, found, &written).await;
         // Counted where the cancel failed the statement after the commit, not where it came
         // once the message had ended.
         after_the_commit = capture

@@ -70,3 +70,31 @@ pub async fn committed(watcher: &mut PgConnection, value: i64) -> bool {
     .unwrap();
     rows == 1
 }
+
+/// Checks a fenced transaction that inserted `value` while its commit was cancelled: the cancel
+/// found it in flight, and it answered as its commit ended, `Ok` where the row committed, an
+/// error where it did not. Answers whether it committed.
+pub async fn answered_as_it_ended<T: std::fmt::Debug, E: std::fmt::Debug>(
+    watcher: &mut PgConnection,
+    value: i64,
+    found: bool,
+    written: &Result<T, E>,
+) -> bool {
+    assert!(
+        found,
+        "no commit of the fenced transaction was seen in flight"
+    );
+    let committed = committed(watcher, value).await;
+    if committed {
+        assert!(
+            written.is_ok(),
+            "fenced() answered {written:?} though its transaction committed"
+        );
+    } else {
+        assert!(
+            written.is_err(),
+            "fenced() answered Ok though nothing committed"
+        );
+    }
+    committed
+}
