@@ -25,7 +25,9 @@ const DIAGNOSIS_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// bb8's answer when a wait for a connection timed out, as `DieselPool::connection` gives it:
 /// for the store to diagnose ([`why_none`]), which answers the error inside.
+/// Made by bb8's pools alone (deadpool answers a failed connection's own error).
 #[derive(Debug)]
+#[cfg_attr(not(feature = "bb8"), allow(dead_code))]
 pub(crate) struct TimedOut(pub(crate) BoxError);
 
 impl fmt::Display for TimedOut {

@@ -9,7 +9,6 @@
     allow(dead_code, unused_imports, unused_macros)
 )]
 
-#[cfg(feature = "bb8")]
 mod acquire;
 mod connection;
 mod error_kind;
