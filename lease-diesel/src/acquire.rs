@@ -12,16 +12,11 @@
 
 use std::fmt;
 use std::future::Future;
-use std::time::Duration;
 
 use lease_core::BoxError;
 use lease_sql::Diagnoses;
 
 use crate::finish::Abandoned;
-
-/// How long the connection that tells why the pool gave none may take. A server that refuses
-/// answers at once; one that does not answer at all leaves the pool's timeout as the answer.
-const DIAGNOSIS_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// bb8's answer when a wait for a connection timed out, as `DieselPool::connection` gives it:
 /// for the store to diagnose ([`why_none`]), which answers the error inside.
@@ -68,7 +63,7 @@ where
     if abandoned.get() {
         return timed_out;
     }
-    let diagnosis = tokio::time::timeout(DIAGNOSIS_TIMEOUT, connect);
+    let diagnosis = tokio::time::timeout(Diagnoses::TIMEOUT, connect);
     match diagnoses.one_at_a_time(diagnosis).await {
         Some(Ok(Err(error))) => error.into(),
         // Dropped here: a connection of the diagnosis, never the caller's.

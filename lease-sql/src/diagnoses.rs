@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 /// Lets one diagnosis run at a time for a store: when a pool gives no connection within its
 /// timeout, which it also answers when it retried a server that refuses, a driver makes one
@@ -15,6 +16,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub struct Diagnoses(Arc<AtomicBool>);
 
 impl Diagnoses {
+    /// How long the connection that tells why a pool gave none may take. A server that
+    /// refuses answers at once; one that does not answer at all leaves the pool's timeout as
+    /// the answer.
+    pub const TIMEOUT: Duration = Duration::from_secs(1);
+
     /// Runs `diagnosis` and answers its output, unless another diagnosis of these runs: then
     /// `None`, without running it (the pool's timeout is the answer).
     ///

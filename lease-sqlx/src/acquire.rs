@@ -17,10 +17,6 @@ use sqlx::{ConnectOptions, Connection, Database, Pool};
 
 use crate::no_connection::NoConnection;
 
-/// How long the connection that tells why the pool gave none may take. A server that refuses
-/// answers at once; one that does not answer at all leaves the pool's own timeout as the answer.
-const DIAGNOSIS_TIMEOUT: Duration = Duration::from_secs(1);
-
 /// A connection from `pool`. When the pool answers `PoolTimedOut`, a connection made on its own
 /// (within a second) gives the reason instead where it fails: the server's refusal
 /// (`Connection refused`), or its answer while starting up. Where it succeeds, the server
@@ -44,7 +40,7 @@ pub(crate) async fn acquire<DB: Database>(
 pub(crate) async fn connect<DB: Database>(
     options: <DB::Connection as Connection>::Options,
 ) -> Result<Pool<DB>, sqlx::Error> {
-    match within(DIAGNOSIS_TIMEOUT, options.connect()).await {
+    match within(Diagnoses::TIMEOUT, options.connect()).await {
         Some(Err(error)) => return Err(error),
         Some(Ok(connection)) => {
             // The pool makes its own; this one only told that the server answers.
@@ -71,7 +67,7 @@ async fn why_none<DB: Database>(pool: &Pool<DB>, diagnoses: &Diagnoses) -> sqlx:
 /// The error of one connection on `options`, or `PoolTimedOut` when it connects (or does not
 /// answer in time).
 async fn reason<DB: Database>(options: &<DB::Connection as Connection>::Options) -> sqlx::Error {
-    match within(DIAGNOSIS_TIMEOUT, options.connect()).await {
+    match within(Diagnoses::TIMEOUT, options.connect()).await {
         Some(Err(error)) => error,
         Some(Ok(connection)) => {
             let _ = connection.close().await;
