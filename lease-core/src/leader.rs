@@ -564,8 +564,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl TermWork {
-    /// Whether a piece of the work has not stopped yet (the finished pieces of earlier rounds
-    /// are kept until the next piece begins).
+    /// Whether a piece of the work has not stopped yet; the pieces that have are forgotten.
     fn running(&mut self) -> bool {
         Self::forget_stopped(&mut self.0);
         !self.0.is_empty()

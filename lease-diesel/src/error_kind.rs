@@ -233,7 +233,7 @@ const PHRASES: &[(&str, StoreErrorKind)] = &[
     ("could not obtain lock", StoreErrorKind::Transient),
     ("canceling statement", StoreErrorKind::Transient),
     // MariaDB 4031: disconnected by the server for inactivity.
-    ("inactivity", StoreErrorKind::Transient),
+    (INACTIVITY, StoreErrorKind::Transient),
     // SQLite's SQLITE_BUSY and SQLITE_LOCKED.
     ("database is locked", StoreErrorKind::Transient),
     ("database table is locked", StoreErrorKind::Transient),

@@ -48,7 +48,7 @@ impl SpanCapture {
     /// `&dyn Error` leaves out the causes), and its `level`.
     pub fn events(&self, level: tracing::Level) -> Vec<SpanFields> {
         let level = level.to_string();
-        self.lock_events()
+        lock(&self.events)
             .iter()
             .filter(|event| event.get("level") == Some(&level))
             .cloned()
@@ -57,25 +57,18 @@ impl SpanCapture {
 
     /// The spans named `name`, in the order they were opened, each with its `name` field.
     pub fn named(&self, name: &str) -> Vec<SpanFields> {
-        self.lock()
+        lock(&self.spans)
             .iter()
             .filter(|span| span.get("name").is_some_and(|n| n == name))
             .cloned()
             .collect()
     }
+}
 
-    fn lock(&self) -> MutexGuard<'_, Vec<SpanFields>> {
-        self.spans
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The events kept, whoever panicked while holding them.
-    fn lock_events(&self) -> MutexGuard<'_, Vec<SpanFields>> {
-        self.events
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
+/// `kept` locked, whoever panicked while holding it.
+fn lock(kept: &Mutex<Vec<SpanFields>>) -> MutexGuard<'_, Vec<SpanFields>> {
+    kept.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Default for SpanCapture {
@@ -115,13 +108,13 @@ impl Subscriber for SpanCapture {
         let mut fields = SpanFields::new();
         fields.insert("name".to_owned(), span.metadata().name().to_owned());
         span.record(&mut Into(&mut fields));
-        let mut spans = self.lock();
+        let mut spans = lock(&self.spans);
         spans.push(fields);
         Id::from_u64(spans.len() as u64)
     }
 
     fn record(&self, span: &Id, values: &Record<'_>) {
-        let mut spans = self.lock();
+        let mut spans = lock(&self.spans);
         let index = usize::try_from(span.into_u64()).map_or(usize::MAX, |id| id - 1);
         if let Some(fields) = spans.get_mut(index) {
             values.record(&mut Into(fields));
@@ -134,7 +127,7 @@ impl Subscriber for SpanCapture {
         let mut fields = SpanFields::new();
         fields.insert("level".to_owned(), event.metadata().level().to_string());
         event.record(&mut Into(&mut fields));
-        self.lock_events().push(fields);
+        lock(&self.events).push(fields);
     }
 
     fn enter(&self, _: &Id) {}

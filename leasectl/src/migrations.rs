@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use lease_sqlx::{Dialect, Layout, Migration, TableName};
+use lease_sqlx::{Dialect, Layout, Migration, MigrationFile, TableName};
 
 use crate::Failure;
 use crate::args::{DialectArg, LayoutArg};
@@ -32,7 +32,7 @@ pub(crate) fn run(
             .map(|file| format!("-- {}\n{}\n", file.path, file.contents))
             .collect());
     };
-    refuse_another_of_its_version(dir, &migration, layout)?;
+    refuse_another_of_its_version(dir, &migration, layout, &files)?;
     // All or nothing: a file of the migration already there stops it before any is written,
     // so no half of a migration is left (an `up` without its `down`).
     if let Some(there) = files
@@ -78,6 +78,7 @@ fn refuse_another_of_its_version(
     dir: &Path,
     migration: &Migration,
     layout: Layout,
+    files: &[MigrationFile],
 ) -> Result<(), Failure> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         // No directory yet: nothing in it.
@@ -91,8 +92,7 @@ fn refuse_another_of_its_version(
     let ours = version(&migration.version(layout));
     let own = format!("{}_{}", migration.version(layout), migration.name());
     // What this migration's own files are named in `dir` (a file or a directory).
-    let own_entries: Vec<String> = migration
-        .files(layout)
+    let own_entries: Vec<String> = files
         .iter()
         .filter_map(|file| file.path.split('/').next().map(str::to_owned))
         .collect();
