@@ -528,3 +528,56 @@ async fn a_shutdown_closes_the_subscription_to_releases() {
     );
     assert_eq!(store.live_subscriptions.load(Ordering::SeqCst), 0);
 }
+
+#[tokio::test]
+async fn a_shutdown_cut_short_has_closed_the_subscription_to_releases() {
+    let store = Faulty::new(tokio_memory());
+    store.push_releases_after(Duration::ZERO);
+    let (holding, waiting) = (
+        fast_client(Arc::clone(&store)),
+        fast_client(Arc::clone(&store)),
+    );
+    let _held = holding.try_acquire("sweep").await.unwrap().unwrap();
+    let wait = tokio::spawn({
+        let waiting = waiting.clone();
+        async move { waiting.acquire("sweep", Duration::from_secs(60)).await }
+    });
+    // Work that never ends keeps the shutdown in its grace period.
+    let (started_tx, started) = futures::channel::oneshot::channel();
+    let run = tokio::spawn({
+        let waiting = waiting.clone();
+        async move {
+            waiting
+                .run_exclusive("report", |_| async move {
+                    started_tx.send(()).unwrap();
+                    futures::future::pending::<()>().await
+                })
+                .await
+        }
+    });
+    started.await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        store.live_subscriptions.load(Ordering::SeqCst),
+        1,
+        "the waiting acquisition subscribed"
+    );
+    // The process's own deadline cuts the shutdown short, long before its grace ends.
+    let cut = tokio::time::timeout(
+        Duration::from_millis(200),
+        waiting.shutdown(Duration::from_secs(60)),
+    )
+    .await;
+    assert!(cut.is_err(), "the shutdown ended within its grace: {cut:?}");
+    assert!(matches!(
+        wait.await.unwrap(),
+        Err(Error::ShuttingDown { .. })
+    ));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        store.live_subscriptions.load(Ordering::SeqCst),
+        0,
+        "the subscription outlived a shutdown cut short"
+    );
+    run.abort();
+}
