@@ -21,9 +21,9 @@ Database URLs:
   sqlite:path/to/file.db                        (or sqlite://path/to/file.db)
 
 Exit codes: 0 done (also nothing to release: the lease expired or was released meanwhile),
-1 failed (unreachable database, unknown lease, a lease that changed hands before its release, a
-release that matched nothing, a table that does not fit), 2 usage (bad arguments, URL or lease
-name, release without --yes).
+1 failed (unreachable database, unknown lease, a lease that changed hands before its release
+or is no longer held with the --fence given, a release that matched nothing, a table that does
+not fit), 2 usage (bad arguments, URL or lease name, release without --yes).
 
 Examples:
   DATABASE_URL=postgres://app@db/app leasectl list
@@ -90,11 +90,18 @@ pub(crate) enum Command {
 
     /// Give a lease back on its holder's behalf (only if that holder still holds it), so the
     /// next instance can take it at once. Its holder finds out at its next renewal and stops.
-    #[command(after_help = "Example:\n  leasectl release sweep --yes")]
+    #[command(
+        after_help = "Examples:\n  leasectl release sweep                 (shows the lease; nothing is released)\n  leasectl release sweep --fence 7 --yes (releases it if fence 7 still holds it)"
+    )]
     Release {
         /// The lease's name.
         #[arg(value_parser = parse_lease_name)]
         name: LeaseName,
+
+        /// Release only the holding with this fence, the one `show` or a refused `release`
+        /// printed: if the lease was taken again since, nothing is released.
+        #[arg(long, value_name = "FENCE")]
+        fence: Option<u64>,
 
         /// Confirm the release; without it nothing is released and the lease is shown.
         #[arg(long, short = 'y')]

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use lease_core::{DynLeaseStore, Error, ErrorChain, LeaseName};
+use lease_core::{DynLeaseStore, Error, ErrorChain, Fence, LeaseName};
 use lease_sqlx::TableName;
 
 use crate::args::{Cli, Command, Output};
@@ -106,8 +106,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 Output::Json => json::show(&info, &table),
             })?;
         }
-        Command::Release { name, yes } => {
-            print(&release(store, &name, &table, yes).await?)?;
+        Command::Release { name, fence, yes } => {
+            let fence = fence.map(Fence::new);
+            print(&release(store, &name, &table, fence, yes).await?)?;
         }
         Command::Watch {
             interval,
@@ -223,10 +224,13 @@ fn unknown(name: &LeaseName, table: &str) -> Failure {
 
 /// Releases `name` on behalf of the holder it has now, so the release can never touch a lease
 /// that changed hands since it was read: the store releases only for the holder it is given.
+/// With `fence`, only while that fence holds it: a confirmation given in a later run than the
+/// one that showed the lease releases what was shown, or nothing.
 async fn release(
     store: &DynLeaseStore,
     name: &LeaseName,
     table: &str,
+    fence: Option<Fence>,
     yes: bool,
 ) -> Result<String, Failure> {
     let read = || format!("cannot read lease {name:?}");
@@ -241,9 +245,19 @@ async fn release(
             time::rfc3339(info.expires_at)
         ));
     }
+    if let Some(fence) = fence.filter(|fence| *fence != info.fence) {
+        return Err(Failure::Failed(format!(
+            "not released: {shown} is no longer held with fence {fence} (now {} with fence {}); \
+             nothing was released, run `show` and then release the fence it shows",
+            render::printable(info.holder.as_str()),
+            info.fence
+        )));
+    }
     if !yes {
         return Err(Failure::Usage(format!(
-            "not released: add --yes to release this lease\n{}",
+            "not released: add --yes to release this lease (and --fence {}, to release it only \
+             if it has not been taken again since)\n{}",
+            info.fence,
             render::show(&info)
         )));
     }

@@ -220,6 +220,12 @@ async fn exercise(store: Arc<DynLeaseStore>, url: &str, table: Option<&str>) {
     let refused = run(url, table, &["release", "sweep"]);
     assert_eq!(refused.code, 2, "{refused:?}");
     assert!(refused.stderr.contains("add --yes"), "{refused:?}");
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("and --fence {}", sweep.get())),
+        "{refused:?}"
+    );
     let still = store.inspect(&name("sweep")).await.unwrap().unwrap();
     assert_eq!(still.holder, sweeper);
 
@@ -235,12 +241,49 @@ async fn exercise(store: Arc<DynLeaseStore>, url: &str, table: Option<&str>) {
     assert_eq!(store.inspect(&name("sweep")).await.unwrap(), None);
     // The holder finds out at its next renewal; the next instance may take it at once.
     assert!(!store.renew(&name("sweep"), &sweeper, minute).await.unwrap());
+    let taker = HolderId::generate();
     let next = store
-        .try_acquire(&name("sweep"), &HolderId::generate(), minute)
+        .try_acquire(&name("sweep"), &taker, minute)
         .await
         .unwrap()
         .expect("a force-released lease is free");
     assert!(next > sweep);
+    // A confirmation for the holding shown earlier releases nothing of the next one.
+    let stale = run(
+        url,
+        table,
+        &[
+            "release",
+            "sweep",
+            "--fence",
+            &sweep.get().to_string(),
+            "--yes",
+        ],
+    );
+    assert_eq!(stale.code, 1, "{stale:?}");
+    assert!(
+        stale.stderr.contains(&format!(
+            "sweep is no longer held with fence {} (now {taker} with fence {})",
+            sweep.get(),
+            next.get()
+        )),
+        "{stale:?}"
+    );
+    let kept = store.inspect(&name("sweep")).await.unwrap().unwrap();
+    assert_eq!(kept.holder, taker);
+    let current = run(
+        url,
+        table,
+        &[
+            "release",
+            "sweep",
+            "--fence",
+            &next.get().to_string(),
+            "--yes",
+        ],
+    );
+    assert_eq!(current.code, 0, "{current:?}");
+    assert_eq!(store.inspect(&name("sweep")).await.unwrap(), None);
 
     let gone = run(url, table, &["release", "nope", "--yes"]);
     assert_eq!(gone.code, 1, "{gone:?}");
