@@ -442,7 +442,6 @@ impl SchemaCheck {
             Dialect::MySql => mysql::unfit_storage(storage, &self.quoted),
             Dialect::Sqlite => None,
         };
-        problems.extend(unfit_storage);
         let ours = |column: &str| Column::ALL.iter().any(|c| self.names(column, c.as_str()));
         for (column, facts) in &found {
             let ours = ours(column);
@@ -453,10 +452,15 @@ impl SchemaCheck {
                 ));
             }
         }
-        if !problems.is_empty() {
+        // A table whose storage alone is unfit is a lease table all the same, perhaps the one
+        // the running instances use: its mismatch says how to change it, never to use another
+        // table (instances on two tables would each hold every lease).
+        let other_kind = !problems.is_empty();
+        if other_kind || unfit_storage.is_some() {
             let mut all = problems;
+            all.extend(unfit_storage);
             all.extend(fixes.into_iter().map(|(_, why)| why));
-            return Err(self.mismatch(all.join("; "), None, true));
+            return Err(self.mismatch(all.join("; "), None, other_kind));
         }
         if fixes.is_empty() {
             return Ok(());
@@ -630,6 +634,47 @@ mod tests {
             sql.unwrap()
                 .starts_with("CREATE TABLE IF NOT EXISTS \"leases\"")
         );
+    }
+
+    #[test]
+    fn a_lease_table_on_unfit_storage_is_refused_as_a_lease_table() {
+        // The store's own table, UNLOGGED: perhaps the one the instances use now. The refusal
+        // says how to make it logged, and never to give the store another table, which would
+        // put instances on two tables that each hand out every lease.
+        let check = SchemaCheck::new(Dialect::Postgres, &TableName::default());
+        let unlogged = rows(&[
+            ("name", "text;NO;0;1;;unlogged"),
+            ("holder", "text;YES;0;0;;unlogged"),
+            ("fence", "bigint;NO;0;0;;unlogged"),
+            ("taken_at", &format!("{TZ};NO;0;0;;unlogged")),
+            ("expires_at", &format!("{TZ};NO;0;0;;unlogged")),
+        ]);
+        let refused = check.verdict(&unlogged);
+        let (why, sql) = mismatch(check.verdict(&unlogged));
+        assert_eq!(sql, None);
+        assert!(why.contains("ALTER TABLE \"leases\" SET LOGGED"), "{why}");
+        assert!(
+            matches!(
+                refused,
+                Err(Error::SchemaMismatch {
+                    other_kind: false,
+                    ..
+                })
+            ),
+            "{refused:?}"
+        );
+        let message = refused.unwrap_err().to_string();
+        assert!(!message.contains("another table name"), "{message}");
+        // Beside a problem of another kind, the table is of another kind.
+        let mut no_key = unlogged.clone();
+        no_key[0].1 = "text;NO;0;0;;unlogged".to_owned();
+        assert!(matches!(
+            check.verdict(&no_key),
+            Err(Error::SchemaMismatch {
+                other_kind: true,
+                ..
+            })
+        ));
     }
 
     #[test]

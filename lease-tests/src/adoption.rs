@@ -1307,7 +1307,8 @@ pub async fn unsafe_storage_is_refused<X: Execute>(
         return Err(format!("the store's DDL did not change: {create}").into());
     }
     store.executor().batch(&unsafe_create).await?;
-    refused_for(store, unsafe_word).await?;
+    // A lease table all the same: the refusal says how to change it, not to use another.
+    refused_for(store, unsafe_word, false).await?;
     store.executor().batch(&convert).await?;
     store.verify().await?;
 
@@ -1319,19 +1320,33 @@ pub async fn unsafe_storage_is_refused<X: Execute>(
                 create.replacen("PRIMARY KEY", "PRIMARY KEY DEFERRABLE", 1)
             ))
             .await?;
-        refused_for(store, "column name is not the primary key").await?;
+        refused_for(store, "column name is not the primary key", true).await?;
     }
     Ok(())
 }
 
-/// `store`'s `verify` refuses its table with a mismatch that says `why`, and no SQL.
-async fn refused_for<X: Execute>(store: &SqlStore<X>, why: &str) -> Result<(), BoxError> {
+/// `store`'s `verify` refuses its table with a mismatch that says `why`, and no SQL, as a
+/// table of another kind than a lease table when `other_kind`.
+async fn refused_for<X: Execute>(
+    store: &SqlStore<X>,
+    why: &str,
+    other_kind: bool,
+) -> Result<(), BoxError> {
     match store.verify().await {
         Err(Error::SchemaMismatch {
             mismatch,
             upgrade: None,
+            other_kind: found,
             ..
-        }) if mismatch.contains(why) => Ok(()),
-        other => Err(format!("verify answered {other:?}, where it should refuse: {why}").into()),
+        }) if mismatch.contains(why) && found == other_kind => Ok(()),
+        other => Err(format!(
+            "verify answered {other:?}, where it should refuse{}: {why}",
+            if other_kind {
+                " as another kind of table"
+            } else {
+                " a lease table"
+            }
+        )
+        .into()),
     }
 }
