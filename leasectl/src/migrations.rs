@@ -1,6 +1,6 @@
 //! `leasectl migrations`: the lease table's migration for a migration tool, printed or written.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use lease_sqlx::{Dialect, Layout, Migration, MigrationFile, TableName};
 
@@ -49,26 +49,52 @@ pub(crate) fn run(
     let mut made = Vec::new();
     for file in files {
         let path = dir.join(&file.path);
-        let failed = |error: std::io::Error| {
-            // The files this run wrote go too: no half of a migration is left.
-            for path in &made {
-                let _ = std::fs::remove_file(path);
+        if let Err(error) = write_new(&path, &file.contents, &mut made) {
+            // What this run made goes too, a file cut short by the failure included: no half
+            // of a migration is left.
+            for made in made.iter().rev() {
+                let _ = if made.is_dir() {
+                    std::fs::remove_dir(made)
+                } else {
+                    std::fs::remove_file(made)
+                };
             }
-            Failure::Failed(format!("cannot write {}: {error}", path.display()))
-        };
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(failed)?;
+            return Err(Failure::Failed(format!(
+                "cannot write {}: {error}; nothing was written",
+                path.display()
+            )));
         }
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .and_then(|mut out| std::io::Write::write_all(&mut out, file.contents.as_bytes()))
-            .map_err(failed)?;
-        made.push(path.clone());
         written.push_str(&format!("wrote {}\n", path.display()));
     }
     Ok(written)
+}
+
+/// Writes `contents` to a new file at `path`, making the directories it needs, and records in
+/// `made` each directory and the file as soon as it made them: also those of a write that
+/// failed half-way.
+fn write_new(path: &Path, contents: &str, made: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    if let Some(parent) = path.parent() {
+        // The directories missing, outermost first, as `create_dir_all` makes them.
+        let mut missing: Vec<&Path> = parent
+            .ancestors()
+            .take_while(|ancestor| !ancestor.as_os_str().is_empty() && !ancestor.exists())
+            .collect();
+        missing.reverse();
+        for directory in missing {
+            match std::fs::create_dir(directory) {
+                Ok(()) => made.push(directory.to_owned()),
+                // Made meanwhile by another: not this run's to remove.
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(error) => return Err(error),
+            }
+        }
+    }
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    made.push(path.to_owned());
+    std::io::Write::write_all(&mut out, contents.as_bytes())
 }
 
 /// Refuses a migrations directory holding another migration of `migration`'s version: the

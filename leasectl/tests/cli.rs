@@ -1290,3 +1290,39 @@ fn migrations_are_printed_or_written_for_each_tool() {
         "an up written without its down"
     );
 }
+
+/// A write that fails half-way (here a file size limit of zero, as a full disk would fail it)
+/// leaves no file of the migration, not even the one it was writing, nor the directories it
+/// made.
+#[cfg(unix)]
+#[test]
+fn a_migration_whose_write_fails_leaves_nothing_behind() {
+    let dir = TempDir::new();
+    let migrations = dir.0.join("migrations");
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 0; exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_leasectl"))
+        .args([
+            "migrations",
+            "--dialect",
+            "postgres",
+            "--layout",
+            "diesel",
+            "--dir",
+            migrations.to_str().unwrap(),
+        ])
+        .env_remove("DATABASE_URL")
+        .env_remove("LEASE_TABLE")
+        .output()
+        .expect("leasectl runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot write"), "{stderr}");
+    assert!(stderr.contains("nothing was written"), "{stderr}");
+    assert!(
+        !migrations.exists(),
+        "left behind: {:?}",
+        std::fs::read_dir(&migrations).map(|entries| entries.flatten().count())
+    );
+}
