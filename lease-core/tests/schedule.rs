@@ -643,6 +643,40 @@ async fn after_a_stall_past_the_deadline_a_leaders_round_takes_no_further_step()
         .expect("the schedule did not stop");
 }
 
+/// A leader's round whose work ends by itself after its lease's deadline passed (a synchronous
+/// step longer than the TTL, the process stopped in it) did not run under the lease: it counts
+/// as lost, as a plain schedule's round does, not as run.
+#[tokio::test(start_paused = true)]
+async fn a_leaders_round_that_ends_past_its_deadline_counts_as_lost() {
+    let runtime = Stoppable::default();
+    let client = LeaseClient::builder(tokio_memory(), runtime.clone())
+        .ttl(Ttl::from_secs(1).unwrap())
+        .build()
+        .unwrap();
+    let alerts = client
+        .schedule_on_leader("alerts", every(3600), {
+            let runtime = runtime.clone();
+            move |_| {
+                let runtime = runtime.clone();
+                async move { runtime.stopped_for(Duration::from_secs(10)) }
+            }
+        })
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while alerts.stats().ran == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the round did not end");
+    let stats = alerts.stats();
+    // `ran` counts the rounds lost too.
+    assert_eq!((stats.ran, stats.lost), (1, 1), "{stats:?}");
+    tokio::time::timeout(Duration::from_secs(10), alerts.stop())
+        .await
+        .expect("the schedule did not stop");
+}
+
 /// Runs a leader schedule on `client` whose round's work, once started, waits `before`, then
 /// spends `step` in a synchronous step (a blocking call, a stretch of CPU work: nothing can
 /// stop it half-way), then waits for ever; shuts the client down while the step runs (which gives the leadership

@@ -219,25 +219,35 @@ impl LeaseClient {
                 // The loss is polled before the work, at every poll (the first included): a
                 // process that resumes from a stall past its deadline with the loss due and the
                 // work ready stops the work before it takes another step.
-                let round = match future::select(
+                // The round, and whether its work was stopped rather than ended by itself.
+                let (round, stopped) = match future::select(
                     std::pin::pin!(lost),
                     std::pin::pin!(work(lease.clone())),
                 )
                 .await
                 {
-                    Either::Right(((), _)) => Round::Ran,
+                    // The work ended by itself; whether the lease was still held then is read
+                    // now, as `run_exclusive` reads it: work that ends after a step past the
+                    // lease's deadline did not finish under the lease.
+                    Either::Right(((), _)) => match lease.loss() {
+                        None => (Round::Ran, false),
+                        Some(reason) => {
+                            tracing::info!(lease = %rounds.name(), %reason, "leader's scheduled round ended after its lease was lost");
+                            (Round::Lost, false)
+                        }
+                    },
                     Either::Left((reason, _)) => {
                         // Info: a loss was logged as one where it was noticed, and a term given
                         // back (a shutdown, a resignation) is no failure.
                         tracing::info!(lease = %rounds.name(), %reason, "leader's scheduled round stopped");
-                        Round::Lost
+                        (Round::Lost, true)
                     }
                 };
                 // The work's future is gone: the term's lease may be freed.
                 drop(working);
                 token
                     .shutdown()
-                    .record_run(round == Round::Lost && client.is_shutting_down());
+                    .record_run(stopped && client.is_shutting_down());
                 Some(round)
             }
         };
