@@ -298,7 +298,6 @@ async fn run_rounds<R, Fut>(
     let since_epoch = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
-    let mut ticks = Ticks::new(&schedule, clock.now(), since_epoch);
     // Only the leader runs a leader's round: on the wall clock's boundaries, each round's delay
     // is the same on every instance, so a round is neither run again nor skipped when the
     // leadership moves within its jitter.
@@ -307,9 +306,9 @@ async fn run_rounds<R, Fut>(
         rounds.name(),
         leader.is_some() && schedule.is_aligned(),
     );
+    let mut ticks = Ticks::new(&schedule, clock.now(), since_epoch, jitter);
     loop {
-        let at = ticks.next().saturating_add(jitter.delay(ticks.boundary()));
-        if !until_due(&clock, at, &client, &rounds).await {
+        if !until_due(&clock, ticks.due(), &client, &rounds).await {
             break;
         }
         match round(Arc::clone(&rounds)).await {

@@ -41,6 +41,14 @@ impl Jitter {
         }
     }
 
+    /// The longest delay it draws, in clock ticks.
+    pub(crate) fn limit(&self) -> u64 {
+        match *self {
+            Self::None => 0,
+            Self::Random(limit) | Self::Shared { limit, .. } => ticks(limit),
+        }
+    }
+
     /// The delay of the round at `boundary` (the wall clock's boundary number, for a shared
     /// delay), in clock ticks.
     pub(crate) fn delay(&self, boundary: u64) -> u64 {

@@ -21,8 +21,9 @@ pub(crate) use self::ticks::Ticks;
 /// [`LeaseClient::schedule_on_leader`](crate::LeaseClient::schedule_on_leader) (the elected
 /// leader runs every round).
 ///
-/// A round still running when the next one falls is not started again: the rounds it overran
-/// are skipped and counted ([`ScheduleStats::missed`]), never replayed.
+/// A round still running when the next one falls (at its time plus its jitter's delay) is not
+/// started again: the rounds it overran are skipped and counted ([`ScheduleStats::missed`]),
+/// never replayed.
 ///
 /// ```
 /// # fn main() -> Result<(), lease_core::Error> {
@@ -102,8 +103,11 @@ impl Schedule {
     /// [`aligned`](Schedule::aligned) schedule's delay is drawn from the lease's name and the
     /// boundary instead, the same on every instance (and schedules of other names spread over
     /// the jitter as random delays would): a new leader's round of a boundary falls when the old
-    /// leader's did, so leadership that moves within the jitter does not run a round again. A
-    /// round that falls while nobody leads (between the old leader's going and the new one's
+    /// leader's did, so leadership that moves within the jitter does not run a round again;
+    /// and a schedule that starts past a boundary but before that boundary's delay has run
+    /// out runs that boundary's round, when the old leader would have (an instance started by
+    /// a rolling deploy, which leads once the old one has shut down). A round that falls while
+    /// nobody leads (between the old leader's going and the new one's
     /// election: at once where the store pushes releases, up to the campaign's retry where it
     /// does not) is skipped.
     pub fn jitter(mut self, jitter: Duration) -> Self {
