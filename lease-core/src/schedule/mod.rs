@@ -96,7 +96,9 @@ impl Schedule {
     }
 
     /// Delays each round by a random time below `jitter`, so instances do not all call the store
-    /// at the same instant. At most half the period.
+    /// at the same instant. At most two fifths of the period (a longer one is cut to it), so
+    /// that the default [`hold`](Schedule::hold) keeps a tenth of the period between itself and
+    /// both what it must outlast and what it must not reach.
     ///
     /// On the elected leader ([`schedule_on_leader`](crate::LeaseClient::schedule_on_leader)),
     /// where the other instances do not call the store at all, an
@@ -111,7 +113,7 @@ impl Schedule {
     /// election: at once where the store pushes releases, up to the campaign's retry where it
     /// does not) is skipped.
     pub fn jitter(mut self, jitter: Duration) -> Self {
-        self.jitter = jitter.min(self.period / 2);
+        self.jitter = jitter.min(self.period * 2 / 5);
         self
     }
 
@@ -124,8 +126,8 @@ impl Schedule {
     /// lease until 3 minutes into the next period, and an instance whose next round falls
     /// before then skips it). See [`RunOptions::min_hold`](crate::RunOptions::min_hold).
     ///
-    /// Unset, the hold is the period less the jitter and a tenth of the period, at least half
-    /// the period (see [`hold`](Schedule::hold)). Without a hold, an instance that tries a round after its
+    /// Unset, the hold is the period less the jitter and a tenth of the period, half the
+    /// period or more (see [`hold`](Schedule::hold)). Without a hold, an instance that tries a round after its
     /// winner has finished (its jitter fell later, its clock differs, its rounds count from
     /// another start) would run the round again. `min_hold(Duration::ZERO)` gives the lease
     /// back as soon as the work ends: for work that is harmless to run again, or rounds you
@@ -136,18 +138,18 @@ impl Schedule {
     }
 
     /// How long each round's lease is kept at least: the [`min_hold`](Schedule::min_hold) set,
-    /// or else the period less the jitter and a tenth of the period, and at least half the
-    /// period. The winner's next round falls at least the period less the jitter after this
-    /// one, so the default hold never keeps it out (a `min_hold` longer than the period less
-    /// the jitter may); an instance that tries the same round later
-    /// (within the jitter, which is below half the period, or on a clock that differs by less
-    /// than the rest) finds the lease still taken and skips it.
+    /// or else the period less the jitter and a tenth of the period (half the period or more,
+    /// as the jitter is two fifths of it at most). The winner's next round falls at least the
+    /// period less the jitter after this one took the lease, so the default hold ends a tenth
+    /// of the period before it, the store's answer to the acquisition included (a `min_hold`
+    /// longer than the period less the jitter may keep it out); an instance that tries the
+    /// same round later (within the jitter, or on a clock that differs by less than a tenth of
+    /// the period more) finds the lease still taken and skips it.
     pub fn hold(&self) -> Duration {
         self.min_hold.unwrap_or_else(|| {
             self.period
                 .saturating_sub(self.jitter)
                 .saturating_sub(self.period / 10)
-                .max(self.period / 2)
         })
     }
 
@@ -164,7 +166,9 @@ impl Schedule {
         self.offset
     }
 
-    pub(crate) fn jitter_limit(&self) -> Duration {
+    /// The longest delay of a round: the [`jitter`](Schedule::jitter) set, cut to two fifths
+    /// of the period.
+    pub fn jitter_limit(&self) -> Duration {
         self.jitter
     }
 }

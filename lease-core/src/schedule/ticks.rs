@@ -95,7 +95,8 @@ impl Ticks {
         let mut boundary = self.boundary.saturating_add(1).saturating_add(missed);
         let mut delay = self.jitter.delay(boundary);
         // The first round left may still have fallen before `now` by its delay; the one after
-        // it falls at least a period less the jitter (half a period) later: not before `now`.
+        // it falls at least a period less the jitter (three fifths of one) later: not before
+        // `now`.
         if next.saturating_add(delay) < now {
             missed += 1;
             next = next.saturating_add(self.period);
@@ -231,7 +232,7 @@ mod tests {
     }
 
     /// The first boundary from 100,000 on (of 10 s, at 1,000,000 s) whose shared delay of up
-    /// to 5 s is at least `at_least` seconds, and that delay in ticks.
+    /// to 4 s is at least `at_least` seconds, and that delay in ticks.
     fn boundary_delayed(jitter: &Jitter, at_least: u64) -> (u64, u64) {
         (100_000..100_100)
             .map(|boundary| (boundary, jitter.delay(boundary)))
@@ -241,8 +242,8 @@ mod tests {
 
     #[test]
     fn an_instance_started_within_a_boundarys_shared_delay_runs_that_boundarys_round() {
-        let jitter = shared(5);
-        let schedule = every(10).aligned().jitter(Duration::from_secs(5));
+        let jitter = shared(4);
+        let schedule = every(10).aligned().jitter(Duration::from_secs(4));
         let (boundary, delay) = boundary_delayed(&jitter, 2);
         let wall = Duration::from_secs(boundary * 10);
         // Started 1 s past the boundary, its round 1 s or more ahead: that round, when every
@@ -269,7 +270,7 @@ mod tests {
         );
         // A delay drawn at random belongs to no boundary: the next boundary's round, as before.
         let random = Jitter::new(
-            Duration::from_secs(5),
+            Duration::from_secs(4),
             &crate::LeaseName::new("alerts").unwrap(),
             false,
         );
@@ -284,8 +285,8 @@ mod tests {
 
     #[test]
     fn a_round_delayed_past_the_end_of_a_long_run_is_not_missed() {
-        let jitter = shared(5);
-        let schedule = every(10).aligned().jitter(Duration::from_secs(5));
+        let jitter = shared(4);
+        let schedule = every(10).aligned().jitter(Duration::from_secs(4));
         let (boundary, delay) = boundary_delayed(&jitter, 2);
         // The round of the boundary before, run from its time until 1 s past this boundary:
         // this boundary's round, due 2 s or more past it, has not fallen yet.
