@@ -34,7 +34,9 @@ pub struct LeaseConfig {
     pub renew_every: Duration,
     /// How much earlier than the store this process gives a lease up when renewals fail: the
     /// local deadline is the TTL after the last successful renewal was *sent*, minus this.
-    /// Default: a tenth of the TTL.
+    /// Default: a tenth of the TTL. Above zero: it must cover the drift of this machine's clock
+    /// against the database's over a TTL and the lateness of the runtime's timers (tokio's fire
+    /// up to a millisecond late).
     pub safety_margin: Duration,
     /// How long one store call (acquire, renew, release) may take before it counts as failed.
     /// A renewal that times out counts as not renewed. Default: the renewal period, at most
@@ -46,7 +48,8 @@ pub struct LeaseConfig {
     pub renew_batch: usize,
     /// The first and the longest pause between attempts of
     /// [`acquire`](crate::LeaseClient::acquire); each pause is drawn at random up to a limit that
-    /// doubles from the first to the longest. Default: 50 ms and 5 s. The longest also bounds
+    /// doubles from the first to the longest. Default: 50 ms and 5 s. The first at least
+    /// [`SHORTEST_PERIOD`](LeaseConfig::SHORTEST_PERIOD). The longest also bounds
     /// how long a campaign that does not lead waits between attempts
     /// ([`campaign_retry`](LeaseConfig::campaign_retry)).
     pub acquire_backoff: (Duration, Duration),
@@ -101,10 +104,11 @@ impl LeaseConfig {
         self.ttl.get().saturating_sub(self.safety_margin)
     }
 
-    /// The shortest renewal period: a period shorter than the time a renewal round takes
-    /// would have the renewer start the next round at once, for ever (a unit mixed up in a
-    /// setting). A quarter of the shortest TTL, so that every TTL builds with the default
-    /// period.
+    /// The shortest renewal period, and the shortest first pause of the acquire backoff: a
+    /// period shorter than the time a renewal round takes would have the renewer start the
+    /// next round at once, for ever, and a pause that rounds to nothing would have `acquire`
+    /// call the store without a pause, for its whole timeout (a unit mixed up in a setting). A
+    /// quarter of the shortest TTL, so that every TTL builds with the default period.
     pub const SHORTEST_PERIOD: Duration = Duration::from_micros(250);
 
     /// Checks that the settings can work together.
@@ -113,9 +117,9 @@ impl LeaseConfig {
     /// [`Error::InvalidConfig`] naming the first setting that cannot work.
     pub fn validate(&self) -> Result<(), Error> {
         let invalid = |reason: String| Err(Error::InvalidConfig { reason });
-        if self.safety_margin >= self.ttl.get() {
+        if self.safety_margin.is_zero() || self.safety_margin >= self.ttl.get() {
             return invalid(format!(
-                "the safety margin {:?} must be shorter than the TTL {:?}",
+                "the safety margin {:?} must be above zero and shorter than the TTL {:?}, so the local deadline comes before the store's expiry",
                 self.safety_margin, self.ttl
             ));
         }
@@ -133,9 +137,9 @@ impl LeaseConfig {
             return invalid("the renewal batch must hold at least one lease".to_owned());
         }
         let (first, longest) = self.acquire_backoff;
-        if first.is_zero() || first > longest {
+        if first < Self::SHORTEST_PERIOD || first > longest {
             return invalid(format!(
-                "the acquire backoff must start above zero and not above its longest pause, got {first:?} and {longest:?}"
+                "the acquire backoff must start at 250 µs or more and not above its longest pause, got {first:?} and {longest:?}"
             ));
         }
         Ok(())
@@ -178,8 +182,10 @@ mod tests {
     #[test]
     fn rejects_settings_that_cannot_work() {
         let ttl = Ttl::from_secs(10).unwrap();
-        let broken: [fn(&mut LeaseConfig); 7] = [
+        let broken: [fn(&mut LeaseConfig); 9] = [
             |c| c.safety_margin = Duration::from_secs(10),
+            |c| c.safety_margin = Duration::ZERO,
+            |c| c.acquire_backoff = (Duration::from_nanos(1), Duration::from_nanos(1)),
             |c| c.renew_every = Duration::ZERO,
             |c| c.renew_every = Duration::from_nanos(30),
             |c| c.renew_every = Duration::from_secs(9),

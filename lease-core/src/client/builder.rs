@@ -97,7 +97,8 @@ impl LeaseClientBuilder {
         self
     }
 
-    /// How much before the store's expiry this process gives a lease up.
+    /// How much before the store's expiry this process gives a lease up: above zero (see
+    /// [`LeaseConfig::safety_margin`]).
     pub fn safety_margin(mut self, margin: Duration) -> Self {
         self.safety_margin = Some(margin);
         self
@@ -116,8 +117,8 @@ impl LeaseClientBuilder {
         self
     }
 
-    /// The first and the longest pause between attempts of [`LeaseClient::acquire`]; the
-    /// longest also bounds how long a campaign that does not lead waits between attempts
+    /// The first and the longest pause between attempts of [`LeaseClient::acquire`], the
+    /// first at least [`LeaseConfig::SHORTEST_PERIOD`]; the longest also bounds how long a campaign that does not lead waits between attempts
     /// ([`LeaseConfig::campaign_retry`]).
     pub fn acquire_backoff(mut self, first: Duration, longest: Duration) -> Self {
         self.acquire_backoff = Some((first, longest));

@@ -42,6 +42,15 @@ use crate::{
 /// [`try_acquire`](LeaseClient::try_acquire) then need [`run_renewer`](LeaseClient::run_renewer)
 /// polled somewhere.
 ///
+/// The renewer is spawned once, on the runtime of the first acquisition, and renews every
+/// lease of the client from there. A client that outlives that runtime spawns it again at its
+/// next acquisition, on that one's runtime. A client used from several runtimes at once (kept
+/// in a `static` by tests that run in parallel) renews nothing while the renewer's runtime is
+/// not running (a current-thread runtime between two `block_on`s), and leases taken on another
+/// runtime and held when the renewer's runtime shuts down are renewed again only from the next
+/// acquisition: meanwhile their guards report them lost at their local deadline, as for an
+/// outage. Give each runtime a client of its own.
+///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lease_core::Error> {
 /// use lease_core::{LeaseClient, MemoryStore, runtime::TokioRuntime};
