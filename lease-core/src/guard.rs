@@ -362,14 +362,17 @@ impl Drop for LeaseGuard {
         }
         let held = Arc::clone(&self.handle.held);
         self.renewer.forget(&held);
+        let given_back = held.is_given_back();
         match held.mark_released() {
             // Given up here before the store's expiry: the row may still name this holder (for
             // the safety margin at least, a whole TTL after a renewal that committed unanswered),
             // so free it for the next instance rather than leave it to lapse.
-            // So may a lease whose campaign's future was dropped while it led, which told the
-            // term's waiters (`mark_given_back`) before it dropped this guard.
             None | Some(LossReason::DeadlinePassed | LossReason::Resigned) => {}
-            // Taken over, found gone, or given back by the shutdown that stopped it.
+            // Given back by its holder, whatever the reason (a campaign ending its term, for a
+            // shutdown too), whose future was dropped before the release that was to follow:
+            // the release is owed here.
+            Some(_) if given_back => {}
+            // Taken over, found gone, or lost to the shutdown, which releases it itself.
             Some(LossReason::Rejected | LossReason::NotHeld | LossReason::ShutDown) => return,
         }
         let token = self.releasing();

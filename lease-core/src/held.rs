@@ -218,6 +218,12 @@ impl Held {
         }
     }
 
+    /// Whether the lease was [given back](Held::mark_given_back) by its holder: the release
+    /// that was to follow is still owed by whoever drops its guard without sending it.
+    pub(crate) fn is_given_back(&self) -> bool {
+        self.loss.load(Ordering::Acquire) & GIVEN_BACK != 0
+    }
+
     /// Marks the lease given back by its holder, which sends the release next (a campaign that
     /// ends), and wakes everybody waiting for its loss with `reason`, so that work raced against
     /// it stops before the lease is free: unless it was lost first (its deadline passed

@@ -559,6 +559,42 @@ async fn a_campaign_dropped_in_a_shutdown_counts_the_lease_it_leaves_to_lapse() 
     assert!(!report.is_clean());
 }
 
+/// A campaign whose future is dropped while the client's shutdown has it give its term back,
+/// after the work under the term stopped but before the release went out (its renewal of the
+/// lease given back still on its way): nothing runs under the lease, so it is released, not
+/// left taken for its TTL. Before, the dropped guard read the shutdown's reason and left the
+/// release to the shutdown, which leaves a term to its campaign.
+#[tokio::test(start_paused = true)]
+async fn a_campaign_dropped_in_a_shutdown_after_its_work_stopped_releases_the_lease() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(Arc::clone(&store));
+    let (leader, campaign) = client.campaign_on_this_task("alerts").unwrap();
+    let campaign = tokio::spawn(campaign);
+    let mut changes = leader.changes();
+    assert_eq!(changes.next().await, Some(true));
+    let (lease, working) = leader.lease_for_work().expect("leading");
+    // The renewal the campaign sends as it begins to wait for the work hangs.
+    store.delay_renewals(Duration::from_secs(10));
+    let shutting_down = tokio::spawn({
+        let client = client.clone();
+        async move { client.shutdown(Duration::from_secs(30)).await }
+    });
+    assert_eq!(lease.lost().await, LossReason::ShutDown);
+    drop(working);
+    campaign.abort();
+    let _ = campaign.await;
+    let report = shutting_down.await.unwrap();
+    store.delay_renewals(Duration::ZERO);
+    assert!(
+        fast_client(store.inner.clone())
+            .try_acquire("alerts")
+            .await
+            .unwrap()
+            .is_some(),
+        "the lease of a term whose work had stopped was left taken ({report:?})"
+    );
+}
+
 /// A campaign whose acquisition is answered past its deadline gives that lease back as never
 /// held and campaigns on: no term begins, and no loss is counted or logged for it (a loss alert
 /// would fire for a leadership nobody had). Then it leads.
