@@ -379,7 +379,11 @@ impl Renewer {
                 );
                 for held in &batch {
                     held.set_next_renewal(retry_at(now, held.deadline(), self.period));
-                    self.store.stats().renewed(held.name(), Renewed::Failed);
+                    // A lease given back or lost while the renewal was on its way failed to
+                    // renew nothing this client still holds.
+                    if held.is_held() {
+                        self.store.stats().renewed(held.name(), Renewed::Failed);
+                    }
                 }
                 return;
             }

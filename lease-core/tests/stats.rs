@@ -161,6 +161,41 @@ async fn failed_and_late_renewals_are_counted_and_the_client_turns_unhealthy_bef
     );
 }
 
+/// A lease released while its renewal was on its way, the renewal then failing (it timed
+/// out), is not counted as a failed renewal: the client holds nothing that failed to renew.
+/// The same failure for a lease still held is (the control).
+#[tokio::test(start_paused = true)]
+async fn a_renewal_that_fails_for_a_lease_released_meanwhile_counts_no_failure() {
+    for release in [true, false] {
+        let store = Faulty::new(tokio_memory());
+        let client = fast_client(Arc::clone(&store));
+        let guard = client.try_acquire("sweep").await.unwrap().expect("free");
+        // The first renewal, 250 ms on, hangs past the store timeout.
+        store.delay_renewals(Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            store.renew_manys.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "the renewal is on its way"
+        );
+        let kept = if release {
+            guard.release().await.unwrap();
+            None
+        } else {
+            Some(guard)
+        };
+        store.delay_renewals(Duration::ZERO);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let failed = client.stats().renewals_failed;
+        if release {
+            assert_eq!(failed, 0, "counted for a lease released meanwhile");
+        } else {
+            assert_eq!(failed, 1, "the control's failed renewal was not counted");
+        }
+        drop(kept);
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn losses_are_counted_by_reason() {
     let store = Faulty::new(tokio_memory());
