@@ -586,6 +586,8 @@ async fn dropping_the_last_handle_stops_the_schedule() {
     tokio::time::sleep(Duration::from_secs(30)).await;
     assert!(runs.times().len() <= 1, "{:?}", runs.times());
     assert!(Schedule::every(Duration::ZERO).is_err());
+    assert!(Schedule::every(Duration::from_nanos(999_999)).is_err());
+    assert!(Schedule::every(Schedule::SHORTEST_PERIOD).is_ok());
 }
 
 #[tokio::test(start_paused = true)]

@@ -54,14 +54,20 @@ pub struct Schedule {
 }
 
 impl Schedule {
+    /// The shortest period: rounds closer than the time a round takes would follow one another
+    /// without a pause, and a schedule's task would never leave its runtime's thread to the
+    /// others (a unit mixed up: `from_nanos` for `from_secs`).
+    pub const SHORTEST_PERIOD: Duration = Duration::from_millis(1);
+
     /// A round every `period`, the first at once.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] for a zero period.
+    /// [`Error::InvalidConfig`] for a period shorter than
+    /// [`SHORTEST_PERIOD`](Schedule::SHORTEST_PERIOD).
     pub fn every(period: Duration) -> Result<Self, Error> {
-        if period.is_zero() {
+        if period < Self::SHORTEST_PERIOD {
             return Err(Error::InvalidConfig {
-                reason: "a schedule's period must be above zero".to_owned(),
+                reason: format!("a schedule's period must be at least 1 ms, got {period:?}"),
             });
         }
         Ok(Self {

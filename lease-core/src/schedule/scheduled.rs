@@ -177,7 +177,9 @@ impl Scheduled {
 
     /// Stops the schedule, for every clone of this handle: no new round starts. Returns once
     /// the round that runs, if one does, has ended and given its lease back (kept until the
-    /// round's [hold](crate::Schedule::hold) ends).
+    /// round's [hold](crate::Schedule::hold) ends). Awaited by the round's own work, it would
+    /// wait for itself: the work stops its schedule with [`Scheduled::stop`] on a task of its
+    /// own, or by dropping every handle.
     ///
     /// # Cancel safety
     /// Cancel safe: once polled, the schedule stops whatever happens; cancelling only stops the
