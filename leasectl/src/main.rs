@@ -137,6 +137,33 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let what = format!("cannot check table {table}");
             match tokio::time::timeout(store::ANSWER_TIMEOUT, opened.verify()).await {
                 Ok(Ok(())) => print(&format!("table {table} fits the store\n"))?,
+                // The SQL on standard output, to save and run (`leasectl check > fix.sql`);
+                // what differs on standard error, once.
+                Ok(Err(Error::SchemaMismatch {
+                    table,
+                    mismatch,
+                    upgrade: Some(sql),
+                    ..
+                })) => {
+                    print(&format!("{sql}\n"))?;
+                    let differs = Error::SchemaMismatch {
+                        table,
+                        mismatch,
+                        upgrade: None,
+                        other_kind: false,
+                    };
+                    // PostgreSQL's upgrade bounds its lock waits with `SET LOCAL`, which holds
+                    // only inside a transaction.
+                    let how = if matches!(opened, store::Store::Postgres(_)) {
+                        " (run it as one transaction: psql --single-transaction -f FILE, or a \
+                         migration)"
+                    } else {
+                        ""
+                    };
+                    return Err(Failure::Failed(format!(
+                        "{differs}; the SQL that fixes it is on standard output{how}"
+                    )));
+                }
                 Ok(Err(error @ Error::SchemaMismatch { .. })) => {
                     return Err(Failure::Failed(error.to_string()));
                 }

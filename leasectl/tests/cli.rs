@@ -323,12 +323,12 @@ async fn exercise_check_and_prune<X: Execute + Clone>(store: &SqlStore<X>, url: 
         .await
         .unwrap();
     let on_story = store.clone().on(&story).unwrap();
-    let refusal = match on_story.verify().await {
-        Err(
-            error @ lease_core::Error::SchemaMismatch {
-                upgrade: Some(_), ..
-            },
-        ) => error.to_string(),
+    let (mismatch, sql) = match on_story.verify().await {
+        Err(lease_core::Error::SchemaMismatch {
+            mismatch,
+            upgrade: Some(sql),
+            ..
+        }) => (mismatch, sql),
         other => panic!("verify on the story's table answered {other:?}"),
     };
     let refused = leasectl_with_env(
@@ -342,11 +342,24 @@ async fn exercise_check_and_prune<X: Execute + Clone>(store: &SqlStore<X>, url: 
         )),
         "{refused:?}"
     );
+    // The SQL on standard output, as the store gives it, and only there; what differs on
+    // standard error.
+    assert_eq!(refused.stdout, format!("{sql}\n"), "{refused:?}");
     assert!(
-        refused.stderr.contains("the SQL that fixes it:\n"),
+        refused.stderr.contains(&format!(
+            "{mismatch}; the SQL that fixes it is on standard output"
+        )),
         "{refused:?}"
     );
-    assert!(refused.stderr.contains(&refusal), "{refused:?}\n{refusal}");
+    assert!(
+        !refused.stderr.contains(sql.lines().next().unwrap()),
+        "{refused:?}"
+    );
+    assert_eq!(
+        refused.stderr.contains("psql --single-transaction"),
+        dialect == lease_sqlx::Dialect::Postgres,
+        "{refused:?}"
+    );
     let listed = run(url, Some(&story), &["list"]);
     assert_eq!(listed.code, 1, "{listed:?}");
     assert!(
@@ -1101,18 +1114,24 @@ async fn check_says_whether_the_table_fits_and_prints_the_upgrade() {
         "{story:?}"
     );
     // The SQL that fixes it is the store's own, as its check gives it.
-    let given = store
-        .clone()
-        .on("story")
-        .unwrap()
-        .verify()
-        .await
-        .expect_err("the story's table does not fit");
-    assert!(
-        given.to_string().contains("the SQL that fixes it:\n"),
-        "{given}"
+    let given = store.clone().on("story").unwrap().verify().await;
+    let Err(lease_core::Error::SchemaMismatch {
+        mismatch,
+        upgrade: Some(sql),
+        ..
+    }) = given
+    else {
+        panic!("the story's table fits: {given:?}");
+    };
+    assert_eq!(story.stdout, format!("{sql}\n"), "{story:?}");
+    assert_eq!(
+        story.stderr,
+        format!(
+            "leasectl: lease table story does not fit the store: {mismatch}; the SQL that fixes \
+             it is on standard output\n"
+        ),
+        "{story:?}"
     );
-    assert_eq!(story.stderr, format!("leasectl: {given}\n"), "{story:?}");
     // Listing it fails as the database says, once, without the driver's decorations.
     let listed = run(&url, Some("story"), &["list"]);
     assert_eq!(listed.code, 1, "{listed:?}");
@@ -1135,8 +1154,8 @@ async fn check_says_whether_the_table_fits_and_prints_the_upgrade() {
     );
     assert!(
         missing
-            .stderr
-            .contains("CREATE TABLE IF NOT EXISTS \"nope\""),
+            .stdout
+            .starts_with("CREATE TABLE IF NOT EXISTS \"nope\""),
         "{missing:?}"
     );
 }
