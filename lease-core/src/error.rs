@@ -100,8 +100,8 @@ pub enum Error {
     /// rows (a lease held now stays held until it expires); when the table does not exist (a
     /// check without setup), the SQL that creates it; when it is a table of another kind,
     /// `None` and `other_kind`: give the store another table name; when it is a lease table the
-    /// store cannot change (SQLite's, with columns of its own), `None`, and `mismatch` says
-    /// what to do by hand.
+    /// store cannot change (SQLite's, with columns of its own; one on storage that loses rows,
+    /// such as PostgreSQL's `UNLOGGED`), `None`, and `mismatch` says what to do by hand.
     #[error(
         "lease table {table} does not fit the store: {mismatch}{}",
         DisplayUpgrade(.upgrade, *.other_kind)
