@@ -3,11 +3,14 @@
 
 #[path = "support/broken.rs"]
 mod broken;
+#[path = "support/fenced_model.rs"]
+mod fenced_model;
 
 use std::future::Future;
 use std::sync::Arc;
 
 use broken::{BrokenBackend, Flaw};
+use fenced_model::{FencedFlaw, ModelBackend};
 use lease_core::runtime::TokioRuntime;
 use lease_tests::run::run_case;
 use lease_tests::{CaseFailure, CaseResult, Context, TestBackend, cases};
@@ -316,4 +319,82 @@ catches!(
     AcquireIgnoresHolderOnce,
     schedule_runs_each_round_on_one_instance,
     "some round ran twice"
+);
+
+/// Asserts that the fenced case fails on the model whose check has `flaw`, with a message
+/// containing `expected`.
+macro_rules! catches_fenced {
+    ($test:ident, $flaw:ident, $case:ident, $expected:literal) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $test() {
+            let failure = failure_of(ModelBackend(FencedFlaw::$flaw), |ctx| async move {
+                cases::$case(&*ctx).await
+            })
+            .await;
+            assert!(
+                failure.message().contains($expected),
+                "{} failed for another reason than {:?}: {failure}",
+                stringify!($case),
+                $expected
+            );
+        }
+    };
+}
+
+/// The control: the model's check without a flaw (it locks the row until the commit and
+/// reads holder, fence and expiry) passes every fenced case that checks at the start, so each
+/// failure below is its flaw's. (The database stores' broken checks, at the start and at the
+/// commit, are caught on the three databases in lease-sqlx's `tests/fenced_broken.rs`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fenced_model_without_a_flaw_passes_the_fenced_cases() {
+    type Case = fn(Arc<Context<ModelBackend>>) -> futures::future::BoxFuture<'static, CaseResult>;
+    let each: [(&str, Case); 5] = [
+        ("fenced_write_commits_while_held", |ctx| {
+            Box::pin(async move { cases::fenced_write_commits_while_held(&*ctx).await })
+        }),
+        ("expired_lease_fails_fenced_check", |ctx| {
+            Box::pin(async move { cases::expired_lease_fails_fenced_check(&*ctx).await })
+        }),
+        ("freed_lease_fails_fenced_check", |ctx| {
+            Box::pin(async move { cases::freed_lease_fails_fenced_check(&*ctx).await })
+        }),
+        ("stale_fenced_write_commits_nothing", |ctx| {
+            Box::pin(async move { cases::stale_fenced_write_commits_nothing(&*ctx).await })
+        }),
+        ("takeover_waits_for_fenced_transaction", |ctx| {
+            Box::pin(async move { cases::takeover_waits_for_fenced_transaction(&*ctx).await })
+        }),
+    ];
+    for (name, case) in each {
+        let verdict = run_case(ModelBackend(FencedFlaw::None), TokioRuntime, case).await;
+        assert!(
+            matches!(verdict, Ok(lease_tests::Verdict::Passed)),
+            "{name} on the model without a flaw: {verdict:?}"
+        );
+    }
+}
+
+catches_fenced!(
+    fenced_check_without_the_lock_lets_a_takeover_in,
+    Unlocked,
+    takeover_waits_for_fenced_transaction,
+    "the takeover succeeded while the holder's fenced transaction was open"
+);
+catches_fenced!(
+    fenced_check_in_a_separate_statement_lets_a_takeover_in,
+    Separate,
+    takeover_waits_for_fenced_transaction,
+    "the takeover succeeded while the holder's fenced transaction was open"
+);
+catches_fenced!(
+    fenced_check_ignoring_expiry_lets_an_expired_holder_write,
+    IgnoresExpiry,
+    expired_lease_fails_fenced_check,
+    "a fenced write on an expired lease committed"
+);
+catches_fenced!(
+    fenced_check_that_keeps_the_guard_leaves_it_believing_it_holds,
+    KeepsTheGuard,
+    expired_lease_fails_fenced_check,
+    "the guard still believes it holds the lease"
 );
