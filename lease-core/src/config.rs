@@ -125,8 +125,9 @@ impl LeaseConfig {
         }
         if self.renew_every < Self::SHORTEST_PERIOD || self.renew_every >= self.local_validity() {
             return invalid(format!(
-                "the renewal period {:?} must be at least 250 µs and shorter than the TTL minus the safety margin ({:?}), or a lease lapses between two renewals",
+                "the renewal period {:?} must be at least {:?} and shorter than the TTL minus the safety margin ({:?}), or a lease lapses between two renewals",
                 self.renew_every,
+                Self::SHORTEST_PERIOD,
                 self.local_validity()
             ));
         }
@@ -139,7 +140,8 @@ impl LeaseConfig {
         let (first, longest) = self.acquire_backoff;
         if first < Self::SHORTEST_PERIOD || first > longest {
             return invalid(format!(
-                "the acquire backoff must start at 250 µs or more and not above its longest pause, got {first:?} and {longest:?}"
+                "the acquire backoff must start at {:?} or more and not above its longest pause, got {first:?} and {longest:?}",
+                Self::SHORTEST_PERIOD
             ));
         }
         Ok(())

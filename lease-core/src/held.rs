@@ -218,6 +218,13 @@ impl Held {
         }
     }
 
+    /// Whether its holder let the lease go: released it, or [gave it back](Held::mark_given_back)
+    /// (not a loss, its deadline passing included).
+    pub(crate) fn is_let_go(&self) -> bool {
+        let state = self.loss.load(Ordering::Acquire);
+        state == RELEASED || state & GIVEN_BACK != 0
+    }
+
     /// Whether the lease was [given back](Held::mark_given_back) by its holder: the release
     /// that was to follow is still owed by whoever drops its guard without sending it.
     pub(crate) fn is_given_back(&self) -> bool {
@@ -231,7 +238,7 @@ impl Held {
     /// that follows is counted. A lease given back already stays so (`None`): its waiters were
     /// told, and the release may follow once the work told has stopped.
     pub(crate) fn mark_given_back(&self, reason: LossReason) -> Option<LossReason> {
-        if self.loss.load(Ordering::Acquire) & GIVEN_BACK != 0 {
+        if self.is_given_back() {
             return None;
         }
         if let Some(lost) = self.loss() {

@@ -379,9 +379,10 @@ impl Renewer {
                 );
                 for held in &batch {
                     held.set_next_renewal(retry_at(now, held.deadline(), self.period));
-                    // A lease given back or lost while the renewal was on its way failed to
-                    // renew nothing this client still holds.
-                    if held.is_held() {
+                    // A lease released or given back while the renewal was on its way failed
+                    // to renew nothing this client holds; one whose deadline passed meanwhile
+                    // was lost by this failure, which counts.
+                    if !held.is_let_go() {
                         self.store.stats().renewed(held.name(), Renewed::Failed);
                     }
                 }

@@ -213,8 +213,8 @@ async fn rounds_that_fall_while_one_runs_are_skipped_and_counted_not_replayed() 
 /// A round falls at its time plus its delay: a run that ends after the next round's time but
 /// before its delay has not missed it. With rounds of 10 s, delays below 4 s and runs of 7 s, a
 /// round is missed only when its delay is more than 3 s shorter than the one before (one round
-/// in 32); missed whenever a run ended past the next round's time without its delay, it was one
-/// in four.
+/// in 32); missed whenever a run ended past the next round's time without its delay, one run
+/// in four was followed by a missed round.
 #[tokio::test(start_paused = true)]
 async fn a_round_delayed_past_the_end_of_the_run_before_is_not_missed() {
     let runs = Runs::default();
@@ -271,15 +271,31 @@ async fn the_leader_runs_every_round_and_another_takes_over_when_it_shuts_down()
     assert!(runs.on("b") >= 2, "b leads and runs: {:?}", runs.times());
 }
 
-/// An hourly leader schedule on the wall clock's boundaries with a jitter of half an hour:
-/// what the tests of the leader's jitter run, and where its boundaries fall in ms since now.
+/// An hourly leader schedule on the wall clock's boundaries with the most jitter (two fifths
+/// of the hour): what the tests of the leader's jitter run, and where its next boundary falls
+/// in ms since now, with the hour and the jitter in ms.
 fn hourly_with_jitter() -> (Schedule, u128, u128, u128) {
     let hour = Duration::from_secs(3600);
-    let jitter = hour / 2;
     let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
     let to_boundary = hour.as_millis() - since_epoch.as_millis() % hour.as_millis();
-    let schedule = Schedule::every(hour).unwrap().aligned().jitter(jitter);
+    let schedule = Schedule::every(hour).unwrap().aligned().jitter(hour / 2);
+    let jitter = schedule.jitter_limit();
+    assert_eq!(
+        jitter,
+        hour * 2 / 5,
+        "the jitter cut to two fifths of the period"
+    );
     (schedule, to_boundary, hour.as_millis(), jitter.as_millis())
+}
+
+/// The boundary of the first of `runs` (ms since the start, in order), in ms since the start:
+/// the next boundary, `to_boundary` ms on; or the last one, an hour before, whose shared delay
+/// had not run out as the schedule started (its round then runs before the next boundary).
+fn first_boundary(runs: &[u128], to_boundary: u128, hour: u128) -> i128 {
+    match runs.first() {
+        Some(first) if *first < to_boundary => to_boundary as i128 - hour as i128,
+        _ => to_boundary as i128,
+    }
 }
 
 /// Records the runs of a leader schedule of `name` on `client` as `instance`.
@@ -321,21 +337,23 @@ async fn a_leaders_aligned_rounds_fall_alike_on_every_instance() {
     tokio::time::sleep(Duration::from_secs(4 * 3600)).await;
     let (a, b, c) = (a.times(), b.times(), c.times());
     assert!(a.len() >= 3 && a.len() == b.len(), "{a:?} and {b:?}");
+    let first = first_boundary(&a, to_boundary, hour);
+    let boundary = |k: usize| first + (hour * k as u128) as i128;
     for (k, (at_a, at_b)) in a.iter().zip(&b).enumerate() {
         assert!(
             at_a.abs_diff(*at_b) <= 20,
             "round {k} ran at {at_a} ms on one instance and at {at_b} ms on the other: {a:?}, {b:?}"
         );
-        let boundary = to_boundary + hour * k as u128;
+        let (at, boundary) = (*at_a as i128, boundary(k));
         assert!(
-            *at_a + 20 >= boundary && *at_a < boundary + jitter,
-            "round {k} at {at_a} ms, its boundary at {boundary} ms: {a:?}"
+            at + 20 >= boundary && at < boundary + jitter as i128,
+            "round {k} at {at} ms, its boundary at {boundary} ms: {a:?}"
         );
     }
     assert!(
         a.iter()
             .enumerate()
-            .any(|(k, at)| at - (to_boundary + hour * k as u128) > 1_000),
+            .any(|(k, at)| *at as i128 - boundary(k) > 1_000),
         "no jitter: {a:?}"
     );
     assert!(
@@ -347,7 +365,7 @@ async fn a_leaders_aligned_rounds_fall_alike_on_every_instance() {
 }
 
 /// Leadership handed on after every round, through four instances of an aligned leader
-/// schedule with a jitter of half an hour: each boundary's round runs once. With a jitter
+/// schedule with the most jitter: each boundary's round runs once. With a jitter
 /// drawn at random on each instance, a new leader whose draw for the boundary just run falls
 /// later than the old leader's would run that round again.
 #[tokio::test(start_paused = true)]
@@ -386,9 +404,11 @@ async fn a_leaders_round_is_not_run_again_after_a_handover_within_its_jitter() {
         names.len(),
         "every instance led once: {runs:?}"
     );
-    let boundaries: Vec<u128> = runs
+    let times: Vec<u128> = runs.iter().map(|(at, _)| *at).collect();
+    let first = first_boundary(&times, to_boundary, hour);
+    let boundaries: Vec<i128> = times
         .iter()
-        .map(|(at, _)| (at + 20).saturating_sub(to_boundary) / hour)
+        .map(|at| (*at as i128 + 20 - first).div_euclid(hour as i128))
         .collect();
     assert_eq!(
         boundaries,

@@ -337,11 +337,19 @@ async fn release(
         ))),
         Some(now) => Err(Failure::Failed(format!(
             "not released: {shown} changed hands after it was read (was {} with fence {}, now {} \
-             with fence {}); run the command again to release the new holder's lease",
+             with fence {}); {}",
             render::printable(info.holder.as_str()),
             info.fence,
             render::printable(now.holder.as_str()),
-            now.fence
+            now.fence,
+            match fence {
+                // The holding asked for is gone: nothing of the new one is to be released.
+                Some(_) => "nothing was released".to_owned(),
+                None => format!(
+                    "to release the new holder's lease, run the command again with --fence {}",
+                    now.fence
+                ),
+            }
         ))),
     }
 }

@@ -56,7 +56,9 @@ pub struct Schedule {
 impl Schedule {
     /// The shortest period: rounds closer than the time a round takes would follow one another
     /// without a pause, and a schedule's task would never leave its runtime's thread to the
-    /// others (a unit mixed up: `from_nanos` for `from_secs`).
+    /// others (a unit mixed up: `from_nanos` for `from_secs`). Longer than the shortest renewal
+    /// period ([`LeaseConfig::SHORTEST_PERIOD`](crate::LeaseConfig::SHORTEST_PERIOD)): a round
+    /// takes a lease, a renewal is one statement among many.
     pub const SHORTEST_PERIOD: Duration = Duration::from_millis(1);
 
     /// A round every `period`, the first at once.
@@ -67,7 +69,10 @@ impl Schedule {
     pub fn every(period: Duration) -> Result<Self, Error> {
         if period < Self::SHORTEST_PERIOD {
             return Err(Error::InvalidConfig {
-                reason: format!("a schedule's period must be at least 1 ms, got {period:?}"),
+                reason: format!(
+                    "a schedule's period must be at least {:?}, got {period:?}",
+                    Self::SHORTEST_PERIOD
+                ),
             });
         }
         Ok(Self {
@@ -81,7 +86,9 @@ impl Schedule {
 
     /// Rounds on the wall clock's boundaries of the period (multiples of it since the Unix
     /// epoch: on the hour for an hour, at :00, :15, :30 and :45 for 15 minutes), the same on
-    /// every instance; the first at the next boundary. The wall clock is read once, when the
+    /// every instance; the first at the next boundary (on the leader, with a
+    /// [`jitter`](Schedule::jitter), the last boundary's when its delay has not run out). The
+    /// wall clock is read once, when the
     /// schedule starts; the rounds then follow the runtime's clock, period after period (so a
     /// runtime whose clock runs faster, as a test's or a demonstration's, runs them faster
     /// too). A wall clock stepped later (NTP correcting one that started off) leaves the rounds
@@ -119,7 +126,7 @@ impl Schedule {
     /// election: at once where the store pushes releases, up to the campaign's retry where it
     /// does not) is skipped.
     pub fn jitter(mut self, jitter: Duration) -> Self {
-        self.jitter = jitter.min(self.period * 2 / 5);
+        self.jitter = jitter.min(self.period / 5 * 2);
         self
     }
 

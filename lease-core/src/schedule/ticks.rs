@@ -11,9 +11,11 @@ use super::{Jitter, Schedule};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Ticks {
     period: u64,
-    /// The time of the next round before its jitter: on the wall clock's boundary, for an
-    /// aligned schedule.
-    next: u64,
+    /// The time of the next round before its jitter, in clock ticks: on the wall clock's
+    /// boundary, for an aligned schedule. Below zero for a boundary that passed before the
+    /// client's clock began (a client built within a boundary's jitter, whose round is still
+    /// due).
+    next: i128,
     /// The next round's delay, drawn once for it.
     delay: u64,
     /// The wall clock's boundary the next round falls on, counted in periods (from the epoch
@@ -36,6 +38,7 @@ impl Ticks {
         jitter: Jitter,
     ) -> Self {
         let period = ticks(schedule.period()).max(1);
+        let now = i128::from(now);
         let (next, boundary) = if schedule.is_aligned() {
             // Nanoseconds since the epoch shifted by the offset: below zero only in the first
             // period after the epoch (a clock set before 1970 reads as the epoch itself).
@@ -47,11 +50,10 @@ impl Ticks {
             let last_due = last.filter(|_| matches!(jitter, Jitter::Shared { .. }));
             match (into, last_due) {
                 (0, _) => (now, at_or_before as u64),
-                (into, Some(last)) if jitter.delay(last) > into && now >= into => {
-                    (now - into, last)
-                }
+                // The last boundary's round, due now or later.
+                (into, Some(last)) if jitter.delay(last) >= into => (now - i128::from(into), last),
                 // The offset is below a period, so the next boundary's number is not negative.
-                (into, _) => (now.saturating_add(period - into), (at_or_before + 1) as u64),
+                (into, _) => (now + i128::from(period - into), (at_or_before + 1) as u64),
             }
         } else {
             (now, 0)
@@ -68,7 +70,8 @@ impl Ticks {
 
     /// The clock tick the next round is due at, its jitter included.
     pub(crate) fn due(&self) -> u64 {
-        self.next.saturating_add(self.delay)
+        let due = (self.next + i128::from(self.delay)).max(0);
+        u64::try_from(due).unwrap_or(u64::MAX)
     }
 
     /// The wall clock's boundary of the round due at [`due`](Ticks::due) (see the field).
@@ -82,24 +85,26 @@ impl Ticks {
     /// the end of the run is not missed). Answers how many rounds fell while it ran, which are
     /// skipped rather than run late one after another.
     pub(crate) fn advance(&mut self, now: u64) -> u64 {
-        let limit = self.jitter.limit();
-        let mut next = self.next.saturating_add(self.period);
+        let (now, period) = (i128::from(now), i128::from(self.period));
+        let limit = i128::from(self.jitter.limit());
+        let mut next = self.next + period;
         // Rounds whose time, at the latest their jitter allows, had passed: missed whatever
         // their delay.
-        let mut missed = if now <= next.saturating_add(limit) {
+        let late = now - next - limit;
+        let mut missed = if late <= 0 {
             0
         } else {
-            (now - next - limit).div_ceil(self.period)
+            u64::try_from((late + period - 1) / period).unwrap_or(u64::MAX)
         };
-        next = next.saturating_add(missed.saturating_mul(self.period));
+        next += i128::from(missed) * period;
         let mut boundary = self.boundary.saturating_add(1).saturating_add(missed);
         let mut delay = self.jitter.delay(boundary);
         // The first round left may still have fallen before `now` by its delay; the one after
         // it falls at least a period less the jitter (three fifths of one) later: not before
         // `now`.
-        if next.saturating_add(delay) < now {
+        if next + i128::from(delay) < now {
             missed += 1;
-            next = next.saturating_add(self.period);
+            next += period;
             boundary = boundary.saturating_add(1);
             delay = self.jitter.delay(boundary);
         }
@@ -268,6 +273,19 @@ mod tests {
             late.due(),
             50 * SECOND - delay - 1 + 10 * SECOND + jitter.delay(boundary + 1)
         );
+        // A client built after the boundary (its clock starts at zero): the same round, due
+        // as far ahead.
+        let fresh = Ticks::new(&schedule, 0, wall + Duration::from_secs(1), jitter.clone());
+        assert_eq!(fresh.boundary(), boundary);
+        assert_eq!(fresh.due(), delay - SECOND);
+        // Started on that round's time exactly: that round, due now.
+        let on_time = Ticks::new(
+            &schedule,
+            0,
+            wall + Duration::from_nanos(delay),
+            jitter.clone(),
+        );
+        assert_eq!((on_time.boundary(), on_time.due()), (boundary, 0));
         // A delay drawn at random belongs to no boundary: the next boundary's round, as before.
         let random = Jitter::new(
             Duration::from_secs(4),
