@@ -180,8 +180,10 @@ pub trait LeaseStore: Send + Sync + Debug + 'static {
     /// A store keeps a row per name ever acquired, with no holder once released; a table of
     /// per-entity leases grows without bound unless pruned. Fences must keep strictly
     /// increasing across a prune: a name acquired again after its row was deleted gets a fence
-    /// greater than any it had (the SQL stores' fences follow the database's clock; the memory
-    /// store remembers the greatest fence it pruned).
+    /// greater than any it had (the SQL stores' fences follow the database's clock, so a name
+    /// taken again after its row was pruned gets a greater fence as long as that clock is
+    /// never set back by more than `released_for`: prune rows free for days, not seconds; the
+    /// memory store remembers the greatest fence it pruned).
     ///
     /// # Errors
     /// [`Error::Store`] with [`Operation::Prune`](crate::Operation::Prune) when the store
