@@ -462,7 +462,7 @@ impl<F: FencedWrites> Leg<F> {
         // Asynchronous: the write made while the standby was cut off is gone.
         let expected = match replication {
             Replication::Synchronous => self.written,
-            _ => self.written - 1,
+            _ => self.written.saturating_sub(1),
         };
         self.counts.expect(writes.len() as u64 == expected, || {
             format!(

@@ -310,6 +310,16 @@ async fn paused<F: StoreFactory>(factory: F, driver: &str, url: String) -> Count
         counts.expect(steps_after == 0, || {
             format!("{steps_after} steps after the worker reported the loss")
         });
+        // A loss before the pause (renewals that failed on a loaded machine) would leave the
+        // scenario nothing to show: the pause stopped a worker that no longer held the lease.
+        counts.expect(log[lost].time() > resumed, || {
+            format!(
+                "the worker reported the loss ({}) {} ms before it was resumed: the pause did \
+                 not stop a holder",
+                log[lost].words[1],
+                resumed.saturating_sub(log[lost].time()) / 1_000_000
+            )
+        });
         eprintln!(
             "{}: paused {} ms, worker reported {} ({} ms after resume)",
             counts.backend,
