@@ -410,8 +410,9 @@ impl<F: FencedWrites> Leg<F> {
         let started = Instant::now();
         let fence = loop {
             self.counts.operations += 1;
-            match self.control_acquire().await {
-                Ok(Some(fence)) => break Some(fence),
+            let left = STEP_LIMIT.saturating_sub(started.elapsed());
+            match tokio::time::timeout(left, self.control_acquire()).await {
+                Ok(Ok(Some(fence))) => break Some(fence),
                 _ if started.elapsed() > STEP_LIMIT => break None,
                 _ => tokio::time::sleep(Duration::from_millis(200)).await,
             }
@@ -478,15 +479,23 @@ impl<F: FencedWrites> Leg<F> {
         let started = Instant::now();
         loop {
             self.counts.operations += 1;
-            match self.store.inspect(&name).await {
-                Ok(row) => return row,
-                Err(error) if started.elapsed() > STEP_LIMIT => {
+            let left = STEP_LIMIT.saturating_sub(started.elapsed());
+            match tokio::time::timeout(left, self.store.inspect(&name)).await {
+                Ok(Ok(row)) => return row,
+                Ok(Err(error)) if started.elapsed() > STEP_LIMIT => {
                     self.counts.violation(format!(
                         "{name} could not be read after the failover: {error}"
                     ));
                     return None;
                 }
-                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+                Err(_) => {
+                    self.counts.violation(format!(
+                        "{name} could not be read after the failover: no answer within \
+                         {STEP_LIMIT:?}"
+                    ));
+                    return None;
+                }
+                Ok(Err(_)) => tokio::time::sleep(Duration::from_millis(200)).await,
             }
         }
     }
@@ -497,21 +506,20 @@ impl<F: FencedWrites> Leg<F> {
         let started = Instant::now();
         loop {
             self.counts.operations += 1;
-            match self
-                .factory
-                .write(
-                    &self.store,
-                    guard.as_ref(),
-                    Some(CheckAt::Commit),
-                    &self.protected,
-                    "w",
-                )
-                .await
-            {
-                Ok(_) => return Ok(()),
-                Err(error) if fenced::is_refusal(&error) => return Err(error),
-                Err(error) if started.elapsed() > STEP_LIMIT => return Err(error),
-                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            let write = self.factory.write(
+                &self.store,
+                guard.as_ref(),
+                Some(CheckAt::Commit),
+                &self.protected,
+                "w",
+            );
+            let left = STEP_LIMIT.saturating_sub(started.elapsed());
+            match tokio::time::timeout(left, write).await {
+                Ok(Ok(_)) => return Ok(()),
+                Ok(Err(error)) if fenced::is_refusal(&error) => return Err(error),
+                Ok(Err(error)) if started.elapsed() > STEP_LIMIT => return Err(error),
+                Err(_) => return Err(format!("no answer within {STEP_LIMIT:?}").into()),
+                Ok(Err(_)) => tokio::time::sleep(Duration::from_millis(200)).await,
             }
         }
     }

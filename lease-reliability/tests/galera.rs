@@ -62,6 +62,10 @@ use lease_tests::env;
 const WORKER: &str = env!("CARGO_BIN_EXE_lease-reliability-worker");
 /// How long past their time the contenders may take to end.
 const FINISH_SLACK: Duration = Duration::from_secs(30);
+/// How long one call of the scenario's own (a write, a read of the protected table, a forced
+/// release) may take: a node that accepts connections and never answers ends the call with an
+/// error, not the test run with a hang.
+const CALL_LIMIT: Duration = Duration::from_secs(15);
 /// Collision rounds played past the least number when the cluster has counted no conflict yet.
 const EXTRA_COLLISION_ROUNDS: u64 = 380;
 /// The collision rounds stop after this long past the time their least number takes (a few
@@ -184,7 +188,12 @@ async fn turns<F: FencedWrites>(
             // release and the write take.
             renewed(&clients[node], timing.renew_every * 3).await;
             let forced = format!("UPDATE {table} SET holder = NULL WHERE name = '{name}'");
-            if let Err(error) = factory.execute(&stores[1 - node], &forced).await {
+            let release = factory.execute(&stores[1 - node], &forced);
+            if let Err(error) = tokio::time::timeout(CALL_LIMIT, release)
+                .await
+                .map_err(|_| format!("no answer within {CALL_LIMIT:?}"))
+                .and_then(|answer| answer.map_err(|error| error.to_string()))
+            {
                 counts.violation(format!("the forced release failed: {error}"));
                 break;
             }
@@ -268,9 +277,11 @@ async fn checked_write<F: FencedWrites>(
     protected: &Protected,
     driver: &str,
 ) -> Result<i64, BoxError> {
-    factory
-        .write(store, lease, Some(CheckAt::Commit), protected, driver)
-        .await
+    let write = factory.write(store, lease, Some(CheckAt::Commit), protected, driver);
+    match tokio::time::timeout(CALL_LIMIT, write).await {
+        Ok(answer) => answer,
+        Err(_) => Err(format!("the fenced write had no answer within {CALL_LIMIT:?}").into()),
+    }
 }
 
 /// How many writes of `fence` the protected table holds, as `store`'s node reads it; `None`
@@ -281,7 +292,10 @@ async fn committed_of<F: FencedWrites>(
     protected: &Protected,
     fence: i64,
 ) -> Option<usize> {
-    let writes = factory.writes(store, protected).await.ok()?;
+    let writes = tokio::time::timeout(CALL_LIMIT, factory.writes(store, protected))
+        .await
+        .ok()?
+        .ok()?;
     Some(writes.iter().filter(|write| write.fence == fence).count())
 }
 
