@@ -485,22 +485,37 @@ async fn the_lease_of_work_that_cannot_be_stopped_is_not_released_under_it() {
     );
 }
 
+/// On `store`, which pushes releases: a client holding `sweep` with its guard, and another
+/// client waiting for it, with that waiting acquisition's task (which opens the waiting
+/// client's subscription to releases).
+async fn waiting_for_sweep(
+    store: &Arc<Faulty>,
+) -> (
+    LeaseClient,
+    lease_core::LeaseGuard,
+    LeaseClient,
+    tokio::task::JoinHandle<Result<lease_core::LeaseGuard, Error>>,
+) {
+    store.push_releases_after(Duration::ZERO);
+    let (holding, waiting) = (
+        fast_client(Arc::clone(store)),
+        fast_client(Arc::clone(store)),
+    );
+    let held = holding.try_acquire("sweep").await.unwrap().unwrap();
+    let wait = tokio::spawn({
+        let waiting = waiting.clone();
+        async move { waiting.acquire("sweep", Duration::from_secs(60)).await }
+    });
+    (holding, held, waiting, wait)
+}
+
 /// The subscription to the store's release events (on PostgreSQL a connection of its own) is
 /// closed by the shutdown, though the application keeps the client: no acquisition waits on it
 /// any more. Before, it stayed open for as long as a clone of the client lived.
 #[tokio::test(start_paused = true)]
 async fn a_shutdown_closes_the_subscription_to_releases() {
     let store = Faulty::new(tokio_memory());
-    store.push_releases_after(Duration::ZERO);
-    let (holding, waiting) = (
-        fast_client(Arc::clone(&store)),
-        fast_client(Arc::clone(&store)),
-    );
-    let _held = holding.try_acquire("sweep").await.unwrap().unwrap();
-    let wait = tokio::spawn({
-        let waiting = waiting.clone();
-        async move { waiting.acquire("sweep", Duration::from_secs(60)).await }
-    });
+    let (_holding, _held, waiting, wait) = waiting_for_sweep(&store).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(
         store.live_subscriptions.load(Ordering::SeqCst),
@@ -534,16 +549,7 @@ async fn a_shutdown_closes_the_subscription_to_releases() {
 #[tokio::test(start_paused = true)]
 async fn a_shutdown_cut_short_has_closed_the_subscription_to_releases() {
     let store = Faulty::new(tokio_memory());
-    store.push_releases_after(Duration::ZERO);
-    let (holding, waiting) = (
-        fast_client(Arc::clone(&store)),
-        fast_client(Arc::clone(&store)),
-    );
-    let _held = holding.try_acquire("sweep").await.unwrap().unwrap();
-    let wait = tokio::spawn({
-        let waiting = waiting.clone();
-        async move { waiting.acquire("sweep", Duration::from_secs(60)).await }
-    });
+    let (_holding, _held, waiting, wait) = waiting_for_sweep(&store).await;
     // Work that never ends keeps the shutdown in its grace period.
     let (started_tx, started) = futures::channel::oneshot::channel();
     let run = tokio::spawn({

@@ -32,12 +32,17 @@ where
 /// Asserts that the case fails on a store with `flaw`, with a message containing `expected`.
 macro_rules! catches {
     ($test:ident, $flaw:ident, $case:ident, $expected:literal) => {
+        catches_on!(BrokenBackend(Flaw::$flaw), $test, $case, $expected);
+    };
+}
+
+/// Asserts that the case fails on `backend`, with a message containing `expected`.
+macro_rules! catches_on {
+    ($backend:expr, $test:ident, $case:ident, $expected:literal) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn $test() {
-            let failure = failure_of(BrokenBackend(Flaw::$flaw), |ctx| async move {
-                cases::$case(&*ctx).await
-            })
-            .await;
+            let failure =
+                failure_of($backend, |ctx| async move { cases::$case(&*ctx).await }).await;
             assert!(
                 failure.message().contains($expected),
                 "{} failed for another reason than {:?}: {failure}",
@@ -325,19 +330,7 @@ catches!(
 /// containing `expected`.
 macro_rules! catches_fenced {
     ($test:ident, $flaw:ident, $case:ident, $expected:literal) => {
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn $test() {
-            let failure = failure_of(ModelBackend(FencedFlaw::$flaw), |ctx| async move {
-                cases::$case(&*ctx).await
-            })
-            .await;
-            assert!(
-                failure.message().contains($expected),
-                "{} failed for another reason than {:?}: {failure}",
-                stringify!($case),
-                $expected
-            );
-        }
+        catches_on!(ModelBackend(FencedFlaw::$flaw), $test, $case, $expected);
     };
 }
 

@@ -249,17 +249,20 @@ async fn exercise(store: Arc<DynLeaseStore>, url: &str, table: Option<&str>) {
         .expect("a force-released lease is free");
     assert!(next > sweep);
     // A confirmation for the holding shown earlier releases nothing of the next one.
-    let stale = run(
-        url,
-        table,
-        &[
-            "release",
-            "sweep",
-            "--fence",
-            &sweep.get().to_string(),
-            "--yes",
-        ],
-    );
+    let release_fenced = |fence: lease_core::Fence| {
+        run(
+            url,
+            table,
+            &[
+                "release",
+                "sweep",
+                "--fence",
+                &fence.get().to_string(),
+                "--yes",
+            ],
+        )
+    };
+    let stale = release_fenced(sweep);
     assert_eq!(stale.code, 1, "{stale:?}");
     assert!(
         stale.stderr.contains(&format!(
@@ -271,17 +274,7 @@ async fn exercise(store: Arc<DynLeaseStore>, url: &str, table: Option<&str>) {
     );
     let kept = store.inspect(&name("sweep")).await.unwrap().unwrap();
     assert_eq!(kept.holder, taker);
-    let current = run(
-        url,
-        table,
-        &[
-            "release",
-            "sweep",
-            "--fence",
-            &next.get().to_string(),
-            "--yes",
-        ],
-    );
+    let current = release_fenced(next);
     assert_eq!(current.code, 0, "{current:?}");
     assert_eq!(store.inspect(&name("sweep")).await.unwrap(), None);
 
