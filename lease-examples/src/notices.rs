@@ -123,7 +123,7 @@ async fn story(file: &std::path::Path, fenced: bool) -> Result<(usize, String), 
     // A resumes where it was paused, and sends without looking at its lease first.
     let refused = match send(&store, &paused, fenced).await {
         Ok(()) => "nothing: it sent".to_owned(),
-        Err(error) => error.to_string(),
+        Err(error) => lease_core::ErrorChain(&*error).to_string(),
     };
     let (sent,): (i64,) = sqlx::query_as("SELECT count(*) FROM notices WHERE customer = 'c-42'")
         .fetch_one(store.executor().pool())

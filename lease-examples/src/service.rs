@@ -101,8 +101,9 @@ fn scheme(url: &str) -> Option<&str> {
 }
 
 /// Runs the service until `stop` completes (SIGTERM, in the binary), then shuts down
-/// gracefully: the HTTP server stops taking requests, the schedules stop, running work gets
-/// the grace period to finish, and every lease is handed back. Calls `listening` with the
+/// gracefully: the client's shutdown stops the schedules, gives running work the grace period
+/// to finish and hands every lease back, and then the HTTP server stops taking requests (its
+/// readiness said "shutting down" meanwhile). Calls `listening` with the
 /// address the server took, before the jobs start. Answers what the shutdown did; when `stop`
 /// completes while the store connects (a database that does not answer), at once, with a report
 /// of nothing done: nothing was taken yet.

@@ -117,30 +117,79 @@ pub trait Execute: std::fmt::Debug + Send + Sync + 'static {
     }
 
     /// Rows of two integers: try-acquire's `(fence, won)`.
+    ///
+    /// # Errors
+    /// The driver's error, boxed: no connection from the pool, the statement refused or cut.
+    ///
+    /// # Cancel safety
+    /// As every method of the trait: dropped, the statement may still run on the server, and
+    /// the implementation leaves its connection usable (see [`Execute`]).
     async fn int_pairs(&self, query: Query<'_>) -> Result<Vec<(i64, i64)>, BoxError>;
 
     /// Rows of one integer: renew-many's positions
     /// ([`RenewManyResult::Positions`](crate::RenewManyResult::Positions)).
+    ///
+    /// # Errors
+    /// The driver's error, boxed: no connection from the pool, the statement refused or cut.
+    ///
+    /// # Cancel safety
+    /// As every method of the trait: dropped, the statement may still run on the server, and
+    /// the implementation leaves its connection usable (see [`Execute`]).
     async fn ints(&self, query: Query<'_>) -> Result<Vec<i64>, BoxError>;
 
     /// Rows of two texts: renew-many's `(name, holder)`
     /// ([`RenewManyResult::Pairs`](crate::RenewManyResult::Pairs)).
+    ///
+    /// # Errors
+    /// The driver's error, boxed: no connection from the pool, the statement refused or cut.
+    ///
+    /// # Cancel safety
+    /// As every method of the trait: dropped, the statement may still run on the server, and
+    /// the implementation leaves its connection usable (see [`Execute`]).
     async fn text_pairs(&self, query: Query<'_>) -> Result<Vec<(String, String)>, BoxError>;
 
     /// Lease rows: inspect's and list's.
+    ///
+    /// # Errors
+    /// The driver's error, boxed: no connection from the pool, the statement refused or cut.
+    ///
+    /// # Cancel safety
+    /// As every method of the trait: dropped, the statement may still run on the server, and
+    /// the implementation leaves its connection usable (see [`Execute`]).
     async fn lease_rows(&self, query: Query<'_>) -> Result<Vec<LeaseRow>, BoxError>;
 
     /// How many rows the statement matched (found, not changed: the drivers set
     /// `CLIENT_FOUND_ROWS` on MariaDB).
+    ///
+    /// # Errors
+    /// The driver's error, boxed: no connection from the pool, the statement refused or cut.
+    ///
+    /// # Cancel safety
+    /// As every method of the trait: dropped, the statement may still run on the server, and
+    /// the implementation leaves its connection usable (see [`Execute`]).
     async fn affected(&self, query: Query<'_>) -> Result<u64, BoxError>;
 
     /// Runs DDL without parameters, which may hold several statements, as one simple-protocol
     /// message where the database has one (one implicit transaction on PostgreSQL).
+    ///
+    /// # Errors
+    /// The driver's error, boxed: no connection from the pool, the statement refused or cut.
+    ///
+    /// # Cancel safety
+    /// As every method of the trait: dropped, the statement may still run on the server, and
+    /// the implementation leaves its connection usable (see [`Execute`]).
     async fn batch(&self, sql: &str) -> Result<(), BoxError>;
 
     /// Names of leases released on `channel`, pushed by the database (PostgreSQL `LISTEN`), on a
     /// connection of their own outside the pool. `None`, the default, where the driver cannot
     /// listen: waiters then poll.
+    ///
+    /// # Errors
+    /// The driver's error, boxed: no connection from the pool, the statement refused or cut.
+    ///
+    /// # Cancel safety
+    /// As every method of the trait: dropped, the statement may still run on the server, and
+    /// the implementation leaves its connection usable (see [`Execute`]).
     async fn release_events(&self, channel: &str) -> Result<Option<ReleaseEvents>, BoxError> {
         let _ = channel;
         Ok(None)
@@ -197,6 +246,13 @@ pub trait ConnectWith<O>: Execute + Sized {
 /// diesel-async: `&mut AsyncPgConnection` inside `transaction`).
 pub trait ExecuteOn<C>: Execute {
     /// How many rows the statement matched, run on `conn`.
+    ///
+    /// # Errors
+    /// The driver's error, boxed: the statement refused, or the connection broken.
+    ///
+    /// # Cancel safety
+    /// Dropped, the statement may still run on the server; the caller's connection and
+    /// transaction are the caller's to end, as for any statement it runs on them.
     fn affected_on<'a>(&'a self, conn: C, query: Query<'a>) -> OnConnection<'a, u64>
     where
         C: 'a;
@@ -204,6 +260,13 @@ pub trait ExecuteOn<C>: Execute {
     /// Runs `sql`, which may hold several statements and has no parameters, on `conn` as one
     /// simple-protocol message (PostgreSQL's simple query, MariaDB's text protocol with
     /// multiple statements, SQLite's statements in turn), stopping at the first error.
+    ///
+    /// # Errors
+    /// The driver's error, boxed: the statement refused, or the connection broken.
+    ///
+    /// # Cancel safety
+    /// Dropped, the statement may still run on the server; the caller's connection and
+    /// transaction are the caller's to end, as for any statement it runs on them.
     fn batch_on<'a>(&'a self, conn: C, sql: String) -> OnConnection<'a, ()>
     where
         C: 'a;
@@ -215,6 +278,13 @@ pub trait ExecuteOn<C>: Execute {
     /// ([`CommitMessage`](crate::CommitMessage)). By default it does not tell (`None`); a
     /// driver that can should, if its fenced commits go on after the `COMMIT`
     /// ([`AfterCommit::Begin`](crate::AfterCommit::Begin)).
+    ///
+    /// # Errors
+    /// The driver's error, boxed: the statement refused, or the connection broken.
+    ///
+    /// # Cancel safety
+    /// Dropped, the statement may still run on the server; the caller's connection and
+    /// transaction are the caller's to end, as for any statement it runs on them.
     fn batch_counted_on<'a>(&'a self, conn: C, sql: String) -> CountedOnConnection<'a>
     where
         C: 'a,

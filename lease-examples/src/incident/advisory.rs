@@ -30,7 +30,7 @@ pub(crate) async fn run(url: &str, tables: &Tables) -> Result<Side, BoxError> {
         }
     }
     let held = pinned.len();
-    let in_use = pool.size() - pool.num_idle() as u32;
+    let in_use = pool.size().saturating_sub(pool.num_idle() as u32);
 
     let pg_locks = operator_view(url, &pids).await?;
 

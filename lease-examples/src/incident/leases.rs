@@ -41,7 +41,7 @@ pub(crate) async fn run(url: &str, tables: &Tables) -> Result<Side, BoxError> {
     for _ in 0..WRITES {
         // A connection goes back to the pool a moment after its statement ends; look after that.
         tokio::time::sleep(client.config().renew_every).await;
-        in_use = in_use.max(pool.size() - pool.num_idle() as u32);
+        in_use = in_use.max(pool.size().saturating_sub(pool.num_idle() as u32));
         let started = Instant::now();
         if let Err(error) = sqlx::query(sqlx::AssertSqlSafe(tables.readiness_write()))
             .execute(&pool)
