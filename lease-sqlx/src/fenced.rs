@@ -91,6 +91,15 @@ where
     DB: SqlxDatabase,
     SqlxExecutor<DB>: for<'c> ExecuteOn<&'c mut DB::Connection>,
 {
+    if DB::DIALECT == Dialect::Sqlite {
+        // sqlx's SQLite connection lowers the depth it counts only once its worker thread has
+        // run a dropped savepoint's rollback: a command answered by that thread comes after it,
+        // so the depth read next is the connection's.
+        (*transaction)
+            .ping()
+            .await
+            .map_err(|error| failed(store, lease.as_ref(), error))?;
+    }
     let depth = <DB as Database>::TransactionManager::get_transaction_depth(&transaction);
     if depth > 1 {
         return Err(Error::store_of_kind(
