@@ -162,7 +162,10 @@ where
     if !handle.is_held() {
         // Not held, or, where the work had ended the transaction, its later writes committed.
         let answer = store.lost_before_commit(&mut *connection, handle).await;
-        Manager::<P>::rollback_transaction(connection).await?;
+        // The answer stands whatever the rollback says: a connection that failed it is marked
+        // broken, which the pool discards, and a failure of its own would hide that the work's
+        // writes committed (`TransactionEnded`) behind an error a caller retries.
+        let _ = Manager::<P>::rollback_transaction(connection).await;
         return Err(answer.into());
     }
     match store

@@ -417,10 +417,10 @@ where
     if !handle.is_held() {
         // Not held, or, where the work had ended the transaction, its later writes committed.
         let answer = store.lost_before_commit(&mut *transaction, handle).await;
-        transaction
-            .rollback()
-            .await
-            .map_err(|e| failed(store, handle, e))?;
+        // The answer stands whatever the rollback says: a connection that failed it stays in
+        // a transaction, which the pool closes, and a failure of its own would hide that the
+        // work's writes committed (`TransactionEnded`) behind an error a caller retries.
+        let _ = transaction.rollback().await;
         return Err(answer);
     }
     let checked_first = commit == FencedCommit::CheckFirst || commit.checked_at_begin();
