@@ -95,9 +95,11 @@ pub async fn pause<F: StoreFactory>(factory: F, args: &Args) -> Result<(), BoxEr
     for n in 0..args.number("steps")? {
         let t = history::now();
         if !guard.is_held() {
-            // Which way it was lost: `lost()` is ready at once for a lost lease.
+            // Which way it was lost: `lost()` is ready at once for a lost lease. Its time is
+            // read again: a pause that fell between the step's clock and its check would
+            // otherwise date the loss before the pause.
             let reason = guard.lost().await;
-            println!("lost {reason:?} {t}");
+            println!("lost {reason:?} {}", history::now());
             break;
         }
         println!("step {n} {t}");

@@ -448,7 +448,12 @@ impl<F: FencedWrites> Leg<F> {
     /// The protected table on the new primary: no stale write, and every acknowledged write
     /// there unless the failover lost it.
     async fn no_stale_writes(&mut self, replication: Replication) {
-        let writes = match self.factory.writes(&self.store, &self.protected).await {
+        let read = self.factory.writes(&self.store, &self.protected);
+        let writes = match tokio::time::timeout(STEP_LIMIT, read)
+            .await
+            .map_err(|_| format!("no answer within {STEP_LIMIT:?}"))
+            .and_then(|answer| answer.map_err(|error| error.to_string()))
+        {
             Ok(writes) => writes,
             Err(error) => {
                 self.counts

@@ -417,9 +417,9 @@ where
     if !handle.is_held() {
         // Not held, or, where the work had ended the transaction, its later writes committed.
         let answer = store.lost_before_commit(&mut *transaction, handle).await;
-        // The answer stands whatever the rollback says: a connection that failed it stays in
-        // a transaction, which the pool closes, and a failure of its own would hide that the
-        // work's writes committed (`TransactionEnded`) behind an error a caller retries.
+        // The answer stands whatever the rollback says: a connection that failed it is broken,
+        // which the pool closes, and a failure of its own would hide that the work's writes
+        // committed (`TransactionEnded`) behind an error a caller retries.
         let _ = transaction.rollback().await;
         return Err(answer);
     }

@@ -341,7 +341,7 @@ macro_rules! catches_fenced {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fenced_model_without_a_flaw_passes_the_fenced_cases() {
     type Case = fn(Arc<Context<ModelBackend>>) -> futures::future::BoxFuture<'static, CaseResult>;
-    let each: [(&str, Case); 5] = [
+    let each: [(&str, Case); 6] = [
         ("fenced_write_commits_while_held", |ctx| {
             Box::pin(async move { cases::fenced_write_commits_while_held(&*ctx).await })
         }),
@@ -356,6 +356,9 @@ async fn the_fenced_model_without_a_flaw_passes_the_fenced_cases() {
         }),
         ("takeover_waits_for_fenced_transaction", |ctx| {
             Box::pin(async move { cases::takeover_waits_for_fenced_transaction(&*ctx).await })
+        }),
+        ("fenced_work_spans_a_renewal", |ctx| {
+            Box::pin(async move { cases::fenced_work_spans_a_renewal(&*ctx).await })
         }),
     ];
     for (name, case) in each {
