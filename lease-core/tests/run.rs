@@ -241,6 +241,39 @@ async fn work_whose_lease_is_lost_before_it_starts_is_not_made_even_with_on_loss
     assert_eq!(made.load(Ordering::SeqCst), 0, "the work was made");
 }
 
+/// A lease lost before its work starts (the acquisition answered past its local deadline) ran
+/// nothing under it: it is given back without the run's minimum hold, so the next instance may
+/// run the work at once rather than find the round kept for a run that never happened.
+#[tokio::test(start_paused = true)]
+async fn a_lease_lost_before_its_work_starts_is_given_back_without_the_hold() {
+    let store = Faulty::new(tokio_memory());
+    store.delay_acquire_answers(Duration::from_millis(950));
+    let client = common::fast_client_timing_out_after(Arc::clone(&store), Duration::from_secs(2));
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.run_exclusive_with(
+            "sweep",
+            RunOptions::default().min_hold(Duration::from_secs(60)),
+            |_| async {},
+        ),
+    )
+    .await
+    .expect("the run did not end")
+    .unwrap();
+    assert_eq!(
+        outcome,
+        Some(RunOutcome::Cancelled {
+            reason: LossReason::DeadlinePassed
+        })
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let next = fast_client(store.inner.clone());
+    assert!(
+        next.try_acquire("sweep").await.unwrap().is_some(),
+        "a round that never ran was kept for its minimum hold"
+    );
+}
+
 /// A release with a minimum hold that fails while a shutdown's grace period runs (work let
 /// finish, a connection cut by the deploy) is tried again as at any other time: the hold is
 /// kept, and the next instance does not run the work again within the period.

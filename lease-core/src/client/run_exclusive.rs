@@ -60,7 +60,9 @@ pub struct RunOptions {
     /// [`LeaseConfig::on_loss`](crate::LeaseConfig::on_loss).
     pub on_loss: Option<OnLoss>,
     /// Keep the lease taken until this long after it was taken, even when the work ends sooner:
-    /// at most one run per period across all instances. Default: zero.
+    /// at most one run per period across all instances. Default: zero. Not kept for a lease
+    /// lost before its work started (an acquisition answered past its local deadline): nothing
+    /// ran, and the next instance may run the work at once.
     pub min_hold: Duration,
 }
 
@@ -172,12 +174,16 @@ impl LeaseClient {
         let mut renewer = std::pin::pin!(self.inner.renewer.run_unless_spawned());
         // Until the work's future is dropped, a shutdown does not free the lease under it.
         let working = handle.working();
+        // Whether the work was made: the minimum hold keeps a run from being repeated within
+        // it, and a lease lost before its work started ran nothing to keep.
+        let mut started = false;
         let outcome = 'run: {
             // A lease lost before the work starts (an acquisition answered after its local
             // deadline) runs nothing of it: not even the closure that makes it.
             if let Some(reason) = handle.loss() {
                 break 'run RunOutcome::Cancelled { reason };
             }
+            started = true;
             // Pinned in this block, so the work's future (and whatever it owns: tasks it joins,
             // an open transaction and its row locks) is dropped before the lease is released,
             // not after: once released, the next holder may start at once.
@@ -240,7 +246,12 @@ impl LeaseClient {
             }
         ));
         // After a loss the release is expected to fail; after a clean finish it is worth a word.
-        let release = std::pin::pin!(guard.release_after(options.min_hold));
+        let min_hold = if started {
+            options.min_hold
+        } else {
+            Duration::ZERO
+        };
+        let release = std::pin::pin!(guard.release_after(min_hold));
         let released = match future::select(release, renewer).await {
             Either::Left((released, _)) => released,
             Either::Right((never, _)) => match never {},
