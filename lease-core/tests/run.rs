@@ -173,18 +173,20 @@ async fn work_that_ends_as_its_deadline_passes_did_not_finish_under_the_lease() 
 }
 
 /// A client whose acquisitions answer 950 ms after they were sent, past the local deadline of
-/// its 1 s TTL less a 100 ms margin: every lease it takes is lost as it is answered.
-fn answered_after_the_deadline() -> LeaseClient {
+/// its 1 s TTL less a 100 ms margin: every lease it takes is lost as it is answered. With its
+/// store.
+fn answered_after_the_deadline() -> (LeaseClient, Arc<Faulty>) {
     let store = Faulty::new(tokio_memory());
     store.delay_acquire_answers(Duration::from_millis(950));
-    common::fast_client_timing_out_after(store, Duration::from_secs(2))
+    let client = common::fast_client_timing_out_after(Arc::clone(&store), Duration::from_secs(2));
+    (client, store)
 }
 
 /// A lease already past its local deadline when the acquisition answers (an answer slower than
 /// the TTL less the margin): the work is never polled, not even once.
 #[tokio::test(start_paused = true)]
 async fn work_whose_lease_is_lost_before_it_starts_is_never_polled() {
-    let client = answered_after_the_deadline();
+    let (client, _) = answered_after_the_deadline();
     let polls = AtomicUsize::new(0);
     let outcome = tokio::time::timeout(
         Duration::from_secs(10),
@@ -216,7 +218,7 @@ async fn work_whose_lease_is_lost_before_it_starts_is_never_polled() {
 /// called), and the outcome says it was cancelled, not that it finished.
 #[tokio::test(start_paused = true)]
 async fn work_whose_lease_is_lost_before_it_starts_is_not_made_even_with_on_loss_finish() {
-    let client = answered_after_the_deadline();
+    let (client, _) = answered_after_the_deadline();
     let made = AtomicUsize::new(0);
     let outcome = tokio::time::timeout(
         Duration::from_secs(10),
@@ -246,9 +248,7 @@ async fn work_whose_lease_is_lost_before_it_starts_is_not_made_even_with_on_loss
 /// run the work at once rather than find the round kept for a run that never happened.
 #[tokio::test(start_paused = true)]
 async fn a_lease_lost_before_its_work_starts_is_given_back_without_the_hold() {
-    let store = Faulty::new(tokio_memory());
-    store.delay_acquire_answers(Duration::from_millis(950));
-    let client = common::fast_client_timing_out_after(Arc::clone(&store), Duration::from_secs(2));
+    let (client, store) = answered_after_the_deadline();
     let outcome = tokio::time::timeout(
         Duration::from_secs(10),
         client.run_exclusive_with(
