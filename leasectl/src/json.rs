@@ -17,9 +17,16 @@ use crate::time::rfc3339;
 
 /// One lease.
 fn lease(info: &LeaseInfo) -> Value {
-    let expires_in_ms = match info.expires_at.duration_since(info.observed_at) {
-        Ok(left) => i64::try_from(left.as_millis()).unwrap_or(i64::MAX),
-        Err(ago) => -i64::try_from(ago.duration().as_millis()).unwrap_or(i64::MAX),
+    // Negative exactly when `expired`: a lease expired less than a millisecond ago (or at the
+    // read itself) reads -1, not 0, and one held reads its whole milliseconds left.
+    let expires_in_ms = if info.is_expired() {
+        let ago = info
+            .observed_at
+            .duration_since(info.expires_at)
+            .unwrap_or_default();
+        -i64::try_from(ago.as_micros().div_ceil(1_000).max(1)).unwrap_or(i64::MAX)
+    } else {
+        i64::try_from(info.expires_in().as_millis()).unwrap_or(i64::MAX)
     };
     json!({
         "name": info.name.as_str(),
@@ -93,6 +100,14 @@ mod tests {
             list(&[], "jobs.leases"),
             "{\"leases\":[],\"read_at\":null,\"table\":\"jobs.leases\"}\n"
         );
+        // Expired at the very read, or less than a millisecond before: negative all the same.
+        let mut just = info("sweep", 0);
+        let lease_of = |info: &LeaseInfo| lease(info)["expires_in_ms"].as_i64().unwrap();
+        assert_eq!(lease_of(&just), -1);
+        just.expires_at -= Duration::from_micros(300);
+        assert_eq!(lease_of(&just), -1);
+        just.expires_at += Duration::from_micros(1_300);
+        assert_eq!(lease_of(&just), 1);
         let shown: Value = serde_json::from_str(&show(&info("sweep", 30), "leases")).unwrap();
         assert_eq!(shown["lease"]["name"], "sweep");
         assert_eq!(shown["read_at"], "2027-01-15T08:00:00.000Z");
