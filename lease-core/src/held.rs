@@ -221,8 +221,7 @@ impl Held {
     /// Whether its holder let the lease go: released it, or [gave it back](Held::mark_given_back)
     /// (not a loss, its deadline passing included).
     pub(crate) fn is_let_go(&self) -> bool {
-        let state = self.loss.load(Ordering::Acquire);
-        state == RELEASED || state & GIVEN_BACK != 0
+        self.loss.load(Ordering::Acquire) == RELEASED || self.is_given_back()
     }
 
     /// Whether the lease was [given back](Held::mark_given_back) by its holder: the release

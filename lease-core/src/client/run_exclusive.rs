@@ -174,16 +174,13 @@ impl LeaseClient {
         let mut renewer = std::pin::pin!(self.inner.renewer.run_unless_spawned());
         // Until the work's future is dropped, a shutdown does not free the lease under it.
         let working = handle.working();
-        // Whether the work was made: the minimum hold keeps a run from being repeated within
-        // it, and a lease lost before its work started ran nothing to keep.
-        let mut started = false;
+        // A lease lost before the work starts (an acquisition answered after its local
+        // deadline) runs nothing of it: not even the closure that makes it.
+        let lost_first = handle.loss();
         let outcome = 'run: {
-            // A lease lost before the work starts (an acquisition answered after its local
-            // deadline) runs nothing of it: not even the closure that makes it.
-            if let Some(reason) = handle.loss() {
+            if let Some(reason) = lost_first {
                 break 'run RunOutcome::Cancelled { reason };
             }
-            started = true;
             // Pinned in this block, so the work's future (and whatever it owns: tasks it joins,
             // an open transaction and its row locks) is dropped before the lease is released,
             // not after: once released, the next holder may start at once.
@@ -246,10 +243,11 @@ impl LeaseClient {
             }
         ));
         // After a loss the release is expected to fail; after a clean finish it is worth a word.
-        let min_hold = if started {
-            options.min_hold
-        } else {
-            Duration::ZERO
+        // The minimum hold keeps a run from being repeated within it: a lease lost before its
+        // work started ran nothing to keep.
+        let min_hold = match lost_first {
+            None => options.min_hold,
+            Some(_) => Duration::ZERO,
         };
         let release = std::pin::pin!(guard.release_after(min_hold));
         let released = match future::select(release, renewer).await {
