@@ -182,30 +182,36 @@ fn answered_after_the_deadline() -> (LeaseClient, Arc<Faulty>) {
     (client, store)
 }
 
-/// A lease already past its local deadline when the acquisition answers (an answer slower than
-/// the TTL less the margin): the work is never polled, not even once.
-#[tokio::test(start_paused = true)]
-async fn work_whose_lease_is_lost_before_it_starts_is_never_polled() {
-    let (client, _) = answered_after_the_deadline();
-    let polls = AtomicUsize::new(0);
-    let outcome = tokio::time::timeout(
-        Duration::from_secs(10),
-        client.run_exclusive("sweep", |_| {
-            futures::future::poll_fn(|_| {
-                polls.fetch_add(1, Ordering::SeqCst);
-                Poll::<()>::Pending
-            })
-        }),
-    )
-    .await
-    .expect("the run did not end")
-    .unwrap();
+/// What a run on [`answered_after_the_deadline`]'s client answered, within ten seconds, checked
+/// to be the cancellation of a lease lost to its deadline before the work started.
+async fn cancelled_before_the_start<T: std::fmt::Debug + PartialEq>(
+    run: impl std::future::Future<Output = Result<Option<RunOutcome<T>>, lease_core::Error>>,
+) {
+    let outcome = tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .expect("the run did not end")
+        .unwrap();
     assert_eq!(
         outcome,
         Some(RunOutcome::Cancelled {
             reason: LossReason::DeadlinePassed
         })
     );
+}
+
+/// A lease already past its local deadline when the acquisition answers (an answer slower than
+/// the TTL less the margin): the work is never polled, not even once.
+#[tokio::test(start_paused = true)]
+async fn work_whose_lease_is_lost_before_it_starts_is_never_polled() {
+    let (client, _) = answered_after_the_deadline();
+    let polls = AtomicUsize::new(0);
+    cancelled_before_the_start(client.run_exclusive("sweep", |_| {
+        futures::future::poll_fn(|_| {
+            polls.fetch_add(1, Ordering::SeqCst);
+            Poll::<()>::Pending
+        })
+    }))
+    .await;
     assert_eq!(
         polls.load(Ordering::SeqCst),
         0,
@@ -220,26 +226,15 @@ async fn work_whose_lease_is_lost_before_it_starts_is_never_polled() {
 async fn work_whose_lease_is_lost_before_it_starts_is_not_made_even_with_on_loss_finish() {
     let (client, _) = answered_after_the_deadline();
     let made = AtomicUsize::new(0);
-    let outcome = tokio::time::timeout(
-        Duration::from_secs(10),
-        client.run_exclusive_with(
-            "sweep",
-            RunOptions::default().on_loss(lease_core::OnLoss::Finish),
-            |_| {
-                made.fetch_add(1, Ordering::SeqCst);
-                async {}
-            },
-        ),
-    )
-    .await
-    .expect("the run did not end")
-    .unwrap();
-    assert_eq!(
-        outcome,
-        Some(RunOutcome::Cancelled {
-            reason: LossReason::DeadlinePassed
-        })
-    );
+    cancelled_before_the_start(client.run_exclusive_with(
+        "sweep",
+        RunOptions::default().on_loss(lease_core::OnLoss::Finish),
+        |_| {
+            made.fetch_add(1, Ordering::SeqCst);
+            async {}
+        },
+    ))
+    .await;
     assert_eq!(made.load(Ordering::SeqCst), 0, "the work was made");
 }
 
@@ -249,23 +244,12 @@ async fn work_whose_lease_is_lost_before_it_starts_is_not_made_even_with_on_loss
 #[tokio::test(start_paused = true)]
 async fn a_lease_lost_before_its_work_starts_is_given_back_without_the_hold() {
     let (client, store) = answered_after_the_deadline();
-    let outcome = tokio::time::timeout(
-        Duration::from_secs(10),
-        client.run_exclusive_with(
-            "sweep",
-            RunOptions::default().min_hold(Duration::from_secs(60)),
-            |_| async {},
-        ),
-    )
-    .await
-    .expect("the run did not end")
-    .unwrap();
-    assert_eq!(
-        outcome,
-        Some(RunOutcome::Cancelled {
-            reason: LossReason::DeadlinePassed
-        })
-    );
+    cancelled_before_the_start(client.run_exclusive_with(
+        "sweep",
+        RunOptions::default().min_hold(Duration::from_secs(60)),
+        |_| async {},
+    ))
+    .await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     let next = fast_client(store.inner.clone());
     assert!(
