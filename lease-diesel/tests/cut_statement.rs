@@ -14,6 +14,12 @@ use lease_diesel::{DieselConnection, DieselStore};
 use lease_sql::{Execute, Query};
 use lease_tests::env;
 
+/// A deadpool of one connection to the test server.
+fn pool_of_one() -> Pool<AsyncPgConnection> {
+    let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(env::postgres_url());
+    Pool::builder(manager).max_size(1).build().unwrap()
+}
+
 /// The server process behind the pool's connection that runs the next statement.
 async fn backend(store: &DieselStore<Pool<AsyncPgConnection>>) -> i64 {
     let pids = store
@@ -26,8 +32,7 @@ async fn backend(store: &DieselStore<Pool<AsyncPgConnection>>) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_statement_cut_on_the_wire_closes_its_connection_and_one_answered_keeps_it() {
-    let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(env::postgres_url());
-    let pool: Pool<AsyncPgConnection> = Pool::builder(manager).max_size(1).build().unwrap();
+    let pool = pool_of_one();
     if let Err(error) = pool.get().await {
         return env::skip_or_fail("postgres", &error.to_string());
     }
@@ -66,20 +71,12 @@ async fn running(watcher: &DieselStore<Pool<AsyncPgConnection>>, pid: i64) -> bo
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_statement_cut_at_the_background_limit_leaves_its_connection_to_be_closed() {
-    let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(env::postgres_url());
-    let pool: Pool<AsyncPgConnection> = Pool::builder(manager).max_size(1).build().unwrap();
+    let pool = pool_of_one();
     if let Err(error) = pool.get().await {
         return env::skip_or_fail("postgres", &error.to_string());
     }
     let store = DieselStore::new(pool.clone());
-    let watcher = DieselStore::new(
-        Pool::builder(AsyncDieselConnectionManager::<AsyncPgConnection>::new(
-            env::postgres_url(),
-        ))
-        .max_size(1)
-        .build()
-        .unwrap(),
-    );
+    let watcher = DieselStore::new(pool_of_one());
     let first = backend(&store).await;
     // The server holds the statement's answer back for seconds, as a server gone silent would;
     // its caller stops waiting once the server runs it, and it runs on in the background.
