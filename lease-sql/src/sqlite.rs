@@ -61,11 +61,13 @@ pub(crate) fn sql(t: &str) -> DialectSql {
             ),
             &[Arg::Name, Arg::Holder, Arg::Micros],
         ),
+        // The minimum hold is rounded up to the table's millisecond: a minimum, never cut
+        // short (a hold of half a millisecond rounded down would free the lease at once).
         release: Template::new(
             format!(
                 "UPDATE {t} SET\n    \
-                     expires_at = max(taken_at + ?3 / 1000, {NOW}),\n    \
-                     holder = CASE WHEN taken_at + ?3 / 1000 > {NOW} THEN holder END\n\
+                     expires_at = max(taken_at + (?3 + 999) / 1000, {NOW}),\n    \
+                     holder = CASE WHEN taken_at + (?3 + 999) / 1000 > {NOW} THEN holder END\n\
                  WHERE name = ?1 AND holder = ?2 AND expires_at > {NOW}"
             ),
             &[Arg::Name, Arg::Holder, Arg::Micros],

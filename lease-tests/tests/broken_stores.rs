@@ -102,6 +102,12 @@ catches!(
     "within the minimum hold of its release: expected None"
 );
 catches!(
+    release_that_rounds_the_minimum_hold_down_breaks_it,
+    ReleaseRoundsMinHoldDown,
+    release_with_min_hold_keeps_the_lease,
+    "the hold was cut short"
+);
+catches!(
     renewal_that_moves_the_expiry_back_breaks_the_minimum_hold,
     RenewMovesExpiryBack,
     late_renewal_keeps_the_minimum_hold,

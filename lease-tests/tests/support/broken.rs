@@ -75,6 +75,9 @@ pub enum Flaw {
     ReleaseKeepsLease,
     /// Release frees the lease at once, whatever minimum hold it was given.
     ReleaseIgnoresMinHold,
+    /// Release keeps the lease for its minimum hold rounded down to whole milliseconds (a
+    /// store whose table keeps milliseconds, dividing the hold's microseconds).
+    ReleaseRoundsMinHoldDown,
     /// Renewal adds the TTL to the expiry it finds, not to now: a lease renewed often runs
     /// further ahead with every renewal.
     RenewExtendsFromExpiry,
@@ -345,6 +348,9 @@ impl LeaseStore for BrokenStore {
         };
         let min_hold = match self.flaw {
             Flaw::ReleaseIgnoresMinHold => Duration::ZERO,
+            Flaw::ReleaseRoundsMinHoldDown => Duration::from_millis(
+                u64::try_from(min_hold.as_millis()).expect("a test's hold fits in u64"),
+            ),
             _ => min_hold,
         };
         let released = store.release(name, &holder, min_hold).await?;
