@@ -370,8 +370,8 @@ async fn run_campaign(
                 // wakes a campaign at once, so a stop often finds one in flight): let it answer,
                 // within the store timeout, and give back what it took, rather than leave the
                 // lease held for its TTL by nobody.
-                if let Ok(Some(guard)) = attempt.await
-                    && let Err(error) = guard.release().await
+                if let Ok(Some(guard)) = events.alongside(attempt).await
+                    && let Err(error) = events.alongside(guard.release()).await
                 {
                     tracing::warn!(lease = %name, error = %crate::ErrorChain(&error), "a lease taken as the campaign stopped was not given back");
                 }
@@ -397,7 +397,7 @@ async fn run_campaign(
                 match ended {
                     Ok(reason) => {
                         tracing::info!(lease = %name, %reason, "leadership lost; campaigning again");
-                        term.end_lost(&clock, store_timeout).await;
+                        events.alongside(term.end_lost(&clock, store_timeout)).await;
                         retry
                     }
                     Err(resigned) => {
@@ -407,7 +407,10 @@ async fn run_campaign(
                         } else {
                             LossReason::Resigned
                         };
-                        match term.give_back(reason, &clock, store_timeout).await {
+                        match events
+                            .alongside(term.give_back(reason, &clock, store_timeout))
+                            .await
+                        {
                             Err(error) => {
                                 tracing::warn!(lease = %name, error = %crate::ErrorChain(&error), "leadership not given back on resign");
                             }
@@ -638,6 +641,19 @@ where
             Either::Right((Either::Left((Either::Right(_), _)), _) | (Either::Right(_), _)) => {
                 Err(None)
             }
+        }
+    }
+
+    /// Runs `work` to its end while the renewer goes on: where the runtime cannot spawn it,
+    /// this future is the one that runs it, and the waits of a term's end take the renewer's
+    /// lock (a release waits for no renewal in flight; a lease given back is renewed once), so
+    /// a renewal left half-way in an unpolled renewer would hold them for ever.
+    async fn alongside<T>(&mut self, work: impl Future<Output = T>) -> T {
+        let work = std::pin::pin!(work);
+        match future::select(work, &mut *self.renewer).await {
+            Either::Left((output, _)) => output,
+            // The renewer ends only with the client: nothing left to run beside the work.
+            Either::Right(((), work)) => work.await,
         }
     }
 }

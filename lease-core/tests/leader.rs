@@ -593,6 +593,49 @@ async fn a_campaign_dropped_in_a_shutdown_after_its_work_stopped_releases_the_le
     );
 }
 
+/// On a runtime that cannot spawn, a campaign's future runs the client's renewer. A resign
+/// that finds a renewal on its way (answered 300 ms later) while work runs under the term gives
+/// the term back: the renewal answers, the work is told and stops, the lease is released and
+/// `resign` returns. Before, the campaign stopped polling the renewer once it was stopped, the
+/// renewal stayed half-way holding the renewer's lock, and the give-back's renewal of the lease
+/// waited for that lock for ever: `resign` never returned.
+#[tokio::test(start_paused = true)]
+async fn a_campaign_that_drives_the_renewer_resigns_with_a_renewal_on_its_way() {
+    let store = Faulty::new(tokio_memory());
+    let client = LeaseClient::builder(Arc::clone(&store), common::NoSpawn)
+        .ttl(lease_core::Ttl::from_secs(1).unwrap())
+        .renew_every(Duration::from_millis(250))
+        .safety_margin(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let (leader, campaign) = client.campaign_on_this_task("alerts").unwrap();
+    let campaign = tokio::spawn(campaign);
+    let mut changes = leader.changes();
+    assert_eq!(changes.next().await, Some(true));
+    let (lease, working) = leader.lease_for_work().expect("leading");
+    let work = tokio::spawn(async move {
+        let reason = lease.lost().await;
+        drop(working);
+        reason
+    });
+    store.delay_renewals(Duration::from_millis(300));
+    let sent = store.renew_manys.load(std::sync::atomic::Ordering::SeqCst);
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while store.renew_manys.load(std::sync::atomic::Ordering::SeqCst) == sent {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the campaign's renewer sent no renewal");
+    tokio::time::timeout(Duration::from_secs(10), leader.resign())
+        .await
+        .expect("resign never returned: the give-back waited for a renewal nobody ran");
+    assert_eq!(work.await.unwrap(), LossReason::Resigned);
+    campaign.await.unwrap();
+    let row = store.inner.inspect(&common::name("alerts")).await.unwrap();
+    assert!(row.is_none(), "the lease was not released: {row:?}");
+}
+
 /// A campaign whose acquisition is answered past its deadline gives that lease back as never
 /// held and campaigns on: no term begins, and no loss is counted or logged for it (a loss alert
 /// would fire for a leadership nobody had). Then it leads.

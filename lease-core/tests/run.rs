@@ -7,11 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
-use common::{Faulty, Mode, Stoppable, fast_client, tokio_memory};
-use futures::future::BoxFuture;
+use common::{Faulty, Mode, NoSpawn, Stoppable, fast_client, tokio_memory};
 use lease_core::{
-    LeaseClient, LeaseStore, LossReason, OnLoss, RunOptions, RunOutcome, Runtime, Ttl,
-    runtime::TokioRuntime,
+    LeaseClient, LeaseStore, LossReason, OnLoss, RunOptions, RunOutcome, Ttl, runtime::TokioRuntime,
 };
 
 #[tokio::test(start_paused = true)]
@@ -480,20 +478,6 @@ fn no_spawn_client(store: impl LeaseStore) -> LeaseClient {
         .ttl(Ttl::from_secs(1).unwrap())
         .build()
         .unwrap()
-}
-
-/// A runtime that can sleep but not spawn, like a bare executor.
-#[derive(Debug)]
-struct NoSpawn;
-
-impl Runtime for NoSpawn {
-    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
-        Box::pin(tokio::time::sleep(duration))
-    }
-
-    fn now(&self) -> std::time::Instant {
-        tokio::time::Instant::now().into_std()
-    }
 }
 
 /// On a runtime that cannot spawn, a wait for a held lease polls (the release subscription

@@ -431,3 +431,19 @@ impl Runtime for Stoppable {
         Ok(())
     }
 }
+
+/// A runtime on tokio's clock that can sleep but not spawn, like a bare executor: whatever
+/// the client would spawn (its renewer, release subscriptions) runs only where a caller's
+/// future drives it.
+#[derive(Debug)]
+pub struct NoSpawn;
+
+impl Runtime for NoSpawn {
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(duration))
+    }
+
+    fn now(&self) -> std::time::Instant {
+        tokio::time::Instant::now().into_std()
+    }
+}
