@@ -165,6 +165,14 @@ async fn mariadb_wide_holder_keeps_its_width() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn postgres_infinite_times_are_read() {
+    on_fresh_table::<Postgres, deadpool::Pool<AsyncPgConnection>, _>(
+        adoption::postgres_infinite_times_are_read,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn postgres_unsafe_storage_is_refused() {
     on_fresh_table::<Postgres, deadpool::Pool<AsyncPgConnection>, _>(
         adoption::unsafe_storage_is_refused,

@@ -19,6 +19,19 @@ fn micros(expr: &str) -> String {
     format!("(extract(epoch FROM {expr}) * 1000000)::int8")
 }
 
+/// [`micros`] of a time the table holds, within `int8`: a table adopted from another service
+/// may hold `'infinity'` (its "held until released") or `'-infinity'`, which no `int8` holds,
+/// and would fail every read of the table; they read as the latest and earliest times the
+/// microseconds hold. Only reads go through this: every statement that decides compares the
+/// `timestamptz` values themselves, where `'infinity'` keeps a lease held until it is released.
+fn stored_micros(column: &str) -> String {
+    format!(
+        "LEAST(GREATEST(extract(epoch FROM {column}) * 1000000, {min}), {max})::int8",
+        min = i64::MIN,
+        max = i64::MAX
+    )
+}
+
 /// A duration of `$n` microseconds. The `int8` becomes `float8` for the multiplication, exact
 /// below 2^53 microseconds (285 years).
 fn interval(param: u8) -> String {
@@ -84,8 +97,8 @@ pub(crate) fn sql(t: &str) -> DialectSql {
     );
     let columns = format!(
         "name, holder, fence, {}, {}, {}",
-        micros("taken_at"),
-        micros("expires_at"),
+        stored_micros("taken_at"),
+        stored_micros("expires_at"),
         micros(NOW)
     );
     DialectSql {

@@ -172,6 +172,11 @@ async fn mariadb_wide_holder_keeps_its_width() {
 }
 
 #[tokio::test]
+async fn postgres_infinite_times_are_read() {
+    on_fresh_table::<Postgres, _>(adoption::postgres_infinite_times_are_read).await;
+}
+
+#[tokio::test]
 async fn postgres_unsafe_storage_is_refused() {
     on_fresh_table::<Postgres, _>(adoption::unsafe_storage_is_refused).await;
 }

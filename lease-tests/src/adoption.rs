@@ -1350,3 +1350,92 @@ async fn refused_for<X: Execute>(
         .into()),
     }
 }
+
+/// A PostgreSQL lease table adopted from a service that marked "held until released" with an
+/// expiry of `'infinity'` (and a `taken_at` of `'-infinity'`): `inspect` and `list` read the
+/// row, its times at the latest and earliest the store's microseconds hold, not expired, its
+/// holder and fence as written, beside a row of the store's own; the lease stays held (no other
+/// holder takes it) until its holder releases it, after which the next holder takes it with a
+/// greater fence. Without the bound on the times they read (the control), every read of the
+/// table fails: `'infinity'` has no microseconds. `store` is on `table`, which the case creates
+/// with `setup` and leaves for the caller to drop.
+///
+/// # Errors
+/// A description of the first thing that went otherwise, or that the store is not
+/// PostgreSQL's.
+///
+/// # Cancel safety
+/// Dropped, it leaves `table` as far as it got, for the caller to drop as after the case.
+pub async fn postgres_infinite_times_are_read<X: Execute>(
+    store: &SqlStore<X>,
+    table: &str,
+) -> Result<(), BoxError> {
+    if store.statements().dialect() != Dialect::Postgres {
+        return Err("an expiry of 'infinity' needs a PostgreSQL store".into());
+    }
+    store.setup().await?;
+    let ttl = Ttl::from_secs(30)?;
+    let ours = name("ours");
+    store
+        .try_acquire(&ours, &HolderId::generate(), ttl)
+        .await?
+        .ok_or("a fresh table refused a lease")?;
+    store
+        .executor()
+        .batch(&format!(
+            "INSERT INTO {table} (name, holder, fence, taken_at, expires_at) \
+             VALUES ('{name}', '{SEED_HOLDER}', 7, '-infinity', 'infinity')",
+            name = name("forever").as_str()
+        ))
+        .await?;
+    let forever = name("forever");
+    let read = store
+        .inspect(&forever)
+        .await?
+        .ok_or("inspect found no lease held until released")?;
+    let latest = lease_sql::time_from_micros(i64::MAX);
+    let earliest = lease_sql::time_from_micros(i64::MIN);
+    if (
+        read.holder.as_str(),
+        read.fence.get(),
+        read.taken_at,
+        read.expires_at,
+    ) != (SEED_HOLDER, 7, earliest, latest)
+        || read.is_expired()
+    {
+        return Err(format!(
+            "inspect read the lease held until released as {read:?}, where it holds \
+             '{SEED_HOLDER}', fence 7, taken at the earliest time, expiring at the latest"
+        )
+        .into());
+    }
+    let listed = store.list().await?;
+    let names: Vec<&str> = listed.iter().map(|info| info.name.as_str()).collect();
+    let times = |info: &lease_core::LeaseInfo| {
+        (
+            info.holder.clone(),
+            info.fence,
+            info.taken_at,
+            info.expires_at,
+        )
+    };
+    if names != [forever.as_str(), ours.as_str()] || times(&listed[0]) != times(&read) {
+        return Err(format!("list read {listed:?}, where it should read both leases").into());
+    }
+    let other = HolderId::generate();
+    if let Some(fence) = store.try_acquire(&forever, &other, ttl).await? {
+        return Err(format!("a lease held until released was taken, fence {fence}").into());
+    }
+    let seed = HolderId::from_stored(SEED_HOLDER.to_owned());
+    if !store.release(&forever, &seed, Duration::ZERO).await? {
+        return Err("its holder could not release the lease held until released".into());
+    }
+    let fence = store
+        .try_acquire(&forever, &other, ttl)
+        .await?
+        .ok_or("the lease held until released was not free after its release")?;
+    if fence.get() <= 7 {
+        return Err(format!("took fence {fence} over the row's fence 7").into());
+    }
+    Ok(())
+}

@@ -79,6 +79,16 @@ mod tests {
         );
     }
 
+    /// An adopted PostgreSQL table's `'infinity'` and `'-infinity'` read as the latest and
+    /// earliest times the store's microseconds hold: shown as dates, not a failure.
+    #[test]
+    fn formats_the_times_infinity_reads_as() {
+        let latest = UNIX_EPOCH + Duration::from_micros(i64::MAX.unsigned_abs());
+        let earliest = UNIX_EPOCH - Duration::from_micros(i64::MIN.unsigned_abs());
+        assert_eq!(rfc3339(latest), "294247-01-10T04:00:54.775Z");
+        assert_eq!(rfc3339(earliest), "-290308-12-21T19:59:05.224Z");
+    }
+
     #[test]
     fn every_day_of_four_centuries_follows_the_one_before() {
         let mut previous = civil_from_days(-1);
