@@ -268,7 +268,7 @@ async fn release(
         .ok_or_else(|| unknown(name, table))?;
     if info.is_expired() {
         return Ok(format!(
-            "{shown} expired at {} without a release: nothing to release, any instance may take it\n",
+            "{shown} expired at {} (its holder stopped renewing it, or released it with a minimum hold that has ended): nothing to release, any instance may take it\n",
             time::rfc3339(info.expires_at)
         ));
     }

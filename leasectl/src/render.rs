@@ -108,7 +108,12 @@ pub(crate) fn show(info: &LeaseInfo) -> String {
         let _ = writeln!(out, "{:<12}{value}", format!("{field}:"));
     }
     if info.is_expired() {
-        out.push_str("expired without a release: its holder stopped renewing; any instance may take it over\n");
+        // The row does not tell these apart: a release with a minimum hold keeps the holder
+        // until the hold's end, as a renewed lease keeps it until its expiry.
+        out.push_str(
+            "expired: its holder stopped renewing it, or released it with a minimum hold that \
+             has ended; any instance may take it over\n",
+        );
     }
     out
 }
@@ -180,6 +185,16 @@ mod tests {
         assert!(out.contains("fence:      7\n"), "{out}");
         assert!(out.contains("expires in: 30.0s\n"), "{out}");
         assert!(!out.contains("expired"), "{out}");
-        assert!(show(&info("sweep", 1, -1)).contains("any instance may take it over"));
+        // An expired row may be a schedule's round kept for its minimum hold: not called a
+        // crash.
+        let expired = show(&info("sweep", 1, -1));
+        assert!(
+            expired.contains("any instance may take it over"),
+            "{expired}"
+        );
+        assert!(
+            expired.contains("or released it with a minimum hold"),
+            "{expired}"
+        );
     }
 }
