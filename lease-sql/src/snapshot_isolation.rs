@@ -91,7 +91,10 @@ fn level_after<'m>(message: &'m str, marker: &str) -> Option<&'m str> {
 /// `SERIALIZABLE`) cannot make: the check with the commit, refused because any renewal of the
 /// lease since the snapshot would fail it; or a check whose snapshot was taken before the lease
 /// was acquired ([`predates_the_lease`](SnapshotIsolation::predates_the_lease)), which cannot
-/// see the lease at all. Nothing was committed and the lease is not marked lost. Check at the
+/// see the lease at all. Nothing was committed and the lease is not marked lost. (A snapshot
+/// taken after the acquisition reads the same when the lease's row was lost since, by a
+/// failover that lost the acquisition or a delete: from within the snapshot the two cannot be
+/// told apart, so the lease is left to its next renewal, which fails and reports the loss.) Check at the
 /// start of such a transaction instead ([`SqlStore::fence`](crate::SqlStore::fence) as its
 /// first statement), or let the store's fenced transactions do it: they switch to the check
 /// with the `BEGIN` by themselves.
@@ -138,9 +141,11 @@ impl fmt::Display for SnapshotIsolation {
         if self.predates_the_lease {
             write!(
                 f,
-                "the fenced check ran in a transaction at {level} whose snapshot was taken before \
-                 the lease was acquired, so it cannot see the lease: acquire the lease before the \
-                 transaction begins, or check at its start (`fence` as its first statement)"
+                "the fenced check ran in a transaction at {level} whose snapshot does not show \
+                 the lease: taken before the lease was acquired (acquire the lease before the \
+                 transaction begins, or check at its start: `fence` as its first statement), or \
+                 the lease's row was lost since (a failover that lost the acquisition, a delete), \
+                 which the lease's next renewal tells"
             )
         } else {
             write!(
@@ -221,5 +226,7 @@ mod tests {
             "{message}"
         );
         assert!(message.contains("acquire the lease before"), "{message}");
+        // A fresh snapshot meets the same when the row was lost (a failover): both are named.
+        assert!(message.contains("row was lost"), "{message}");
     }
 }
