@@ -66,7 +66,12 @@ pub(crate) struct Renewer {
     /// Whoever locks this runs the loop: the spawned task, or a caller's task where the runtime
     /// cannot spawn. The lock makes sure only one does.
     driver: Driver,
+    /// Whether a spawned task runs the loop (or a spawn of it is being tried: see `spawning`).
     spawned: AtomicBool,
+    /// Held while a spawn of the loop is tried, so that no caller reads [`spawned`](Self::spawned)
+    /// between the flag set and its reset after a failed spawn: a caller that read it then
+    /// would leave the loop to a task that never ran, and wait for ever.
+    spawning: Mutex<()>,
     /// Held while a renewal statement is in flight. A release that keeps its lease on for a
     /// minimum hold waits for it: a renewal the store ran after that release would extend the
     /// kept lease by a whole TTL.
@@ -103,6 +108,7 @@ impl Renewer {
             planned: AtomicU64::new(IDLE),
             driver: Arc::new(futures::lock::Mutex::new(woken)),
             spawned: AtomicBool::new(false),
+            spawning: Mutex::new(()),
             in_flight: futures::lock::Mutex::new(()),
         }
     }
@@ -259,6 +265,9 @@ impl Renewer {
     }
 
     fn spawn_once(self: &Arc<Self>) {
+        // Held until the flag says what happened: a caller on another thread waits here while
+        // this one tries, rather than read the flag set for a spawn that is about to fail.
+        let _spawning = lock(&self.spawning);
         if self.spawned.swap(true, Ordering::AcqRel) {
             return;
         }
