@@ -376,8 +376,20 @@ impl Drop for LeaseGuard {
             Some(LossReason::Rejected | LossReason::NotHeld | LossReason::ShutDown) => return,
         }
         let token = self.releasing();
-        let store = self.store.clone();
-        let task = Box::pin(async move {
+        release_in_background(&self.store, held, token);
+    }
+}
+
+/// Releases `held` on a task of the store's runtime, for a holder that can no longer wait for
+/// the answer (a guard dropped, a shutdown's future dropped before its release answered).
+/// `token`, while one is given, counts the release as running for a shutdown that waits on it,
+/// and the answer in its report. Where the runtime cannot spawn, the lease lapses after its
+/// TTL.
+pub(crate) fn release_in_background(store: &TimedStore, held: Arc<Held>, token: Option<Token>) {
+    let name = held.name().clone();
+    let task = {
+        let store = store.clone();
+        Box::pin(async move {
             let released = store
                 .release(held.name(), held.holder(), Duration::ZERO)
                 .await;
@@ -396,10 +408,10 @@ impl Drop for LeaseGuard {
                     "dropped lease not released; it lapses after its TTL"
                 ),
             }
-        });
-        if self.store.clock().runtime().spawn(task).is_err() {
-            tracing::debug!(lease = %self.handle.name(), "lease guard dropped; the lease lapses after its TTL");
-        }
+        })
+    };
+    if store.clock().runtime().spawn(task).is_err() {
+        tracing::debug!(lease = %name, "lease guard dropped; the lease lapses after its TTL");
     }
 }
 

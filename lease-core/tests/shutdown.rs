@@ -429,6 +429,37 @@ async fn a_shutdown_cancelled_during_its_forced_releases_has_counted_them() {
     assert_eq!(next.forced, 1, "{next:?}");
 }
 
+/// A shutdown cancelled while its forced release is on its way (a timeout around it) has lost
+/// the guard's lease to the shutdown, whose release the guard leaves to it: the release is sent
+/// in the background instead, and the lease is free within the store's answer, long before its
+/// TTL (3 s) ends. Before, the dropped release was never sent again, and the lease stayed taken
+/// by a holder that had shut down.
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_cancelled_during_its_forced_releases_still_releases() {
+    let store = Faulty::new(tokio_memory());
+    let client = common::lapsing_client(store.clone(), Duration::from_secs(2));
+    let guard = client.try_acquire("sweep").await.unwrap().unwrap();
+    // Answered within the store timeout, after the timeout around the shutdown.
+    store.delay_releases(Duration::from_secs(1));
+    let cut = tokio::time::timeout(
+        Duration::from_millis(100),
+        client.shutdown(Duration::from_millis(10)),
+    )
+    .await;
+    assert!(
+        cut.is_err(),
+        "the shutdown ended before its release answered"
+    );
+    assert!(!guard.is_held());
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let row = store.inner.inspect(&common::name("sweep")).await.unwrap();
+    assert!(
+        row.is_none(),
+        "the lease of a cancelled shutdown's release is still taken: {row:?}"
+    );
+    drop(guard);
+}
+
 /// Work in a synchronous step (a blocking call, CPU work) when the grace period ends cannot be
 /// stopped until the step is over: the shutdown does not free its lease under it, and reports
 /// it unfinished. Real time, two worker threads: the step (1.5 s) blocks one of them for

@@ -1,12 +1,16 @@
 //! [`LeaseClient::shutdown`]: give every lease back before the process exits, and
 //! [`ShutdownReport`], what it did.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future;
 
 use crate::clock::ticks;
+use crate::guard::release_in_background;
+use crate::held::Held;
 use crate::shutdown::Running;
+use crate::timed_store::TimedStore;
 use crate::{LeaseClient, LossReason};
 
 /// What [`LeaseClient::shutdown`] did.
@@ -170,8 +174,9 @@ impl LeaseClient {
 
     /// Marks every lease still held lost with [`LossReason::ShutDown`] and releases it, all at
     /// once, counting them as released by force before the releases go out (a shutdown
-    /// cancelled while they run has counted them; another shutdown at the same time counts
-    /// only those it took from the renewer itself). A lease whose deadline had passed is
+    /// cancelled while they run has counted them, and sends those not yet answered in the
+    /// background; another shutdown at the same time counts only those it took from the
+    /// renewer itself). A lease whose deadline had passed is
     /// released too, as a dropped guard's is (the row may still name this holder), and not
     /// counted: it was lost before the shutdown. A lease whose `run_exclusive` work has not
     /// stopped is not released: it lapses after its TTL.
@@ -207,14 +212,50 @@ impl LeaseClient {
             .collect();
         state.record_forced(forced);
         let releases = held.iter().map(|held| async move {
+            // The guards of these leases leave their release to this shutdown: dropped before
+            // the answer (a timeout around the shutdown), it is owed to the background.
+            let owed = OwedRelease::new(store, held);
             let released = store
                 .release(held.name(), held.holder(), Duration::ZERO)
                 .await;
+            owed.answered();
             state.record_release(&released);
             if let Err(error) = released {
                 tracing::warn!(lease = %held.name(), error = %crate::ErrorChain(&error), "lease not given back on shutdown; it lapses after its TTL");
             }
         });
         future::join_all(releases).await;
+    }
+}
+
+/// A shutdown's release of a lease whose guard left it to the shutdown (lost with
+/// [`LossReason::ShutDown`], a guard dropped after that releases nothing): dropped before
+/// [`answered`](OwedRelease::answered), as the shutdown's future is by a timeout around it, it
+/// sends the release in the background, as a dropped guard does, rather than leave the lease
+/// taken for its TTL.
+struct OwedRelease<'a> {
+    store: &'a TimedStore,
+    held: Option<&'a Arc<Held>>,
+}
+
+impl<'a> OwedRelease<'a> {
+    fn new(store: &'a TimedStore, held: &'a Arc<Held>) -> Self {
+        Self {
+            store,
+            held: Some(held),
+        }
+    }
+
+    /// The release answered, whatever it said: nothing is owed.
+    fn answered(mut self) {
+        self.held = None;
+    }
+}
+
+impl Drop for OwedRelease<'_> {
+    fn drop(&mut self) {
+        if let Some(held) = self.held.take() {
+            release_in_background(self.store, Arc::clone(held), None);
+        }
     }
 }
