@@ -400,18 +400,18 @@ pub(crate) fn release_in_background(store: &TimedStore, held: Arc<Held>, token: 
             drop(token);
             match released {
                 Ok(_) => {
-                    tracing::debug!(lease = %held.name(), fence = %held.fence(), "dropped lease released")
+                    tracing::debug!(lease = %held.name(), fence = %held.fence(), "lease released in the background")
                 }
                 Err(error) => tracing::warn!(
                     lease = %held.name(),
                     error = %crate::ErrorChain(&error),
-                    "dropped lease not released; it lapses after its TTL"
+                    "lease not released in the background; it lapses after its TTL"
                 ),
             }
         })
     };
     if store.clock().runtime().spawn(task).is_err() {
-        tracing::debug!(lease = %name, "lease guard dropped; the lease lapses after its TTL");
+        tracing::debug!(lease = %name, "the runtime cannot spawn the release of a lease let go; it lapses after its TTL");
     }
 }
 

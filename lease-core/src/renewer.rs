@@ -192,7 +192,8 @@ impl Renewer {
             // Full means a wake-up is already pending: one is enough.
             let _ = lock(&self.wake).try_send(());
         }
-        self.spawn_once();
+        // Where it cannot be spawned, a caller's task runs it (`run_unless_spawned`).
+        let _ = self.spawn_once();
         held
     }
 
@@ -256,20 +257,22 @@ impl Renewer {
     /// run here would take the driver's lock before the first acquisition spawns the task, and
     /// every lease would then be renewed only while the caller polls this future.
     pub(crate) async fn run_unless_spawned(self: &Arc<Self>) -> Infallible {
-        self.spawn_once();
-        if !self.spawned.load(Ordering::Acquire) {
+        if !self.spawn_once() {
             Self::run_loop(Arc::downgrade(self), Arc::clone(&self.driver)).await;
         }
         // The caller holds the renewer, so the loop cannot have ended.
         future::pending().await
     }
 
-    fn spawn_once(self: &Arc<Self>) {
+    /// Spawns the loop unless a spawned task runs it already: whether one does, as decided
+    /// under [`spawning`](Self::spawning), never a flag read after another thread set it for a
+    /// spawn still being tried.
+    fn spawn_once(self: &Arc<Self>) -> bool {
         // Held until the flag says what happened: a caller on another thread waits here while
         // this one tries, rather than read the flag set for a spawn that is about to fail.
         let _spawning = lock(&self.spawning);
         if self.spawned.swap(true, Ordering::AcqRel) {
-            return;
+            return true;
         }
         let spawned = Spawned(Arc::downgrade(self));
         let run = Self::run_loop(Arc::downgrade(self), Arc::clone(&self.driver));
@@ -281,7 +284,9 @@ impl Renewer {
         if self.clock().runtime().spawn(task).is_err() {
             // Callers drive it instead; a later acquisition tries spawning again.
             self.spawned.store(false, Ordering::Release);
+            return false;
         }
+        true
     }
 
     /// The renewal loop, until the renewer is gone. Holds no strong reference while it sleeps,

@@ -123,6 +123,18 @@ impl Shutdown {
         })
     }
 
+    /// A token for a release the shutdown sends itself ([`Kind::Releasing`]), entered even
+    /// once it has begun: a later shutdown waits for it as for a dropped guard's release.
+    pub(crate) fn enter_own_release(self: &Arc<Self>) -> Token {
+        let mut state = self.state();
+        *state.running.count(Kind::Releasing) += 1;
+        wake(&mut state);
+        Token {
+            shutdown: Arc::clone(self),
+            kind: Kind::Releasing,
+        }
+    }
+
     /// Whether the shutdown has begun.
     pub(crate) fn is_closing(&self) -> bool {
         self.closing.is_fired()

@@ -80,12 +80,21 @@ async fn a_renewer_driven_while_a_spawn_is_refused_renews() {
     entered_rx
         .recv_timeout(Duration::from_secs(10))
         .expect("the acquisition never tried to spawn the renewer");
-    // The renewer is driven here meanwhile, on the test's runtime.
+    // The renewer is driven here meanwhile, on the test's runtime: once its first poll has
+    // begun (which reads whether the loop is spawned at once), the spawn is refused.
+    let (polled_tx, polled) = tokio::sync::oneshot::channel();
     let driving = tokio::spawn({
         let client = client.clone();
-        async move { client.run_renewer().await }
+        async move {
+            let _ = polled_tx.send(());
+            client.run_renewer().await
+        }
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    tokio::time::timeout(Duration::from_secs(10), polled)
+        .await
+        .expect("the renewer's driver was never polled")
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
     open_tx.send(()).unwrap();
     let guard = tokio::task::spawn_blocking(move || acquiring.join().unwrap())
         .await

@@ -431,9 +431,10 @@ async fn a_shutdown_cancelled_during_its_forced_releases_has_counted_them() {
 
 /// A shutdown cancelled while its forced release is on its way (a timeout around it) has lost
 /// the guard's lease to the shutdown, whose release the guard leaves to it: the release is sent
-/// in the background instead, and the lease is free within the store's answer, long before its
-/// TTL (3 s) ends. Before, the dropped release was never sent again, and the lease stayed taken
-/// by a holder that had shut down.
+/// in the background instead, counted as a release running, so the next shutdown waits for it
+/// and reports it, and returns with the lease free, long before its TTL (3 s) ends. Before, the
+/// dropped release was never sent again, and the lease stayed taken by a holder that had shut
+/// down.
 #[tokio::test(start_paused = true)]
 async fn a_shutdown_cancelled_during_its_forced_releases_still_releases() {
     let store = Faulty::new(tokio_memory());
@@ -451,11 +452,16 @@ async fn a_shutdown_cancelled_during_its_forced_releases_still_releases() {
         "the shutdown ended before its release answered"
     );
     assert!(!guard.is_held());
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let next = client.shutdown(Duration::from_millis(10)).await;
     let row = store.inner.inspect(&common::name("sweep")).await.unwrap();
     assert!(
         row.is_none(),
-        "the lease of a cancelled shutdown's release is still taken: {row:?}"
+        "the lease of a cancelled shutdown's release is still taken: {row:?} ({next:?})"
+    );
+    assert_eq!(
+        (next.forced, next.released),
+        (1, 1),
+        "the next shutdown did not report the owed release: {next:?}"
     );
     drop(guard);
 }

@@ -19,13 +19,20 @@ pub fn min_hold_micros(min_hold: Duration) -> i64 {
     min_hold.min(MAX_MIN_HOLD).as_micros() as i64
 }
 
-/// A time the statements return, in microseconds since the Unix epoch.
+/// A time the statements return, in microseconds since the Unix epoch. Every `i64` is one on
+/// Unix; where the platform's times end sooner (Windows: the year 30828), a time past them
+/// reads as 9999-12-31T23:59:59Z, or 1601-01-01, rather than panic (an adopted table's
+/// `'infinity'` reads as `i64::MAX`).
 pub fn time_from_micros(micros: i64) -> SystemTime {
     let offset = Duration::from_micros(micros.unsigned_abs());
     if micros >= 0 {
-        SystemTime::UNIX_EPOCH + offset
+        SystemTime::UNIX_EPOCH
+            .checked_add(offset)
+            .unwrap_or(SystemTime::UNIX_EPOCH + Duration::from_secs(253_402_300_799))
     } else {
-        SystemTime::UNIX_EPOCH - offset
+        SystemTime::UNIX_EPOCH
+            .checked_sub(offset)
+            .unwrap_or(SystemTime::UNIX_EPOCH - Duration::from_secs(11_644_473_600))
     }
 }
 
@@ -182,6 +189,14 @@ mod tests {
             time_from_micros(-1),
             SystemTime::UNIX_EPOCH - Duration::from_micros(1)
         );
+        // The bounds an adopted table's 'infinity' reads as: a time, never a panic, and the
+        // latest after every other.
+        let (latest, earliest) = (time_from_micros(i64::MAX), time_from_micros(i64::MIN));
+        assert!(
+            latest > time_from_micros(1_700_000_000_123_456),
+            "{latest:?}"
+        );
+        assert!(earliest < time_from_micros(-1), "{earliest:?}");
     }
 
     #[test]

@@ -1389,6 +1389,13 @@ pub async fn postgres_infinite_times_are_read<X: Execute>(
         ))
         .await?;
     let forever = name("forever");
+    // The control: the times read as microseconds without their bound fail.
+    let unbounded = format!("SELECT (extract(epoch FROM expires_at) * 1000000)::int8 FROM {table}");
+    if store.executor().batch(&unbounded).await.is_ok() {
+        return Err(
+            "the control read 'infinity' as microseconds: the case would show nothing".into(),
+        );
+    }
     let read = store
         .inspect(&forever)
         .await?

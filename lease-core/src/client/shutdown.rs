@@ -9,7 +9,7 @@ use futures::future;
 use crate::clock::ticks;
 use crate::guard::release_in_background;
 use crate::held::Held;
-use crate::shutdown::Running;
+use crate::shutdown::{Running, Token};
 use crate::timed_store::TimedStore;
 use crate::{LeaseClient, LossReason};
 
@@ -211,17 +211,20 @@ impl LeaseClient {
             })
             .collect();
         state.record_forced(forced);
-        let releases = held.iter().map(|held| async move {
+        let releases = held.iter().map(|held| {
             // The guards of these leases leave their release to this shutdown: dropped before
-            // the answer (a timeout around the shutdown), it is owed to the background.
-            let owed = OwedRelease::new(store, held);
-            let released = store
-                .release(held.name(), held.holder(), Duration::ZERO)
-                .await;
-            owed.answered();
-            state.record_release(&released);
-            if let Err(error) = released {
-                tracing::warn!(lease = %held.name(), error = %crate::ErrorChain(&error), "lease not given back on shutdown; it lapses after its TTL");
+            // the answer (a timeout around the shutdown), it is owed to the background. Made
+            // here, not in the future, which may be dropped before its first poll.
+            let owed = OwedRelease::new(store, held, state.enter_own_release());
+            async move {
+                let released = store
+                    .release(held.name(), held.holder(), Duration::ZERO)
+                    .await;
+                owed.answered();
+                state.record_release(&released);
+                if let Err(error) = released {
+                    tracing::warn!(lease = %held.name(), error = %crate::ErrorChain(&error), "lease not given back on shutdown; it lapses after its TTL");
+                }
             }
         });
         future::join_all(releases).await;
@@ -229,33 +232,34 @@ impl LeaseClient {
 }
 
 /// A shutdown's release of a lease whose guard left it to the shutdown (lost with
-/// [`LossReason::ShutDown`], a guard dropped after that releases nothing): dropped before
-/// [`answered`](OwedRelease::answered), as the shutdown's future is by a timeout around it, it
-/// sends the release in the background, as a dropped guard does, rather than leave the lease
-/// taken for its TTL.
+/// [`LossReason::ShutDown`], a guard dropped after that releases nothing), counted as a release
+/// running until it answered: dropped before [`answered`](OwedRelease::answered), as the
+/// shutdown's future is by a timeout around it, it sends the release in the background, as a
+/// dropped guard does, counted the same way (a later shutdown waits for it and reports it),
+/// rather than leave the lease taken for its TTL.
 struct OwedRelease<'a> {
     store: &'a TimedStore,
-    held: Option<&'a Arc<Held>>,
+    owed: Option<(&'a Arc<Held>, Token)>,
 }
 
 impl<'a> OwedRelease<'a> {
-    fn new(store: &'a TimedStore, held: &'a Arc<Held>) -> Self {
+    fn new(store: &'a TimedStore, held: &'a Arc<Held>, token: Token) -> Self {
         Self {
             store,
-            held: Some(held),
+            owed: Some((held, token)),
         }
     }
 
     /// The release answered, whatever it said: nothing is owed.
     fn answered(mut self) {
-        self.held = None;
+        self.owed = None;
     }
 }
 
 impl Drop for OwedRelease<'_> {
     fn drop(&mut self) {
-        if let Some(held) = self.held.take() {
-            release_in_background(self.store, Arc::clone(held), None);
+        if let Some((held, token)) = self.owed.take() {
+            release_in_background(self.store, Arc::clone(held), Some(token));
         }
     }
 }
