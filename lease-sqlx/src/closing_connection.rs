@@ -1,5 +1,5 @@
 //! [`ClosingConnection`]: a pooled connection closed rather than given back when what runs on it
-//! is dropped before it ended: a fenced transaction, a script.
+//! is dropped before it ended: a fenced transaction, a script, a store statement.
 
 use sqlx::Database;
 use sqlx::pool::PoolConnection;
@@ -18,6 +18,14 @@ use sqlx::pool::PoolConnection;
 /// connection, holding its locks, and the next statement the pool gives that connection to
 /// would run inside it. So such a future dropped before it ended closes its connection instead:
 /// the server ends the transaction with the session.
+///
+/// The store's own statements go through it too. One cut by the store timeout on a server gone
+/// silent (a host lost in a failover, a partition that drops packets) would go back to the pool
+/// with its statement unanswered, and the pool's ping on release waits for that answer without
+/// a bound (TCP's retransmission, some fifteen minutes, or for good where the statement's bytes
+/// were acknowledged), holding its place in the pool: a few such cuts and every call fails for
+/// want of a connection, `Pool::close` included. Closed, it frees its place within sqlx's close
+/// timeout (5 s).
 pub(crate) struct ClosingConnection<DB: Database> {
     connection: PoolConnection<DB>,
     ended: bool,

@@ -112,16 +112,18 @@ where
     where
         O: for<'r> FromRow<'r, DB::Row> + Send + Unpin,
     {
-        let mut connection = self.connection().await?;
+        let mut connection = ClosingConnection::new(self.connection().await?);
         let rows = match self.mode {
-            Mode::Prepared => prepared(query).fetch_all(&mut *connection).await,
+            Mode::Prepared => prepared(query).fetch_all(connection.connection()).await,
             Mode::Inline => {
                 let sql = query.inline_postgres()?;
                 sqlx::raw_sql(AssertSqlSafe(sql))
-                    .fetch_all(&mut *connection)
+                    .fetch_all(connection.connection())
                     .await
             }
         };
+        // Answered: the connection may go back to the pool (unless the answer says otherwise).
+        connection.ended();
         let rows = rows.map_err(|error| close_if_read_only::<DB>(&mut connection, error))?;
         rows.iter()
             .map(|row| O::from_row(row).map_err(BoxError::from))
@@ -133,7 +135,7 @@ where
 /// server accepts no writes (a standby, or a primary a switchover demoted): the pool's next
 /// connection then goes to whatever server the URL names now. Answers the error, boxed.
 fn close_if_read_only<DB: SqlxDatabase>(
-    connection: &mut PoolConnection<DB>,
+    connection: &mut ClosingConnection<DB>,
     error: sqlx::Error,
 ) -> BoxError {
     let error = BoxError::from(error);
@@ -236,16 +238,17 @@ where
     }
 
     async fn affected(&self, query: Query<'_>) -> Result<u64, BoxError> {
-        let mut connection = self.connection().await?;
+        let mut connection = ClosingConnection::new(self.connection().await?);
         let result = match self.mode {
-            Mode::Prepared => prepared(query).execute(&mut *connection).await,
+            Mode::Prepared => prepared(query).execute(connection.connection()).await,
             Mode::Inline => {
                 let sql = query.inline_postgres()?;
                 sqlx::raw_sql(AssertSqlSafe(sql))
-                    .execute(&mut *connection)
+                    .execute(connection.connection())
                     .await
             }
         };
+        connection.ended();
         let result = result.map_err(|error| close_if_read_only::<DB>(&mut connection, error))?;
         Ok(DB::rows_affected(&result))
     }
