@@ -20,7 +20,7 @@ const fn minutes(m: u64) -> Duration {
 }
 
 /// The hourly sweep, alert evaluation every 30 s, mail checks every 15 minutes at most once per
-/// period, uptime checks every 10 s once per node.
+/// 14 minutes, uptime checks every 10 s once per node.
 pub const JOBS: [Job; 4] = [
     Job {
         name: "sweep",
