@@ -400,9 +400,16 @@ fn run_once<F: StoreFactory + FencedWrites>(
             let _ = worker.kill();
             problems.push(format!("worker {i} did not stop in time"));
         }
-        let status = worker.wait().unwrap();
-        if !status.success() {
-            problems.push(format!("worker {i} exited with {status}"));
+        // After its `end` a worker only exits: bounded, as a runtime left waiting for a
+        // blocking task would keep it from exiting.
+        match worker.exit_by(Instant::now() + Duration::from_secs(5)) {
+            Some(status) if !status.success() => {
+                problems.push(format!("worker {i} exited with {status}"));
+            }
+            Some(_) => {}
+            None => problems.push(format!(
+                "worker {i} had not exited 5 s after it stopped, and was killed"
+            )),
         }
     }
     for (i, proxy) in proxies.iter().enumerate() {

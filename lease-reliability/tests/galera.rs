@@ -418,14 +418,17 @@ async fn raw_collisions(urls: &[String]) -> Counts {
     {
         let name = format!("control-{rounds}");
         rounds += 1;
-        let answers = join_all(connections.iter_mut().map(|connection| {
-            sqlx::query(
-                "INSERT INTO galera_collisions_control (name, n) VALUES (?, 1) \
-                 ON DUPLICATE KEY UPDATE n = n + 1",
-            )
-            .bind(name.clone())
-            .execute(connection)
-        }))
+        let answers = bounded(
+            "a control round",
+            join_all(connections.iter_mut().map(|connection| {
+                sqlx::query(
+                    "INSERT INTO galera_collisions_control (name, n) VALUES (?, 1) \
+                     ON DUPLICATE KEY UPDATE n = n + 1",
+                )
+                .bind(name.clone())
+                .execute(connection)
+            })),
+        )
         .await;
         for answer in answers {
             counts.operations += 1;
@@ -454,15 +457,27 @@ async fn raw_collisions(urls: &[String]) -> Counts {
     counts
 }
 
+/// `call`'s answer within [`CALL_LIMIT`]: a node that never answers fails the run, naming
+/// `what`, rather than hang it.
+async fn bounded<T>(what: &str, call: impl Future<Output = T>) -> T {
+    tokio::time::timeout(CALL_LIMIT, call)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no answer within {CALL_LIMIT:?}"))
+}
+
 /// Turns off every node's own retry of an autocommit statement that lost a certification
 /// (`wsrep_retry_autocommit`, 1 by default).
 async fn no_server_retries(urls: &[String]) {
     for url in urls {
-        let mut connection = MySqlConnection::connect(url).await.expect("a node");
-        sqlx::query("SET GLOBAL wsrep_retry_autocommit = 0")
-            .execute(&mut connection)
+        let mut connection = bounded("a node", MySqlConnection::connect(url))
             .await
-            .expect("the node's setting");
+            .expect("a node");
+        bounded(
+            "the node's setting",
+            sqlx::query("SET GLOBAL wsrep_retry_autocommit = 0").execute(&mut connection),
+        )
+        .await
+        .expect("the node's setting");
     }
 }
 
@@ -470,12 +485,17 @@ async fn no_server_retries(urls: &[String]) {
 async fn conflicts(urls: &[String]) -> u64 {
     let mut total = 0;
     for url in urls {
-        let mut connection = MySqlConnection::connect(url).await.expect("a node");
-        let rows = sqlx::query(
-            "SHOW GLOBAL STATUS WHERE Variable_name IN \
-             ('wsrep_local_cert_failures', 'wsrep_local_bf_aborts')",
+        let mut connection = bounded("a node", MySqlConnection::connect(url))
+            .await
+            .expect("a node");
+        let rows = bounded(
+            "the node's counters",
+            sqlx::query(
+                "SHOW GLOBAL STATUS WHERE Variable_name IN \
+                 ('wsrep_local_cert_failures', 'wsrep_local_bf_aborts')",
+            )
+            .fetch_all(&mut connection),
         )
-        .fetch_all(&mut connection)
         .await
         .expect("the node's counters");
         for row in rows {

@@ -5,7 +5,7 @@
 //! step came before the new holder's acquisition. On PostgreSQL, MariaDB and SQLite.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use std::str::FromStr;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -106,23 +106,6 @@ async fn wait_stopped(pid: u32) {
             "the worker's threads still ran {STOP_LIMIT:?} after kill -STOP: {running:?}"
         );
         tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-}
-
-/// Waits until `by` for the worker to exit; kills it if it has not by then. Answers its exit
-/// status, or `None` when it had to be killed.
-async fn exit_by(child: &mut Child, by: Instant) -> Option<ExitStatus> {
-    loop {
-        if let Some(status) = child.try_wait().expect("the worker's status") {
-            return Some(status);
-        }
-        if Instant::now() >= by {
-            // SIGKILL ends a stopped process too.
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -273,7 +256,8 @@ async fn paused<F: StoreFactory>(factory: F, driver: &str, url: String) -> Count
     });
     // After its `end` the worker only exits; without one it is killed at once.
     let exit_limit = if ended { EXIT_LIMIT } else { Duration::ZERO };
-    match exit_by(&mut child, Instant::now() + exit_limit).await {
+    let by = Instant::now() + exit_limit;
+    match tokio::task::block_in_place(|| child.exit_by(by)) {
         Some(status) => counts.expect(status.success(), || {
             format!("the worker exited with {status}")
         }),
