@@ -442,6 +442,15 @@ fn run_once<F: StoreFactory + FencedWrites>(
             Some(_) => passed >= writes && not_held <= worker_refused,
             None => passed + not_held + failed + unknown == 0,
         };
+        // A write answered as committed while a check in its call found the lease gone: the
+        // check's answer was lost on the way to the caller.
+        let committed_not_held = field("committed_not_held");
+        if committed_not_held > 0 {
+            problems.push(format!(
+                "worker {i}: {committed_not_held} writes committed although a fenced check \
+                 during them found the lease gone: {stats}"
+            ));
+        }
         if !agrees {
             problems.push(format!(
                 "worker {i}'s client counted fenced checks that disagree with its writes: {stats}"
