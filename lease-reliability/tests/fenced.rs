@@ -54,6 +54,10 @@ const STEP_MS: u64 = 30;
 /// How long the test waits for a takeover after a fault began.
 const TAKEOVER_LIMIT: Duration = Duration::from_secs(5);
 
+/// What the refusal of a fenced check with the commit under a snapshot says
+/// (`lease_sql::SnapshotIsolation`).
+const SNAPSHOT_REFUSAL: &str = "the fenced check with the commit needs READ COMMITTED";
+
 fn duration() -> Duration {
     let secs = std::env::var("LEASE_RELIABILITY_FENCED_SECS")
         .ok()
@@ -118,6 +122,9 @@ struct Follow {
     failures: HashMap<String, u64>,
     /// Writes the database's check refused, as the workers saw them.
     refused_by_check: u64,
+    /// Writes whose check with the commit was refused for the transaction's snapshot
+    /// isolation: in a serializable run, `fenced` should have checked with the `BEGIN` instead.
+    refused_for_snapshot: u64,
     ended: usize,
     /// Every worker's side of the channel is gone: no event comes any more.
     silent: bool,
@@ -136,6 +143,9 @@ impl Follow {
                 self.stats.insert(event.worker, event.words[1..].join(" "));
             }
             "failed" => {
+                if event.words[1..].join(" ").contains(SNAPSHOT_REFUSAL) {
+                    self.refused_for_snapshot += 1;
+                }
                 // The message without numbers that vary (ports, ids, durations).
                 let what: String = event.words[1..]
                     .join(" ")
@@ -326,6 +336,7 @@ fn run_once<F: StoreFactory + FencedWrites>(
         stats: HashMap::new(),
         failures: HashMap::new(),
         refused_by_check: 0,
+        refused_for_snapshot: 0,
         ended: 0,
         silent: false,
     };
@@ -471,6 +482,15 @@ fn run_once<F: StoreFactory + FencedWrites>(
         writes
     });
     let verdict = fenced::check(&writes);
+    // A serializable session's `fenced` checks with the `BEGIN` by itself: a check with the
+    // commit refused for the snapshot means it did not, and the run checked nothing.
+    if follow.refused_for_snapshot > 0 {
+        problems.push(format!(
+            "{} writes were refused for their snapshot isolation: `fenced` did not move its \
+             check to the BEGIN",
+            follow.refused_for_snapshot
+        ));
+    }
     // Two workers under one fence is two writers under one lease, in the fenced runs and the
     // control alike: each acquisition hands out a fence of its own, and no worker restarts.
     for shared in &verdict.shared {
