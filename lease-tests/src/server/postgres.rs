@@ -174,6 +174,46 @@ impl PostgresServer {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }
 
+    /// From now on accepts TCP connections over TLS only, with a self-signed certificate for
+    /// 127.0.0.1 made here by `openssl` (the key and certificate in its data directory,
+    /// `ssl = on`, and a `pg_hba.conf` of `hostssl` lines and the local socket): a client that
+    /// does not speak TLS is refused ("no encryption"). Restarts it.
+    ///
+    /// # Errors
+    /// When `openssl` is missing or fails, a file cannot be written, or the server does not
+    /// start again.
+    pub fn require_tls(&mut self) -> io::Result<()> {
+        self.stop()?;
+        let data = self.data();
+        let (key, certificate) = (data.join("server.key"), data.join("server.crt"));
+        process::run(
+            std::process::Command::new("openssl")
+                .args([
+                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                ])
+                .args(["-subj", "/CN=127.0.0.1", "-keyout"])
+                .arg(&key)
+                .arg("-out")
+                .arg(&certificate),
+            "openssl req",
+        )?;
+        // The server refuses a key others may read.
+        std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+        if let Some(user) = &self.user {
+            process::chown(&key, user)?;
+            process::chown(&certificate, user)?;
+        }
+        process::write_owned(
+            &data.join("pg_hba.conf"),
+            "local all all trust\n\
+             hostssl all all 127.0.0.1/32 trust\n\
+             hostssl replication all 127.0.0.1/32 trust\n",
+            self.user.as_ref(),
+        )?;
+        self.settings.push("-c ssl=on".to_owned());
+        self.restart()
+    }
+
     /// Whether it is running (as far as this helper started and stopped it).
     pub fn is_running(&self) -> bool {
         self.running
