@@ -149,6 +149,14 @@ async fn sqlite_times_in_seconds_are_refused_then_converted() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn sqlite_collated_name_is_refused_then_rebuilt() {
+    on_fresh_table::<Sqlite, deadpool::Pool<AsyncSqliteConnection>, _>(
+        adoption::sqlite_collated_name_is_refused_then_rebuilt,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn mariadb_unsigned_fence_is_refused_then_upgraded() {
     on_fresh_table::<MariaDb, deadpool::Pool<AsyncMysqlConnection>, _>(
         adoption::mariadb_unsigned_fence_is_refused_then_upgraded,

@@ -162,6 +162,11 @@ async fn sqlite_times_in_seconds_are_refused_then_converted() {
 }
 
 #[tokio::test]
+async fn sqlite_collated_name_is_refused_then_rebuilt() {
+    on_fresh_table::<Sqlite, _>(adoption::sqlite_collated_name_is_refused_then_rebuilt).await;
+}
+
+#[tokio::test]
 async fn mariadb_unsigned_fence_is_refused_then_upgraded() {
     on_fresh_table::<MySql, _>(adoption::mariadb_unsigned_fence_is_refused_then_upgraded).await;
 }

@@ -1446,3 +1446,73 @@ pub async fn postgres_infinite_times_are_read<X: Execute>(
     }
     Ok(())
 }
+
+/// A SQLite lease table whose `name` compares by a collation (`TEXT COLLATE NOCASE PRIMARY
+/// KEY`, as a service may have declared it). The control first: on that table `Sweep` and
+/// `sweep` are one lease, its holder keeping the other name from everybody. `verify` refuses it
+/// with the SQL that rebuilds it (the store compares bytes); after `upgrade` the two names are
+/// two leases, the lease held before the upgrade is still its holder's, and one `renew_many`
+/// renews both. `store` is on `table`, a plain table name, which the case creates and leaves
+/// for the caller to drop.
+///
+/// # Errors
+/// A description of the first thing that went otherwise, or that the store is not SQLite's.
+///
+/// # Cancel safety
+/// Dropped, it leaves `table` as far as it got, for the caller to drop as after the case.
+pub async fn sqlite_collated_name_is_refused_then_rebuilt<X: Execute>(
+    store: &SqlStore<X>,
+    table: &str,
+) -> Result<(), BoxError> {
+    if store.statements().dialect() != Dialect::Sqlite {
+        return Err("a name compared without case needs a SQLite store".into());
+    }
+    store
+        .executor()
+        .batch(&format!(
+            "CREATE TABLE {table} (name TEXT COLLATE NOCASE NOT NULL PRIMARY KEY, holder TEXT, \
+             fence INTEGER NOT NULL, taken_at INTEGER NOT NULL, expires_at INTEGER NOT NULL)"
+        ))
+        .await?;
+    let ttl = Ttl::from_secs(30)?;
+    let (first, second) = (HolderId::generate(), HolderId::generate());
+    let (upper, lower) = (name("Sweep"), name("sweep"));
+    store
+        .try_acquire(&upper, &first, ttl)
+        .await?
+        .ok_or("a fresh table refused a lease")?;
+    if store.try_acquire(&lower, &second, ttl).await?.is_some() {
+        return Err(
+            "the control: `sweep` was taken beside `Sweep` on a table that compares \
+                    names without case, so the case would show nothing"
+                .into(),
+        );
+    }
+    match store.verify().await {
+        Err(Error::SchemaMismatch {
+            mismatch,
+            upgrade: Some(_),
+            other_kind: false,
+            ..
+        }) if mismatch.contains("compared by a collation") => {}
+        other => return Err(format!("verify of a name without case answered {other:?}").into()),
+    }
+    if !store.upgrade().await? {
+        return Err("upgrade changed nothing".into());
+    }
+    store.verify().await?;
+    store
+        .try_acquire(&lower, &second, ttl)
+        .await?
+        .ok_or("after the upgrade `sweep` was still one lease with `Sweep`")?;
+    if let Some(fence) = store.try_acquire(&upper, &second, ttl).await? {
+        return Err(format!("the lease held through the upgrade was taken, fence {fence}").into());
+    }
+    let renewed = store
+        .renew_many(&[(upper, first), (lower, second)], ttl)
+        .await?;
+    if renewed != [true, true] {
+        return Err(format!("renew_many of both names answered {renewed:?}").into());
+    }
+    Ok(())
+}

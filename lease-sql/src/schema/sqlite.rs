@@ -5,7 +5,8 @@ use super::{Column, Fit, Fix};
 use crate::TableName;
 
 /// One row per column of the table `?1` (in the attached schema `?2` when given): its name and
-/// `type;nullable;default;key`. `key` says a unique index (the primary key's among them) has
+/// `type;nullable;default;key`, the type followed by ` collate <name>` where the column's key
+/// compares by a collation (`NOCASE`, `RTRIM`) rather than bytes. `key` says a unique index (the primary key's among them) has
 /// this column alone, over every row: a partial one (`WHERE ...`) is no conflict target for the
 /// store's `ON CONFLICT (name)`. `default` is also `1` for a column that is the table's rowid
 /// (`id INTEGER PRIMARY KEY`, `NOT NULL` or not), which SQLite fills itself on an insert that
@@ -22,9 +23,22 @@ pub(super) fn columns(schema: bool) -> String {
         ("pragma_table_info(?1)", ("pragma_index_list(?1)", ""))
     };
     let (list, schema) = index;
+    // The key's collation, where the column's only key compares otherwise than byte for byte
+    // (`name TEXT COLLATE NOCASE PRIMARY KEY`): appended to the type as ` collate nocase`.
+    let key_collation = |collation: &str| {
+        format!(
+            "SELECT ' collate ' || lower(x.coll) FROM {list} AS i, pragma_index_xinfo(i.name{schema}) AS x\n           \
+             WHERE i.\"unique\" AND NOT i.partial AND x.key = 1 AND x.name = c.name AND {collation}\n               \
+                 AND (SELECT count(*) FROM pragma_index_info(i.name{schema})) = 1"
+        )
+    };
+    let binary_key = key_collation("x.coll = 'BINARY'");
+    let collated_key = key_collation("x.coll <> 'BINARY'");
     format!(
         "SELECT c.name,\n       \
-             lower(c.type) || ';' || CASE WHEN c.\"notnull\" THEN 'NO' ELSE 'YES' END || ';' ||\n       \
+             lower(c.type) ||\n       \
+             CASE WHEN EXISTS ({binary_key}) THEN '' ELSE coalesce(({collated_key} LIMIT 1), '') END\n       \
+             || ';' || CASE WHEN c.\"notnull\" THEN 'NO' ELSE 'YES' END || ';' ||\n       \
              CASE WHEN c.dflt_value IS NOT NULL OR (\n           \
                  lower(c.type) = 'integer' AND c.pk = 1\n               \
                  AND (SELECT count(*) FROM {table} AS p WHERE p.pk > 0) = 1\n               \
@@ -91,6 +105,9 @@ pub(super) fn fit(column: Column, data_type: &str) -> Fit {
             .iter()
             .any(|t| data_type.contains(t));
     match column {
+        // Names that differ in case (or trailing spaces) would be one lease, and a renewal's
+        // `RETURNING name` would answer the spelling the row keeps, not the one renewed.
+        Column::Name if text && data_type.contains(" collate ") => Fit::Upgrade(Fix::BinaryName),
         Column::Name | Column::Holder if text => Fit::Fits,
         Column::Name | Column::Holder => Fit::Wrong("TEXT"),
         Column::Fence | Column::TakenAt | Column::ExpiresAt if integer => Fit::Fits,
