@@ -1452,15 +1452,18 @@ pub async fn postgres_infinite_times_are_read<X: Execute>(
 /// `sweep` are one lease, its holder keeping the other name from everybody. `verify` refuses it
 /// with the SQL that rebuilds it (the store compares bytes); after `upgrade` the two names are
 /// two leases, the lease held before the upgrade is still its holder's, and one `renew_many`
-/// renews both. `store` is on `table`, a plain table name, which the case creates and leaves
-/// for the caller to drop.
+/// renews both. Then a table with a binary key beside a unique index on `name COLLATE NOCASE`
+/// (`{table}_beside`, which the case drops): refused too, as names collide in that index.
+/// `store` is on `table`, a plain table name, which the case creates and leaves for the caller
+/// to drop.
 ///
 /// # Errors
 /// A description of the first thing that went otherwise, or that the store is not SQLite's.
 ///
 /// # Cancel safety
-/// Dropped, it leaves `table` as far as it got, for the caller to drop as after the case.
-pub async fn sqlite_collated_name_is_refused_then_rebuilt<X: Execute>(
+/// Dropped, it leaves `table` as far as it got, for the caller to drop as after the case, and
+/// `{table}_beside` where it got that far.
+pub async fn sqlite_collated_name_is_refused_then_rebuilt<X: Execute + Clone>(
     store: &SqlStore<X>,
     table: &str,
 ) -> Result<(), BoxError> {
@@ -1514,5 +1517,29 @@ pub async fn sqlite_collated_name_is_refused_then_rebuilt<X: Execute>(
     if renewed != [true, true] {
         return Err(format!("renew_many of both names answered {renewed:?}").into());
     }
-    Ok(())
+    let beside = format!("{table}_beside");
+    store
+        .executor()
+        .batch(&format!(
+            "CREATE TABLE {beside} (name TEXT NOT NULL PRIMARY KEY, holder TEXT, \
+             fence INTEGER NOT NULL, taken_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);\n\
+             CREATE UNIQUE INDEX {beside}_nocase ON {beside} (name COLLATE NOCASE);"
+        ))
+        .await?;
+    let verdict = store.clone().on(&beside)?.verify().await;
+    store
+        .executor()
+        .batch(&format!("DROP TABLE {beside}"))
+        .await?;
+    match verdict {
+        Err(Error::SchemaMismatch {
+            mismatch,
+            upgrade: Some(_),
+            ..
+        }) if mismatch.contains("compared by a collation") => Ok(()),
+        other => Err(format!(
+            "verify of a binary key beside an index without case answered {other:?}"
+        )
+        .into()),
+    }
 }

@@ -23,21 +23,19 @@ pub(super) fn columns(schema: bool) -> String {
         ("pragma_table_info(?1)", ("pragma_index_list(?1)", ""))
     };
     let (list, schema) = index;
-    // The key's collation, where the column's only key compares otherwise than byte for byte
-    // (`name TEXT COLLATE NOCASE PRIMARY KEY`): appended to the type as ` collate nocase`.
-    let key_collation = |collation: &str| {
-        format!(
-            "SELECT ' collate ' || lower(x.coll) FROM {list} AS i, pragma_index_xinfo(i.name{schema}) AS x\n           \
-             WHERE i.\"unique\" AND NOT i.partial AND x.key = 1 AND x.name = c.name AND {collation}\n               \
-                 AND (SELECT count(*) FROM pragma_index_info(i.name{schema})) = 1"
-        )
-    };
-    let binary_key = key_collation("x.coll = 'BINARY'");
-    let collated_key = key_collation("x.coll <> 'BINARY'");
+    // The collation of a unique index on the column alone that compares otherwise than byte
+    // for byte (`name TEXT COLLATE NOCASE PRIMARY KEY`, or such an index beside a binary
+    // key): names that differ in case collide there. Appended to the type as
+    // ` collate nocase`. Collation names keep the case they were written in.
+    let collated_key = format!(
+        "SELECT ' collate ' || lower(x.coll) FROM {list} AS i, pragma_index_xinfo(i.name{schema}) AS x\n           \
+         WHERE i.\"unique\" AND x.key = 1 AND x.name = c.name AND upper(x.coll) <> 'BINARY'\n               \
+             AND (SELECT count(*) FROM pragma_index_info(i.name{schema})) = 1\n           \
+         LIMIT 1"
+    );
     format!(
         "SELECT c.name,\n       \
-             lower(c.type) ||\n       \
-             CASE WHEN EXISTS ({binary_key}) THEN '' ELSE coalesce(({collated_key} LIMIT 1), '') END\n       \
+             lower(c.type) || coalesce(({collated_key}), '')\n       \
              || ';' || CASE WHEN c.\"notnull\" THEN 'NO' ELSE 'YES' END || ';' ||\n       \
              CASE WHEN c.dflt_value IS NOT NULL OR (\n           \
                  lower(c.type) = 'integer' AND c.pk = 1\n               \
@@ -97,8 +95,13 @@ fn to_milliseconds(quoted: &str) -> String {
 }
 
 /// By affinity: a declared type holding `INT` stores integers, one holding `CHAR`, `CLOB` or
-/// `TEXT` (and no `INT`) stores text.
+/// `TEXT` (and no `INT`) stores text. A ` collate <name>` the catalog query appended (a key
+/// that compares by a collation) is no part of the type.
 pub(super) fn fit(column: Column, data_type: &str) -> Fit {
+    let (data_type, collated) = match data_type.split_once(" collate ") {
+        Some((declared, _)) => (declared, true),
+        None => (data_type, false),
+    };
     let integer = data_type.contains("int");
     let text = !integer
         && ["char", "clob", "text"]
@@ -107,7 +110,7 @@ pub(super) fn fit(column: Column, data_type: &str) -> Fit {
     match column {
         // Names that differ in case (or trailing spaces) would be one lease, and a renewal's
         // `RETURNING name` would answer the spelling the row keeps, not the one renewed.
-        Column::Name if text && data_type.contains(" collate ") => Fit::Upgrade(Fix::BinaryName),
+        Column::Name if text && collated => Fit::Upgrade(Fix::BinaryName),
         Column::Name | Column::Holder if text => Fit::Fits,
         Column::Name | Column::Holder => Fit::Wrong("TEXT"),
         Column::Fence | Column::TakenAt | Column::ExpiresAt if integer => Fit::Fits,
