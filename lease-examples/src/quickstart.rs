@@ -204,7 +204,7 @@ fn header(ledger: &Ledger, settings: &Settings, clock: &SimClock, dir: &TempDir)
     for job in JOBS {
         let how = match job.style {
             Style::PerRound { min_hold, .. } if !min_hold.is_zero() => format!(
-                "every instance tries each round; at most once per period (minimum hold {})",
+                "every instance tries each round; at most once per minimum hold ({})",
                 Hms(min_hold)
             ),
             Style::PerRound { .. } => "every instance tries each round; one runs it".to_owned(),

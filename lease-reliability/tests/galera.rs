@@ -123,10 +123,19 @@ async fn turns<F: FencedWrites>(
     let name = format!("ledger-{driver}");
     let mut stores = Vec::new();
     for url in urls {
-        stores.push(factory.connect(url, table, 3).await.expect("a store"));
+        stores.push(
+            bounded("a node's store", factory.connect(url, table, 3))
+                .await
+                .expect("a store"),
+        );
     }
     for statement in protected.create() {
-        factory.execute(&stores[0], &statement).await.unwrap();
+        bounded(
+            "the protected table",
+            factory.execute(&stores[0], &statement),
+        )
+        .await
+        .unwrap();
     }
     let clients: Vec<_> = stores.iter().map(|s| timing.client(s.clone())).collect();
     let mut fences = Vec::new();
@@ -331,9 +340,17 @@ async fn collisions(urls: &[String], table: &str, scenario: &str) -> Counts {
         .enumerate()
     {
         let client = if i % 2 == 0 {
-            timing.client(sqlx.connect(url, table, 1).await.expect("a store"))
+            timing.client(
+                bounded("a node's store", sqlx.connect(url, table, 1))
+                    .await
+                    .expect("a store"),
+            )
         } else {
-            timing.client(diesel.connect(url, table, 1).await.expect("a store"))
+            timing.client(
+                bounded("a node's store", diesel.connect(url, table, 1))
+                    .await
+                    .expect("a store"),
+            )
         };
         clients.push(client);
     }
@@ -400,13 +417,20 @@ async fn raw_collisions(urls: &[String]) -> Counts {
     let mut counts = Counts::new("galera-collisions-control", "mariadb-galera/sqlx");
     let mut connections = Vec::new();
     for url in [&urls[0], &urls[1], &urls[2], &urls[0]] {
-        connections.push(MySqlConnection::connect(url).await.expect("a node"));
+        connections.push(
+            bounded("a node", MySqlConnection::connect(url))
+                .await
+                .expect("a node"),
+        );
     }
-    sqlx::query(
-        "CREATE TABLE IF NOT EXISTS galera_collisions_control \
-         (name VARCHAR(64) PRIMARY KEY, n BIGINT NOT NULL) ENGINE = InnoDB",
+    bounded(
+        "the control's table",
+        sqlx::query(
+            "CREATE TABLE IF NOT EXISTS galera_collisions_control \
+             (name VARCHAR(64) PRIMARY KEY, n BIGINT NOT NULL) ENGINE = InnoDB",
+        )
+        .execute(&mut connections[0]),
     )
-    .execute(&mut connections[0])
     .await
     .expect("the control's table");
     let least = collision_rounds();
@@ -517,8 +541,12 @@ fn galera_contention() {
     let mut history = Counts::new("galera-history", "mariadb-galera/sqlx+diesel");
     let (outcome, a, b, conflicts, collided) = runtime().block_on(async {
         let sqlx = Sqlx::<MySql>::new();
-        let admin = sqlx.connect(&urls[0], &table, 1).await.expect("a store");
-        sqlx.setup(&admin).await.expect("the lease table");
+        let admin = bounded("a node's store", sqlx.connect(&urls[0], &table, 1))
+            .await
+            .expect("a store");
+        bounded("the lease table", sqlx.setup(&admin))
+            .await
+            .expect("the lease table");
         let contest = Contest {
             db: Db::MariaDb,
             table: table.clone(),

@@ -14,7 +14,7 @@ pub(crate) enum Style {
         /// Ticks on the clock's boundaries (on the hour), the same on every instance; otherwise
         /// every period from the instance's own start, like a plain interval timer.
         aligned: bool,
-        /// `RunOptions::min_hold`: at most one run per period, however short the work.
+        /// `RunOptions::min_hold`: at most one run per hold, however short the work.
         min_hold: Duration,
     },
     /// Frequent work: the instances elect a leader, which runs every round while it holds the
