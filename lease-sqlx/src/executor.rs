@@ -107,16 +107,28 @@ where
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
 {
+    /// `query` as one text for the simple protocol where this executor sends it so
+    /// ([`PgProtocol::SimpleInline`](crate::PgProtocol::SimpleInline)), `None` where it binds
+    /// its parameters.
+    fn inline(&self, query: &Query<'_>) -> Result<Option<String>, BoxError> {
+        match self.mode {
+            Mode::Prepared => Ok(None),
+            Mode::Inline => Ok(Some(query.inline_postgres()?)),
+        }
+    }
+
     /// The rows the statement returns, each read as `O`.
     async fn rows<O>(&self, query: Query<'_>) -> Result<Vec<O>, BoxError>
     where
         O: for<'r> FromRow<'r, DB::Row> + Send + Unpin,
     {
+        // Written before a connection is taken: one that cannot be (a NUL in a text) takes
+        // none, and closes none.
+        let inline = self.inline(&query)?;
         let mut connection = ClosingConnection::new(self.connection().await?);
-        let rows = match self.mode {
-            Mode::Prepared => prepared(query).fetch_all(connection.connection()).await,
-            Mode::Inline => {
-                let sql = query.inline_postgres()?;
+        let rows = match inline {
+            None => prepared(query).fetch_all(connection.connection()).await,
+            Some(sql) => {
                 sqlx::raw_sql(AssertSqlSafe(sql))
                     .fetch_all(connection.connection())
                     .await
@@ -238,11 +250,11 @@ where
     }
 
     async fn affected(&self, query: Query<'_>) -> Result<u64, BoxError> {
+        let inline = self.inline(&query)?;
         let mut connection = ClosingConnection::new(self.connection().await?);
-        let result = match self.mode {
-            Mode::Prepared => prepared(query).execute(connection.connection()).await,
-            Mode::Inline => {
-                let sql = query.inline_postgres()?;
+        let result = match inline {
+            None => prepared(query).execute(connection.connection()).await,
+            Some(sql) => {
                 sqlx::raw_sql(AssertSqlSafe(sql))
                     .execute(connection.connection())
                     .await

@@ -1,6 +1,7 @@
 //! PostgreSQL: the conformance suite and this crate's cases, prepared and through the simple
 //! protocol, on tokio and async-std, and on connections that are `SERIALIZABLE` by default; the literals of the simple protocol against the server's
-//! own parser; and the negative control, sqlx's `PgAdvisoryLock` with a pool of one.
+//! own parser, and a statement they cannot carry failing before it takes a connection; and the
+//! negative control, sqlx's `PgAdvisoryLock` with a pool of one.
 #![cfg(feature = "postgres")]
 
 mod common;
@@ -8,9 +9,10 @@ mod common;
 use std::time::Duration;
 
 use common::Backend;
+use lease_sql::{Execute, Param, Query};
 use lease_sqlx::sqlx::postgres::{PgAdvisoryLock, PgPoolOptions};
 use lease_sqlx::sqlx::{self, AssertSqlSafe, Postgres};
-use lease_sqlx::{PgLeaseStore, PgProtocol};
+use lease_sqlx::{PgLeaseStore, PgProtocol, SqlxExecutor};
 use lease_tests::env;
 
 fn prepared() -> Backend<Postgres> {
@@ -183,4 +185,33 @@ async fn advisory_locks_pin_the_only_connection() {
         .execute(&setup_pool)
         .await
         .unwrap();
+}
+
+/// Through the simple protocol, a statement that cannot be written as one text (a NUL in a
+/// text parameter) fails before it takes a connection from the pool: the pool's one connection
+/// is the same server process after it, not one closed for a statement that never went out.
+#[tokio::test]
+async fn a_statement_the_simple_protocol_cannot_carry_takes_no_connection() {
+    let pool = match PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(common::ACQUIRE_TIMEOUT)
+        .connect(&env::postgres_url())
+        .await
+    {
+        Ok(pool) => pool,
+        Err(error) => return env::skip_or_fail("postgres", &error.to_string()),
+    };
+    let executor = SqlxExecutor::new(pool.clone()).with_protocol(PgProtocol::SimpleInline);
+    let backend = || executor.ints(Query::new("SELECT pg_backend_pid()::int8", Vec::new()));
+    let before = backend().await.unwrap();
+    let refused = executor
+        .affected(Query::new("SELECT $1::text", vec![Param::text("a\0b")]))
+        .await;
+    assert!(refused.is_err(), "a NUL went out as text: {refused:?}");
+    assert_eq!(
+        backend().await.unwrap(),
+        before,
+        "the pool's connection was closed for a statement that never went out"
+    );
+    pool.close().await;
 }
