@@ -185,11 +185,11 @@ pub trait Execute: std::fmt::Debug + Send + Sync + 'static {
     /// listen: waiters then poll.
     ///
     /// # Errors
-    /// The driver's error, boxed: no connection from the pool, the statement refused or cut.
+    /// The driver's error, boxed: the listening connection not made, or its `LISTEN` refused.
     ///
     /// # Cancel safety
-    /// As every method of the trait: dropped, the statement may still run on the server, and
-    /// the implementation leaves its connection usable (see [`Execute`]).
+    /// Dropped before it answered, it leaves nothing listening: the connection it was making is
+    /// its own, and goes with it. The pool is not touched.
     async fn release_events(&self, channel: &str) -> Result<Option<ReleaseEvents>, BoxError> {
         let _ = channel;
         Ok(None)
