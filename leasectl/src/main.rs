@@ -268,8 +268,9 @@ async fn release(
         .ok_or_else(|| unknown(name, table))?;
     if info.is_expired() {
         return Ok(format!(
-            "{shown} expired at {} (its holder stopped renewing it, or released it with a minimum hold that has ended): nothing to release, any instance may take it\n",
-            time::rfc3339(info.expires_at)
+            "{shown} expired at {} ({}): nothing to release, any instance may take it\n",
+            time::rfc3339(info.expires_at),
+            render::WHY_EXPIRED
         ));
     }
     if let Some(fence) = fence.filter(|fence| *fence != info.fence) {

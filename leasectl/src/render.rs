@@ -90,6 +90,12 @@ pub(crate) fn list(leases: &[LeaseInfo], table: &str) -> String {
     out
 }
 
+/// Why a lease the table still names reads expired. The row does not tell these apart: a
+/// release with a minimum hold keeps the holder until the hold's end, as a renewed lease keeps
+/// it until its expiry.
+pub(crate) const WHY_EXPIRED: &str =
+    "its holder stopped renewing it, or released it with a minimum hold that has ended";
+
 /// One lease, a field a line.
 pub(crate) fn show(info: &LeaseInfo) -> String {
     let mut out = String::new();
@@ -108,12 +114,7 @@ pub(crate) fn show(info: &LeaseInfo) -> String {
         let _ = writeln!(out, "{:<12}{value}", format!("{field}:"));
     }
     if info.is_expired() {
-        // The row does not tell these apart: a release with a minimum hold keeps the holder
-        // until the hold's end, as a renewed lease keeps it until its expiry.
-        out.push_str(
-            "expired: its holder stopped renewing it, or released it with a minimum hold that \
-             has ended; any instance may take it over\n",
-        );
+        let _ = writeln!(out, "expired: {WHY_EXPIRED}; any instance may take it over");
     }
     out
 }
