@@ -173,6 +173,14 @@ async fn mariadb_wide_holder_keeps_its_width() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn postgres_nondeterministic_name_is_refused_then_altered() {
+    on_fresh_table::<Postgres, deadpool::Pool<AsyncPgConnection>, _>(
+        adoption::postgres_nondeterministic_name_is_refused_then_altered,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn postgres_infinite_times_are_read() {
     on_fresh_table::<Postgres, deadpool::Pool<AsyncPgConnection>, _>(
         adoption::postgres_infinite_times_are_read,

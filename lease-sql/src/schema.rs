@@ -60,9 +60,12 @@ pub(crate) enum Fix {
     Utf8Name,
     /// Convert the text of `holder` to UTF-8 before it becomes bytes (MariaDB).
     Utf8Holder,
-    /// Make `name` compare byte for byte (MariaDB: `VARBINARY`).
+    /// Make `name` compare byte for byte (MariaDB: `VARBINARY`; PostgreSQL: `text COLLATE "C"`
+    /// in place of a nondeterministic collation; SQLite: the table rebuilt with a binary key).
     BinaryName,
-    /// Make `holder` compare byte for byte (MariaDB: `VARBINARY`).
+    /// Make `holder` compare byte for byte (MariaDB: `VARBINARY`; PostgreSQL: `text` in the
+    /// database's default collation, which is deterministic, in place of a nondeterministic
+    /// one).
     BinaryHolder,
     /// Store `taken_at` to the microsecond (MariaDB: `DATETIME(6)`).
     PreciseTakenAt,
@@ -160,6 +163,13 @@ pub(crate) struct Facts {
     /// catalog says it: MariaDB's storage engine (`innodb`, `myisam`), PostgreSQL's persistence
     /// (`permanent`, `unlogged`, `temporary`).
     pub(crate) storage: Option<String>,
+    /// The column's collation where it is nondeterministic (PostgreSQL: an ICU collation
+    /// created with `deterministic = false`, which may call two texts of other bytes equal), as
+    /// the catalog spells it.
+    pub(crate) nondeterministic: Option<String>,
+    /// A unique index on the column alone that compares by a nondeterministic collation other
+    /// than the column's (PostgreSQL): `index collate collation`, as the catalog spells them.
+    pub(crate) nondeterministic_key: Option<String>,
 }
 
 impl Facts {
@@ -178,6 +188,15 @@ impl Facts {
         };
         let charset = text();
         let storage = text();
+        // Names as the catalog spells them: a collation's or an index's may have capitals.
+        let mut spelled = || {
+            parts
+                .next()
+                .map(|part| part.trim().to_owned())
+                .filter(|part| !part.is_empty())
+        };
+        let nondeterministic = spelled();
+        let nondeterministic_key = spelled();
         Some(Self {
             data_type,
             nullable,
@@ -185,6 +204,8 @@ impl Facts {
             key,
             charset,
             storage,
+            nondeterministic,
+            nondeterministic_key,
         })
     }
 }
@@ -364,6 +385,21 @@ impl SchemaCheck {
                     format!("column {name} holds {charset} text: {}", describe(fix)),
                 ));
             }
+            // A column of text that compares by a nondeterministic collation is made to
+            // compare bytes (PostgreSQL's alone).
+            if let Fit::Fits = fit
+                && self.dialect == Dialect::Postgres
+                && let Some((fix, collation)) = postgres::nondeterministic(column, facts)
+            {
+                fixes.push((
+                    fix,
+                    format!(
+                        "column {name} is {} with the nondeterministic collation {collation}: {}",
+                        facts.data_type,
+                        describe(fix)
+                    ),
+                ));
+            }
             match fit {
                 Fit::Fits => {}
                 Fit::Upgrade(fix) => fixes.push((
@@ -437,11 +473,20 @@ impl SchemaCheck {
         }
         // How the table keeps its rows: every column's facts say the same.
         let storage = found.iter().find_map(|(_, facts)| facts.storage.as_deref());
-        let unfit_storage = match self.dialect {
+        let mut unfit: Vec<String> = match self.dialect {
             Dialect::Postgres => postgres::unfit_storage(storage, &self.quoted),
             Dialect::MySql => mysql::unfit_storage(storage, &self.quoted),
             Dialect::Sqlite => None,
-        };
+        }
+        .into_iter()
+        .collect();
+        // A unique index on the name beside the key that calls other names equal: no change of
+        // the column's type changes it (PostgreSQL's alone).
+        if self.dialect == Dialect::Postgres
+            && let Some(facts) = facts_of(Column::Name)
+        {
+            unfit.extend(postgres::unfit_key(facts.nondeterministic_key.as_deref()));
+        }
         let ours = |column: &str| Column::ALL.iter().any(|c| self.names(column, c.as_str()));
         for (column, facts) in &found {
             let ours = ours(column);
@@ -452,13 +497,13 @@ impl SchemaCheck {
                 ));
             }
         }
-        // A table whose storage alone is unfit is a lease table all the same, perhaps the one
+        // A table whose storage or key alone is unfit is a lease table all the same, perhaps the one
         // the running instances use: its mismatch says how to change it, never to use another
         // table (instances on two tables would each hold every lease).
         let other_kind = !problems.is_empty();
-        if other_kind || unfit_storage.is_some() {
+        if other_kind || !unfit.is_empty() {
             let mut all = problems;
-            all.extend(unfit_storage);
+            all.extend(unfit);
             all.extend(fixes.into_iter().map(|(_, why)| why));
             return Err(self.mismatch(all.join("; "), None, other_kind));
         }
@@ -570,11 +615,11 @@ fn describe(fix: Fix) -> &'static str {
              text is converted to UTF-8 before it becomes bytes"
         }
         Fix::BinaryName => {
-            "compared by a collation, so names that differ in case or trailing spaces would be \
+            "compared by a collation, so names that differ in case, accents or trailing spaces would be \
              one lease; the store compares bytes"
         }
         Fix::BinaryHolder => {
-            "compared by a collation, so holders that differ in case or trailing spaces would be \
+            "compared by a collation, so holders that differ in case, accents or trailing spaces would be \
              one holder, renewing and releasing each other's lease; the store compares bytes"
         }
         Fix::PreciseTakenAt | Fix::PreciseExpiresAt => "the store needs microseconds",
@@ -675,6 +720,109 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn a_postgres_name_or_holder_by_a_nondeterministic_collation_is_made_to_compare_bytes() {
+        let check = SchemaCheck::new(Dialect::Postgres, &TableName::default());
+        let table = |name: &str, holder: &str| {
+            rows(&[
+                ("name", name),
+                ("holder", holder),
+                ("fence", "bigint;NO;0;0;;permanent;;"),
+                ("taken_at", &format!("{TZ};NO;0;0;;permanent;;")),
+                ("expires_at", &format!("{TZ};NO;0;0;;permanent;;")),
+            ])
+        };
+        let plain_holder = "text;YES;0;0;;permanent;;";
+        // Deterministic collations leave the two parts empty: the table fits.
+        assert!(
+            check
+                .verdict(&table("text;NO;0;1;;permanent;;", plain_holder))
+                .is_ok()
+        );
+        let (why, sql) = mismatch(check.verdict(&table(
+            "text;NO;0;1;;permanent;Case_Blind;",
+            "text;YES;0;0;;permanent;\"und-ci\";",
+        )));
+        assert!(
+            why.contains(
+                "column name is text with the nondeterministic collation Case_Blind: compared by \
+                 a collation, so names that differ in case"
+            ),
+            "{why}"
+        );
+        assert!(
+            why.contains("column holder is text with the nondeterministic collation \"und-ci\""),
+            "{why}"
+        );
+        assert_eq!(
+            sql.unwrap(),
+            "SET LOCAL lock_timeout = '5s';\n\
+             ALTER TABLE \"leases\"\n    \
+             ALTER COLUMN name TYPE text COLLATE \"C\",\n    \
+             ALTER COLUMN holder TYPE text;"
+        );
+        // A short name by such a collation: widened and made to compare bytes by one action.
+        let (why, sql) = mismatch(check.verdict(&table(
+            "character varying(64);NO;0;1;;permanent;ci;",
+            plain_holder,
+        )));
+        assert!(why.contains("shorter than a lease name"), "{why}");
+        assert!(why.contains("nondeterministic collation ci"), "{why}");
+        assert_eq!(
+            sql.unwrap(),
+            "SET LOCAL lock_timeout = '5s';\n\
+             ALTER TABLE \"leases\"\n    \
+             ALTER COLUMN name TYPE text COLLATE \"C\";"
+        );
+    }
+
+    #[test]
+    fn a_postgres_unique_index_on_name_by_a_nondeterministic_collation_is_refused_without_sql() {
+        // A binary key, and beside it a unique index that calls `Sweep` and `sweep` equal: no
+        // change of the column helps, so there is no SQL, and the table is a lease table all
+        // the same (the one the instances may use now).
+        let check = SchemaCheck::new(Dialect::Postgres, &TableName::default());
+        let beside = rows(&[
+            (
+                "name",
+                "text;NO;0;1;;permanent;;\"Leases_ci\" collate case_blind",
+            ),
+            ("holder", "text;YES;0;0;;permanent;;"),
+            ("fence", "bigint;NO;0;0;;permanent;;"),
+            ("taken_at", &format!("{TZ};NO;0;0;;permanent;;")),
+            ("expires_at", &format!("{TZ};NO;0;0;;permanent;;")),
+        ]);
+        let refused = check.verdict(&beside);
+        assert!(
+            matches!(
+                refused,
+                Err(Error::SchemaMismatch {
+                    upgrade: None,
+                    other_kind: false,
+                    ..
+                })
+            ),
+            "{refused:?}"
+        );
+        let (why, _) = mismatch(refused);
+        assert!(
+            why.contains(
+                "the unique index \"Leases_ci\" on name compares by the nondeterministic \
+                 collation case_blind"
+            ),
+            "{why}"
+        );
+        // With a fix of the column beside it, still no SQL: the index would stay.
+        let mut both = beside.clone();
+        both[1].1 = "text;YES;0;0;;permanent;case_blind;".to_owned();
+        let (why, sql) = mismatch(check.verdict(&both));
+        assert_eq!(sql, None);
+        assert!(
+            why.contains("column holder is text with the nondeterministic"),
+            "{why}"
+        );
     }
 
     #[test]

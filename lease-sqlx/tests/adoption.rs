@@ -177,6 +177,12 @@ async fn mariadb_wide_holder_keeps_its_width() {
 }
 
 #[tokio::test]
+async fn postgres_nondeterministic_name_is_refused_then_altered() {
+    on_fresh_table::<Postgres, _>(adoption::postgres_nondeterministic_name_is_refused_then_altered)
+        .await;
+}
+
+#[tokio::test]
 async fn postgres_infinite_times_are_read() {
     on_fresh_table::<Postgres, _>(adoption::postgres_infinite_times_are_read).await;
 }

@@ -1447,6 +1447,147 @@ pub async fn postgres_infinite_times_are_read<X: Execute>(
     Ok(())
 }
 
+/// A PostgreSQL lease table whose `name` compares by a nondeterministic collation (an ICU
+/// collation created with `deterministic = false`, as a service may have made its keys
+/// case-blind). The control first: on that table `Sweep` and `sweep` are one lease, its holder
+/// keeping the other name from everybody. `verify` refuses it with the `ALTER TABLE` that makes
+/// the name compare bytes; after `upgrade` the two names are two leases, the lease held before
+/// the upgrade is still its holder's, and one `renew_many` renews both. Then a table with a
+/// byte-wise key beside a unique index on `name` by that collation (`{table}_beside`): its
+/// control shows the two names one lease there too, and `verify` refuses it without SQL (no
+/// change of the column drops the index). `store` is on `table`, a plain table name, which the
+/// case creates; the case drops it at its end, with `{table}_beside` and the collation
+/// `{table}_ci` it made, whatever its outcome.
+///
+/// # Errors
+/// A description of the first thing that went otherwise, or that the store is not
+/// PostgreSQL's, or that the server has no ICU collations.
+///
+/// # Cancel safety
+/// Dropped, it leaves `table`, `{table}_beside` and `{table}_ci` as far as it got, for the
+/// caller to drop.
+pub async fn postgres_nondeterministic_name_is_refused_then_altered<X: Execute + Clone>(
+    store: &SqlStore<X>,
+    table: &str,
+) -> Result<(), BoxError> {
+    if store.statements().dialect() != Dialect::Postgres {
+        return Err("a nondeterministic collation needs a PostgreSQL store".into());
+    }
+    let (collation, beside) = (format!("{table}_ci"), format!("{table}_beside"));
+    let outcome = nondeterministic_name(store, table, &collation, &beside).await;
+    let dropped = store
+        .executor()
+        .batch(&format!(
+            "DROP TABLE IF EXISTS {beside}; DROP TABLE IF EXISTS {table}; \
+             DROP COLLATION IF EXISTS {collation}"
+        ))
+        .await;
+    outcome?;
+    dropped
+}
+
+/// [`postgres_nondeterministic_name_is_refused_then_altered`] but its clearing up.
+async fn nondeterministic_name<X: Execute + Clone>(
+    store: &SqlStore<X>,
+    table: &str,
+    collation: &str,
+    beside: &str,
+) -> Result<(), BoxError> {
+    let columns = "holder text, fence bigint NOT NULL, taken_at timestamptz NOT NULL, \
+                   expires_at timestamptz NOT NULL";
+    store
+        .executor()
+        .batch(&format!(
+            "CREATE COLLATION {collation} \
+                 (provider = icu, locale = 'und-u-ks-level2', deterministic = false);\n\
+             CREATE TABLE {table} (name text COLLATE {collation} NOT NULL PRIMARY KEY, {columns})"
+        ))
+        .await?;
+    let ttl = Ttl::from_secs(30)?;
+    let (first, second) = (HolderId::generate(), HolderId::generate());
+    let (upper, lower) = (name("Sweep"), name("sweep"));
+    store
+        .try_acquire(&upper, &first, ttl)
+        .await?
+        .ok_or("a fresh table refused a lease")?;
+    if store.try_acquire(&lower, &second, ttl).await?.is_some() {
+        return Err(
+            "the control: `sweep` was taken beside `Sweep` on a table that compares names \
+             without case, so the case would show nothing"
+                .into(),
+        );
+    }
+    match store.verify().await {
+        Err(Error::SchemaMismatch {
+            mismatch,
+            upgrade: Some(_),
+            other_kind: false,
+            ..
+        }) if mismatch.contains("nondeterministic collation") => {}
+        other => {
+            return Err(format!(
+                "verify of a name by a nondeterministic collation answered {other:?}"
+            )
+            .into());
+        }
+    }
+    if !store.upgrade().await? {
+        return Err("upgrade changed nothing".into());
+    }
+    store.verify().await?;
+    store
+        .try_acquire(&lower, &second, ttl)
+        .await?
+        .ok_or("after the upgrade `sweep` was still one lease with `Sweep`")?;
+    if let Some(fence) = store.try_acquire(&upper, &second, ttl).await? {
+        return Err(format!("the lease held through the upgrade was taken, fence {fence}").into());
+    }
+    let renewed = store
+        .renew_many(
+            &[
+                (upper.clone(), first.clone()),
+                (lower.clone(), second.clone()),
+            ],
+            ttl,
+        )
+        .await?;
+    if renewed != [true, true] {
+        return Err(format!("renew_many of both names answered {renewed:?}").into());
+    }
+    store
+        .executor()
+        .batch(&format!(
+            "CREATE TABLE {beside} (name text COLLATE \"C\" NOT NULL PRIMARY KEY, {columns});\n\
+             CREATE UNIQUE INDEX {beside}_blind ON {beside} (name COLLATE {collation})"
+        ))
+        .await?;
+    let on_beside = store.clone().on(beside)?;
+    on_beside
+        .try_acquire(&upper, &first, ttl)
+        .await?
+        .ok_or("a fresh table refused a lease")?;
+    if on_beside.try_acquire(&lower, &second, ttl).await?.is_some() {
+        return Err(
+            "the control: `sweep` was taken beside `Sweep` on a table with a unique index that \
+             compares names without case, so the case would show nothing"
+                .into(),
+        );
+    }
+    match on_beside.verify().await {
+        Err(Error::SchemaMismatch {
+            mismatch,
+            upgrade: None,
+            other_kind: false,
+            ..
+        }) if mismatch.contains("nondeterministic collation") => Ok(()),
+        other => Err(format!(
+            "verify of a binary key beside an index by a nondeterministic collation answered \
+             {other:?}"
+        )
+        .into()),
+    }
+}
+
 /// A SQLite lease table whose `name` compares by a collation (`TEXT COLLATE NOCASE PRIMARY
 /// KEY`, as a service may have declared it). The control first: on that table `Sweep` and
 /// `sweep` are one lease, its holder keeping the other name from everybody. `verify` refuses it

@@ -1,15 +1,21 @@
 //! PostgreSQL's schema check: the catalog query and which types fit.
 
-use super::{Column, Fit, Fix};
+use super::{Column, Facts, Fit, Fix};
 
 /// One row per column of the table `$1` names (quoted, resolved by the search path as the
-/// store's statements are): its name and `type;nullable;default;key;;storage`, where `key` says
-/// the column alone is the primary key or a unique index without a predicate, checked at once
+/// store's statements are): its name and
+/// `type;nullable;default;key;;storage;nondeterministic;collated_key`, where `key` says the
+/// column alone is the primary key or a unique index without a predicate, checked at once
 /// (not `DEFERRABLE`) and valid (not left half-built by a failed `CREATE INDEX CONCURRENTLY`):
 /// what `ON CONFLICT (name)` needs. A `varchar` carries its declared length
 /// (`character varying(36)`); other types are named without theirs (`timestamp with time
 /// zone` also for a `timestamptz(3)`). `storage` is the table's persistence, `permanent`,
-/// `unlogged` or `temporary`; the empty part before it is MariaDB's character set. No rows
+/// `unlogged` or `temporary`; the empty part before it is MariaDB's character set.
+/// `nondeterministic` is the column's collation where it is nondeterministic (an ICU collation
+/// created with `deterministic = false`, under which `Sweep` and `sweep`, or texts that differ
+/// in accents, may be equal), `collated_key` a unique index on the column alone, of the kind
+/// `key` counts, whose collation is nondeterministic and not the column's, as
+/// `index collate collation` (the first by name); each empty where there is none. No rows
 /// when the table does not exist.
 pub(super) const COLUMNS: &str = "\
 SELECT a.attname::text,
@@ -25,7 +31,16 @@ SELECT a.attname::text,
            ) THEN '1' ELSE '0' END,
            '',
            (SELECT CASE c.relpersistence WHEN 'p' THEN 'permanent' WHEN 'u' THEN 'unlogged' ELSE 'temporary' END
-            FROM pg_class c WHERE c.oid = a.attrelid)
+            FROM pg_class c WHERE c.oid = a.attrelid),
+           coalesce((SELECT quote_ident(co.collname::text) FROM pg_collation co
+                     WHERE co.oid = a.attcollation AND NOT co.collisdeterministic), ''),
+           coalesce((SELECT i.indexrelid::regclass::text || ' collate ' || quote_ident(co.collname::text)
+                     FROM pg_index i JOIN pg_collation co ON co.oid = i.indcollation[0]
+                     WHERE i.indrelid = a.attrelid AND i.indisunique AND i.indnkeyatts = 1
+                         AND i.indkey[0] = a.attnum AND i.indpred IS NULL
+                         AND i.indimmediate AND i.indisvalid
+                         AND i.indcollation[0] <> a.attcollation AND NOT co.collisdeterministic
+                     ORDER BY 1 LIMIT 1), '')
        )::text
 FROM pg_attribute a
 WHERE a.attrelid = to_regclass($1::text) AND a.attnum > 0 AND NOT a.attisdropped
@@ -49,6 +64,34 @@ pub(super) fn unfit_storage(storage: Option<&str>, table: &str) -> Option<String
              connection of its pool sees"
         )),
     }
+}
+
+/// Whether `column`, of text that fits, compares by a nondeterministic collation: the fix that
+/// makes it compare bytes, and the collation. Under one, `Sweep` and `sweep` may be one lease
+/// (one row, one holder), and a renewal's `RETURNING name` answer the spelling the row keeps.
+pub(super) fn nondeterministic(column: Column, facts: &Facts) -> Option<(Fix, &str)> {
+    let collation = facts.nondeterministic.as_deref()?;
+    let fix = match column {
+        Column::Name => Fix::BinaryName,
+        Column::Holder => Fix::BinaryHolder,
+        Column::Fence | Column::TakenAt | Column::ExpiresAt => return None,
+    };
+    Some((fix, collation))
+}
+
+/// What is wrong with a table whose name has a unique index by a nondeterministic collation
+/// beside the key (`key`: `index collate collation`, `None`: none): the store's
+/// `ON CONFLICT (name)` takes every such index for its target, so an acquisition of `sweep`
+/// finds the row of `Sweep` and answers as its holder does. The column's type is not what is
+/// wrong, so no upgrade of it helps: the index is the user's to drop or rebuild.
+pub(super) fn unfit_key(key: Option<&str>) -> Option<String> {
+    let (index, collation) = key?.split_once(" collate ")?;
+    Some(format!(
+        "the unique index {index} on name compares by the nondeterministic collation \
+         {collation}, so names that differ in case or accents would be one lease there (the \
+         store's ON CONFLICT (name) answers for every unique index on name); drop it, or build \
+         it again with COLLATE \"C\", when no service uses it"
+    ))
 }
 
 /// Which types fit, by the type without its length (the check reads a `varchar`'s length
@@ -107,15 +150,20 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
                 actions.push("ALTER COLUMN fence SET NOT NULL");
             }
             Fix::HolderNullable => actions.push("ALTER COLUMN holder DROP NOT NULL"),
-            Fix::WidenName => actions.push("ALTER COLUMN name TYPE text COLLATE \"C\""),
-            Fix::WidenHolder => actions.push("ALTER COLUMN holder TYPE text"),
+            // One action per column, whether it is widened, made to compare bytes or both:
+            // the database's default collation is deterministic, and the name's `"C"` orders
+            // by bytes as the store's `list` does.
+            Fix::WidenName | Fix::BinaryName => {
+                push_once(&mut actions, "ALTER COLUMN name TYPE text COLLATE \"C\"")
+            }
+            Fix::WidenHolder | Fix::BinaryHolder => {
+                push_once(&mut actions, "ALTER COLUMN holder TYPE text")
+            }
             Fix::TakenAtNotNull => actions.push("ALTER COLUMN taken_at SET NOT NULL"),
             Fix::ExpiresAtNotNull => actions.push("ALTER COLUMN expires_at SET NOT NULL"),
             // MariaDB's alone.
             Fix::Utf8Name
             | Fix::Utf8Holder
-            | Fix::BinaryName
-            | Fix::BinaryHolder
             | Fix::PreciseTakenAt
             | Fix::PreciseExpiresAt
             | Fix::UtcTakenAt
@@ -131,4 +179,11 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
         before.push_str(&super::fill_times(t, "statement_timestamp()"));
     }
     format!("{before}ALTER TABLE {t}\n    {};", actions.join(",\n    "))
+}
+
+/// Adds `action` unless it is there already.
+fn push_once<'a>(actions: &mut Vec<&'a str>, action: &'a str) {
+    if !actions.contains(&action) {
+        actions.push(action);
+    }
 }
