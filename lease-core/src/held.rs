@@ -1,12 +1,13 @@
 //! [`Held`]: what this process knows about one lease it holds.
 
+use std::future::Future;
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::task::Poll;
 
 use futures::channel::oneshot;
 use futures::future::{self, FutureExt, Shared};
-
-use std::sync::Arc;
 
 use crate::clock::Clock;
 use crate::stats::Stats;
@@ -318,10 +319,24 @@ impl Held {
                 return future::pending().await;
             }
             let deadline = self.deadline();
-            let sleep = std::pin::pin!(self.clock.sleep_until(deadline));
+            let mut sleep = std::pin::pin!(self.clock.sleep_until(deadline));
+            let mut told = self.lost.clone();
             // Woken either by a loss, or by the deadline as it stood: the loop then reads whether
-            // a renewal moved it.
-            future::select(self.lost.clone(), sleep).await;
+            // a renewal moved it. Every poll reads the clock too: a runtime fires a timer when
+            // its driver next runs (tokio's, between batches of tasks), not when the timer is
+            // polled, so a thread blocked past the deadline would otherwise find the timer
+            // pending and let the work it guards take a step first.
+            future::poll_fn(|cx| {
+                if self.deadline() <= self.clock.now()
+                    || told.poll_unpin(cx).is_ready()
+                    || sleep.as_mut().poll(cx).is_ready()
+                {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            })
+            .await;
         }
     }
 }

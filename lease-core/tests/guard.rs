@@ -48,6 +48,29 @@ async fn a_held_lease_is_renewed_and_never_taken_over() {
     );
 }
 
+/// The runtime's thread is blocked past the lease's local deadline (a long computation, a
+/// blocking call in another task): the next poll of `lost()` completes, before the runtime has
+/// run its timers. tokio fires a timer when its driver next runs, not when the timer is polled,
+/// so a signal that only waited for the timer stayed pending for that poll (and the one after,
+/// and so on until the driver ran), while the work it guards took its steps.
+#[tokio::test(flavor = "current_thread")]
+async fn lost_reads_the_clock_at_every_poll_not_only_the_timer() {
+    let client = LeaseClient::builder(tokio_memory(), TokioRuntime)
+        .ttl(Ttl::from_secs(1).unwrap())
+        .build()
+        .unwrap();
+    let guard = client.try_acquire("alerts").await.unwrap().unwrap();
+    let mut lost = std::pin::pin!(guard.lost());
+    assert!(futures::poll!(lost.as_mut()).is_pending());
+    // Blocks this runtime's only thread: neither the renewer nor the timers run meanwhile.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        futures::poll!(lost.as_mut()),
+        std::task::Poll::Ready(LossReason::DeadlinePassed),
+        "the deadline passed, but the lost signal was still pending"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_lost_signal_fires_within_one_renewal_period_after_a_takeover() {
     let store = tokio_memory();

@@ -349,6 +349,56 @@ async fn after_a_stall_past_the_deadline_the_work_takes_no_further_step() {
     );
 }
 
+/// The same stall on tokio's own timers: another task blocks the runtime's thread past the
+/// lease's local deadline, then answers the work. tokio fires a timer when its driver next runs,
+/// not when the timer is polled, so the loss is read from the clock at every poll, and the work
+/// takes no step after the deadline.
+#[tokio::test(flavor = "current_thread")]
+async fn after_a_blocked_runtime_thread_the_work_takes_no_further_step() {
+    let client = LeaseClient::builder(tokio_memory(), TokioRuntime)
+        .ttl(Ttl::from_secs(1).unwrap())
+        .build()
+        .unwrap();
+    let (waiting, waits) = futures::channel::oneshot::channel::<()>();
+    let (answer, answered) = futures::channel::oneshot::channel::<()>();
+    let steps = Arc::new(AtomicUsize::new(0));
+    let stepped = steps.clone();
+    let blocker = tokio::spawn(async move {
+        let _ = waits.await;
+        std::thread::sleep(Duration::from_millis(1500));
+        let _ = answer.send(());
+    });
+    // A task of its own, as the blocker is: the runtime polls the one the other wakes next.
+    let run = tokio::spawn(async move {
+        client
+            .run_exclusive("sweep", |_| async move {
+                stepped.fetch_add(1, Ordering::SeqCst);
+                let _ = waiting.send(());
+                let _ = answered.await;
+                // The next step, a write under a lease the process no longer holds.
+                stepped.fetch_add(1, Ordering::SeqCst);
+                futures::future::pending::<()>().await
+            })
+            .await
+    });
+    let outcome = tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .expect("the run did not end")
+        .unwrap();
+    blocker.await.unwrap();
+    assert_eq!(
+        outcome.unwrap(),
+        Some(RunOutcome::Cancelled {
+            reason: LossReason::DeadlinePassed
+        })
+    );
+    assert_eq!(
+        steps.load(Ordering::SeqCst),
+        1,
+        "the work took a step after its lease's deadline had passed"
+    );
+}
+
 /// Work let finish after a loss ([`OnLoss::Finish`]) that a shutdown stops as it could take
 /// its next step: the shutdown is seen first, and the step is not taken.
 #[tokio::test(start_paused = true)]
