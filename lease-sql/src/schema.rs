@@ -1456,9 +1456,9 @@ mod tests {
             sql.unwrap(),
             "SAVEPOINT lease_upgrade;\n\
              UPDATE \"leases\" SET taken_at = CASE WHEN (taken_at > 0 AND taken_at < 100000000000) \
-             THEN taken_at * 1000 ELSE taken_at END,\n    \
-             expires_at = CASE WHEN (expires_at > 0 AND expires_at < 100000000000) THEN expires_at \
-             * 1000 ELSE expires_at END\n    \
+             THEN CAST(round(taken_at * 1000) AS INTEGER) ELSE taken_at END,\n    \
+             expires_at = CASE WHEN (expires_at > 0 AND expires_at < 100000000000) THEN \
+             CAST(round(expires_at * 1000) AS INTEGER) ELSE expires_at END\n    \
              WHERE (taken_at > 0 AND taken_at < 100000000000) OR (expires_at > 0 AND expires_at \
              < 100000000000);\n\
              RELEASE lease_upgrade;"

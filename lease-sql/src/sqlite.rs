@@ -31,7 +31,14 @@ pub(crate) const NOW: &str = "CAST(round(unixepoch('subsec') * 1000) AS INTEGER)
 
 pub(crate) fn sql(t: &str) -> DialectSql {
     // Durations arrive in microseconds like on every dialect; the table holds milliseconds.
-    let columns = format!("name, holder, fence, taken_at * 1000, expires_at * 1000, {NOW} * 1000");
+    // The times are read as integers whatever the row holds: an adopted table's may be REAL (a
+    // service that wrote `unixepoch('subsec') * 1000`, seconds with a fraction made
+    // milliseconds by the upgrade), and a time too far out for microseconds becomes REAL when
+    // multiplied; the cast truncates the fraction and holds the far one at the latest.
+    let columns = format!(
+        "name, holder, fence, CAST(taken_at * 1000 AS INTEGER), \
+         CAST(expires_at * 1000 AS INTEGER), {NOW} * 1000"
+    );
     DialectSql {
         create_table: format!(
             "CREATE TABLE IF NOT EXISTS {t} (\n    \

@@ -162,6 +162,11 @@ async fn sqlite_times_in_seconds_are_refused_then_converted() {
 }
 
 #[tokio::test]
+async fn sqlite_real_times_are_read() {
+    on_fresh_table::<Sqlite, _>(adoption::sqlite_real_times_are_read).await;
+}
+
+#[tokio::test]
 async fn sqlite_collated_name_is_refused_then_rebuilt() {
     on_fresh_table::<Sqlite, _>(adoption::sqlite_collated_name_is_refused_then_rebuilt).await;
 }

@@ -5,7 +5,7 @@
 //! (lease-sql's [`SqlStore`] over a driver's [`Execute`]) and reaches the database only through
 //! the store's executor, so every driver runs the same cases.
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use lease_core::{
     BoxError, Error, ErrorChain, HolderId, LeaseName, LeaseStore, Runtime, StoreErrorKind, Ttl,
@@ -1443,6 +1443,150 @@ pub async fn postgres_infinite_times_are_read<X: Execute>(
         .ok_or("the lease held until released was not free after its release")?;
     if fence.get() <= 7 {
         return Err(format!("took fence {fence} over the row's fence 7").into());
+    }
+    Ok(())
+}
+
+/// SQLite: a lease table whose service wrote times that are no integers (`unixepoch('subsec')
+/// * 1000`, as a service in a language with floating-point time may), which SQLite keeps as
+/// `REAL` in an `INTEGER` column, and one lease "held until released" by the greatest
+/// millisecond an `INTEGER` holds, too far out for microseconds: `report` held by
+/// [`SEED_HOLDER`] for another hour with fence 3, `forever` with fence 7. The control: SQLite
+/// reads both times, made microseconds, as `REAL`. `inspect` and `list` read them (the hour
+/// to the millisecond, `forever` at the latest time the store's microseconds hold), and both
+/// leases exclude another holder. Then a table in seconds with a fraction
+/// (`unixepoch('subsec')`), `{table}_seconds`: after its `upgrade` its times are whole
+/// milliseconds. `store` is on `table`, which the case creates with `setup` and leaves for the
+/// caller to drop; the case drops `{table}_seconds`.
+///
+/// # Errors
+/// A description of the first thing that went otherwise, or that the store is not SQLite's.
+///
+/// # Cancel safety
+/// Dropped, it leaves `table` and `{table}_seconds` as far as it got, for the caller to drop.
+pub async fn sqlite_real_times_are_read<X: Execute + Clone>(
+    store: &SqlStore<X>,
+    table: &str,
+) -> Result<(), BoxError> {
+    if store.statements().dialect() != Dialect::Sqlite {
+        return Err("times kept as REAL need a SQLite store".into());
+    }
+    store.setup().await?;
+    let (report, forever) = (name("report"), name("forever"));
+    store
+        .executor()
+        .batch(&format!(
+            "INSERT INTO {table} (name, holder, fence, taken_at, expires_at) VALUES \
+             ('{report}', '{SEED_HOLDER}', 3, CAST(unixepoch() AS INTEGER) * 1000 + 0.5, \
+              CAST(unixepoch() AS INTEGER) * 1000 + 3600000.5), \
+             ('{forever}', '{SEED_HOLDER}', 7, CAST(unixepoch() AS INTEGER) * 1000, \
+              9223372036854775807)",
+            report = report.as_str(),
+            forever = forever.as_str()
+        ))
+        .await?;
+    let kinds = store
+        .executor()
+        .text_pairs(Query::new(
+            format!(
+                "SELECT typeof(taken_at * 1000), typeof(expires_at * 1000) FROM {table} \
+                 ORDER BY name"
+            ),
+            Vec::new(),
+        ))
+        .await?;
+    let real = |kind: &str| kind == "real";
+    if kinds.len() != 2 || !real(&kinds[0].1) || !real(&kinds[1].0) || !real(&kinds[1].1) {
+        return Err(format!(
+            "the control: SQLite read the times made microseconds as {kinds:?}, not REAL, so \
+             the case would show nothing"
+        )
+        .into());
+    }
+    let now = SystemTime::now();
+    let read = store
+        .inspect(&report)
+        .await?
+        .ok_or("inspect found no lease with REAL times")?;
+    let left = read.expires_at.duration_since(now).unwrap_or_default();
+    if (read.holder.as_str(), read.fence.get()) != (SEED_HOLDER, 3)
+        || read.is_expired()
+        || left < Duration::from_secs(3500)
+        || left > Duration::from_secs(3700)
+        || read.expires_at.duration_since(read.taken_at).ok() != Some(Duration::from_secs(3600))
+    {
+        return Err(format!(
+            "inspect read the lease with REAL times as {read:?}, where it holds \
+             '{SEED_HOLDER}', fence 3, for another hour"
+        )
+        .into());
+    }
+    let far = store
+        .inspect(&forever)
+        .await?
+        .ok_or("inspect found no lease held until released")?;
+    if far.expires_at != lease_sql::time_from_micros(i64::MAX) || far.fence.get() != 7 {
+        return Err(format!(
+            "inspect read the lease held until released as {far:?}, where it holds fence 7 \
+             to the latest time"
+        )
+        .into());
+    }
+    let listed = store.list().await?;
+    let names: Vec<&str> = listed.iter().map(|info| info.name.as_str()).collect();
+    if names != [forever.as_str(), report.as_str()] {
+        return Err(format!("list read {listed:?}, where it should read both leases").into());
+    }
+    let other = HolderId::generate();
+    let ttl = Ttl::from_secs(30)?;
+    for lease in [&report, &forever] {
+        if let Some(fence) = store.try_acquire(lease, &other, ttl).await? {
+            return Err(format!("{lease} was taken while held, fence {fence}").into());
+        }
+    }
+    let seconds = format!("{table}_seconds");
+    let converted = seconds_with_a_fraction(store, &seconds).await;
+    store
+        .executor()
+        .batch(&format!("DROP TABLE IF EXISTS {seconds}"))
+        .await?;
+    converted
+}
+
+/// A lease table `table` in seconds with a fraction, upgraded: its times must then be whole
+/// milliseconds.
+async fn seconds_with_a_fraction<X: Execute + Clone>(
+    store: &SqlStore<X>,
+    table: &str,
+) -> Result<(), BoxError> {
+    let on_table = store.clone().on(table)?;
+    on_table.setup().await?;
+    store
+        .executor()
+        .batch(&format!(
+            "INSERT INTO {table} (name, holder, fence, taken_at, expires_at) VALUES \
+             ('report', '{SEED_HOLDER}', 3, unixepoch() + 0.0004, unixepoch() + 3600.0004)"
+        ))
+        .await?;
+    if on_table.verify().await.is_ok() {
+        return Err("a table in seconds with a fraction was accepted".into());
+    }
+    if !on_table.upgrade().await? {
+        return Err("upgrade of a table in seconds changed nothing".into());
+    }
+    let kinds = store
+        .executor()
+        .text_pairs(Query::new(
+            format!("SELECT typeof(taken_at), typeof(expires_at) FROM {table}"),
+            Vec::new(),
+        ))
+        .await?;
+    if kinds != [("integer".to_owned(), "integer".to_owned())] {
+        return Err(format!(
+            "after the upgrade, seconds with a fraction were kept as {kinds:?}, not whole \
+             milliseconds"
+        )
+        .into());
     }
     Ok(())
 }

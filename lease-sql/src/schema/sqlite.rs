@@ -77,11 +77,12 @@ pub(super) fn seconds(quoted: &str) -> String {
 
 /// The `UPDATE` that makes every time in seconds milliseconds, row by row and column by
 /// column: a time already in milliseconds, zero or negative is kept, so running it twice
-/// changes nothing more.
+/// changes nothing more. Seconds with a fraction (`unixepoch('subsec')`) become whole
+/// milliseconds, rounded, as the store writes them.
 fn to_milliseconds(quoted: &str) -> String {
     let scaled = |column: &str| {
         format!(
-            "{column} = CASE WHEN {} THEN {column} * 1000 ELSE {column} END",
+            "{column} = CASE WHEN {} THEN CAST(round({column} * 1000) AS INTEGER) ELSE {column} END",
             in_seconds(column)
         )
     };
