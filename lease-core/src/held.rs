@@ -67,6 +67,9 @@ pub(crate) struct Held {
     deadline: AtomicU64,
     /// Clock ticks at which the renewer should next renew it.
     next_renewal: AtomicU64,
+    /// Its last renewal failed in a statement with other leases: the renewer renews it in a
+    /// statement of its own until one succeeds.
+    alone: AtomicBool,
     loss: AtomicU8,
     /// Whether it still counts in the `lease_held` gauge of its name: from its creation until it
     /// is lost or the renewer lets it go, whichever comes first.
@@ -103,6 +106,7 @@ impl Held {
             stats,
             deadline: AtomicU64::new(deadline),
             next_renewal: AtomicU64::new(next_renewal),
+            alone: AtomicBool::new(false),
             loss: AtomicU8::new(HELD),
             counted: AtomicBool::new(true),
             working: AtomicUsize::new(0),
@@ -169,6 +173,17 @@ impl Held {
     pub(crate) fn renewed(&self, deadline: u64, next_renewal: u64) {
         self.deadline.fetch_max(deadline, Ordering::AcqRel);
         self.set_next_renewal(next_renewal);
+        self.alone.store(false, Ordering::Release);
+    }
+
+    /// Records that its renewal failed in a statement with other leases (see `alone`).
+    pub(crate) fn renew_alone(&self) {
+        self.alone.store(true, Ordering::Release);
+    }
+
+    /// Whether the renewer renews it in a statement of its own (see `alone`).
+    pub(crate) fn renews_alone(&self) -> bool {
+        self.alone.load(Ordering::Acquire)
     }
 
     /// How the lease was lost, if it was; checks the deadline too. A released lease was not lost;

@@ -36,7 +36,8 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// the loop that does.
 ///
 /// The loop renews in rounds: each round takes every lease due within half a renewal period
-/// and renews them with one [`renew_many`](crate::LeaseStore::renew_many) call per batch.
+/// and renews them with one [`renew_many`](crate::LeaseStore::renew_many) call per batch; the
+/// leases of a call that failed are renewed each in a call of its own until each succeeds.
 /// Renewing a little early costs nothing and keeps leases taken at scattered moments in step, so
 /// ten thousand leases cost ten statements a period rather than ten thousand.
 ///
@@ -335,8 +336,16 @@ impl Renewer {
             }
             true
         });
-        for batch in due.chunks(self.batch) {
+        // A lease whose last renewal failed in a statement with others is renewed alone until
+        // one succeeds: a row another transaction keeps locked holds up its whole statement, so
+        // renewed together it would cost every lease of its batch, round after round.
+        let (alone, together): (Vec<Arc<Held>>, Vec<Arc<Held>>) =
+            due.iter().cloned().partition(|held| held.renews_alone());
+        for batch in together.chunks(self.batch) {
             self.renew_batch(batch).await;
+        }
+        if !alone.is_empty() {
+            self.renew_each(&alone).await;
         }
         due.iter()
             .filter(|held| held.is_held())
@@ -345,26 +354,39 @@ impl Renewer {
             .min()
     }
 
+    /// Renews `batch` in one statement.
     async fn renew_batch(&self, batch: &[Arc<Held>]) {
         let in_flight = self.in_flight.lock().await;
-        // Read under the lock: a lease released since the round began (its guard marks it
-        // released before it waits for this lock) must not be renewed after its release, which
-        // would cut a minimum hold short or stretch it by a TTL.
-        let batch: Vec<Arc<Held>> = batch
-            .iter()
-            .filter(|held| held.is_held())
-            .cloned()
-            .collect();
+        let batch = still_held(batch);
         if batch.is_empty() {
             return;
         }
-        let leases: Vec<(LeaseName, HolderId)> = batch
-            .iter()
-            .map(|held| (held.name().clone(), held.holder().clone()))
-            .collect();
         let sent = self.clock().now();
-        let answer = self.store.renew_many(&leases, self.ttl).await;
+        let answer = self.store.renew_many(&pairs(&batch), self.ttl).await;
         drop(in_flight);
+        self.record(&batch, sent, answer);
+    }
+
+    /// Renews each of `leases` in a statement of its own, up to [`EACH_AT_ONCE`] at a time, and
+    /// records each answer as it comes: one whose row is locked waits out its store timeout
+    /// without holding up the others.
+    async fn renew_each(&self, leases: &[Arc<Held>]) {
+        let in_flight = self.in_flight.lock().await;
+        let mut answers = futures::stream::iter(still_held(leases))
+            .map(|held| async move {
+                let sent = self.clock().now();
+                let answer = self.store.renew_many(&pairs(&[&held]), self.ttl).await;
+                (held, sent, answer)
+            })
+            .buffer_unordered(EACH_AT_ONCE);
+        while let Some((held, sent, answer)) = answers.next().await {
+            self.record(std::slice::from_ref(&held), sent, answer);
+        }
+        drop(in_flight);
+    }
+
+    /// Records the answer to a renewal of `batch` sent at `sent`.
+    fn record(&self, batch: &[Arc<Held>], sent: u64, answer: Result<Vec<bool>, Error>) {
         let answer = answer.and_then(|renewed| {
             if renewed.len() == batch.len() {
                 Ok(renewed)
@@ -391,8 +413,11 @@ impl Renewer {
                     error = %crate::ErrorChain(&error),
                     "lease renewal failed; retrying"
                 );
-                for held in &batch {
+                for held in batch {
                     held.set_next_renewal(retry_at(now, held.deadline(), self.period));
+                    if batch.len() > 1 {
+                        held.renew_alone();
+                    }
                     // A lease released or given back while the renewal was on its way failed
                     // to renew nothing this client holds; one whose deadline passed meanwhile
                     // was lost by this failure, which counts.
@@ -451,6 +476,33 @@ impl Renewer {
             );
         }
     }
+}
+
+/// How many leases [`Renewer::renew_each`] renews at once, each in a statement of its own: a
+/// pool smaller than that lends its connections in turn.
+const EACH_AT_ONCE: usize = 8;
+
+/// The leases of `leases` still held, read under the renewer's in-flight lock: a lease
+/// released since the round began (its guard marks it released before it waits for that
+/// lock) must not be renewed after its release, which would cut a minimum hold short or
+/// stretch it by a TTL.
+fn still_held(leases: &[Arc<Held>]) -> Vec<Arc<Held>> {
+    leases
+        .iter()
+        .filter(|held| held.is_held())
+        .cloned()
+        .collect()
+}
+
+/// The `(name, holder)` pairs a renewal statement carries for `leases`.
+fn pairs(leases: &[impl AsRef<Held>]) -> Vec<(LeaseName, HolderId)> {
+    leases
+        .iter()
+        .map(|held| {
+            let held = held.as_ref();
+            (held.name().clone(), held.holder().clone())
+        })
+        .collect()
 }
 
 /// When to try again a renewal that failed at `now`, for a lease whose local deadline is

@@ -48,6 +48,34 @@ async fn a_held_lease_is_renewed_and_never_taken_over() {
     );
 }
 
+/// Another transaction keeps one lease's row locked (a fenced transaction checked at its start
+/// and left open past the store timeout, a console's `UPDATE` not committed): every renewal
+/// statement that carries it waits until the store timeout cuts it. The client's other leases,
+/// renewed in the same statement, must not lapse with it: after a statement of several leases
+/// failed, they are renewed each in a statement of its own, until each succeeds.
+#[tokio::test(start_paused = true)]
+async fn a_locked_row_costs_its_own_lease_not_the_others_renewed_with_it() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(store.clone());
+    let stuck = client.try_acquire("stuck").await.unwrap().unwrap();
+    let mut others = Vec::new();
+    for name in ["alerts", "digest", "mail"] {
+        others.push(client.try_acquire(name).await.unwrap().unwrap());
+    }
+    store.lock_row("stuck");
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        for guard in &others {
+            assert!(
+                guard.is_held(),
+                "{} lapsed with the lease whose row is locked",
+                guard.name()
+            );
+        }
+    }
+    assert_eq!(stuck.lost().await, LossReason::DeadlinePassed);
+}
+
 /// The runtime's thread is blocked past the lease's local deadline (a long computation, a
 /// blocking call in another task): the next poll of `lost()` completes, before the runtime has
 /// run its timers. tokio fires a timer when its driver next runs, not when the timer is polled,

@@ -59,6 +59,9 @@ pub struct Faulty {
     /// Acquisitions still to run in the store and then fail with their answer lost
     /// (`OutcomeUnknown`).
     unanswered_acquires: AtomicUsize,
+    /// A lease whose row another transaction keeps locked: every renewal that carries it waits
+    /// for ever, the other leases of its statement with it.
+    locked_row: std::sync::Mutex<Option<LeaseName>>,
 }
 
 impl Faulty {
@@ -82,7 +85,14 @@ impl Faulty {
             failing_releases: AtomicUsize::new(0),
             unanswered_releases: AtomicUsize::new(0),
             unanswered_acquires: AtomicUsize::new(0),
+            locked_row: std::sync::Mutex::new(None),
         })
+    }
+
+    /// Keeps the row of `name` locked, as a transaction left open on it does: every renewal
+    /// statement that carries `name` waits for ever (until its store timeout cuts it).
+    pub fn lock_row(&self, name: &str) {
+        *self.locked_row.lock().unwrap() = Some(LeaseName::new(name).unwrap());
     }
 
     /// Fails the next `count` releases with a transient error, before they reach the store.
@@ -214,6 +224,10 @@ impl LeaseStore for Faulty {
         self.renewed_leases
             .fetch_add(leases.len(), Ordering::SeqCst);
         self.gate(Operation::RenewMany).await?;
+        let locked = self.locked_row.lock().unwrap().clone();
+        if leases.iter().any(|(name, _)| Some(name) == locked.as_ref()) {
+            futures::future::pending::<()>().await;
+        }
         let delay = self.renew_delay.load(Ordering::SeqCst);
         if delay > 0 {
             tokio::time::sleep(Duration::from_millis(delay)).await;
