@@ -163,7 +163,8 @@ impl Renewer {
         health
     }
 
-    /// Every lease it keeps renewed, at this moment.
+    /// Every lease it keeps renewed, at this moment, and those whose deadline passed while
+    /// their guards still keep them.
     pub(crate) fn held(&self) -> Vec<Arc<Held>> {
         self.leases().values().cloned().collect()
     }
@@ -326,7 +327,10 @@ impl Renewer {
         self.leases().retain(|_, held| {
             if !held.is_held() {
                 held.stop_counting();
-                return false;
+                // One whose deadline passed is kept, not renewed, until its guard lets it go:
+                // its row may still name this holder (for the safety margin at least), and a
+                // shutdown gives it back as a dropped guard would.
+                return held.loss() == Some(LossReason::DeadlinePassed) && !held.is_let_go();
             }
             let at = held.next_renewal();
             if at <= horizon {

@@ -211,6 +211,36 @@ async fn guards_not_released_within_the_grace_period_are_released_and_marked_los
     ));
 }
 
+/// A lease whose renewals failed until its local deadline passed, its guard kept: the row may
+/// still name this holder (here for the 5 s margin). The renewer stops looking after it at its
+/// next round; the shutdown still gives it back, as a dropped guard's is, without counting it
+/// as released by force (it was lost before). The control first: kept past the renewer's round,
+/// the row still names the holder.
+#[tokio::test(start_paused = true)]
+async fn a_lease_past_its_deadline_is_given_back_after_the_renewer_let_it_go() {
+    let store = Faulty::new(tokio_memory());
+    let client = LeaseClient::builder(store.clone(), lease_core::runtime::TokioRuntime)
+        .ttl(lease_core::Ttl::from_secs(10).unwrap())
+        .renew_every(Duration::from_secs(1))
+        .safety_margin(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let guard = client.try_acquire("report").await.unwrap().unwrap();
+    store.set(Mode::Fail);
+    // Past the local deadline (5 s) and the renewer's rounds after it.
+    tokio::time::sleep(Duration::from_millis(6_500)).await;
+    assert_eq!(guard.lost().await, LossReason::DeadlinePassed);
+    store.set(Mode::Pass);
+    let row = store.inspect(guard.name()).await.unwrap().unwrap();
+    assert!(
+        row.holder == *guard.holder() && !row.is_expired(),
+        "the control: the row no longer names the holder, so the case would show nothing"
+    );
+    let report = client.shutdown(Duration::ZERO).await;
+    assert_eq!((report.released, report.forced), (1, 0), "{report:?}");
+    assert!(free(&*store, "report").await);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_dropped_guard_is_given_back_before_the_shutdown_returns() {
     let store = tokio_memory();
