@@ -45,11 +45,12 @@ fn awkward_names() -> Vec<String> {
 
 /// Names made of quotes, SQL, backslashes, control characters, emoji, names that differ only in
 /// case, spaces or accents, and 255-byte names are each a lease of their own: each can be taken
-/// while the others are held, and `inspect`, `list` and `release` find them verbatim.
+/// while the others are held, and `inspect`, `list`, one `renew_many` of them all and `release`
+/// find them verbatim.
 ///
 /// # Errors
 /// A [`CaseFailure`](crate::CaseFailure) when a name is refused while only other names are held, or
-/// `inspect`, `list` or `release` does not find every name verbatim, and, [as any
+/// `inspect`, `list`, `renew_many` or `release` does not find every name verbatim, and, [as any
 /// case](crate::cases#errors), when a call it needs fails.
 ///
 /// # Cancel safety
@@ -97,6 +98,12 @@ pub async fn names_round_trip_verbatim<B: TestBackend>(ctx: &Context<B>) -> Case
         .map(|(name, _)| name.as_str().to_owned())
         .collect();
     ensure_eq!(listed, expected, "names reported by list()");
+    // Renewed together, in one statement of the SQL stores, each name finds its own row.
+    ensure_eq!(
+        store.renew_many(&taken, long_ttl()).await?,
+        vec![true; taken.len()],
+        "renew_many of every name in one batch"
+    );
     for (name, holder) in &taken {
         ensure!(
             store.release(name, holder, Duration::ZERO).await?,
