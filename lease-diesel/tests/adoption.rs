@@ -165,6 +165,14 @@ async fn sqlite_collated_name_is_refused_then_rebuilt() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn mariadb_times_set_on_update_are_refused_then_kept() {
+    on_fresh_table::<MariaDb, deadpool::Pool<AsyncMysqlConnection>, _>(
+        adoption::mariadb_times_set_on_update_are_refused_then_kept,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn mariadb_unsigned_fence_is_refused_then_upgraded() {
     on_fresh_table::<MariaDb, deadpool::Pool<AsyncMysqlConnection>, _>(
         adoption::mariadb_unsigned_fence_is_refused_then_upgraded,

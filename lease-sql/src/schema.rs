@@ -82,6 +82,10 @@ pub(crate) enum Fix {
     WidenHolder,
     /// Make times stored in Unix seconds milliseconds (SQLite), row by row.
     MillisecondTimes,
+    /// Drop `ON UPDATE CURRENT_TIMESTAMP` from `taken_at` (MariaDB).
+    NoOnUpdateTakenAt,
+    /// Drop `ON UPDATE CURRENT_TIMESTAMP` from `expires_at` (MariaDB).
+    NoOnUpdateExpiresAt,
 }
 
 /// One of the store's columns.
@@ -636,6 +640,16 @@ fn describe(fix: Fix) -> &'static str {
              acquisitions would fail, or store cut holders that two acquisitions could share"
         }
         Fix::MillisecondTimes => "the store keeps milliseconds",
+        Fix::NoOnUpdateTakenAt => {
+            "MariaDB sets it to the current time whenever a statement changes the row without \
+             setting it (ON UPDATE CURRENT_TIMESTAMP): every renewal would move the time the \
+             lease was taken, and a release's minimum hold would count from the last renewal"
+        }
+        Fix::NoOnUpdateExpiresAt => {
+            "MariaDB sets it to the current time whenever a statement changes the row without \
+             setting it (ON UPDATE CURRENT_TIMESTAMP): any other change of a lease row, the \
+             upgrade's own included, would end the lease at once and hand it to another holder"
+        }
     }
 }
 
@@ -1348,6 +1362,61 @@ mod tests {
         let (why, sql) = mismatch(postgres.verdict(&upper("bigint", TZ)));
         assert_eq!(sql, None);
         assert!(why.contains("column name is missing"), "{why}");
+    }
+
+    #[test]
+    fn a_mariadb_time_set_on_every_update_loses_that_and_the_update_before_keeps_it() {
+        let check = SchemaCheck::new(Dialect::MySql, &TableName::default());
+        let table = |fence: &str, taken_at: &str, expires_at: &str| {
+            rows(&[
+                ("name", "varbinary(255);NO;0;1"),
+                ("holder", "varbinary(1024);YES;0;0"),
+                ("fence", fence),
+                ("taken_at", taken_at),
+                ("expires_at", expires_at),
+            ])
+        };
+        let (why, sql) = mismatch(check.verdict(&table(
+            "bigint;YES;0;0",
+            "datetime(6) on update;NO;0;0",
+            "datetime(6) on update;NO;0;0",
+        )));
+        assert!(
+            why.contains("column taken_at is datetime(6) on update: MariaDB sets it"),
+            "{why}"
+        );
+        assert!(
+            why.contains("column expires_at is datetime(6) on update")
+                && why.contains("would end the lease at once"),
+            "{why}"
+        );
+        let sql = sql.unwrap();
+        assert!(
+            sql.contains(
+                "UPDATE `leases` SET fence = 0, taken_at = taken_at, expires_at = expires_at \
+                 WHERE fence IS NULL;"
+            ),
+            "{sql}"
+        );
+        assert!(
+            sql.ends_with(
+                "ALTER TABLE `leases` WAIT 5\n    \
+                 MODIFY fence BIGINT NOT NULL,\n    \
+                 MODIFY taken_at DATETIME(6) NOT NULL,\n    \
+                 MODIFY expires_at DATETIME(6) NOT NULL;"
+            ),
+            "{sql}"
+        );
+        // Without a time set on every update, the fence's UPDATE is as it was.
+        let (_, sql) = mismatch(check.verdict(&table(
+            "bigint;YES;0;0",
+            "datetime(6);NO;0;0",
+            "datetime(6);NO;0;0",
+        )));
+        assert!(
+            sql.unwrap()
+                .contains("UPDATE `leases` SET fence = 0 WHERE fence IS NULL;")
+        );
     }
 
     #[test]

@@ -690,6 +690,108 @@ pub async fn failed_upgrade_leaves_no_transaction_open<X: Execute>(
     checked
 }
 
+/// MariaDB: a lease table whose times MariaDB sets to the current time whenever a statement
+/// changes the row without setting them (`ON UPDATE CURRENT_TIMESTAMP(6)`), and whose fence
+/// may be `NULL`, with `report` held by [`SEED_HOLDER`] for another hour, its fence `NULL`. The
+/// control: a renewal moves the time a lease of the store's was taken. `verify` refuses the
+/// table with the SQL that drops the attribute; after `upgrade` `report` is still held (the
+/// upgrade's `UPDATE` of the `NULL` fence left its expiry alone, where MariaDB would have set it
+/// to now and freed the lease), and a renewal leaves the time taken where it was. `store` is
+/// on `table`, which the case creates and leaves for the caller to drop.
+///
+/// # Errors
+/// A description of the first thing that went otherwise, or that the store is not MariaDB's.
+///
+/// # Cancel safety
+/// Dropped, it leaves `table` as far as it got, for the caller to drop as after the case.
+pub async fn mariadb_times_set_on_update_are_refused_then_kept<X: Execute>(
+    store: &SqlStore<X>,
+    table: &str,
+) -> Result<(), BoxError> {
+    if store.statements().dialect() != Dialect::MySql {
+        return Err("ON UPDATE CURRENT_TIMESTAMP needs a MariaDB store".into());
+    }
+    store
+        .executor()
+        .batch(&format!(
+            "CREATE TABLE {table} (name VARBINARY(255) NOT NULL PRIMARY KEY, \
+             holder VARBINARY(1024) NULL, fence BIGINT NULL, \
+             taken_at DATETIME(6) NOT NULL ON UPDATE CURRENT_TIMESTAMP(6), \
+             expires_at DATETIME(6) NOT NULL ON UPDATE CURRENT_TIMESTAMP(6)) ENGINE=InnoDB;\n\
+             INSERT INTO {table} (name, holder, fence, taken_at, expires_at) VALUES ('report', \
+             '{SEED_HOLDER}', NULL, UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE, \
+             UTC_TIMESTAMP(6) + INTERVAL 1 HOUR)"
+        ))
+        .await?;
+    let ttl = Ttl::from_secs(30)?;
+    let (ours, holder) = (name("ours"), HolderId::generate());
+    store
+        .try_acquire(&ours, &holder, ttl)
+        .await?
+        .ok_or("a fresh name was refused")?;
+    let before = taken_at(store, &ours).await?;
+    if !store.renew(&ours, &holder, ttl).await? {
+        return Err("a lease of ours was not renewed".into());
+    }
+    if taken_at(store, &ours).await? == before {
+        return Err(
+            "the control: a renewal left the time taken where it was on a table that sets it \
+             on every update, so the case would show nothing"
+                .into(),
+        );
+    }
+    match store.verify().await {
+        Err(Error::SchemaMismatch {
+            mismatch,
+            upgrade: Some(_),
+            other_kind: false,
+            ..
+        }) if mismatch.contains("ON UPDATE CURRENT_TIMESTAMP") => {}
+        other => {
+            return Err(format!("verify of times set on every update answered {other:?}").into());
+        }
+    }
+    if !store.upgrade().await? {
+        return Err("upgrade changed nothing".into());
+    }
+    store.verify().await?;
+    let report = name("report");
+    if let Some(fence) = store
+        .try_acquire(&report, &HolderId::generate(), ttl)
+        .await?
+    {
+        return Err(format!(
+            "the lease held for another hour was taken after the upgrade, fence {fence}: the \
+             upgrade's UPDATE of its fence set its expiry to now"
+        )
+        .into());
+    }
+    let before = taken_at(store, &ours).await?;
+    if !store.renew(&ours, &holder, ttl).await? {
+        return Err("a lease of ours was not renewed after the upgrade".into());
+    }
+    let after = taken_at(store, &ours).await?;
+    if after != before {
+        return Err(format!(
+            "after the upgrade a renewal moved the time taken from {before:?} to {after:?}"
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// When `store` says the lease `name` was taken.
+async fn taken_at<X: Execute>(
+    store: &SqlStore<X>,
+    name: &LeaseName,
+) -> Result<SystemTime, BoxError> {
+    store
+        .inspect(name)
+        .await?
+        .map(|info| info.taken_at)
+        .ok_or_else(|| format!("inspect found no lease {name}").into())
+}
+
 /// MariaDB: a table whose fence is `BIGINT UNSIGNED` (the catalog's `DATA_TYPE` reads `bigint`
 /// for it, and sqlx reads no `i64` from it: every acquisition would commit and then fail to read
 /// its fence, leaving the lease taken by nobody). `verify` refuses it with the `MODIFY` that

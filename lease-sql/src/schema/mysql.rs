@@ -8,7 +8,9 @@ use super::{Column, Facts, Fit, Fix};
 /// let two names that share the prefix collide. Times carry their precision
 /// (`datetime(6)`), strings their declared length (`varbinary(36)`: bytes, `varchar(36)`:
 /// characters), and unsigned integers say so (`bigint unsigned`: `DATA_TYPE` alone reads
-/// `bigint` for them, and sqlx reads no `i64` from such a column). A character column adds its
+/// `bigint` for them, and sqlx reads no `i64` from such a column); a time that MariaDB sets to
+/// the current time whenever its row changes says so after its precision
+/// (`datetime(6) on update`: `ON UPDATE CURRENT_TIMESTAMP`). A character column adds its
 /// character set as a fifth part (`varchar(255);NO;0;1;latin1`; empty for any other column),
 /// and every column the table's storage engine as a sixth (`InnoDB`, `MyISAM`; empty for a
 /// view; a session's temporary table of the same name, which MariaDB 11.2 and later list
@@ -18,7 +20,7 @@ pub(super) fn columns(schema: bool) -> String {
     format!(
         "SELECT CAST(c.COLUMN_NAME AS CHAR),\n       \
              CAST(CONCAT_WS(';',\n           \
-                 IF(c.DATA_TYPE IN ('datetime', 'timestamp', 'time'), CONCAT(c.DATA_TYPE, '(', c.DATETIME_PRECISION, ')'),\n              \
+                 IF(c.DATA_TYPE IN ('datetime', 'timestamp', 'time'), CONCAT(c.DATA_TYPE, '(', c.DATETIME_PRECISION, ')', IF(c.EXTRA LIKE '%on update%', ' on update', '')),\n              \
                  IF(c.DATA_TYPE IN ('varbinary', 'binary', 'varchar', 'char'), CONCAT(c.DATA_TYPE, '(', c.CHARACTER_MAXIMUM_LENGTH, ')'),\n              \
                      IF(c.COLUMN_TYPE LIKE '%unsigned%', CONCAT(c.DATA_TYPE, ' unsigned'), c.DATA_TYPE))),\n           \
                  c.IS_NULLABLE,\n           \
@@ -75,6 +77,12 @@ pub(super) fn fit(column: Column, data_type: &str) -> Fit {
             _ => Fit::Wrong("BIGINT"),
         },
         Column::TakenAt | Column::ExpiresAt if data_type == "datetime(6)" => Fit::Fits,
+        Column::TakenAt if data_type == "datetime(6) on update" => {
+            Fit::Upgrade(Fix::NoOnUpdateTakenAt)
+        }
+        Column::ExpiresAt if data_type == "datetime(6) on update" => {
+            Fit::Upgrade(Fix::NoOnUpdateExpiresAt)
+        }
         Column::TakenAt if data_type.starts_with("datetime(") => Fit::Upgrade(Fix::PreciseTakenAt),
         Column::ExpiresAt if data_type.starts_with("datetime(") => {
             Fit::Upgrade(Fix::PreciseExpiresAt)
@@ -201,6 +209,16 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix], holder: HolderWidth) -> String {
     } else {
         format!("ALTER TABLE {t}{wait}\n    {};\n", recoded.join(",\n    "))
     };
+    // An `UPDATE` before the `ALTER` assigns a time MariaDB would otherwise set to the current
+    // time (`ON UPDATE CURRENT_TIMESTAMP`) its own value: an expiry set to now frees the lease.
+    let keep_times = if fixes
+        .iter()
+        .any(|fix| matches!(fix, Fix::NoOnUpdateTakenAt | Fix::NoOnUpdateExpiresAt))
+    {
+        ", taken_at = taken_at, expires_at = expires_at"
+    } else {
+        ""
+    };
     let mut actions: Vec<&str> = Vec::new();
     let mut push = |action| {
         if !actions.contains(&action) {
@@ -213,7 +231,7 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix], holder: HolderWidth) -> String {
             Fix::WidenFence => push("MODIFY fence BIGINT NOT NULL"),
             Fix::FenceNotNull => {
                 before.push_str(&format!(
-                    "{}UPDATE {t} SET fence = 0 WHERE fence IS NULL;\n",
+                    "{}UPDATE {t} SET fence = 0{keep_times} WHERE fence IS NULL;\n",
                     super::lock_wait::mysql_statement()
                 ));
                 push("MODIFY fence BIGINT NOT NULL");
@@ -224,12 +242,15 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix], holder: HolderWidth) -> String {
             Fix::HolderNullable | Fix::Utf8Holder | Fix::BinaryHolder | Fix::WidenHolder => {
                 push(binary_holder.as_str())
             }
-            Fix::PreciseTakenAt | Fix::UtcTakenAt | Fix::TakenAtNotNull => {
-                push("MODIFY taken_at DATETIME(6) NOT NULL")
-            }
-            Fix::PreciseExpiresAt | Fix::UtcExpiresAt | Fix::ExpiresAtNotNull => {
-                push("MODIFY expires_at DATETIME(6) NOT NULL")
-            }
+            // A MODIFY without `ON UPDATE` drops it.
+            Fix::PreciseTakenAt
+            | Fix::UtcTakenAt
+            | Fix::TakenAtNotNull
+            | Fix::NoOnUpdateTakenAt => push("MODIFY taken_at DATETIME(6) NOT NULL"),
+            Fix::PreciseExpiresAt
+            | Fix::UtcExpiresAt
+            | Fix::ExpiresAtNotNull
+            | Fix::NoOnUpdateExpiresAt => push("MODIFY expires_at DATETIME(6) NOT NULL"),
             // SQLite's alone.
             Fix::MillisecondTimes => {}
         }

@@ -168,6 +168,8 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
             | Fix::PreciseExpiresAt
             | Fix::UtcTakenAt
             | Fix::UtcExpiresAt
+            | Fix::NoOnUpdateTakenAt
+            | Fix::NoOnUpdateExpiresAt
             // SQLite's alone.
             | Fix::MillisecondTimes => {}
         }
