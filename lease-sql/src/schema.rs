@@ -389,6 +389,17 @@ impl SchemaCheck {
                     format!("column {name} holds {charset} text: {}", describe(fix)),
                 ));
             }
+            // A time set on every update loses that, whatever else its type needs (MariaDB's
+            // alone).
+            if !matches!(fit, Fit::Wrong(_))
+                && self.dialect == Dialect::MySql
+                && let Some(fix) = mysql::set_on_update(column, facts)
+            {
+                fixes.push((
+                    fix,
+                    format!("column {name} is {}: {}", facts.data_type, describe(fix)),
+                ));
+            }
             // A column of text that compares by a nondeterministic collation is made to
             // compare bytes (PostgreSQL's alone).
             if let Fit::Fits = fit
@@ -1405,6 +1416,26 @@ mod tests {
                  MODIFY taken_at DATETIME(6) NOT NULL,\n    \
                  MODIFY expires_at DATETIME(6) NOT NULL;"
             ),
+            "{sql}"
+        );
+        // A TIMESTAMP set on every update (older servers' default for the first one): made a
+        // UTC DATETIME(6) by the same MODIFY, the UPDATE keeping the times all the same.
+        let (why, sql) = mismatch(check.verdict(&table(
+            "bigint;YES;0;0",
+            "datetime(6);NO;0;0",
+            "timestamp(0) on update;NO;0;0",
+        )));
+        assert!(why.contains("a TIMESTAMP is read and written"), "{why}");
+        assert!(why.contains("would end the lease at once"), "{why}");
+        let sql = sql.unwrap();
+        assert!(
+            sql.contains("expires_at = expires_at WHERE fence IS NULL;"),
+            "{sql}"
+        );
+        assert_eq!(
+            sql.matches("MODIFY expires_at DATETIME(6) NOT NULL")
+                .count(),
+            1,
             "{sql}"
         );
         // Without a time set on every update, the fence's UPDATE is as it was.

@@ -57,8 +57,10 @@ pub(super) fn unfit_storage(storage: Option<&str>, table: &str) -> Option<String
     }
 }
 
-/// Which types fit, by the type without a string's length (the check reads that itself).
+/// Which types fit, by the type without a string's length (the check reads that itself) nor a
+/// time's ` on update` ([`set_on_update`] reads that).
 pub(super) fn fit(column: Column, data_type: &str) -> Fit {
+    let data_type = data_type.trim_end_matches(" on update");
     let collated = matches!(data_type, "varchar" | "char");
     // A holder of text: its bytes fit VARBINARY(1024) (a longer one makes the upgrade fail, in
     // strict mode, rather than lose bytes). A name of text cannot be a key by itself.
@@ -77,12 +79,6 @@ pub(super) fn fit(column: Column, data_type: &str) -> Fit {
             _ => Fit::Wrong("BIGINT"),
         },
         Column::TakenAt | Column::ExpiresAt if data_type == "datetime(6)" => Fit::Fits,
-        Column::TakenAt if data_type == "datetime(6) on update" => {
-            Fit::Upgrade(Fix::NoOnUpdateTakenAt)
-        }
-        Column::ExpiresAt if data_type == "datetime(6) on update" => {
-            Fit::Upgrade(Fix::NoOnUpdateExpiresAt)
-        }
         Column::TakenAt if data_type.starts_with("datetime(") => Fit::Upgrade(Fix::PreciseTakenAt),
         Column::ExpiresAt if data_type.starts_with("datetime(") => {
             Fit::Upgrade(Fix::PreciseExpiresAt)
@@ -90,6 +86,21 @@ pub(super) fn fit(column: Column, data_type: &str) -> Fit {
         Column::TakenAt if data_type.starts_with("timestamp(") => Fit::Upgrade(Fix::UtcTakenAt),
         Column::ExpiresAt if data_type.starts_with("timestamp(") => Fit::Upgrade(Fix::UtcExpiresAt),
         Column::TakenAt | Column::ExpiresAt => Fit::Wrong("DATETIME(6), in UTC"),
+    }
+}
+
+/// Whether `column` is a time MariaDB sets to the current time whenever a statement changes
+/// its row without setting it (`ON UPDATE CURRENT_TIMESTAMP`): the fix that drops that, beside
+/// whatever its type needs (a `TIMESTAMP` that older servers declare so by default is also
+/// made a UTC `DATETIME(6)`, by the same `MODIFY`).
+pub(super) fn set_on_update(column: Column, facts: &Facts) -> Option<Fix> {
+    if !facts.data_type.ends_with(" on update") {
+        return None;
+    }
+    match column {
+        Column::TakenAt => Some(Fix::NoOnUpdateTakenAt),
+        Column::ExpiresAt => Some(Fix::NoOnUpdateExpiresAt),
+        Column::Name | Column::Holder | Column::Fence => None,
     }
 }
 
