@@ -368,12 +368,19 @@ impl Renewer {
         let sent = self.clock().now();
         let answer = self.store.renew_many(&pairs(&batch), self.ttl).await;
         drop(in_flight);
-        self.record(&batch, sent, answer);
+        if let Some(error) = self.record(&batch, sent, answer) {
+            tracing::warn!(
+                leases = batch.len(),
+                error = %crate::ErrorChain(&error),
+                "lease renewal failed; retrying"
+            );
+        }
     }
 
     /// Renews each of `leases` in a statement of its own, up to [`EACH_AT_ONCE`] at a time, and
     /// records each answer as it comes: one whose row is locked waits out its store timeout
-    /// without holding up the others.
+    /// without holding up the others. The failures are logged once, with the first's error:
+    /// in an outage every statement fails alike.
     async fn renew_each(&self, leases: &[Arc<Held>]) {
         let in_flight = self.in_flight.lock().await;
         let mut answers = futures::stream::iter(still_held(leases))
@@ -383,14 +390,31 @@ impl Renewer {
                 (held, sent, answer)
             })
             .buffer_unordered(EACH_AT_ONCE);
+        let (mut failed, mut first) = (0, None);
         while let Some((held, sent, answer)) = answers.next().await {
-            self.record(std::slice::from_ref(&held), sent, answer);
+            if let Some(error) = self.record(std::slice::from_ref(&held), sent, answer) {
+                failed += 1;
+                first.get_or_insert(error);
+            }
         }
         drop(in_flight);
+        if let Some(error) = first {
+            tracing::warn!(
+                leases = failed,
+                error = %crate::ErrorChain(&error),
+                "lease renewals, each alone, failed; retrying"
+            );
+        }
     }
 
-    /// Records the answer to a renewal of `batch` sent at `sent`.
-    fn record(&self, batch: &[Arc<Held>], sent: u64, answer: Result<Vec<bool>, Error>) {
+    /// Records the answer to a renewal of `batch` sent at `sent`: the error when the renewal
+    /// failed, for the caller to log.
+    fn record(
+        &self,
+        batch: &[Arc<Held>],
+        sent: u64,
+        answer: Result<Vec<bool>, Error>,
+    ) -> Option<Error> {
         let answer = answer.and_then(|renewed| {
             if renewed.len() == batch.len() {
                 Ok(renewed)
@@ -412,11 +436,6 @@ impl Renewer {
                 // Not renewed: the deadline stays where the last success put it. Try again soon,
                 // while there is still time before it.
                 let now = self.clock().now();
-                tracing::warn!(
-                    leases = batch.len(),
-                    error = %crate::ErrorChain(&error),
-                    "lease renewal failed; retrying"
-                );
                 for held in batch {
                     held.set_next_renewal(retry_at(now, held.deadline(), self.period));
                     if batch.len() > 1 {
@@ -429,7 +448,7 @@ impl Renewer {
                         self.store.stats().renewed(held.name(), Renewed::Failed);
                     }
                 }
-                return;
+                return Some(error);
             }
         };
         let period = self.period;
@@ -479,6 +498,7 @@ impl Renewer {
                 sent.saturating_add(period),
             );
         }
+        None
     }
 }
 
