@@ -131,6 +131,52 @@ fn a_failed_renewal_logs_its_cause_once() {
     assert_eq!(error.matches("injected failure").count(), 1, "{failed:?}");
 }
 
+/// Renewals of several leases that fail in an outage: after the first statement of them all
+/// failed, each is renewed alone (so that one locked row costs its own lease only), and a round
+/// of such renewals that all fail warns once, counting them, not once per lease.
+#[test]
+fn renewals_each_alone_that_fail_warn_once_a_round() {
+    let capture = SpanCapture::new();
+    tracing::subscriber::with_default(capture.clone(), || {
+        paused_runtime().block_on(async {
+            let store = Faulty::new(tokio_memory());
+            let client = billing_client(Arc::clone(&store));
+            let mut guards = Vec::new();
+            for name in ["sweep", "mail", "digest"] {
+                guards.push(client.try_acquire(name).await.unwrap().unwrap());
+            }
+            store.set(Mode::Fail);
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            store.set(Mode::Pass);
+            drop(guards);
+        });
+    });
+    let warnings = capture.events(tracing::Level::WARN);
+    let message =
+        |event: &&lease_tests::spans::SpanFields| event.get("message").cloned().unwrap_or_default();
+    let together: Vec<_> = warnings
+        .iter()
+        .filter(|event| message(event).contains("lease renewal failed"))
+        .collect();
+    let alone: Vec<_> = warnings
+        .iter()
+        .filter(|event| message(event).contains("each alone, failed"))
+        .collect();
+    assert_eq!(together.len(), 1, "{warnings:?}");
+    assert_eq!(together[0].get("leases").map(String::as_str), Some("3"));
+    assert!(
+        !alone.is_empty(),
+        "no round of renewals each alone among {warnings:?}"
+    );
+    for event in &alone {
+        assert_eq!(
+            event.get("leases").map(String::as_str),
+            Some("3"),
+            "{event:?}"
+        );
+    }
+}
+
 /// A shutdown during a leader schedule's round gives the leadership back and stops the round:
 /// a planned step, at every deploy, logged at info, not as a warning.
 #[test]
