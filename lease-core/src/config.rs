@@ -45,8 +45,9 @@ pub struct LeaseConfig {
     /// of the period ([`default_store_timeout`](LeaseConfig::default_store_timeout)).
     pub store_timeout: Duration,
     /// How many leases one `renew_many` call carries. Default: 1,000. The leases of a call that
-    /// failed are renewed each in a call of its own until each succeeds: a row another
-    /// transaction keeps locked then costs its own lease, not the others of its batch.
+    /// failed are renewed each in a call of its own, all at once, until each succeeds: a row
+    /// another transaction keeps locked then costs its own lease, not the others of its batch
+    /// (a pool of one connection excepted: the locked row's call holds it).
     pub renew_batch: usize,
     /// The first and the longest pause between attempts of
     /// [`acquire`](crate::LeaseClient::acquire); each pause is drawn at random up to a limit that

@@ -361,19 +361,28 @@ impl Drop for LeaseGuard {
             return;
         }
         let held = Arc::clone(&self.handle.held);
-        self.renewer.forget(&held);
+        // The renewer keeps a lease whose deadline passed until here, unless a shutdown took it
+        // and released it itself.
+        let kept = self.renewer.forget(&held);
         let given_back = held.is_given_back();
         match held.mark_released() {
             // Given up here before the store's expiry: the row may still name this holder (for
             // the safety margin at least, a whole TTL after a renewal that committed unanswered),
             // so free it for the next instance rather than leave it to lapse.
-            None | Some(LossReason::DeadlinePassed | LossReason::Resigned) => {}
+            None | Some(LossReason::Resigned) => {}
+            Some(LossReason::DeadlinePassed) if kept => {}
             // Given back by its holder, whatever the reason (a campaign ending its term, for a
             // shutdown too), whose future was dropped before the release that was to follow:
             // the release is owed here.
             Some(_) if given_back => {}
-            // Taken over, found gone, or lost to the shutdown, which releases it itself.
-            Some(LossReason::Rejected | LossReason::NotHeld | LossReason::ShutDown) => return,
+            // Taken over, found gone, or lost to the shutdown, which releases it itself (and
+            // one past its deadline that the shutdown took from the renewer).
+            Some(
+                LossReason::Rejected
+                | LossReason::NotHeld
+                | LossReason::ShutDown
+                | LossReason::DeadlinePassed,
+            ) => return,
         }
         let token = self.releasing();
         release_in_background(&self.store, held, token);

@@ -20,6 +20,12 @@ const RELEASED: u8 = 3;
 const NOT_HELD: u8 = 4;
 const SHUT_DOWN: u8 = 5;
 const RESIGNED: u8 = 6;
+/// How the renewer renews a lease (`Held::alone`): with the others due.
+const TOGETHER: u8 = 0;
+/// In a statement of its own: its last renewal failed, in a statement with others.
+const ALONE: u8 = 1;
+/// In a statement of its own, after the others: it failed so too.
+const FAILED_ALONE: u8 = 2;
 /// Set beside a loss's code when the holder gave the lease back itself and told its waiters
 /// why (a campaign that ended): released, as far as a later loss is concerned.
 const GIVEN_BACK: u8 = 0x80;
@@ -67,9 +73,10 @@ pub(crate) struct Held {
     deadline: AtomicU64,
     /// Clock ticks at which the renewer should next renew it.
     next_renewal: AtomicU64,
-    /// Its last renewal failed in a statement with other leases: the renewer renews it in a
-    /// statement of its own until one succeeds.
-    alone: AtomicBool,
+    /// Its last renewal failed: the renewer renews it in a statement of its own until one
+    /// succeeds. [`TOGETHER`], [`ALONE`] (it failed in a statement with others, or alone before
+    /// it was ever tried alone) or [`FAILED_ALONE`] (it failed in a statement of its own).
+    alone: AtomicU8,
     loss: AtomicU8,
     /// Whether it still counts in the `lease_held` gauge of its name: from its creation until it
     /// is lost or the renewer lets it go, whichever comes first.
@@ -106,7 +113,7 @@ impl Held {
             stats,
             deadline: AtomicU64::new(deadline),
             next_renewal: AtomicU64::new(next_renewal),
-            alone: AtomicBool::new(false),
+            alone: AtomicU8::new(TOGETHER),
             loss: AtomicU8::new(HELD),
             counted: AtomicBool::new(true),
             working: AtomicUsize::new(0),
@@ -173,17 +180,25 @@ impl Held {
     pub(crate) fn renewed(&self, deadline: u64, next_renewal: u64) {
         self.deadline.fetch_max(deadline, Ordering::AcqRel);
         self.set_next_renewal(next_renewal);
-        self.alone.store(false, Ordering::Release);
+        self.alone.store(TOGETHER, Ordering::Release);
     }
 
-    /// Records that its renewal failed in a statement with other leases (see `alone`).
-    pub(crate) fn renew_alone(&self) {
-        self.alone.store(true, Ordering::Release);
+    /// Records that its renewal failed (see `alone`): `by_itself` in a statement of its own
+    /// that the renewer sent as such.
+    pub(crate) fn renewal_failed(&self, by_itself: bool) {
+        let state = if by_itself { FAILED_ALONE } else { ALONE };
+        self.alone.fetch_max(state, Ordering::AcqRel);
     }
 
     /// Whether the renewer renews it in a statement of its own (see `alone`).
     pub(crate) fn renews_alone(&self) -> bool {
-        self.alone.load(Ordering::Acquire)
+        self.alone.load(Ordering::Acquire) != TOGETHER
+    }
+
+    /// Whether it failed in a statement of its own since its last renewal (see `alone`): a row
+    /// another transaction keeps locked, perhaps.
+    pub(crate) fn failed_alone(&self) -> bool {
+        self.alone.load(Ordering::Acquire) == FAILED_ALONE
     }
 
     /// How the lease was lost, if it was; checks the deadline too. A released lease was not lost;

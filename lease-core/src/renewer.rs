@@ -123,7 +123,7 @@ impl Renewer {
     }
 
     /// How many leases it keeps renewed and still holds (a lost one waits for the next round
-    /// to be dropped).
+    /// to be dropped, or, lost by its deadline, for its guard to let it go).
     pub(crate) fn held_count(&self) -> usize {
         self.leases().values().filter(|held| held.is_held()).count()
     }
@@ -340,9 +340,9 @@ impl Renewer {
             }
             true
         });
-        // A lease whose last renewal failed in a statement with others is renewed alone until
-        // one succeeds: a row another transaction keeps locked holds up its whole statement, so
-        // renewed together it would cost every lease of its batch, round after round.
+        // A lease whose last renewal failed is renewed alone until one succeeds: a row another
+        // transaction keeps locked holds up its whole statement, so renewed together it would
+        // cost every lease of its batch, round after round.
         let (alone, together): (Vec<Arc<Held>>, Vec<Arc<Held>>) =
             due.iter().cloned().partition(|held| held.renews_alone());
         for batch in together.chunks(self.batch) {
@@ -368,7 +368,7 @@ impl Renewer {
         let sent = self.clock().now();
         let answer = self.store.renew_many(&pairs(&batch), self.ttl).await;
         drop(in_flight);
-        if let Some(error) = self.record(&batch, sent, answer) {
+        if let Some(error) = self.record(&batch, sent, answer, false) {
             tracing::warn!(
                 leases = batch.len(),
                 error = %crate::ErrorChain(&error),
@@ -377,22 +377,35 @@ impl Renewer {
         }
     }
 
-    /// Renews each of `leases` in a statement of its own, up to [`EACH_AT_ONCE`] at a time, and
-    /// records each answer as it comes: one whose row is locked waits out its store timeout
-    /// without holding up the others. The failures are logged once, with the first's error:
-    /// in an outage every statement fails alike.
+    /// Renews each of `leases` in a statement of its own, all at once, and records each answer
+    /// as it comes: one whose row is locked waits out its store timeout (one, however many are
+    /// locked) without holding up the others. They are sent, and so queue for the pool's
+    /// connections, in the order most likely to renew: those that never failed alone first,
+    /// then the most recently renewed (a locked row's lease was renewed longest ago). The
+    /// failures are logged once, with the first's error: in an outage every statement fails
+    /// alike.
     async fn renew_each(&self, leases: &[Arc<Held>]) {
         let in_flight = self.in_flight.lock().await;
-        let mut answers = futures::stream::iter(still_held(leases))
+        let mut leases = still_held(leases);
+        leases.sort_by_key(|held| (held.failed_alone(), std::cmp::Reverse(held.deadline())));
+        let at_once = leases.len().max(1);
+        let mut answers = futures::stream::iter(leases)
             .map(|held| async move {
+                // Lost while it waited for its turn (its deadline passed): not sent.
+                if !held.is_held() {
+                    return None;
+                }
                 let sent = self.clock().now();
                 let answer = self.store.renew_many(&pairs(&[&held]), self.ttl).await;
-                (held, sent, answer)
+                Some((held, sent, answer))
             })
-            .buffer_unordered(EACH_AT_ONCE);
+            .buffer_unordered(at_once);
         let (mut failed, mut first) = (0, None);
-        while let Some((held, sent, answer)) = answers.next().await {
-            if let Some(error) = self.record(std::slice::from_ref(&held), sent, answer) {
+        while let Some(answer) = answers.next().await {
+            let Some((held, sent, answer)) = answer else {
+                continue;
+            };
+            if let Some(error) = self.record(std::slice::from_ref(&held), sent, answer, true) {
                 failed += 1;
                 first.get_or_insert(error);
             }
@@ -407,13 +420,14 @@ impl Renewer {
         }
     }
 
-    /// Records the answer to a renewal of `batch` sent at `sent`: the error when the renewal
-    /// failed, for the caller to log.
+    /// Records the answer to a renewal of `batch` sent at `sent`, `alone` when the renewer sent
+    /// it as a statement of its own: the error when the renewal failed, for the caller to log.
     fn record(
         &self,
         batch: &[Arc<Held>],
         sent: u64,
         answer: Result<Vec<bool>, Error>,
+        alone: bool,
     ) -> Option<Error> {
         let answer = answer.and_then(|renewed| {
             if renewed.len() == batch.len() {
@@ -438,9 +452,7 @@ impl Renewer {
                 let now = self.clock().now();
                 for held in batch {
                     held.set_next_renewal(retry_at(now, held.deadline(), self.period));
-                    if batch.len() > 1 {
-                        held.renew_alone();
-                    }
+                    held.renewal_failed(alone);
                     // A lease released or given back while the renewal was on its way failed
                     // to renew nothing this client holds; one whose deadline passed meanwhile
                     // was lost by this failure, which counts.
@@ -501,10 +513,6 @@ impl Renewer {
         None
     }
 }
-
-/// How many leases [`Renewer::renew_each`] renews at once, each in a statement of its own: a
-/// pool smaller than that lends its connections in turn.
-const EACH_AT_ONCE: usize = 8;
 
 /// The leases of `leases` still held, read under the renewer's in-flight lock: a lease
 /// released since the round began (its guard marks it released before it waits for that

@@ -52,28 +52,41 @@ async fn a_held_lease_is_renewed_and_never_taken_over() {
 /// and left open past the store timeout, a console's `UPDATE` not committed): every renewal
 /// statement that carries it waits until the store timeout cuts it. The client's other leases,
 /// renewed in the same statement, must not lapse with it: after a statement of several leases
-/// failed, they are renewed each in a statement of its own, until each succeeds.
+/// failed, they are renewed each in a statement of its own, until each succeeds; and however
+/// many rows are locked, their renewals each alone wait one store timeout, all at once.
 #[tokio::test(start_paused = true)]
 async fn a_locked_row_costs_its_own_lease_not_the_others_renewed_with_it() {
+    for locked in [1, 20] {
+        locked_rows_cost_their_own_leases(locked).await;
+    }
+}
+
+async fn locked_rows_cost_their_own_leases(locked: usize) {
     let store = Faulty::new(tokio_memory());
     let client = fast_client(store.clone());
-    let stuck = client.try_acquire("stuck").await.unwrap().unwrap();
+    let mut stuck = Vec::new();
+    for n in 0..locked {
+        let name = format!("stuck-{n}");
+        stuck.push(client.try_acquire(&name).await.unwrap().unwrap());
+        store.lock_row(&name);
+    }
     let mut others = Vec::new();
     for name in ["alerts", "digest", "mail"] {
         others.push(client.try_acquire(name).await.unwrap().unwrap());
     }
-    store.lock_row("stuck");
     for _ in 0..20 {
         tokio::time::sleep(Duration::from_millis(300)).await;
         for guard in &others {
             assert!(
                 guard.is_held(),
-                "{} lapsed with the lease whose row is locked",
+                "{} lapsed with the {locked} leases whose rows are locked",
                 guard.name()
             );
         }
     }
-    assert_eq!(stuck.lost().await, LossReason::DeadlinePassed);
+    for guard in &stuck {
+        assert_eq!(guard.lost().await, LossReason::DeadlinePassed);
+    }
 }
 
 /// The runtime's thread is blocked past the lease's local deadline (a long computation, a

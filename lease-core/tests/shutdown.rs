@@ -238,6 +238,11 @@ async fn a_lease_past_its_deadline_is_given_back_after_the_renewer_let_it_go() {
     );
     let report = client.shutdown(Duration::ZERO).await;
     assert_eq!((report.released, report.forced), (1, 0), "{report:?}");
+    // The shutdown gave it back: its guard, dropped now, sends no release of its own.
+    let releases = store.releases.load(Ordering::SeqCst);
+    drop(guard);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(store.releases.load(Ordering::SeqCst), releases);
     assert!(free(&*store, "report").await);
 }
 

@@ -178,7 +178,8 @@ pub(crate) struct Facts {
 
 impl Facts {
     fn parse(facts: &str) -> Option<Self> {
-        let mut parts = facts.split(';');
+        // The last part, an index's name, may hold a `;` of its own.
+        let mut parts = facts.splitn(8, ';');
         let data_type = parts.next()?.trim().to_ascii_lowercase();
         let flag = |part: Option<&str>, yes: &str| part.map(|p| p.trim() == yes);
         let nullable = flag(parts.next(), "YES")?;
@@ -835,6 +836,19 @@ mod tests {
         assert!(
             why.contains(
                 "the unique index \"Leases_ci\" on name compares by the nondeterministic \
+                 collation case_blind"
+            ),
+            "{why}"
+        );
+        // An index whose name holds the catalog row's separator and the word before the
+        // collation is named whole.
+        let mut odd = beside.clone();
+        odd[0].1 = "text;NO;0;1;;permanent;;\"lease;s collate x\" collate case_blind".to_owned();
+        let (why, sql) = mismatch(check.verdict(&odd));
+        assert_eq!(sql, None);
+        assert!(
+            why.contains(
+                "the unique index \"lease;s collate x\" on name compares by the nondeterministic \
                  collation case_blind"
             ),
             "{why}"

@@ -59,9 +59,9 @@ pub struct Faulty {
     /// Acquisitions still to run in the store and then fail with their answer lost
     /// (`OutcomeUnknown`).
     unanswered_acquires: AtomicUsize,
-    /// A lease whose row another transaction keeps locked: every renewal that carries it waits
+    /// Leases whose rows another transaction keeps locked: every renewal that carries one waits
     /// for ever, the other leases of its statement with it.
-    locked_row: std::sync::Mutex<Option<LeaseName>>,
+    locked_rows: std::sync::Mutex<Vec<LeaseName>>,
 }
 
 impl Faulty {
@@ -85,14 +85,17 @@ impl Faulty {
             failing_releases: AtomicUsize::new(0),
             unanswered_releases: AtomicUsize::new(0),
             unanswered_acquires: AtomicUsize::new(0),
-            locked_row: std::sync::Mutex::new(None),
+            locked_rows: std::sync::Mutex::default(),
         })
     }
 
     /// Keeps the row of `name` locked, as a transaction left open on it does: every renewal
     /// statement that carries `name` waits for ever (until its store timeout cuts it).
     pub fn lock_row(&self, name: &str) {
-        *self.locked_row.lock().unwrap() = Some(LeaseName::new(name).unwrap());
+        self.locked_rows
+            .lock()
+            .unwrap()
+            .push(LeaseName::new(name).unwrap());
     }
 
     /// Fails the next `count` releases with a transient error, before they reach the store.
@@ -224,8 +227,8 @@ impl LeaseStore for Faulty {
         self.renewed_leases
             .fetch_add(leases.len(), Ordering::SeqCst);
         self.gate(Operation::RenewMany).await?;
-        let locked = self.locked_row.lock().unwrap().clone();
-        if leases.iter().any(|(name, _)| Some(name) == locked.as_ref()) {
+        let locked = self.locked_rows.lock().unwrap().clone();
+        if leases.iter().any(|(name, _)| locked.contains(name)) {
             futures::future::pending::<()>().await;
         }
         let delay = self.renew_delay.load(Ordering::SeqCst);

@@ -85,7 +85,8 @@ pub(super) fn nondeterministic(column: Column, facts: &Facts) -> Option<(Fix, &s
 /// finds the row of `Sweep` and answers as its holder does. The column's type is not what is
 /// wrong, so no upgrade of it helps: the index is the user's to drop or rebuild.
 pub(super) fn unfit_key(key: Option<&str>) -> Option<String> {
-    let (index, collation) = key?.split_once(" collate ")?;
+    // The index's name, quoted as it needs, may hold ` collate `; the collation's is the last.
+    let (index, collation) = key?.rsplit_once(" collate ")?;
     Some(format!(
         "the unique index {index} on name compares by the nondeterministic collation \
          {collation}, so names that differ in case or accents would be one lease there (the \
