@@ -1549,6 +1549,58 @@ pub async fn postgres_infinite_times_are_read<X: Execute>(
     Ok(())
 }
 
+/// The part of the cases of a table whose names compare without case that reads the same on
+/// every database: on `store`'s table, fresh and empty, `Sweep` and `sweep` are one lease (the
+/// control); `verify` refuses the table, the refusal holding `why`, with the SQL that upgrades
+/// it; after `upgrade` the two names are two leases, the lease held before the upgrade is
+/// still its holder's, and one `renew_many` renews both.
+async fn one_lease_until_upgraded<X: Execute>(
+    store: &SqlStore<X>,
+    why: &str,
+) -> Result<(), BoxError> {
+    let ttl = Ttl::from_secs(30)?;
+    let (first, second) = (HolderId::generate(), HolderId::generate());
+    let (upper, lower) = (name("Sweep"), name("sweep"));
+    store
+        .try_acquire(&upper, &first, ttl)
+        .await?
+        .ok_or("a fresh table refused a lease")?;
+    if store.try_acquire(&lower, &second, ttl).await?.is_some() {
+        return Err(
+            "the control: `sweep` was taken beside `Sweep` on a table that compares names \
+             without case, so the case would show nothing"
+                .into(),
+        );
+    }
+    match store.verify().await {
+        Err(Error::SchemaMismatch {
+            mismatch,
+            upgrade: Some(_),
+            other_kind: false,
+            ..
+        }) if mismatch.contains(why) => {}
+        other => return Err(format!("verify of a name without case answered {other:?}").into()),
+    }
+    if !store.upgrade().await? {
+        return Err("upgrade changed nothing".into());
+    }
+    store.verify().await?;
+    store
+        .try_acquire(&lower, &second, ttl)
+        .await?
+        .ok_or("after the upgrade `sweep` was still one lease with `Sweep`")?;
+    if let Some(fence) = store.try_acquire(&upper, &second, ttl).await? {
+        return Err(format!("the lease held through the upgrade was taken, fence {fence}").into());
+    }
+    let renewed = store
+        .renew_many(&[(upper, first), (lower, second)], ttl)
+        .await?;
+    if renewed != [true, true] {
+        return Err(format!("renew_many of both names answered {renewed:?}").into());
+    }
+    Ok(())
+}
+
 /// SQLite: a lease table whose service wrote times that are no integers (`unixepoch('subsec')
 /// * 1000`, as a service in a language with floating-point time may), which SQLite keeps as
 /// `REAL` in an `INTEGER` column, and one lease "held until released" by the greatest
@@ -1749,57 +1801,10 @@ async fn nondeterministic_name<X: Execute + Clone>(
              CREATE TABLE {table} (name text COLLATE {collation} NOT NULL PRIMARY KEY, {columns})"
         ))
         .await?;
+    one_lease_until_upgraded(store, "nondeterministic collation").await?;
     let ttl = Ttl::from_secs(30)?;
     let (first, second) = (HolderId::generate(), HolderId::generate());
     let (upper, lower) = (name("Sweep"), name("sweep"));
-    store
-        .try_acquire(&upper, &first, ttl)
-        .await?
-        .ok_or("a fresh table refused a lease")?;
-    if store.try_acquire(&lower, &second, ttl).await?.is_some() {
-        return Err(
-            "the control: `sweep` was taken beside `Sweep` on a table that compares names \
-             without case, so the case would show nothing"
-                .into(),
-        );
-    }
-    match store.verify().await {
-        Err(Error::SchemaMismatch {
-            mismatch,
-            upgrade: Some(_),
-            other_kind: false,
-            ..
-        }) if mismatch.contains("nondeterministic collation") => {}
-        other => {
-            return Err(format!(
-                "verify of a name by a nondeterministic collation answered {other:?}"
-            )
-            .into());
-        }
-    }
-    if !store.upgrade().await? {
-        return Err("upgrade changed nothing".into());
-    }
-    store.verify().await?;
-    store
-        .try_acquire(&lower, &second, ttl)
-        .await?
-        .ok_or("after the upgrade `sweep` was still one lease with `Sweep`")?;
-    if let Some(fence) = store.try_acquire(&upper, &second, ttl).await? {
-        return Err(format!("the lease held through the upgrade was taken, fence {fence}").into());
-    }
-    let renewed = store
-        .renew_many(
-            &[
-                (upper.clone(), first.clone()),
-                (lower.clone(), second.clone()),
-            ],
-            ttl,
-        )
-        .await?;
-    if renewed != [true, true] {
-        return Err(format!("renew_many of both names answered {renewed:?}").into());
-    }
     store
         .executor()
         .batch(&format!(
@@ -1864,46 +1869,7 @@ pub async fn sqlite_collated_name_is_refused_then_rebuilt<X: Execute + Clone>(
              fence INTEGER NOT NULL, taken_at INTEGER NOT NULL, expires_at INTEGER NOT NULL)"
         ))
         .await?;
-    let ttl = Ttl::from_secs(30)?;
-    let (first, second) = (HolderId::generate(), HolderId::generate());
-    let (upper, lower) = (name("Sweep"), name("sweep"));
-    store
-        .try_acquire(&upper, &first, ttl)
-        .await?
-        .ok_or("a fresh table refused a lease")?;
-    if store.try_acquire(&lower, &second, ttl).await?.is_some() {
-        return Err(
-            "the control: `sweep` was taken beside `Sweep` on a table that compares \
-                    names without case, so the case would show nothing"
-                .into(),
-        );
-    }
-    match store.verify().await {
-        Err(Error::SchemaMismatch {
-            mismatch,
-            upgrade: Some(_),
-            other_kind: false,
-            ..
-        }) if mismatch.contains("compared by a collation") => {}
-        other => return Err(format!("verify of a name without case answered {other:?}").into()),
-    }
-    if !store.upgrade().await? {
-        return Err("upgrade changed nothing".into());
-    }
-    store.verify().await?;
-    store
-        .try_acquire(&lower, &second, ttl)
-        .await?
-        .ok_or("after the upgrade `sweep` was still one lease with `Sweep`")?;
-    if let Some(fence) = store.try_acquire(&upper, &second, ttl).await? {
-        return Err(format!("the lease held through the upgrade was taken, fence {fence}").into());
-    }
-    let renewed = store
-        .renew_many(&[(upper, first), (lower, second)], ttl)
-        .await?;
-    if renewed != [true, true] {
-        return Err(format!("renew_many of both names answered {renewed:?}").into());
-    }
+    one_lease_until_upgraded(store, "compared by a collation").await?;
     let beside = format!("{table}_beside");
     store
         .executor()
