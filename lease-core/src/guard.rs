@@ -361,22 +361,21 @@ impl Drop for LeaseGuard {
             return;
         }
         let held = Arc::clone(&self.handle.held);
-        // The renewer keeps a lease whose deadline passed until here, unless a shutdown took it
-        // and released it itself.
-        let kept = self.renewer.forget(&held);
+        self.renewer.forget(&held);
         let given_back = held.is_given_back();
         match held.mark_released() {
             // Given up here before the store's expiry: the row may still name this holder (for
             // the safety margin at least, a whole TTL after a renewal that committed unanswered),
             // so free it for the next instance rather than leave it to lapse.
             None | Some(LossReason::Resigned) => {}
-            Some(LossReason::DeadlinePassed) if kept => {}
+            // Unless a shutdown took it from the renewer and sends its release itself.
+            Some(LossReason::DeadlinePassed) if !held.is_released_by_shutdown() => {}
             // Given back by its holder, whatever the reason (a campaign ending its term, for a
             // shutdown too), whose future was dropped before the release that was to follow:
             // the release is owed here.
             Some(_) if given_back => {}
-            // Taken over, found gone, or lost to the shutdown, which releases it itself (and
-            // one past its deadline that the shutdown took from the renewer).
+            // Taken over, found gone, or lost to the shutdown, which releases it itself (as it
+            // does one past its deadline that it took from the renewer).
             Some(
                 LossReason::Rejected
                 | LossReason::NotHeld

@@ -381,9 +381,11 @@ impl Renewer {
     /// as it comes: one whose row is locked waits out its store timeout (one, however many are
     /// locked) without holding up the others. They are sent, and so queue for the pool's
     /// connections, in the order most likely to renew: those that never failed alone first,
-    /// then the most recently renewed (a locked row's lease was renewed longest ago). The
-    /// failures are logged once, with the first's error: in an outage every statement fails
-    /// alike.
+    /// then the most recently renewed (a row locked since rounds ago was renewed longest ago;
+    /// the leases of one failed batch tie). Where the locked rows' statements take every free
+    /// connection of the pool, the others wait for one and may fail too: the pool needs a
+    /// connection more than the rows that stay locked at once. The failures are logged once,
+    /// with the first's error: in an outage every statement fails alike.
     async fn renew_each(&self, leases: &[Arc<Held>]) {
         let in_flight = self.in_flight.lock().await;
         let mut leases = still_held(leases);
@@ -391,7 +393,7 @@ impl Renewer {
         let at_once = leases.len().max(1);
         let mut answers = futures::stream::iter(leases)
             .map(|held| async move {
-                // Lost while it waited for its turn (its deadline passed): not sent.
+                // Lost since the round began (its deadline passed): not sent.
                 if !held.is_held() {
                     return None;
                 }

@@ -530,6 +530,49 @@ async fn a_shutdown_leaves_a_term_with_work_to_its_campaign_which_releases_it() 
     );
 }
 
+/// A term lost by its deadline (its renewals failed) while work under it runs, and a shutdown
+/// that finds the work still running: the shutdown leaves the lease to the campaign, which
+/// releases it once the work stops, as after any loss by the deadline (the row may still name
+/// this holder for the safety margin). The control: without the release, the row still names
+/// the holder when the work stops.
+#[tokio::test(start_paused = true)]
+async fn a_term_past_its_deadline_is_released_once_its_work_stops_in_a_shutdown() {
+    let store = Faulty::new(tokio_memory());
+    let client = LeaseClient::builder(store.clone(), TokioRuntime)
+        .ttl(lease_core::Ttl::from_secs(10).unwrap())
+        .renew_every(Duration::from_secs(1))
+        .safety_margin(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let leader = client.campaign("alerts").unwrap();
+    let mut changes = leader.changes();
+    assert_eq!(changes.next().await, Some(true));
+    let (lease, working) = leader.lease_for_work().expect("leading");
+    store.set(common::Mode::Fail);
+    assert_eq!(lease.lost().await, LossReason::DeadlinePassed);
+    store.set(common::Mode::Pass);
+    let row = store.inspect(lease.name()).await.unwrap().unwrap();
+    assert!(
+        !row.is_expired(),
+        "the control: the row no longer names the holder, so the case would show nothing"
+    );
+    let shutting_down = tokio::spawn({
+        let client = client.clone();
+        async move { client.shutdown(Duration::ZERO).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    drop(working);
+    shutting_down.await.unwrap();
+    assert!(
+        fast_client(store)
+            .try_acquire("alerts")
+            .await
+            .unwrap()
+            .is_some(),
+        "the term's lease was not released once its work stopped"
+    );
+}
+
 /// A campaign whose future is dropped while the client's shutdown waits for its term's work
 /// (the work still running) leaves the lease to lapse, and the shutdown's report counts it as a
 /// lease not given back: the report is not clean.

@@ -206,7 +206,11 @@ impl LeaseClient {
                         forced += 1;
                         true
                     }
-                    lost => lost == Some(LossReason::DeadlinePassed),
+                    Some(LossReason::DeadlinePassed) => {
+                        held.leave_release_to_shutdown();
+                        true
+                    }
+                    _ => false,
                 }
             })
             .collect();
