@@ -44,11 +44,11 @@ pub struct LeaseConfig {
     /// that hangs for the whole timeout leaves time for another try, and never under a quarter
     /// of the period ([`default_store_timeout`](LeaseConfig::default_store_timeout)).
     pub store_timeout: Duration,
-    /// How many leases one `renew_many` call carries. Default: 1,000. The leases of a call that
-    /// failed are renewed each in a call of its own, all at once, until each succeeds: a row
-    /// another transaction keeps locked then costs its own lease, not the others of its batch,
-    /// while the pool has a connection more than the rows that stay locked at once (each
-    /// locked row's call holds one for its store timeout).
+    /// How many leases one `renew_many` call carries. Default: 1,000. The leases of a call cut
+    /// by the store timeout are renewed each in a call of its own, 32 at a time, until each
+    /// succeeds: a row another transaction keeps locked then costs its own lease, not the
+    /// others of its batch, while the pool has a connection more than the rows that stay
+    /// locked at once (each locked row's call holds one for its store timeout).
     pub renew_batch: usize,
     /// The first and the longest pause between attempts of
     /// [`acquire`](crate::LeaseClient::acquire); each pause is drawn at random up to a limit that

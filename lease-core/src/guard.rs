@@ -368,8 +368,8 @@ impl Drop for LeaseGuard {
             // the safety margin at least, a whole TTL after a renewal that committed unanswered),
             // so free it for the next instance rather than leave it to lapse.
             None | Some(LossReason::Resigned) => {}
-            // Unless a shutdown took it from the renewer and sends its release itself.
-            Some(LossReason::DeadlinePassed) if !held.is_released_by_shutdown() => {}
+            // Unless a shutdown that took it from the renewer claimed its release first.
+            Some(LossReason::DeadlinePassed) if held.claim_release() => {}
             // Given back by its holder, whatever the reason (a campaign ending its term, for a
             // shutdown too), whose future was dropped before the release that was to follow:
             // the release is owed here.

@@ -77,9 +77,9 @@ pub(crate) struct Held {
     /// succeeds. [`TOGETHER`], [`ALONE`] (it failed in a statement with others, or alone before
     /// it was ever tried alone) or [`FAILED_ALONE`] (it failed in a statement of its own).
     alone: AtomicU8,
-    /// Lost by its deadline, it was taken from the renewer by a shutdown that sends its release:
-    /// its guard, dropped, sends none.
-    released_by_shutdown: AtomicBool,
+    /// Lost by its deadline, its release was claimed by whoever sends it: the shutdown that
+    /// took it from the renewer, or its guard, dropped. The other sends none.
+    release_claimed: AtomicBool,
     loss: AtomicU8,
     /// Whether it still counts in the `lease_held` gauge of its name: from its creation until it
     /// is lost or the renewer lets it go, whichever comes first.
@@ -117,7 +117,7 @@ impl Held {
             deadline: AtomicU64::new(deadline),
             next_renewal: AtomicU64::new(next_renewal),
             alone: AtomicU8::new(TOGETHER),
-            released_by_shutdown: AtomicBool::new(false),
+            release_claimed: AtomicBool::new(false),
             loss: AtomicU8::new(HELD),
             counted: AtomicBool::new(true),
             working: AtomicUsize::new(0),
@@ -199,14 +199,10 @@ impl Held {
         self.alone.load(Ordering::Acquire) != TOGETHER
     }
 
-    /// Records that a shutdown sends its release (see `released_by_shutdown`).
-    pub(crate) fn leave_release_to_shutdown(&self) {
-        self.released_by_shutdown.store(true, Ordering::Release);
-    }
-
-    /// Whether a shutdown sends its release (see `released_by_shutdown`).
-    pub(crate) fn is_released_by_shutdown(&self) -> bool {
-        self.released_by_shutdown.load(Ordering::Acquire)
+    /// Claims the release of a lease lost by its deadline (see `release_claimed`): whether this
+    /// caller is the one to send it.
+    pub(crate) fn claim_release(&self) -> bool {
+        !self.release_claimed.swap(true, Ordering::AcqRel)
     }
 
     /// Whether it failed in a statement of its own since its last renewal (see `alone`): a row

@@ -377,9 +377,9 @@ impl Renewer {
         }
     }
 
-    /// Renews each of `leases` in a statement of its own, all at once, and records each answer
-    /// as it comes: one whose row is locked waits out its store timeout (one, however many are
-    /// locked) without holding up the others. They are sent, and so queue for the pool's
+    /// Renews each of `leases` in a statement of its own, [`EACH_AT_ONCE`] at a time, and
+    /// records each answer as it comes: one whose row is locked waits out its store timeout
+    /// in its place without holding up the others (up to that many locked rows). They are sent, and so queue for the pool's
     /// connections, in the order most likely to renew: those that never failed alone first,
     /// then the most recently renewed (a row locked since rounds ago was renewed longest ago;
     /// the leases of one failed batch tie). Where the locked rows' statements take every free
@@ -390,7 +390,7 @@ impl Renewer {
         let in_flight = self.in_flight.lock().await;
         let mut leases = still_held(leases);
         leases.sort_by_key(|held| (held.failed_alone(), std::cmp::Reverse(held.deadline())));
-        let at_once = leases.len().max(1);
+        let at_once = leases.len().clamp(1, EACH_AT_ONCE);
         let mut answers = futures::stream::iter(leases)
             .map(|held| async move {
                 // Lost since the round began (its deadline passed): not sent.
@@ -449,12 +449,17 @@ impl Renewer {
         let renewed = match answer {
             Ok(renewed) => renewed,
             Err(error) => {
+                let timed_out = crate::timed_store::is_timeout(&error);
                 // Not renewed: the deadline stays where the last success put it. Try again soon,
                 // while there is still time before it.
                 let now = self.clock().now();
                 for held in batch {
                     held.set_next_renewal(retry_at(now, held.deadline(), self.period));
-                    held.renewal_failed(alone);
+                    // Cut by the store timeout, as a statement waiting for a locked row is: sent
+                    // alone next time. Refused at once (an outage), it stays where it was.
+                    if timed_out {
+                        held.renewal_failed(alone);
+                    }
                     // A lease released or given back while the renewal was on its way failed
                     // to renew nothing this client holds; one whose deadline passed meanwhile
                     // was lost by this failure, which counts.
@@ -515,6 +520,12 @@ impl Renewer {
         None
     }
 }
+
+/// How many leases [`Renewer::renew_each`] renews at once, each in a statement of its own: a
+/// statement held up by a locked row takes one place until its store timeout, the others go
+/// on through the rest. After a timeout in an outage every lease is renewed alone once, so a
+/// client of many leases then sends this many statements at a time, not all of its leases'.
+const EACH_AT_ONCE: usize = 32;
 
 /// The leases of `leases` still held, read under the renewer's in-flight lock: a lease
 /// released since the round began (its guard marks it released before it waits for that

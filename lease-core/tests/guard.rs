@@ -89,6 +89,32 @@ async fn locked_rows_cost_their_own_leases(locked: usize) {
     }
 }
 
+/// Renewals refused at once (an outage that answers: a refused connection, a permission
+/// revoked) are no sign of a locked row: the leases stay renewed together, one statement a
+/// round, not one per lease.
+#[tokio::test(start_paused = true)]
+async fn renewals_refused_at_once_stay_together() {
+    let store = Faulty::new(tokio_memory());
+    let client = fast_client(store.clone());
+    let mut guards = Vec::new();
+    for name in ["alerts", "digest", "mail"] {
+        guards.push(client.try_acquire(name).await.unwrap().unwrap());
+    }
+    let calls = store.renew_manys.load(Ordering::SeqCst);
+    let leases = store.renewed_leases.load(Ordering::SeqCst);
+    store.set(Mode::Fail);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let calls = store.renew_manys.load(Ordering::SeqCst) - calls;
+    let leases = store.renewed_leases.load(Ordering::SeqCst) - leases;
+    assert!(calls >= 2, "{calls} renewal statements in 800 ms");
+    assert_eq!(
+        leases,
+        calls * 3,
+        "{calls} statements carried {leases} leases"
+    );
+    drop(guards);
+}
+
 /// The runtime's thread is blocked past the lease's local deadline (a long computation, a
 /// blocking call in another task): the next poll of `lost()` completes, before the runtime has
 /// run its timers. tokio fires a timer when its driver next runs, not when the timer is polled,

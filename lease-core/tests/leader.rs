@@ -553,9 +553,10 @@ async fn a_term_past_its_deadline_is_released_once_its_work_stops_in_a_shutdown(
     store.set(common::Mode::Pass);
     let row = store.inspect(lease.name()).await.unwrap().unwrap();
     assert!(
-        !row.is_expired(),
+        row.holder == *lease.holder() && !row.is_expired(),
         "the control: the row no longer names the holder, so the case would show nothing"
     );
+    let started = tokio::time::Instant::now();
     let shutting_down = tokio::spawn({
         let client = client.clone();
         async move { client.shutdown(Duration::ZERO).await }
@@ -563,6 +564,12 @@ async fn a_term_past_its_deadline_is_released_once_its_work_stops_in_a_shutdown(
     tokio::time::sleep(Duration::from_millis(100)).await;
     drop(working);
     shutting_down.await.unwrap();
+    // Well before the row would have lapsed by itself (5 s after the loss).
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(
         fast_client(store)
             .try_acquire("alerts")

@@ -653,14 +653,15 @@ fn describe(fix: Fix) -> &'static str {
         }
         Fix::MillisecondTimes => "the store keeps milliseconds",
         Fix::NoOnUpdateTakenAt => {
-            "MariaDB sets it to the current time whenever a statement changes the row without \
-             setting it (ON UPDATE CURRENT_TIMESTAMP): every renewal would move the time the \
-             lease was taken, and a release's minimum hold would count from the last renewal"
+            "MariaDB sets it to the session's local time whenever a statement changes the row \
+             without setting it (ON UPDATE CURRENT_TIMESTAMP): every renewal would move the \
+             time the lease was taken, and a release's minimum hold would count from there"
         }
         Fix::NoOnUpdateExpiresAt => {
-            "MariaDB sets it to the current time whenever a statement changes the row without \
-             setting it (ON UPDATE CURRENT_TIMESTAMP): any other change of a lease row, the \
-             upgrade's own included, would end the lease at once and hand it to another holder"
+            "MariaDB sets it to the session's local time whenever a statement changes the row \
+             without setting it (ON UPDATE CURRENT_TIMESTAMP): any other change of a lease row, \
+             the upgrade's own included, would move its expiry there, at once on a server at \
+             UTC, and hand the lease to another holder"
         }
     }
 }
@@ -1412,7 +1413,7 @@ mod tests {
         );
         assert!(
             why.contains("column expires_at is datetime(6) on update")
-                && why.contains("would end the lease at once"),
+                && why.contains("would move its expiry there"),
             "{why}"
         );
         let sql = sql.unwrap();
@@ -1440,7 +1441,7 @@ mod tests {
             "timestamp(0) on update;NO;0;0",
         )));
         assert!(why.contains("a TIMESTAMP is read and written"), "{why}");
-        assert!(why.contains("would end the lease at once"), "{why}");
+        assert!(why.contains("would move its expiry there"), "{why}");
         let sql = sql.unwrap();
         assert!(
             sql.contains("expires_at = expires_at WHERE fence IS NULL;"),

@@ -740,6 +740,15 @@ pub async fn mariadb_times_set_on_update_are_refused_then_kept<X: Execute>(
                 .into(),
         );
     }
+    // `report`'s times as the table keeps them, whatever the session's time zone.
+    let report_times = Query::new(
+        format!(
+            "SELECT CAST(taken_at AS CHAR), CAST(expires_at AS CHAR) FROM {table} \
+             WHERE name = 'report'"
+        ),
+        Vec::new(),
+    );
+    let before_upgrade = store.executor().text_pairs(report_times.clone()).await?;
     match store.verify().await {
         Err(Error::SchemaMismatch {
             mismatch,
@@ -755,6 +764,14 @@ pub async fn mariadb_times_set_on_update_are_refused_then_kept<X: Execute>(
         return Err("upgrade changed nothing".into());
     }
     store.verify().await?;
+    let after_upgrade = store.executor().text_pairs(report_times).await?;
+    if after_upgrade != before_upgrade {
+        return Err(format!(
+            "the upgrade moved the times of the lease held for another hour from \
+             {before_upgrade:?} to {after_upgrade:?}"
+        )
+        .into());
+    }
     let report = name("report");
     if let Some(fence) = store
         .try_acquire(&report, &HolderId::generate(), ttl)

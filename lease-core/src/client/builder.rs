@@ -111,8 +111,8 @@ impl LeaseClientBuilder {
         self
     }
 
-    /// How many leases one `renew_many` call carries (the leases of a call that failed are
-    /// renewed each in a call of its own until each succeeds).
+    /// How many leases one `renew_many` call carries (the leases of a call cut by the store
+    /// timeout are renewed each in a call of its own until each succeeds).
     pub fn renew_batch(mut self, leases: usize) -> Self {
         self.renew_batch = Some(leases);
         self

@@ -206,10 +206,8 @@ impl LeaseClient {
                         forced += 1;
                         true
                     }
-                    Some(LossReason::DeadlinePassed) => {
-                        held.leave_release_to_shutdown();
-                        true
-                    }
+                    // Unless its guard, dropped meanwhile, claimed the release first.
+                    Some(LossReason::DeadlinePassed) => held.claim_release(),
                     _ => false,
                 }
             })

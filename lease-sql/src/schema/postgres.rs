@@ -68,7 +68,7 @@ pub(super) fn unfit_storage(storage: Option<&str>, table: &str) -> Option<String
 
 /// Whether `column`, of text that fits, compares by a nondeterministic collation: the fix that
 /// makes it compare bytes, and the collation. Under one, `Sweep` and `sweep` may be one lease
-/// (one row, one holder), and a renewal's `RETURNING name` answer the spelling the row keeps.
+/// (one row, one holder).
 pub(super) fn nondeterministic(column: Column, facts: &Facts) -> Option<(Fix, &str)> {
     let collation = facts.nondeterministic.as_deref()?;
     let fix = match column {
