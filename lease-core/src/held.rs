@@ -22,9 +22,10 @@ const SHUT_DOWN: u8 = 5;
 const RESIGNED: u8 = 6;
 /// How the renewer renews a lease (`Held::alone`): with the others due.
 const TOGETHER: u8 = 0;
-/// In a statement of its own: its last renewal failed, in a statement with others.
+/// In a statement of its own: its last renewal timed out, in a statement with others (or
+/// alone, before it was ever sent alone).
 const ALONE: u8 = 1;
-/// In a statement of its own, after the others: it failed so too.
+/// In a statement of its own, after the others: it timed out so too.
 const FAILED_ALONE: u8 = 2;
 /// Set beside a loss's code when the holder gave the lease back itself and told its waiters
 /// why (a campaign that ended): released, as far as a later loss is concerned.
@@ -73,9 +74,9 @@ pub(crate) struct Held {
     deadline: AtomicU64,
     /// Clock ticks at which the renewer should next renew it.
     next_renewal: AtomicU64,
-    /// Its last renewal failed: the renewer renews it in a statement of its own until one
-    /// succeeds. [`TOGETHER`], [`ALONE`] (it failed in a statement with others, or alone before
-    /// it was ever tried alone) or [`FAILED_ALONE`] (it failed in a statement of its own).
+    /// Its last renewal was cut by the store timeout, as one held up by a locked row is: the
+    /// renewer renews it in a statement of its own until one succeeds. [`TOGETHER`],
+    /// [`ALONE`] or [`FAILED_ALONE`].
     alone: AtomicU8,
     /// Lost by its deadline, its release was claimed by whoever sends it: the shutdown that
     /// took it from the renewer, or its guard, dropped. The other sends none.
@@ -187,9 +188,9 @@ impl Held {
         self.alone.store(TOGETHER, Ordering::Release);
     }
 
-    /// Records that its renewal failed (see `alone`): `by_itself` in a statement of its own
+    /// Records that its renewal timed out (see `alone`): `by_itself` in a statement of its own
     /// that the renewer sent as such.
-    pub(crate) fn renewal_failed(&self, by_itself: bool) {
+    pub(crate) fn renewal_timed_out(&self, by_itself: bool) {
         let state = if by_itself { FAILED_ALONE } else { ALONE };
         self.alone.fetch_max(state, Ordering::AcqRel);
     }
@@ -205,9 +206,9 @@ impl Held {
         !self.release_claimed.swap(true, Ordering::AcqRel)
     }
 
-    /// Whether it failed in a statement of its own since its last renewal (see `alone`): a row
-    /// another transaction keeps locked, perhaps.
-    pub(crate) fn failed_alone(&self) -> bool {
+    /// Whether it timed out in a statement of its own since its last renewal (see `alone`): a
+    /// row another transaction keeps locked, perhaps.
+    pub(crate) fn timed_out_alone(&self) -> bool {
         self.alone.load(Ordering::Acquire) == FAILED_ALONE
     }
 

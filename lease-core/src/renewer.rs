@@ -37,7 +37,8 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 ///
 /// The loop renews in rounds: each round takes every lease due within half a renewal period
 /// and renews them with one [`renew_many`](crate::LeaseStore::renew_many) call per batch; the
-/// leases of a call that failed are renewed each in a call of its own until each succeeds.
+/// leases of a call cut by the store timeout are renewed each in a call of its own until each
+/// succeeds.
 /// Renewing a little early costs nothing and keeps leases taken at scattered moments in step, so
 /// ten thousand leases cost ten statements a period rather than ten thousand.
 ///
@@ -340,9 +341,9 @@ impl Renewer {
             }
             true
         });
-        // A lease whose last renewal failed is renewed alone until one succeeds: a row another
-        // transaction keeps locked holds up its whole statement, so renewed together it would
-        // cost every lease of its batch, round after round.
+        // A lease whose last renewal timed out is renewed alone until one succeeds: a row
+        // another transaction keeps locked holds up its whole statement, so renewed together it
+        // would cost every lease of its batch, round after round.
         let (alone, together): (Vec<Arc<Held>>, Vec<Arc<Held>>) =
             due.iter().cloned().partition(|held| held.renews_alone());
         for batch in together.chunks(self.batch) {
@@ -379,8 +380,9 @@ impl Renewer {
 
     /// Renews each of `leases` in a statement of its own, [`EACH_AT_ONCE`] at a time, and
     /// records each answer as it comes: one whose row is locked waits out its store timeout
-    /// in its place without holding up the others (up to that many locked rows). They are sent, and so queue for the pool's
-    /// connections, in the order most likely to renew: those that never failed alone first,
+    /// in its place without holding up the others (up to that many locked rows). They are
+    /// sent, and so queue for the pool's connections, in the order most likely to renew: those
+    /// that never failed alone first,
     /// then the most recently renewed (a row locked since rounds ago was renewed longest ago;
     /// the leases of one failed batch tie). Where the locked rows' statements take every free
     /// connection of the pool, the others wait for one and may fail too: the pool needs a
@@ -389,7 +391,7 @@ impl Renewer {
     async fn renew_each(&self, leases: &[Arc<Held>]) {
         let in_flight = self.in_flight.lock().await;
         let mut leases = still_held(leases);
-        leases.sort_by_key(|held| (held.failed_alone(), std::cmp::Reverse(held.deadline())));
+        leases.sort_by_key(|held| (held.timed_out_alone(), std::cmp::Reverse(held.deadline())));
         let at_once = leases.len().clamp(1, EACH_AT_ONCE);
         let mut answers = futures::stream::iter(leases)
             .map(|held| async move {
@@ -458,7 +460,7 @@ impl Renewer {
                     // Cut by the store timeout, as a statement waiting for a locked row is: sent
                     // alone next time. Refused at once (an outage), it stays where it was.
                     if timed_out {
-                        held.renewal_failed(alone);
+                        held.renewal_timed_out(alone);
                     }
                     // A lease released or given back while the renewal was on its way failed
                     // to renew nothing this client holds; one whose deadline passed meanwhile
