@@ -404,20 +404,24 @@ impl Renewer {
                 Some((held, sent, answer))
             })
             .buffer_unordered(at_once);
-        let (mut failed, mut first) = (0, None);
+        let (mut failed, mut first) = (Vec::new(), None);
         while let Some(answer) = answers.next().await {
             let Some((held, sent, answer)) = answer else {
                 continue;
             };
             if let Some(error) = self.record(std::slice::from_ref(&held), sent, answer, true) {
-                failed += 1;
+                failed.push(held.name().clone());
                 first.get_or_insert(error);
             }
         }
         drop(in_flight);
         if let Some(error) = first {
+            // The names say whose rows to look at: a lease that fails alone round after round
+            // while the others renew has a row another transaction keeps locked.
+            failed.sort();
             tracing::warn!(
-                leases = failed,
+                leases = failed.len(),
+                names = %NamesShown(&failed),
                 error = %crate::ErrorChain(&error),
                 "lease renewals, each alone, failed; retrying"
             );
@@ -529,6 +533,34 @@ impl Renewer {
 /// client of many leases then sends this many statements at a time, not all of its leases'.
 const EACH_AT_ONCE: usize = 32;
 
+/// Lease names as a log line shows them: the first [`NamesShown::MOST`], then how many more.
+struct NamesShown<'a>(&'a [LeaseName]);
+
+impl NamesShown<'_> {
+    /// How many names a log line shows.
+    const MOST: usize = 5;
+}
+
+impl std::fmt::Display for NamesShown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (at, name) in self.0.iter().take(Self::MOST).enumerate() {
+            if at > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(name.as_str())?;
+        }
+        if let Some(more) = self
+            .0
+            .len()
+            .checked_sub(Self::MOST)
+            .filter(|more| *more > 0)
+        {
+            write!(f, " and {more} more")?;
+        }
+        Ok(())
+    }
+}
+
 /// The leases of `leases` still held, read under the renewer's in-flight lock: a lease
 /// released since the round began (its guard marks it released before it waits for that
 /// lock) must not be renewed after its release, which would cut a minimum hold short or
@@ -569,6 +601,17 @@ mod tests {
     use crate::runtime::TokioRuntime;
     use crate::stats::Stats;
     use std::time::Duration;
+
+    #[test]
+    fn a_log_line_shows_five_names_then_how_many_more() {
+        let names: Vec<LeaseName> = ["a", "b", "c", "d", "e", "f", "g"]
+            .into_iter()
+            .map(|name| LeaseName::new(name).unwrap())
+            .collect();
+        assert_eq!(NamesShown(&names).to_string(), "a, b, c, d, e and 2 more");
+        assert_eq!(NamesShown(&names[..5]).to_string(), "a, b, c, d, e");
+        assert_eq!(NamesShown(&names[..1]).to_string(), "a");
+    }
 
     fn renewer() -> Arc<Renewer> {
         let config = LeaseConfig::for_ttl(Ttl::from_secs(40).expect("a valid TTL"));

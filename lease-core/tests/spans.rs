@@ -175,6 +175,12 @@ fn renewals_each_alone_that_fail_warn_once_a_round() {
             Some("3"),
             "{event:?}"
         );
+        // Named, so that an operator knows whose rows to look at.
+        assert_eq!(
+            event.get("names").map(String::as_str),
+            Some("digest, mail, sweep"),
+            "{event:?}"
+        );
     }
 }
 
