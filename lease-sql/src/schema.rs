@@ -1011,10 +1011,13 @@ mod tests {
             "{sql}"
         );
         // The missing fence is added in place under the write lock, then copied: a table that
-        // has one by then (another upgrade's) fails the script rather than lose its fences.
+        // has one by then (another upgrade's) fails the script rather than lose its fences,
+        // which the first line says to run so that it stops at its first error.
         assert!(
             sql.starts_with(
-                "SAVEPOINT lease_upgrade;\n\
+                "-- Run this as a whole that stops at its first error (sqlite3 -bail, or a \
+                 migration): past a failed statement the rest would still drop the table.\n\
+                 SAVEPOINT lease_upgrade;\n\
                  ALTER TABLE \"jobs\".\"leases\" ADD COLUMN fence INTEGER NOT NULL DEFAULT 0;\n"
             ),
             "{sql}"

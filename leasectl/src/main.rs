@@ -153,12 +153,19 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                         other_kind: false,
                     };
                     // PostgreSQL's upgrade bounds its lock waits with `SET LOCAL`, which holds
-                    // only inside a transaction.
-                    let how = if matches!(opened, store::Store::Postgres(_)) {
-                        " (run it as one transaction: psql --single-transaction -f FILE, or a \
-                         migration)"
-                    } else {
-                        ""
+                    // only inside a transaction. SQLite's may rebuild the table: past a failed
+                    // statement, which does not end a SQLite transaction, the rest would drop
+                    // it, and the `sqlite3` shell goes on unless told to stop.
+                    let how = match opened {
+                        store::Store::Postgres(_) => {
+                            " (run it as one transaction: psql --single-transaction -f FILE, or a \
+                             migration)"
+                        }
+                        store::Store::Sqlite(_) => {
+                            " (run it so that it stops at its first error: sqlite3 -bail DATABASE \
+                             < FILE, or a migration)"
+                        }
+                        store::Store::MySql(_) => "",
                     };
                     return Err(Failure::Failed(format!(
                         "{differs}; the SQL that fixes it is on standard output{how}"

@@ -1121,7 +1121,8 @@ async fn check_says_whether_the_table_fits_and_prints_the_upgrade() {
         story.stderr,
         format!(
             "leasectl: lease table story does not fit the store: {mismatch}; the SQL that fixes \
-             it is on standard output\n"
+             it is on standard output (run it so that it stops at its first error: sqlite3 -bail \
+             DATABASE < FILE, or a migration)\n"
         ),
         "{story:?}"
     );
@@ -1150,6 +1151,123 @@ async fn check_says_whether_the_table_fits_and_prints_the_upgrade() {
             .stdout
             .starts_with("CREATE TABLE IF NOT EXISTS \"nope\""),
         "{missing:?}"
+    );
+}
+
+/// The `sqlite3` shell, or `None` when it is missing (and skipping is allowed).
+fn sqlite3_shell() -> Option<&'static str> {
+    match Command::new("sqlite3").arg("-version").output() {
+        Ok(output) if output.status.success() => Some("sqlite3"),
+        Ok(output) => {
+            env::skip_or_fail("sqlite3 shell", &String::from_utf8_lossy(&output.stderr));
+            None
+        }
+        Err(error) => {
+            env::skip_or_fail("sqlite3 shell", &format!("sqlite3 does not run: {error}"));
+            None
+        }
+    }
+}
+
+/// Runs `sql` on the SQLite file `path` through the `sqlite3` shell with `options`, as a user
+/// runs a saved script (`sqlite3 -bail leases.db < fix.sql`): whether it succeeded, and what it
+/// printed.
+fn sqlite3(shell: &str, path: &std::path::Path, options: &[&str], sql: &str) -> (bool, String) {
+    use std::io::Write;
+    let mut child = Command::new(shell)
+        .args(options)
+        .arg(path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("sqlite3 runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(sql.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), printed)
+}
+
+/// SQLite's rebuild of a table, as `check` prints it, run through the `sqlite3` shell as its
+/// message and first line say (`-bail`): with a table of the new one's name in the way, it
+/// stops at the failed `CREATE TABLE`, and the leases stay. The control: without `-bail` the
+/// shell goes on past the error and the same script drops the lease table, putting the table
+/// that was in the way in its place. With the way clear, the rebuild succeeds and the table
+/// fits, its lease kept.
+#[test]
+fn a_sqlite_rebuild_run_as_check_says_stops_at_its_first_error() {
+    let Some(shell) = sqlite3_shell() else {
+        return;
+    };
+    let dir = TempDir::new();
+    let setup = "CREATE TABLE nocase (name TEXT COLLATE NOCASE NOT NULL PRIMARY KEY, holder TEXT, \
+                 fence INTEGER NOT NULL, taken_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);\n\
+                 INSERT INTO nocase VALUES ('sweep', 'holder', 7, 0, 99999999999999);\n\
+                 CREATE TABLE nocase_upgrade (note TEXT);\n\
+                 INSERT INTO nocase_upgrade VALUES ('theirs');\n";
+    let [bailed, control] = ["bailed.db", "control.db"].map(|file| {
+        let path = dir.0.join(file);
+        let (created, printed) = sqlite3(shell, &path, &["-bail"], setup);
+        assert!(created, "{printed}");
+        path
+    });
+    let url = format!("sqlite:{}", bailed.display());
+    let check = run(&url, Some("nocase"), &["check"]);
+    assert_eq!(check.code, 1, "{check:?}");
+    assert!(
+        check
+            .stderr
+            .contains("(run it so that it stops at its first error: sqlite3 -bail DATABASE < FILE"),
+        "{check:?}"
+    );
+    assert!(
+        check.stdout.starts_with(
+            "-- Run this as a whole that stops at its first error (sqlite3 -bail, or a migration)"
+        ),
+        "{check:?}"
+    );
+    let rows = "SELECT name || '|' || holder || '|' || fence FROM nocase;";
+    let (ran, printed) = sqlite3(shell, &bailed, &["-bail"], &check.stdout);
+    assert!(!ran, "the rebuild got past the table in the way: {printed}");
+    assert!(
+        printed.contains("table \"nocase_upgrade\" already exists"),
+        "{printed}"
+    );
+    assert_eq!(
+        sqlite3(shell, &bailed, &["-bail"], rows),
+        (true, "sweep|holder|7\n".to_owned())
+    );
+    // The control: the shell's default goes on past the error.
+    let (_, printed) = sqlite3(shell, &control, &[], &check.stdout);
+    assert!(
+        printed.contains("table \"nocase_upgrade\" already exists"),
+        "{printed}"
+    );
+    assert_eq!(
+        sqlite3(shell, &control, &["-bail"], "SELECT * FROM nocase;"),
+        (true, "theirs\n".to_owned()),
+        "the script run without -bail kept the leases: the test no longer shows what it guards \
+         against"
+    );
+    // The way clear, the rebuild runs to its end.
+    let (cleared, printed) = sqlite3(shell, &bailed, &["-bail"], "DROP TABLE nocase_upgrade;");
+    assert!(cleared, "{printed}");
+    let (ran, printed) = sqlite3(shell, &bailed, &["-bail"], &check.stdout);
+    assert!(ran, "{printed}");
+    let fits = run(&url, Some("nocase"), &["check"]);
+    assert_eq!(fits.code, 0, "{fits:?}");
+    assert_eq!(
+        sqlite3(shell, &bailed, &["-bail"], rows),
+        (true, "sweep|holder|7\n".to_owned())
     );
 }
 

@@ -123,13 +123,22 @@ pub(super) fn fit(column: Column, data_type: &str) -> Fit {
 /// The savepoint an upgrade of more than one statement runs in.
 const SAVEPOINT: &str = "lease_upgrade";
 
+/// The first line of a rebuild's script. A failed statement does not end a SQLite transaction,
+/// and the `sqlite3` shell goes on to the next statement unless told to stop (`-bail`): past a
+/// failed copy (a table of the new one's name already there, a row the new key refuses) the
+/// rest would drop the table it copied from, leases and all, and commit.
+pub(super) const STOP_AT_FIRST_ERROR: &str = "-- Run this as a whole that stops at its first \
+     error (sqlite3 -bail, or a migration): past a failed statement the rest would still drop the \
+     table.";
+
 /// A missing fence alone is added in place, and times in seconds are made milliseconds in
 /// place (with a missing fence, in one transaction). Anything else needs the table rebuilt
 /// (SQLite cannot change a column), in one transaction: a missing fence added in place, times
 /// in seconds made milliseconds, the store's table made anew beside it, the rows copied (a
 /// `NULL` fence as `0`, a missing time as the upgrade's), the old table dropped and the new one
-/// renamed. `None` when a rebuild is needed and the table has columns of its own, which it
-/// would drop.
+/// renamed, after a comment that says to run it so that it stops at its first error
+/// ([`STOP_AT_FIRST_ERROR`]). `None` when a rebuild is needed and the table has columns of its
+/// own, which it would drop.
 ///
 /// The transaction is a savepoint (`SAVEPOINT lease_upgrade` to `RELEASE lease_upgrade`), not
 /// `BEGIN IMMEDIATE` to `COMMIT`: the SQL is printed for migrations, and sqlx's and diesel's
@@ -195,7 +204,7 @@ pub(super) fn upgrade(
     // A lease without a time gets the upgrade's: without an expiry, it is free from then on.
     let now = crate::sqlite::NOW;
     Some(format!(
-        "{begin}{add_fence}{scale}{create};\n\
+        "{STOP_AT_FIRST_ERROR}\n{begin}{add_fence}{scale}{create};\n\
          INSERT INTO {new_quoted} (name, holder, fence, taken_at, expires_at)\n    \
              SELECT name, holder, coalesce(fence, 0), coalesce(taken_at, {now}), coalesce(expires_at, {now})\n    \
              FROM {quoted};\n\
