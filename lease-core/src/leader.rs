@@ -67,6 +67,11 @@ struct State {
     ended: bool,
     /// The permanent store error that ended the campaign.
     error: Option<Arc<Error>>,
+    /// The transient store error the campaign's latest attempt failed with, until an attempt
+    /// answers.
+    failing: Option<Arc<Error>>,
+    /// Fired, and replaced, as each attempt of the campaign answers or fails.
+    answered: Signal,
     /// Sent by `resign`, or dropped with the last `Leader`: either ends the campaign.
     stop: Option<oneshot::Sender<oneshot::Sender<()>>>,
 }
@@ -218,6 +223,23 @@ impl Leader {
         self.shared.attempted.fired()
     }
 
+    /// The transient store error the campaign's latest attempt failed with (nobody may lead
+    /// then), and what completes once its next attempt has answered or failed, or the campaign
+    /// has ended; `None` when the latest attempt answered.
+    pub(crate) fn failing(
+        &self,
+    ) -> Option<(
+        Arc<Error>,
+        impl Future<Output = ()> + Send + Unpin + 'static,
+    )> {
+        // Read together, under the lock: an attempt that answers after this is the one waited
+        // for, not the one after it.
+        let state = self.shared.state();
+        let error = state.failing.clone()?;
+        let next = future::select(state.answered.fired(), self.shared.ended.fired());
+        Some((error, next.map(|_| ())))
+    }
+
     /// Ends the campaign, for every clone of this `Leader`, and gives the lease back; returns
     /// once it is given back (also when another clone resigned first: each waits for the end).
     /// The term's [`lease`](Leader::lease) reports [`LossReason::Resigned`] (at the client's
@@ -263,6 +285,8 @@ impl Leader {
                 swept_at: 0,
                 ended: false,
                 error: None,
+                failing: None,
+                answered: Signal::new(),
                 stop: Some(stop),
             }),
             attempted: Signal::new(),
@@ -305,6 +329,17 @@ impl Shared {
         drop(state);
         self.attempted.fire();
         self.ended.fire();
+    }
+
+    /// Records that an attempt of the campaign answered, or failed with the transient store
+    /// error `failing`, and tells whoever waits for it.
+    fn answered(&self, failing: Option<Arc<Error>>) {
+        let mut state = self.state();
+        state.failing = failing;
+        let answered = std::mem::replace(&mut state.answered, Signal::new());
+        drop(state);
+        answered.fire();
+        self.attempted.fire();
     }
 
     /// The current term's lease, or `None` between terms; watchers are told when leadership
@@ -361,6 +396,8 @@ async fn run_campaign(
         closing: &mut closing,
     };
     let resigned = loop {
+        // The transient store error this attempt failed with.
+        let mut failing = None;
         let released = client.listen(&name);
         // A lease answered past its deadline is given back as never held: no term begins.
         let mut attempt = std::pin::pin!(client.take(name.clone(), AnsweredLate::GiveBack));
@@ -383,7 +420,7 @@ async fn run_campaign(
                     break None;
                 };
                 leader.set(Some(guard.handle()));
-                leader.attempted.fire();
+                leader.answered(None);
                 // No strong reference while leading, so dropping the last `Leader` stops this.
                 drop(leader);
                 let mut term = Term::new(guard, Arc::clone(&working), token.shutdown());
@@ -431,6 +468,7 @@ async fn run_campaign(
             Ok(Ok(None)) => retry,
             Ok(Err(error)) if error.is_transient() => {
                 tracing::warn!(lease = %name, error = %crate::ErrorChain(&error), "campaign attempt failed; retrying");
+                failing = Some(Arc::new(error));
                 ticks(backoff.next_pause())
             }
             Ok(Err(Error::ShuttingDown { .. })) => break None,
@@ -443,7 +481,7 @@ async fn run_campaign(
             }
         };
         if let Some(leader) = shared.upgrade() {
-            leader.attempted.fire();
+            leader.answered(failing);
         }
         let wait = handover::pause(
             released,

@@ -44,7 +44,7 @@ impl Signal {
 
     /// Completes once it has fired (at once if it has). Holds no reference to the signal, so
     /// it may outlive it: a dropped signal counts as fired.
-    pub(crate) fn fired(&self) -> impl Future<Output = ()> + Send + Unpin + 'static {
+    pub(crate) fn fired(&self) -> impl Future<Output = ()> + Send + Unpin + 'static + use<> {
         self.fired.clone().map(|_| ())
     }
 }

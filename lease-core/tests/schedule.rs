@@ -446,6 +446,65 @@ async fn the_leaders_first_round_runs_as_the_schedule_starts() {
     assert_eq!((stats.ran, stats.skipped), (1, 0), "{stats:?}");
 }
 
+/// A store that does not answer as the schedule starts (a database still starting, a blip):
+/// the first round waits for the campaign's next attempt and runs once it leads, about a
+/// backoff later. Before, the round was skipped, counted as one another instance had, and the
+/// job waited an hour for its next round.
+#[tokio::test(start_paused = true)]
+async fn a_leaders_round_that_falls_while_the_store_fails_runs_once_the_campaign_leads() {
+    let runs = Runs::default();
+    let started = Instant::now();
+    let store = common::Faulty::new(tokio_memory());
+    store.set(common::Mode::Fail);
+    let client = fast_client(store.clone());
+    let alerts = client
+        .schedule_on_leader("alerts", every(3600), {
+            let runs = runs.clone();
+            move |_| {
+                runs.record(started, "a");
+                async {}
+            }
+        })
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    assert_eq!(runs.times(), Vec::<u128>::new());
+    store.set(common::Mode::Pass);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(runs.times().len(), 1, "{:?}", runs.times());
+    let stats = alerts.stats();
+    assert_eq!(
+        (stats.ran, stats.skipped, stats.failed),
+        (1, 0, 0),
+        "{stats:?}"
+    );
+}
+
+/// While the store fails, a leader schedule's rounds fail, counted as a plain schedule's
+/// rounds whose acquisitions fail (a health check reads `failed`), not as rounds another
+/// instance had; each waits for the campaign's next attempt, within the acquire backoff's
+/// longest pause and the store timeout, so none runs late without a lease nor hangs.
+#[tokio::test(start_paused = true)]
+async fn a_leaders_rounds_while_the_store_fails_count_as_failed() {
+    let store = common::Faulty::new(tokio_memory());
+    store.set(common::Mode::Fail);
+    let client = fast_client(store.clone());
+    let alerts = client
+        .schedule_on_leader("alerts", every(1), |_| async {})
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let failing = alerts.stats();
+    assert!(failing.failed >= 3, "{failing:?}");
+    assert_eq!((failing.ran, failing.skipped), (0, 0), "{failing:?}");
+    store.set(common::Mode::Pass);
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let stats = alerts.stats();
+    assert!(
+        stats.ran >= 5,
+        "the rounds did not run again once the store answered: {stats:?}"
+    );
+    assert_eq!(stats.skipped, 0, "{stats:?}");
+}
+
 /// A leader schedule of `alerts` every `seconds`, on a store that refuses every call with a
 /// permanent error until the test lets it answer.
 fn refused_leader_schedule(seconds: u64) -> (Arc<common::Faulty>, Scheduled) {

@@ -7,11 +7,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures::future::{self, BoxFuture, Either, FutureExt};
 
-use crate::clock::Clock;
+use crate::clock::{Clock, ticks};
 use crate::guard::LeaseHandle;
 use crate::schedule::{EndsWhenDropped, Jitter, Round, Rounds, Schedule, Scheduled, Ticks};
 use crate::shutdown::{Kind, Token};
-use crate::{Error, IntoLeaseName, Leader, LeaseClient, LossReason, RunOptions, RunOutcome};
+use crate::{
+    Error, IntoLeaseName, Leader, LeaseClient, LossReason, RunOptions, RunOutcome, WorkUnderTerm,
+};
 
 impl LeaseClient {
     /// Runs `work` on `schedule`: at each round every instance tries to take the lease `name`,
@@ -131,17 +133,24 @@ impl LeaseClient {
     /// start, so a new leader's first round may fall anywhere within the period. Work
     /// whose lease is lost while it runs is stopped, the loss checked before each poll of the
     /// work, as [`run_exclusive`](LeaseClient::run_exclusive) does, and the term's lease is
-    /// freed only once the round's work has stopped (a round in a blocking step stops when the
-    /// step ends; the lease is renewed once as the campaign begins to wait for it, and one that
-    /// has not stopped within the store timeout leaves the lease to lapse one TTL after that
-    /// renewal: see [`WorkUnderTerm`](crate::WorkUnderTerm)), so the next leader does not run
-    /// beside it, unless the step outlasts that TTL. The campaign ends, giving
+    /// freed only once the round's work has stopped, so the next leader does not run beside it.
+    /// A round in a blocking step stops only when the step ends: where the term is given back
+    /// (the schedule stops, the client shuts down), the lease is renewed once as the campaign
+    /// begins to wait for the round, and one that has not stopped within the store timeout
+    /// leaves the lease to lapse one TTL after that renewal; where the term's lease is lost
+    /// (renewals failed past its deadline, another instance took it), nothing can keep it, and
+    /// the next leader may start once its row expires, a safety margin after its local
+    /// deadline, beside a step still running (see [`WorkUnderTerm`](crate::WorkUnderTerm);
+    /// fence the work's writes where that matters). The campaign ends, giving
     /// leadership back, when the schedule stops; the client's shutdown gives leadership back at
     /// once, and so stops a running round at once rather than after the grace period. A
     /// campaign that a permanent store error ended (see [`Leader::error`]) is started again at
     /// the next round, which runs as the new campaign's first attempt says: it fails (counted
     /// in [`ScheduleStats::failed`](crate::ScheduleStats::failed)) only while the store still
-    /// refuses.
+    /// refuses. A round that falls while the campaign's attempts fail (the store does not
+    /// answer) waits for the campaign's next attempt, at most the acquire backoff's longest
+    /// pause and the store timeout: it runs if this process leads then, and fails (counted in
+    /// `failed`, not `skipped`) if the attempt failed too.
     ///
     /// # Errors
     /// As [`schedule`](LeaseClient::schedule).
@@ -203,8 +212,9 @@ impl LeaseClient {
                 // `working` keeps the term's lease from being freed until the work below has
                 // stopped: told of the term's end in the middle of a synchronous step, the work
                 // stops only once the step is over.
-                let Some((lease, working)) = leader.lease_for_work() else {
-                    return Some(Round::Skipped);
+                let (lease, working) = match lease_for_round(&client, &leader, &rounds).await {
+                    Ok(taken) => taken,
+                    Err(ended) => return ended,
                 };
                 let token = client.enter(Kind::Run, rounds.name()).ok()?;
                 // A shutdown gives leadership back at once, so it stops the round at once too:
@@ -326,6 +336,53 @@ async fn run_rounds<R, Fut>(
     }
     drop(ends);
     drop(token);
+}
+
+/// The term's lease for a leader's round, and the work it counts under the term (see
+/// [`Leader::lease_for_work`]); or how the round ended without it: skipped where this process
+/// does not lead, failed where the campaign's attempts fail, `None` when the client shuts down.
+///
+/// Where the campaign's latest attempt failed (the store did not answer), nobody may lead:
+/// the round waits for its next attempt, within the longest pause of the acquire backoff and
+/// the store timeout, and runs if this process leads then (a blip of the database as an hourly
+/// schedule starts costs it no hour); otherwise it failed, counted as a plain schedule's round
+/// whose acquisition failed, not as a round another instance had.
+async fn lease_for_round(
+    client: &LeaseClient,
+    leader: &Leader,
+    rounds: &Rounds,
+) -> Result<(LeaseHandle, WorkUnderTerm), Option<Round>> {
+    if let Some(taken) = leader.lease_for_work() {
+        return Ok(taken);
+    }
+    let Some((_, next_attempt)) = leader.failing() else {
+        return Err(Some(Round::Skipped));
+    };
+    let clock = client.clock();
+    let config = client.config();
+    let longest = config
+        .acquire_backoff
+        .1
+        .saturating_add(config.store_timeout);
+    let give_up = clock.sleep_until(clock.now().saturating_add(ticks(longest)));
+    future::select(next_attempt, std::pin::pin!(give_up)).await;
+    if client.is_shutting_down() {
+        return Err(None);
+    }
+    if let Some(taken) = leader.lease_for_work() {
+        return Ok(taken);
+    }
+    match leader
+        .failing()
+        .map(|(error, _)| error)
+        .or_else(|| leader.error())
+    {
+        Some(error) => {
+            tracing::warn!(lease = %rounds.name(), error = %crate::ErrorChain(&*error), "leader's scheduled round failed: the campaign's attempts fail");
+            Err(Some(Round::Failed))
+        }
+        None => Err(Some(Round::Skipped)),
+    }
 }
 
 /// The leader's campaign of the moment.

@@ -18,7 +18,8 @@ pub struct ScheduleStats {
     pub skipped: u64,
     /// Rounds that fell while an earlier round still ran: skipped, not run late.
     pub missed: u64,
-    /// Rounds whose lease could not be taken because the store failed.
+    /// Rounds whose lease could not be taken because the store failed (on a leader's schedule,
+    /// because the campaign's attempts failed, or a permanent error ended it).
     pub failed: u64,
     /// Rounds whose work was stopped (or let finish, with
     /// [`OnLoss::Finish`](crate::OnLoss::Finish)): the lease was lost while the work ran, or
