@@ -39,6 +39,9 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
+/// The lease table when none is named.
+pub(crate) const DEFAULT_TABLE: &str = "leases";
+
 /// Where the leases are.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct Target {
@@ -53,13 +56,13 @@ pub(crate) struct Target {
     )]
     pub(crate) database_url: Option<String>,
 
-    /// The lease table, as `name` or `schema.name`.
+    /// The lease table, as `name` or `schema.name` (empty: the default).
     #[arg(
         long,
         short = 't',
         global = true,
         env = "LEASE_TABLE",
-        default_value = "leases",
+        default_value = DEFAULT_TABLE,
         value_name = "NAME"
     )]
     pub(crate) table: String,

@@ -44,7 +44,7 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("leasectl: cannot start: {error}");
+            say(&format!("cannot start: {error}"));
             return ExitCode::FAILURE;
         }
     };
@@ -56,11 +56,11 @@ fn main() -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Usage(message)) => {
-            eprintln!("leasectl: {message}");
+            say(&message);
             ExitCode::from(2)
         }
         Err(Failure::Failed(message)) => {
-            eprintln!("leasectl: {message}");
+            say(&message);
             ExitCode::FAILURE
         }
         Err(Failure::Reported) => ExitCode::FAILURE,
@@ -68,7 +68,12 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
-    let table = TableName::new(&cli.target.table).map_err(|e| Failure::Usage(e.to_string()))?;
+    // An empty name (`LEASE_TABLE=` passed on unset) names none: the default's.
+    let table = match cli.target.table.as_str() {
+        "" => args::DEFAULT_TABLE,
+        table => table,
+    };
+    let table = TableName::new(table).map_err(|e| Failure::Usage(e.to_string()))?;
     if let Command::Migrations {
         dialect,
         layout,
@@ -77,11 +82,17 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     {
         return print(&migrations::run(&table, *dialect, *layout, dir.as_deref())?);
     }
-    let url = cli.target.database_url.as_deref().ok_or_else(|| {
-        Failure::Usage(
-            "no database: pass --database-url URL or set DATABASE_URL (see --help)".to_owned(),
-        )
-    })?;
+    // An empty URL (`DATABASE_URL=` passed on unset, as docker-compose does) names none.
+    let url = cli
+        .target
+        .database_url
+        .as_deref()
+        .filter(|url| !url.is_empty())
+        .ok_or_else(|| {
+            Failure::Usage(
+                "no database: pass --database-url URL or set DATABASE_URL (see --help)".to_owned(),
+            )
+        })?;
     let opened = store::open(url, &table).await?;
     let store = opened.leases();
     let table = table.to_string();
@@ -98,7 +109,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             })?;
         }
         Command::Show { name, output } => {
-            let info = answered(format!("cannot read lease {name:?}"), store.inspect(&name))
+            // The store's error names the lease: said once.
+            let info = answered(format!("cannot read table {table}"), store.inspect(&name))
                 .await?
                 .ok_or_else(|| unknown(&name, &table))?;
             print(&match output.output {
@@ -186,6 +198,16 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Writes `message` to standard error as the tool's own (`leasectl: ...`). A standard error
+/// that cannot be written (a reader gone, as in `leasectl watch 2>&1 | head -1`) loses the
+/// message, not the exit code: `eprintln!` would panic, exiting 101.
+pub(crate) fn say(message: &str) {
+    use std::io::Write;
+
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "leasectl: {message}").and_then(|()| err.flush());
+}
+
 /// Writes `text` to standard output. A reader that went away (`leasectl list | head -1`) is not
 /// a failure of the command: the rest is dropped, as the reader asked; any other error writing
 /// is.
@@ -267,7 +289,8 @@ async fn release(
     fence: Option<Fence>,
     yes: bool,
 ) -> Result<String, Failure> {
-    let read = || format!("cannot read lease {name:?}");
+    // The store's error names the lease: said once.
+    let read = || format!("cannot read table {table}");
     // A name or holder is printed with its control characters escaped, as `list` prints it.
     let shown = render::printable(name.as_str());
     let info = answered(read(), store.inspect(name))
@@ -302,12 +325,8 @@ async fn release(
     )
     .await
     {
-        Ok(released) => released.map_err(|error| {
-            Failure::Failed(format!(
-                "cannot release lease {name:?}: {}",
-                ErrorChain(&error)
-            ))
-        })?,
+        Ok(released) => released
+            .map_err(|error| Failure::Failed(format!("not released: {}", ErrorChain(&error))))?,
         Err(_) => {
             return Err(Failure::Failed(format!(
                 "no answer to the release of lease {name:?} within {} s: it may or may not have \

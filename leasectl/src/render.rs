@@ -16,17 +16,39 @@ pub(crate) fn expires_in(info: &LeaseInfo) -> String {
 
 /// `text` (a lease's name or holder, which may hold any character but NUL) with its control
 /// characters escaped (`\n`, `\u{1b}`), so that a name cannot break a row in two or move the
-/// terminal's cursor; every other character as it is.
+/// terminal's cursor, and the characters that print nothing or reorder the text around them
+/// ([`is_invisible`]) escaped as well, so that two names that differ only by one never look
+/// the same, and none turns the columns of its row around; every other character as it is.
 pub(crate) fn printable(text: &str) -> String {
     text.chars()
         .map(|c| {
-            if c.is_control() {
+            if c.is_control() || is_invisible(c) {
                 c.escape_default().to_string()
             } else {
                 c.to_string()
             }
         })
         .collect()
+}
+
+/// Whether `c` prints nothing or reorders the text around it: Unicode's format characters
+/// that do (bidirectional marks, embeddings, overrides and isolates; zero-width spaces and
+/// joiners; the soft hyphen; invisible operators; the byte order mark; tags) and its line and
+/// paragraph separators, which a terminal may break a row at.
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{061C}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{E0000}'..='\u{E007F}'
+    )
 }
 
 /// Every lease as a table, with the database time it was read at.
@@ -177,6 +199,25 @@ mod tests {
             shown.contains("name:       a\\nfake-row\\u{1b}[2J\n"),
             "{shown}"
         );
+    }
+
+    /// A right-to-left override would print the rest of the row backwards (the holder and
+    /// fence seemingly swapped); a zero-width space would make `sweep` and `swe\u{200b}ep` two
+    /// rows of the same look; a line separator may break the row. Each is escaped; letters of
+    /// any script, and emoji, are not.
+    #[test]
+    fn characters_that_print_nothing_or_reorder_the_row_are_escaped() {
+        let lease = info("a\u{202e}b\u{200b}c\u{2028}d\u{feff}", 1, 60);
+        let listed = list(std::slice::from_ref(&lease), "leases");
+        assert!(
+            listed.contains("a\\u{202e}b\\u{200b}c\\u{2028}d\\u{feff} "),
+            "{listed}"
+        );
+        for invisible in ['\u{202e}', '\u{200b}', '\u{2028}', '\u{feff}'] {
+            assert!(!listed.contains(invisible), "{listed:?}");
+            assert!(!show(&lease).contains(invisible));
+        }
+        assert_eq!(printable("Zürich-日本-🦀"), "Zürich-日本-🦀");
     }
 
     #[test]

@@ -27,6 +27,14 @@ enum Kind {
     Sqlite,
 }
 
+/// `url` with its scheme (up to the first `:`) in lower case, as URLs compare schemes.
+fn lower_scheme(url: &str) -> String {
+    match url.split_once(':') {
+        Some((scheme, rest)) => format!("{}:{rest}", scheme.to_ascii_lowercase()),
+        None => url.to_owned(),
+    }
+}
+
 /// Which database `url` names, from its scheme.
 fn kind(url: &str) -> Option<Kind> {
     let scheme = url.split_once(':')?.0.to_ascii_lowercase();
@@ -169,6 +177,8 @@ impl Store {
 
 /// Connects to the database `url` names, and the lease table `table` in it.
 pub(crate) async fn open(url: &str, table: &TableName) -> Result<Store, Failure> {
+    // The scheme in lower case: sqlx reads `SQLite:leases.db` as a file of that name.
+    let url = &lower_scheme(url);
     let kind = kind(url).ok_or_else(|| {
         Failure::Usage(format!(
             "{}: expected postgres://, mysql://, mariadb:// or sqlite:",

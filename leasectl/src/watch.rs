@@ -49,14 +49,14 @@ pub(crate) async fn run(
                     "cannot list the leases in table {table}: {}",
                     ErrorChain(&error)
                 );
-                eprintln!("leasectl: {message}");
+                crate::say(&message);
                 last = Err(Failure::Reported);
                 None
             }
             Err(_) => {
                 let message =
                     crate::no_answer_text(&format!("cannot list the leases in table {table}"));
-                eprintln!("leasectl: {message}");
+                crate::say(&message);
                 last = Err(Failure::Reported);
                 None
             }

@@ -803,6 +803,19 @@ async fn a_missing_table_is_an_error_and_an_empty_one_says_so() {
         "{missing:?}"
     );
     assert!(missing.stderr.contains("no such table"), "{missing:?}");
+    // `show` and `release` name the lease once: the store's error names it.
+    for command in [&["show", "sweep"][..], &["release", "sweep", "--yes"]] {
+        let missing = run(&url, None, command);
+        assert_eq!(missing.code, 1, "{missing:?}");
+        assert_eq!(missing.stderr.matches("sweep").count(), 1, "{missing:?}");
+        assert!(
+            missing.stderr.starts_with(
+                "leasectl: cannot read table leases: lease store failed to inspect lease \"sweep\": \
+                 no such table: leases"
+            ),
+            "{missing:?}"
+        );
+    }
 
     store.setup().await.unwrap();
     let empty = run(&url, None, &["list"]);
@@ -913,6 +926,22 @@ async fn the_database_and_table_come_from_the_environment() {
         &[("DATABASE_URL", &url), ("LEASE_TABLE", "no such")],
     );
     assert_eq!(bad.code, 2, "{bad:?}");
+    // Empty variables (passed on unset, as docker-compose does) name nothing: no database, and
+    // the default table.
+    let no_url = leasectl_with_env(&["list"], &[("DATABASE_URL", "")]);
+    assert_eq!(no_url.code, 2, "{no_url:?}");
+    assert_eq!(
+        no_url.stderr,
+        "leasectl: no database: pass --database-url URL or set DATABASE_URL (see --help)\n"
+    );
+    let default = leasectl_with_env(&["list"], &[("DATABASE_URL", &url), ("LEASE_TABLE", "")]);
+    assert_eq!(default.stdout, "no leases in table leases\n", "{default:?}");
+    // A scheme in any case, as URLs compare them: SQLite's too, which sqlx alone would read
+    // as part of a file's name.
+    let upper = format!("SQLite{}", url.strip_prefix("sqlite").unwrap());
+    let listed = run(&upper, None, &["list"]);
+    assert_eq!(listed.code, 0, "{listed:?}");
+    assert_eq!(listed.stdout, "no leases in table leases\n", "{listed:?}");
 }
 
 #[tokio::test]
@@ -1002,6 +1031,40 @@ async fn a_reader_that_went_away_is_not_a_failure() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// `leasectl watch 2>&1 | head -1` on a table that cannot be read: the reader of standard error
+/// goes away after the first round's message. The next rounds' messages are lost, not turned
+/// into a panic (`eprintln!` panics on a closed pipe, exit code 101): the watch ends with the
+/// last round's code, 1.
+#[tokio::test]
+async fn a_reader_of_the_errors_that_went_away_is_no_panic() {
+    let dir = TempDir::new();
+    let (_store, url) = sqlite_table(&dir).await;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leasectl"))
+        .args([
+            "--database-url",
+            &url,
+            "--table",
+            "nope",
+            "watch",
+            "-i",
+            "100ms",
+            "-n",
+            "3",
+        ])
+        .env_remove("DATABASE_URL")
+        .env_remove("LEASE_TABLE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
 }
 
 /// Output that cannot be written for another reason than a reader gone (`/dev/full`: no space
