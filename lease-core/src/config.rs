@@ -48,7 +48,9 @@ pub struct LeaseConfig {
     /// by the store timeout are renewed each in a call of its own, 32 at a time, until each
     /// succeeds: a row another transaction keeps locked then costs its own lease, not the
     /// others of its batch, while the pool has a connection more than the rows that stay
-    /// locked at once (each locked row's call holds one for its store timeout).
+    /// locked at once (each locked row's call holds one for its store timeout). A round's
+    /// calls go one after another; one that has not answered within an eighth of the store
+    /// timeout lets the next start beside it.
     pub renew_batch: usize,
     /// The first and the longest pause between attempts of
     /// [`acquire`](crate::LeaseClient::acquire); each pause is drawn at random up to a limit that

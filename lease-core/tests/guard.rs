@@ -89,6 +89,55 @@ async fn locked_rows_cost_their_own_leases(locked: usize) {
     }
 }
 
+/// Rows locked in several batches of one round (a client of more leases than a batch holds):
+/// a batch held up by its locked row lets the next start beside it after an eighth of the
+/// store timeout, so the batches after it are renewed in time. Before, each batch waited for
+/// the one before it to time out: four held up cost the round four store timeouts (1 s, past
+/// the 900 ms local validity), and the leases of the batches after them lapsed.
+#[tokio::test(start_paused = true)]
+async fn locked_rows_in_several_batches_cost_no_lease_of_the_batches_after_them() {
+    let store = Faulty::new(tokio_memory());
+    // `fast_client`'s settings (a store timeout of 250 ms), a lease a batch.
+    let client = LeaseClient::builder(store.clone(), TokioRuntime)
+        .ttl(Ttl::from_millis(1_000).unwrap())
+        .renew_every(Duration::from_millis(250))
+        .safety_margin(Duration::from_millis(100))
+        .renew_batch(1)
+        .build()
+        .unwrap();
+    // Batches go in the order the leases were taken: the locked ones first.
+    let mut stuck = Vec::new();
+    for n in 0..4 {
+        stuck.push(
+            client
+                .try_acquire(&format!("stuck-{n}"))
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    let mut others = Vec::new();
+    for name in ["alerts", "digest", "mail"] {
+        others.push(client.try_acquire(name).await.unwrap().unwrap());
+    }
+    for guard in &stuck {
+        store.lock_row(guard.name().as_str());
+    }
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        for guard in &others {
+            assert!(
+                guard.is_held(),
+                "{} lapsed behind the batches held up by locked rows",
+                guard.name()
+            );
+        }
+    }
+    for guard in &stuck {
+        assert_eq!(guard.lost().await, LossReason::DeadlinePassed);
+    }
+}
+
 /// Renewals refused at once (an outage that answers: a refused connection, a permission
 /// revoked) are no sign of a locked row: the leases stay renewed together, one statement a
 /// round, not one per lease.
