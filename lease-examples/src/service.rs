@@ -38,7 +38,8 @@ pub struct Config {
     pub listen: SocketAddr,
     /// This node's name, for the jobs that run once per node (`uptime:<node>`).
     pub node: String,
-    /// How long a shutdown lets running work finish before it stops it.
+    /// How long a shutdown lets running work finish before it stops it (a leader's round is
+    /// stopped at once, as its leadership is given back).
     pub grace: Duration,
     /// Whether releases notify the instances waiting for them (PostgreSQL only: `pg_notify`
     /// and `LISTEN`), so a rolling deploy hands each leadership over within milliseconds of the
@@ -102,7 +103,7 @@ fn scheme(url: &str) -> Option<&str> {
 
 /// Runs the service until `stop` completes (SIGTERM, in the binary), then shuts down
 /// gracefully: the client's shutdown stops the schedules, gives running work the grace period
-/// to finish and hands every lease back, and then the HTTP server stops taking requests (its
+/// to finish (a leader's round is stopped at once) and hands every lease back, and then the HTTP server stops taking requests (its
 /// readiness said "shutting down" meanwhile). Calls `listening` with the
 /// address the server took, before the jobs start. Answers what the shutdown did; when `stop`
 /// completes while the store connects (a database that does not answer), at once, with a report
