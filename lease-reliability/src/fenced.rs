@@ -2,13 +2,16 @@
 //! history.
 //!
 //! The protected table [`Protected`] holds one row per committed write: its `seq`, taken from
-//! a one-row counter in the same transaction, and the fence of the lease it was written under.
+//! a one-row counter in the same transaction, the fence of the lease it was written under, and
+//! the fence the lease's row had as the transaction read it (`seen`).
 //! The counter's row lock is held until the transaction ends, so writers take it one at a time
 //! and `seq` is the commit order (an identity column would not be: it is assigned at insert,
 //! and transactions commit in another order). [`FencedWrites::write`] runs one such
 //! transaction, checked by the driver's fenced function when asked to;
 //! [`check`] reads the history and finds every write a holder committed after a greater
-//! fence's first one, and every fence written by two workers.
+//! fence's first one, or in a transaction that read a greater fence in the lease's row (a
+//! holder that took the lease and had not written yet), and every fence written by two
+//! workers.
 
 use async_trait::async_trait;
 use lease_core::{BoxError, Error, LeaseHandle, StoreErrorKind};
@@ -25,7 +28,7 @@ use crate::diesel::Diesel;
 use crate::factory::{Sqlx, StoreFactory};
 
 /// The tables of one protected resource: `<prefix>_counter` (one row, `n`) and
-/// `<prefix>_writes` (`seq`, `fence`, `worker`).
+/// `<prefix>_writes` (`seq`, `fence`, `worker`, `seen`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Protected {
     prefix: String,
@@ -62,7 +65,7 @@ impl Protected {
             format!("INSERT INTO {} (n) VALUES (0)", self.counter()),
             format!(
                 "CREATE TABLE {} (seq BIGINT NOT NULL PRIMARY KEY, fence BIGINT NOT NULL, \
-                 worker VARCHAR(32) NOT NULL)",
+                 worker VARCHAR(32) NOT NULL, seen BIGINT NULL)",
                 self.writes()
             ),
         ]
@@ -86,24 +89,36 @@ impl Protected {
         format!("SELECT n FROM {}", self.counter())
     }
 
-    fn insert(&self, seq: i64, fence: u64, worker: &str) -> String {
+    /// Reads the fence in the row of the lease `lease` in the lease table `table`, with a plain
+    /// read (no lock: a locking read would hold the holder's renewals and the takeovers up, as
+    /// the fenced check does, and so fence the control). Read after the counter's bump, so that
+    /// a transaction held up there reads the row as it is when it goes on; on PostgreSQL and in
+    /// SQLite that is the row's latest committed state, on MariaDB the transaction's snapshot
+    /// (which may only miss a later acquisition).
+    fn read_seen(table: &str, lease: &str) -> String {
+        // `table` and `lease` are names the scenario made, plain identifiers.
+        format!("SELECT fence FROM {table} WHERE name = '{lease}'")
+    }
+
+    fn insert(&self, seq: i64, fence: u64, worker: &str, seen: Option<i64>) -> String {
         // `worker` is a label the scenario made (`w0`, `w1`, ...), never outside input.
+        let seen = seen.map_or_else(|| "NULL".to_owned(), |seen| seen.to_string());
         format!(
-            "INSERT INTO {} (seq, fence, worker) VALUES ({seq}, {fence}, '{worker}')",
+            "INSERT INTO {} (seq, fence, worker, seen) VALUES ({seq}, {fence}, '{worker}', {seen})",
             self.writes()
         )
     }
 
     fn select(&self) -> String {
         format!(
-            "SELECT seq, fence, worker FROM {} ORDER BY seq",
+            "SELECT seq, fence, worker, seen FROM {} ORDER BY seq",
             self.writes()
         )
     }
 }
 
-/// One committed write: its place in commit order, the fence it was written under and the
-/// worker that wrote it.
+/// One committed write: its place in commit order, the fence it was written under, the
+/// worker that wrote it, and the fence its transaction read in the lease's row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Write {
     /// Commit order, from the counter.
@@ -112,6 +127,8 @@ pub struct Write {
     pub fence: i64,
     /// The writer's label (`w0`, `w1`, ...).
     pub worker: String,
+    /// The fence in the lease's row as the write's transaction read it (`None`: no row).
+    pub seen: Option<i64>,
 }
 
 /// Writes to a [`Protected`] table through a factory's stores.
@@ -174,14 +191,19 @@ macro_rules! sqlx_writes {
                 worker: &str,
             ) -> Result<i64, BoxError> {
                 // The job: bump the counter, read it, insert the write with its place.
+                let read_seen =
+                    Protected::read_seen(&store.table().to_string(), lease.name().as_str());
                 let job = async |tx: &mut <$db as sqlx::Database>::Connection| {
                     sqlx::raw_sql(AssertSqlSafe(protected.bump()))
                         .execute(&mut *tx)
                         .await?;
+                    let seen: Option<i64> = sqlx::query_scalar(AssertSqlSafe(read_seen.clone()))
+                        .fetch_optional(&mut *tx)
+                        .await?;
                     let seq: i64 = sqlx::query_scalar(AssertSqlSafe(protected.read_counter()))
                         .fetch_one(&mut *tx)
                         .await?;
-                    let insert = protected.insert(seq, lease.fence().get(), worker);
+                    let insert = protected.insert(seq, lease.fence().get(), worker, seen);
                     sqlx::raw_sql(AssertSqlSafe(insert))
                         .execute(&mut *tx)
                         .await?;
@@ -204,13 +226,18 @@ macro_rules! sqlx_writes {
                 store: &SqlxStore<$db>,
                 protected: &Protected,
             ) -> Result<Vec<Write>, BoxError> {
-                let rows: Vec<(i64, i64, String)> =
+                let rows: Vec<(i64, i64, String, Option<i64>)> =
                     sqlx::query_as(AssertSqlSafe(protected.select()))
                         .fetch_all(store.executor().pool())
                         .await?;
                 Ok(rows
                     .into_iter()
-                    .map(|(seq, fence, worker)| Write { seq, fence, worker })
+                    .map(|(seq, fence, worker, seen)| Write {
+                        seq,
+                        fence,
+                        worker,
+                        seen,
+                    })
                     .collect())
             }
         }
@@ -228,6 +255,12 @@ struct Counter {
 }
 
 #[derive(diesel::QueryableByName)]
+struct Seen {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    fence: i64,
+}
+
+#[derive(diesel::QueryableByName)]
 struct WriteRow {
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     seq: i64,
@@ -235,6 +268,8 @@ struct WriteRow {
     fence: i64,
     #[diesel(sql_type = diesel::sql_types::Text)]
     worker: String,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::BigInt>)]
+    seen: Option<i64>,
 }
 
 macro_rules! diesel_writes {
@@ -250,12 +285,18 @@ macro_rules! diesel_writes {
                 worker: &str,
             ) -> Result<i64, BoxError> {
                 // The job: bump the counter, read it, insert the write with its place.
+                let read_seen =
+                    Protected::read_seen(&store.table().to_string(), lease.name().as_str());
                 let job = async |conn: &mut $conn| {
                     conn.batch_execute(&protected.bump()).await?;
+                    let seen: Vec<Seen> = diesel::sql_query(read_seen.clone())
+                        .load(&mut *conn)
+                        .await?;
                     let counter: Counter = diesel::sql_query(protected.read_counter())
                         .get_result(&mut *conn)
                         .await?;
-                    let insert = protected.insert(counter.n, lease.fence().get(), worker);
+                    let seen = seen.into_iter().next().map(|seen| seen.fence);
+                    let insert = protected.insert(counter.n, lease.fence().get(), worker, seen);
                     conn.batch_execute(&insert).await?;
                     Ok::<_, BoxError>(counter.n)
                 };
@@ -296,6 +337,7 @@ macro_rules! diesel_writes {
                         seq: row.seq,
                         fence: row.fence,
                         worker: row.worker,
+                        seen: row.seen,
                     })
                     .collect())
             }
@@ -307,22 +349,35 @@ diesel_writes!(AsyncPgConnection);
 diesel_writes!(AsyncMysqlConnection);
 diesel_writes!(AsyncSqliteConnection);
 
-/// A write committed, in commit order, after the first committed write of a greater fence.
+/// A write committed, in commit order, after the first committed write of a greater fence, or
+/// in a transaction that read a greater fence in the lease's row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StaleWrite {
     /// The stale write.
     pub write: Write,
-    /// The greatest fence committed before it.
+    /// The greatest fence committed before it, or read by its transaction in the lease's row
+    /// where that is greater.
     pub behind: i64,
+    /// Whether `behind` is a fence that had written before it; otherwise one its transaction
+    /// read in the lease's row, taken and not written under yet.
+    pub written: bool,
 }
 
 impl std::fmt::Display for StaleWrite {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "write {} under fence {} committed after fence {} had written",
-            self.write.seq, self.write.fence, self.behind
-        )
+        let (seq, fence, behind) = (self.write.seq, self.write.fence, self.behind);
+        if self.written {
+            write!(
+                f,
+                "write {seq} under fence {fence} committed after fence {behind} had written"
+            )
+        } else {
+            write!(
+                f,
+                "write {seq} under fence {fence} committed in a transaction that read fence \
+                 {behind} in the lease's row"
+            )
+        }
     }
 }
 
@@ -365,7 +420,9 @@ pub struct Verdict {
 }
 
 /// Checks a history of writes: taken in `seq` order, no write's fence may be below the
-/// greatest fence of an earlier write, and every write of one fence comes from one worker.
+/// greatest fence of an earlier write, nor below the fence its transaction read in the lease's
+/// row (a greater one there was taken by another holder before this write committed), and
+/// every write of one fence comes from one worker.
 ///
 /// The second rule holds because each acquisition hands out a fence of its own (fences strictly
 /// increase per name with every acquisition) and a worker label names one process, which never
@@ -400,10 +457,12 @@ pub fn check(writes: &[Write]) -> Verdict {
     let mut greatest = i64::MIN;
     for write in sorted {
         let fence = write.fence;
-        if fence < greatest {
+        let seen = write.seen.unwrap_or(i64::MIN);
+        if fence < greatest.max(seen) {
             verdict.stale.push(StaleWrite {
                 write,
-                behind: greatest,
+                behind: greatest.max(seen),
+                written: greatest >= seen,
             });
         }
         greatest = greatest.max(fence);
@@ -428,6 +487,7 @@ mod tests {
             seq,
             fence,
             worker: worker.to_owned(),
+            seen: Some(fence),
         }
     }
 
@@ -448,13 +508,49 @@ mod tests {
             [
                 StaleWrite {
                     write: write(3, 3, "w3"),
-                    behind: 4
+                    behind: 4,
+                    written: true,
                 },
                 StaleWrite {
                     write: write(5, 2, "w2"),
-                    behind: 4
+                    behind: 4,
+                    written: true,
                 },
             ]
+        );
+    }
+
+    /// A holder held up in its transaction commits after another took the lease, before the
+    /// new holder's first write (which waits for the row the first one locked): in commit
+    /// order no greater fence wrote before it, but its transaction read the greater one in
+    /// the lease's row. A write whose transaction read a lesser fence (its own lease taken
+    /// again after a release, read before) or none is not stale for that.
+    #[test]
+    fn a_write_that_read_a_greater_fence_in_the_lease_row_is_stale() {
+        let mut late = write(2, 3, "w3");
+        late.seen = Some(4);
+        let mut unread = write(4, 4, "w4");
+        unread.seen = None;
+        let mut earlier = write(5, 5, "w5");
+        earlier.seen = Some(4);
+        let verdict = check(&[
+            write(1, 3, "w3"),
+            late.clone(),
+            write(3, 4, "w4"),
+            unread,
+            earlier,
+        ]);
+        assert_eq!(
+            verdict.stale,
+            [StaleWrite {
+                write: late,
+                behind: 4,
+                written: false,
+            }]
+        );
+        assert_eq!(
+            verdict.stale[0].to_string(),
+            "write 2 under fence 3 committed in a transaction that read fence 4 in the lease's row"
         );
     }
 

@@ -8,11 +8,14 @@
 //! connections through a proxy past the TTL, cuts them, or releases its lease on its behalf, as
 //! an operator's forced release does (the holder, whose local deadline is far off, learns it
 //! only from the database's check or its next renewal). The table
-//! records each write's fence and its place in commit order (see `lease_reliability::fenced`);
-//! the checker proves that no holder committed a write after the first committed write of a
-//! greater fence and that no fence was written by two workers, and the fenced runs of a database and driver together must count at least
-//! one write refused by the database's check itself (not only by a guard that already knew),
-//! whenever they made two forced releases or more. A renewal can learn of a forced release
+//! records each write's fence, its place in commit order and the fence its transaction read
+//! in the lease's row (see `lease_reliability::fenced`); the checker proves that no holder
+//! committed a write after the first committed write of a greater fence, nor in a transaction
+//! that read a greater fence in the lease's row (a holder held up in its transaction commits
+//! before the new holder's first write, which waits for the row it locked), and that no fence
+//! was written by two workers. The fenced runs of a database and driver together must count at
+//! least one write refused by the database's check itself (not only by a guard that already
+//! knew) whenever they made two forced releases or more, and each run alone that made four. A renewal can learn of a forced release
 //! before the holder's next write (about one in ten), so in a fenced run every fault after the
 //! second is a forced release until the check has refused a write.
 //!
@@ -569,6 +572,16 @@ fn run(db: Db, driver: Driver) {
         counts.expect(outcome.refused >= 1, || {
             "no fenced write was ever refused".into()
         });
+        // The database's own refusals, asked of each run where forced releases were many (the
+        // faults go on forcing releases until the check has refused a write): summed alone
+        // over the runs below, a run whose check answered with another error than the
+        // refusal would hide behind another run's.
+        counts.expect(outcome.kinds[3] < 4 || outcome.checks_not_held >= 1, || {
+            format!(
+                "{} forced releases and no write refused by the database's check",
+                outcome.kinds[3]
+            )
+        });
         reports.push(counts);
     }
     // Evidence that the database's check itself kept a write out, not only the holders'
@@ -606,12 +619,19 @@ fn run(db: Db, driver: Driver) {
     {
         let [pauses, stalls, cuts, releases] = outcome.kinds;
         eprintln!(
-            "{backend} {run}: {} writes under {} fences, {} stale, {} fences shared, {} refused \
-             ({} by the database's check), {} failed; {pauses} pauses, {stalls} stalls, {cuts} \
-             cuts, {releases} forced releases, {} takeovers",
+            "{backend} {run}: {} writes under {} fences, {} stale ({} only by the fence read \
+             in the lease's row), {} fences shared, {} refused ({} by the database's check), {} \
+             failed; {pauses} pauses, {stalls} stalls, {cuts} cuts, {releases} forced releases, \
+             {} takeovers",
             outcome.verdict.writes,
             outcome.verdict.fences,
             outcome.verdict.stale.len(),
+            outcome
+                .verdict
+                .stale
+                .iter()
+                .filter(|stale| !stale.written)
+                .count(),
             outcome.verdict.shared.len(),
             outcome.refused,
             outcome.checks_not_held,
