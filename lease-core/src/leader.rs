@@ -320,6 +320,8 @@ impl Shared {
         let mut state = self.state();
         state.current = None;
         state.ended = true;
+        // No attempt fails any more: a permanent error, if one ended it, is `error`.
+        state.failing = None;
         if std::mem::take(&mut state.told) {
             for watcher in &state.watchers {
                 let _ = watcher.unbounded_send(false);

@@ -362,27 +362,39 @@ impl Renewer {
     }
 
     /// Renews `leases`, a statement per batch, one batch after the other; a batch that has not
-    /// answered within [`STAGGER`] of the store timeout lets the next start beside it. A row
-    /// another transaction keeps locked holds its statement up to the store timeout: batches
-    /// sent strictly one after the other would each wait for the one before, and locked rows
-    /// in a few batches would delay the last batches past their leases' deadlines. Healthy
-    /// statements answer well within that, so a client renews on one connection at a time; a
-    /// held-up one costs the batches after it a fraction of the store timeout, and a
-    /// connection each while it waits.
+    /// answered within [`STAGGER`] of the store timeout lets the next start beside it, and
+    /// goes on waiting for its answer there. A row another transaction keeps locked holds its
+    /// statement up to the store timeout: batches sent strictly one after the other would each
+    /// wait for the one before, and locked rows in a few batches would delay the last batches
+    /// past their leases' deadlines. Healthy statements answer well within that, so a client
+    /// renews on one connection at a time; each held-up batch costs the batches after it that
+    /// fraction of the store timeout once (the next batch waits for its own answer only), and
+    /// a connection while it waits.
     async fn renew_batches(&self, leases: &[Arc<Held>]) {
         let in_flight = self.in_flight.lock().await;
         let patience = self.store.timeout() / STAGGER;
-        let mut running = futures::stream::FuturesUnordered::new();
+        // The batches held up past their patience, still waiting for their answers.
+        let mut held_up = futures::stream::FuturesUnordered::new();
         for batch in leases.chunks(self.batch) {
-            running.push(self.renew_batch(batch));
-            let answered = async { while running.next().await.is_some() {} };
-            future::select(
-                std::pin::pin!(answered),
-                std::pin::pin!(self.clock().runtime().sleep(patience)),
-            )
-            .await;
+            let mut newest = Box::pin(self.renew_batch(batch));
+            let answered = {
+                // The held-up batches are polled meanwhile, so that each is answered, or cut
+                // by the store timeout, as it comes.
+                let others = std::pin::pin!(async {
+                    while held_up.next().await.is_some() {}
+                    future::pending::<()>().await;
+                });
+                let patience = future::select(self.clock().runtime().sleep(patience), others);
+                matches!(
+                    future::select(newest.as_mut(), patience).await,
+                    Either::Left(_)
+                )
+            };
+            if !answered {
+                held_up.push(newest);
+            }
         }
-        while running.next().await.is_some() {}
+        while held_up.next().await.is_some() {}
         drop(in_flight);
     }
 

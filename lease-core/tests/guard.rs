@@ -91,11 +91,24 @@ async fn locked_rows_cost_their_own_leases(locked: usize) {
 
 /// Rows locked in several batches of one round (a client of more leases than a batch holds):
 /// a batch held up by its locked row lets the next start beside it after an eighth of the
-/// store timeout, so the batches after it are renewed in time. Before, each batch waited for
-/// the one before it to time out: four held up cost the round four store timeouts (1 s, past
-/// the 900 ms local validity), and the leases of the batches after them lapsed.
+/// store timeout, and the batches after that wait for their own answers only, so they are
+/// renewed in time. Before, each batch waited for the one before it to time out: four held up
+/// first cost the round four store timeouts (1 s, past the 900 ms local validity), and the
+/// leases of the batches after them lapsed. With a held-up batch every eighth, one is always
+/// waiting: batches that waited for every batch still running went out an eighth of the store
+/// timeout apart, the last 970 ms into the round.
 #[tokio::test(start_paused = true)]
 async fn locked_rows_in_several_batches_cost_no_lease_of_the_batches_after_them() {
+    let first_four: Vec<bool> = (0..7).map(|n| n < 4).collect();
+    let every_eighth: Vec<bool> = (0..32).map(|n| n % 8 == 0).collect();
+    for locked in [first_four, every_eighth] {
+        locked_batches_cost_their_own_leases(&locked).await;
+    }
+}
+
+/// A lease a batch, taken in the order of `locked` (batches go in the order leases were
+/// taken), each whose entry is true with its row locked after it was taken.
+async fn locked_batches_cost_their_own_leases(locked: &[bool]) {
     let store = Faulty::new(tokio_memory());
     // `fast_client`'s settings (a store timeout of 250 ms), a lease a batch.
     let client = LeaseClient::builder(store.clone(), TokioRuntime)
@@ -105,20 +118,18 @@ async fn locked_rows_in_several_batches_cost_no_lease_of_the_batches_after_them(
         .renew_batch(1)
         .build()
         .unwrap();
-    // Batches go in the order the leases were taken: the locked ones first.
-    let mut stuck = Vec::new();
-    for n in 0..4 {
-        stuck.push(
-            client
-                .try_acquire(&format!("stuck-{n}"))
-                .await
-                .unwrap()
-                .unwrap(),
-        );
-    }
-    let mut others = Vec::new();
-    for name in ["alerts", "digest", "mail"] {
-        others.push(client.try_acquire(name).await.unwrap().unwrap());
+    let (mut stuck, mut others) = (Vec::new(), Vec::new());
+    for (n, &locked) in locked.iter().enumerate() {
+        let guard = client
+            .try_acquire(&format!("lease-{n}"))
+            .await
+            .unwrap()
+            .unwrap();
+        if locked {
+            stuck.push(guard);
+        } else {
+            others.push(guard);
+        }
     }
     for guard in &stuck {
         store.lock_row(guard.name().as_str());
@@ -128,8 +139,10 @@ async fn locked_rows_in_several_batches_cost_no_lease_of_the_batches_after_them(
         for guard in &others {
             assert!(
                 guard.is_held(),
-                "{} lapsed behind the batches held up by locked rows",
-                guard.name()
+                "{} lapsed behind the batches held up by locked rows ({} of {})",
+                guard.name(),
+                stuck.len(),
+                locked.len()
             );
         }
     }

@@ -466,7 +466,8 @@ async fn a_leaders_round_that_falls_while_the_store_fails_runs_once_the_campaign
             }
         })
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(30)).await;
+    // Before the campaign's next attempt, which waits at least half the first backoff (25 ms).
+    tokio::time::sleep(Duration::from_millis(10)).await;
     assert_eq!(runs.times(), Vec::<u128>::new());
     store.set(common::Mode::Pass);
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -476,6 +477,42 @@ async fn a_leaders_round_that_falls_while_the_store_fails_runs_once_the_campaign
         (stats.ran, stats.skipped, stats.failed),
         (1, 0, 0),
         "{stats:?}"
+    );
+}
+
+/// A leader schedule stopped while its round waits for the campaign's next attempt (the
+/// store failing) stops at once, and no round runs after the stop, though the store answers
+/// again at once.
+#[tokio::test(start_paused = true)]
+async fn a_leader_schedule_stopped_while_its_round_waits_for_the_store_stops_at_once() {
+    let store = common::Faulty::new(tokio_memory());
+    store.set(common::Mode::Fail);
+    let client = fast_client(store.clone());
+    let runs = Runs::default();
+    let started = Instant::now();
+    let alerts = client
+        .schedule_on_leader("alerts", every(3600), {
+            let runs = runs.clone();
+            move |_| {
+                runs.record(started, "a");
+                async {}
+            }
+        })
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    store.set(common::Mode::Pass);
+    let stopping = Instant::now();
+    alerts.stop().await;
+    assert!(
+        stopping.elapsed() < Duration::from_millis(25),
+        "the stop waited {:?}",
+        stopping.elapsed()
+    );
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        runs.times(),
+        Vec::<u128>::new(),
+        "a round ran after the stop"
     );
 }
 

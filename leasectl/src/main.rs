@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use lease_core::{DynLeaseStore, Error, ErrorChain, Fence, LeaseName};
+use lease_core::{DynLeaseStore, Error, ErrorChain, Fence, LeaseInfo, LeaseName};
 use lease_sqlx::TableName;
 
 use crate::args::{Cli, Command, Output};
@@ -109,8 +109,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             })?;
         }
         Command::Show { name, output } => {
-            // The store's error names the lease: said once.
-            let info = answered(format!("cannot read table {table}"), store.inspect(&name))
+            let info = read_lease(store, &name, &table)
                 .await?
                 .ok_or_else(|| unknown(&name, &table))?;
             print(&match output.output {
@@ -259,6 +258,25 @@ async fn answered_or<T>(
     }
 }
 
+/// The lease `name` in `table`, or a failure that names it once: the store's error names it,
+/// and a failure to answer in time says which lease was read.
+async fn read_lease(
+    store: &DynLeaseStore,
+    name: &LeaseName,
+    table: &str,
+) -> Result<Option<LeaseInfo>, Failure> {
+    match tokio::time::timeout(store::ANSWER_TIMEOUT, store.inspect(name)).await {
+        Ok(Ok(info)) => Ok(info),
+        Ok(Err(error)) => Err(Failure::Failed(format!(
+            "cannot read table {table}: {}",
+            ErrorChain(&error)
+        ))),
+        Err(_) => Err(no_answer(&format!(
+            "cannot read lease {name:?} in table {table}"
+        ))),
+    }
+}
+
 fn no_answer(what: &str) -> Failure {
     Failure::Failed(no_answer_text(what))
 }
@@ -289,11 +307,9 @@ async fn release(
     fence: Option<Fence>,
     yes: bool,
 ) -> Result<String, Failure> {
-    // The store's error names the lease: said once.
-    let read = || format!("cannot read table {table}");
     // A name or holder is printed with its control characters escaped, as `list` prints it.
     let shown = render::printable(name.as_str());
-    let info = answered(read(), store.inspect(name))
+    let info = read_lease(store, name, table)
         .await?
         .ok_or_else(|| unknown(name, table))?;
     if info.is_expired() {
@@ -346,7 +362,7 @@ async fn release(
         ));
     }
     // The lease changed between the read and the release: say what it is now.
-    match answered(read(), store.inspect(name)).await? {
+    match read_lease(store, name, table).await? {
         None => Ok(format!(
             "{shown} was released by its holder in the meantime: nothing left to release\n"
         )),

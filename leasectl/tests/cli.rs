@@ -602,6 +602,8 @@ async fn a_locked_table_is_reported_not_waited_for() {
     let waited = started.elapsed();
     // A write the tool gave up on may still run when the lock is freed: the message says so.
     let prune = run(&url, Some(&table), &["prune", "--released-for", "1h"]);
+    // A read of one lease names it, as a store's error would.
+    let show = run(&url, Some(&table), &["show", "sweep"]);
     // Ended by the server already, when the tool waited that long.
     let _ = console.rollback().await;
     pool.execute(sqlx::AssertSqlSafe(format!("DROP TABLE {table}")))
@@ -619,6 +621,14 @@ async fn a_locked_table_is_reported_not_waited_for() {
         prune.stderr.contains("did not answer within 10 s")
             && prune.stderr.contains("may still be deleted"),
         "{prune:?}"
+    );
+    assert_eq!(show.code, 1, "{show:?}");
+    assert!(
+        show.stderr.starts_with(&format!(
+            "leasectl: cannot read lease \"sweep\" in table {table}: the database did not answer \
+             within 10 s"
+        )),
+        "{show:?}"
     );
 }
 

@@ -346,7 +346,8 @@ async fn run_rounds<R, Fut>(
 /// the round waits for its next attempt, within the longest pause of the acquire backoff and
 /// the store timeout, and runs if this process leads then (a blip of the database as an hourly
 /// schedule starts costs it no hour); otherwise it failed, counted as a plain schedule's round
-/// whose acquisition failed, not as a round another instance had.
+/// whose acquisition failed, not as a round another instance had. A stop of the schedule or
+/// the client's shutdown ends the wait, and the schedule, without a round.
 async fn lease_for_round(
     client: &LeaseClient,
     leader: &Leader,
@@ -365,8 +366,10 @@ async fn lease_for_round(
         .1
         .saturating_add(config.store_timeout);
     let give_up = clock.sleep_until(clock.now().saturating_add(ticks(longest)));
-    future::select(next_attempt, std::pin::pin!(give_up)).await;
-    if client.is_shutting_down() {
+    // A stop or a shutdown asked for meanwhile ends the wait: no round starts after it.
+    let stop = future::select(rounds.stopped(), client.shutdown_state().closing());
+    future::select(next_attempt, future::select(std::pin::pin!(give_up), stop)).await;
+    if rounds.is_stop_asked() || client.is_shutting_down() {
         return Err(None);
     }
     if let Some(taken) = leader.lease_for_work() {

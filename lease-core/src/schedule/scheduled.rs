@@ -100,6 +100,11 @@ impl Rounds {
         self.stop.fired()
     }
 
+    /// Whether a stop was asked for.
+    pub(crate) fn is_stop_asked(&self) -> bool {
+        self.stop.is_fired()
+    }
+
     /// The loop is done.
     pub(crate) fn end(&self) {
         self.ended.fire();
