@@ -57,35 +57,9 @@ async fn a_held_lease_is_renewed_and_never_taken_over() {
 #[tokio::test(start_paused = true)]
 async fn a_locked_row_costs_its_own_lease_not_the_others_renewed_with_it() {
     for locked in [1, 20] {
-        locked_rows_cost_their_own_leases(locked).await;
-    }
-}
-
-async fn locked_rows_cost_their_own_leases(locked: usize) {
-    let store = Faulty::new(tokio_memory());
-    let client = fast_client(store.clone());
-    let mut stuck = Vec::new();
-    for n in 0..locked {
-        let name = format!("stuck-{n}");
-        stuck.push(client.try_acquire(&name).await.unwrap().unwrap());
-        store.lock_row(&name);
-    }
-    let mut others = Vec::new();
-    for name in ["alerts", "digest", "mail"] {
-        others.push(client.try_acquire(name).await.unwrap().unwrap());
-    }
-    for _ in 0..20 {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        for guard in &others {
-            assert!(
-                guard.is_held(),
-                "{} lapsed with the {locked} leases whose rows are locked",
-                guard.name()
-            );
-        }
-    }
-    for guard in &stuck {
-        assert_eq!(guard.lost().await, LossReason::DeadlinePassed);
+        let layout: Vec<bool> = (0..locked + 3).map(|n| n < locked).collect();
+        // The default batch: every lease in one statement.
+        locked_rows_cost_their_own_leases(&layout, 1_000).await;
     }
 }
 
@@ -102,20 +76,21 @@ async fn locked_rows_in_several_batches_cost_no_lease_of_the_batches_after_them(
     let first_four: Vec<bool> = (0..7).map(|n| n < 4).collect();
     let every_eighth: Vec<bool> = (0..32).map(|n| n % 8 == 0).collect();
     for locked in [first_four, every_eighth] {
-        locked_batches_cost_their_own_leases(&locked).await;
+        locked_rows_cost_their_own_leases(&locked, 1).await;
     }
 }
 
-/// A lease a batch, taken in the order of `locked` (batches go in the order leases were
-/// taken), each whose entry is true with its row locked after it was taken.
-async fn locked_batches_cost_their_own_leases(locked: &[bool]) {
+/// A lease for each entry of `locked`, taken in its order by a client with `fast_client`'s
+/// settings (a store timeout of 250 ms) renewing `batch` leases a statement (batches go in the
+/// order the leases were taken), the row of each whose entry is true locked once all are
+/// taken: the others are all renewed in time, and the locked ones lost by their deadline.
+async fn locked_rows_cost_their_own_leases(locked: &[bool], batch: usize) {
     let store = Faulty::new(tokio_memory());
-    // `fast_client`'s settings (a store timeout of 250 ms), a lease a batch.
     let client = LeaseClient::builder(store.clone(), TokioRuntime)
         .ttl(Ttl::from_millis(1_000).unwrap())
         .renew_every(Duration::from_millis(250))
         .safety_margin(Duration::from_millis(100))
-        .renew_batch(1)
+        .renew_batch(batch)
         .build()
         .unwrap();
     let (mut stuck, mut others) = (Vec::new(), Vec::new());
@@ -139,7 +114,7 @@ async fn locked_batches_cost_their_own_leases(locked: &[bool]) {
         for guard in &others {
             assert!(
                 guard.is_held(),
-                "{} lapsed behind the batches held up by locked rows ({} of {})",
+                "{} lapsed with the leases whose rows are locked ({} of {}, {batch} a batch)",
                 guard.name(),
                 stuck.len(),
                 locked.len()

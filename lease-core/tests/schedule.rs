@@ -452,20 +452,7 @@ async fn the_leaders_first_round_runs_as_the_schedule_starts() {
 /// job waited an hour for its next round.
 #[tokio::test(start_paused = true)]
 async fn a_leaders_round_that_falls_while_the_store_fails_runs_once_the_campaign_leads() {
-    let runs = Runs::default();
-    let started = Instant::now();
-    let store = common::Faulty::new(tokio_memory());
-    store.set(common::Mode::Fail);
-    let client = fast_client(store.clone());
-    let alerts = client
-        .schedule_on_leader("alerts", every(3600), {
-            let runs = runs.clone();
-            move |_| {
-                runs.record(started, "a");
-                async {}
-            }
-        })
-        .unwrap();
+    let (store, runs, alerts) = faulty_leader_schedule(common::Mode::Fail, 3600);
     // Before the campaign's next attempt, which waits at least half the first backoff (25 ms).
     tokio::time::sleep(Duration::from_millis(10)).await;
     assert_eq!(runs.times(), Vec::<u128>::new());
@@ -485,20 +472,7 @@ async fn a_leaders_round_that_falls_while_the_store_fails_runs_once_the_campaign
 /// again at once.
 #[tokio::test(start_paused = true)]
 async fn a_leader_schedule_stopped_while_its_round_waits_for_the_store_stops_at_once() {
-    let store = common::Faulty::new(tokio_memory());
-    store.set(common::Mode::Fail);
-    let client = fast_client(store.clone());
-    let runs = Runs::default();
-    let started = Instant::now();
-    let alerts = client
-        .schedule_on_leader("alerts", every(3600), {
-            let runs = runs.clone();
-            move |_| {
-                runs.record(started, "a");
-                async {}
-            }
-        })
-        .unwrap();
+    let (store, runs, alerts) = faulty_leader_schedule(common::Mode::Fail, 3600);
     tokio::time::sleep(Duration::from_millis(10)).await;
     store.set(common::Mode::Pass);
     let stopping = Instant::now();
@@ -522,12 +496,7 @@ async fn a_leader_schedule_stopped_while_its_round_waits_for_the_store_stops_at_
 /// longest pause and the store timeout, so none runs late without a lease nor hangs.
 #[tokio::test(start_paused = true)]
 async fn a_leaders_rounds_while_the_store_fails_count_as_failed() {
-    let store = common::Faulty::new(tokio_memory());
-    store.set(common::Mode::Fail);
-    let client = fast_client(store.clone());
-    let alerts = client
-        .schedule_on_leader("alerts", every(1), |_| async {})
-        .unwrap();
+    let (store, _, alerts) = faulty_leader_schedule(common::Mode::Fail, 1);
     tokio::time::sleep(Duration::from_secs(30)).await;
     let failing = alerts.stats();
     assert!(failing.failed >= 3, "{failing:?}");
@@ -542,21 +511,27 @@ async fn a_leaders_rounds_while_the_store_fails_count_as_failed() {
     assert_eq!(stats.skipped, 0, "{stats:?}");
 }
 
-/// A leader schedule of `alerts` every `seconds`, on a store that refuses every call with a
-/// permanent error until the test lets it answer.
-fn refused_leader_schedule(seconds: u64) -> (Arc<common::Faulty>, Scheduled) {
+/// A leader schedule of `alerts` every `seconds`, whose runs are recorded, on a store that
+/// answers as `mode` says until the test changes it.
+fn faulty_leader_schedule(
+    mode: common::Mode,
+    seconds: u64,
+) -> (Arc<common::Faulty>, Runs, Scheduled) {
     let store = common::Faulty::new(tokio_memory());
-    store.set(common::Mode::Refuse);
+    store.set(mode);
     let client = fast_client(store.clone());
     let runs = Runs::default();
     let started = Instant::now();
     let alerts = client
-        .schedule_on_leader("alerts", every(seconds), move |_| {
-            runs.record(started, "a");
-            async {}
+        .schedule_on_leader("alerts", every(seconds), {
+            let runs = runs.clone();
+            move |_| {
+                runs.record(started, "a");
+                async {}
+            }
         })
         .unwrap();
-    (store, alerts)
+    (store, runs, alerts)
 }
 
 /// A campaign that a permanent store error ended (a table renamed by a migration, a
@@ -565,7 +540,7 @@ fn refused_leader_schedule(seconds: u64) -> (Arc<common::Faulty>, Scheduled) {
 /// for good as if another instance led.
 #[tokio::test(start_paused = true)]
 async fn a_leader_schedule_campaigns_again_after_a_permanent_store_error() {
-    let (store, alerts) = refused_leader_schedule(1);
+    let (store, _, alerts) = faulty_leader_schedule(common::Mode::Refuse, 1);
     tokio::time::sleep(Duration::from_millis(2_500)).await;
     let refused = alerts.stats();
     assert!(refused.failed >= 2, "{refused:?}");
@@ -585,7 +560,7 @@ async fn a_leader_schedule_campaigns_again_after_a_permanent_store_error() {
 /// error, and only the one after ran: a one-second refusal cost an hourly job its next hour.
 #[tokio::test(start_paused = true)]
 async fn a_leader_round_after_a_permanent_error_that_ended_runs() {
-    let (store, alerts) = refused_leader_schedule(10);
+    let (store, _, alerts) = faulty_leader_schedule(common::Mode::Refuse, 10);
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(alerts.stats().failed, 1, "{:?}", alerts.stats());
     store.set(common::Mode::Pass);

@@ -1004,6 +1004,34 @@ async fn watch_lists_again_at_each_interval_and_stops_after_its_count() {
     );
 }
 
+/// Which of the tool's outputs has no reader.
+#[derive(Debug, Clone, Copy)]
+enum Gone {
+    Stdout,
+    Stderr,
+}
+
+/// Runs the tool with `args` (and none of the caller's `DATABASE_URL` and `LEASE_TABLE`), the
+/// read end of `gone`'s pipe closed before it writes, as `| head -1` closes it.
+async fn leasectl_reader_gone(args: &[&str], gone: Gone) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leasectl"))
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .env_remove("LEASE_TABLE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    match gone {
+        Gone::Stdout => drop(child.stdout.take()),
+        Gone::Stderr => drop(child.stderr.take()),
+    }
+    tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap()
+}
+
 /// `leasectl list | head -1`: the reader goes away before the listing is written. The tool
 /// stops writing and exits 0, without a panic (Rust ignores SIGPIPE, so a closed pipe is an
 /// error of the write, which `print!` would turn into a panic and exit code 101).
@@ -1025,19 +1053,7 @@ async fn a_reader_that_went_away_is_not_a_failure() {
             .unwrap()
             .expect("free");
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_leasectl"))
-        .args(["--database-url", &url, "list"])
-        .env_remove("DATABASE_URL")
-        .env_remove("LEASE_TABLE")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
+    let output = leasectl_reader_gone(&["--database-url", &url, "list"], Gone::Stdout).await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
@@ -1051,29 +1067,18 @@ async fn a_reader_that_went_away_is_not_a_failure() {
 async fn a_reader_of_the_errors_that_went_away_is_no_panic() {
     let dir = TempDir::new();
     let (_store, url) = sqlite_table(&dir).await;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_leasectl"))
-        .args([
-            "--database-url",
-            &url,
-            "--table",
-            "nope",
-            "watch",
-            "-i",
-            "100ms",
-            "-n",
-            "3",
-        ])
-        .env_remove("DATABASE_URL")
-        .env_remove("LEASE_TABLE")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stderr.take());
-    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
+    let watch = [
+        "--database-url",
+        &url,
+        "--table",
+        "nope",
+        "watch",
+        "-i",
+        "100ms",
+        "-n",
+        "3",
+    ];
+    let output = leasectl_reader_gone(&watch, Gone::Stderr).await;
     assert_eq!(output.status.code(), Some(1), "{output:?}");
 }
 
