@@ -1,10 +1,12 @@
 //! History check: several worker processes, several tasks each, contend for a few names with
 //! a one-second TTL for a bounded time, while faults are injected: proxies in front of some
 //! workers stall, delay and cut their connections, and workers are paused past the TTL with
-//! `SIGSTOP`. Every critical section is logged with its name, fence, holder and believed-valid
-//! interval on the shared monotonic clock (see `lease_tests::history`), and the checker proves
-//! that fences strictly increase per name in acquisition order and that no two intervals of one
-//! name overlap.
+//! `SIGSTOP` (a worker that holds a name, as the table says, where one does; the first two
+//! faults are such pauses). Every critical section is logged with its name, fence, holder and
+//! believed-valid interval on the shared monotonic clock (see `lease_tests::history`), and the
+//! checker proves that fences strictly increase per name in acquisition order and that no two
+//! intervals of one name overlap. A run whose pauses of holders (two or more) ended no section
+//! by its loss fails: its faults missed the moments the checker is there for.
 //!
 //! Half the workers use lease-sqlx, half lease-diesel, on the same table. Each worker must log
 //! critical sections of its own and see at most half its attempts fail: a clean history made by
@@ -16,8 +18,10 @@
 
 use std::path::Path;
 use std::process::{Child, Command};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use lease_core::DynLeaseStore;
 use lease_reliability::contenders::{Contenders, Contest};
 use lease_reliability::db::{Db, Target};
 use lease_reliability::factory::StoreFactory;
@@ -65,16 +69,45 @@ fn signal(child: &Child, signal: &str) {
     assert!(status.success(), "kill {signal} {} failed", child.id());
 }
 
+/// A worker that holds one of the names now, as the table says (a holder id carries its
+/// process's id); `None` when none does (or the table does not answer within a second).
+fn a_holder(
+    rt: &tokio::runtime::Runtime,
+    reader: &DynLeaseStore,
+    workers: &Contenders,
+    rng: &mut impl rand::Rng,
+) -> Option<usize> {
+    let listed =
+        rt.block_on(async { tokio::time::timeout(Duration::from_secs(1), reader.list()).await });
+    let holding: Vec<u32> = match listed {
+        Ok(Ok(leases)) => leases
+            .iter()
+            .filter(|lease| !lease.is_expired())
+            .filter_map(|lease| lease.holder.as_str().rsplit(':').nth(1)?.parse().ok())
+            .collect(),
+        _ => Vec::new(),
+    };
+    let holders: Vec<usize> = (0..PROCESSES)
+        .filter(|&i| holding.contains(&workers.process(i).id()))
+        .collect();
+    match holders.as_slice() {
+        [] => None,
+        holders => Some(holders[rng.random_range(0..holders.len())]),
+    }
+}
+
 fn run(db: Db) {
     let Some(target) = Target::private(db) else {
         return;
     };
     let table = env::unique_table("history");
-    runtime().block_on(async {
+    let rt = runtime();
+    // Made once, and kept to read who holds what (directly, past the proxies).
+    let reader: Arc<DynLeaseStore> = rt.block_on(async {
         with_sqlx!(db, |f| {
             let store = f.connect(&target.url, &table, 1).await.unwrap();
             f.setup(&store).await.unwrap();
-            f.close(&store).await;
+            Arc::new(store) as Arc<DynLeaseStore>
         })
     });
     let label = format!("{db}/sqlx+diesel");
@@ -109,11 +142,18 @@ fn run(db: Db) {
     // Faults until the workers stop, one every third of a second to a second, each healed before
     // the next.
     let started = Instant::now();
-    let mut pauses = 0;
+    let (mut pauses, mut holder_pauses, mut faults_made) = (0, 0, 0);
     let mut rng = rand::rng();
     while started.elapsed() + Duration::from_secs(3) < secs {
         std::thread::sleep(Duration::from_millis(rng.random_range(300..1_000)));
-        let fault = rng.random_range(0..4);
+        // The first two are pauses (of holders, where one holds a name), so that every run
+        // has sections that end by their loss; then any.
+        let fault = if faults_made < 2 {
+            3
+        } else {
+            rng.random_range(0..4)
+        };
+        faults_made += 1;
         match (fault, proxies.get(rng.random_range(0..PROXIED))) {
             (0, Some(proxy)) => {
                 proxy.stall();
@@ -131,7 +171,12 @@ fn run(db: Db) {
                 proxy.pass();
             }
             _ => {
-                let worker = workers.process(rng.random_range(0..PROCESSES));
+                // A holder, where one holds a name: a pause that lands in a critical section
+                // is what can cost a lease, and the overlap the checker looks for.
+                let holder = a_holder(&rt, &*reader, &workers, &mut rng);
+                holder_pauses += u64::from(holder.is_some());
+                let worker =
+                    workers.process(holder.unwrap_or_else(|| rng.random_range(0..PROCESSES)));
                 signal(worker, "-STOP");
                 std::thread::sleep(Duration::from_millis(1_500));
                 signal(worker, "-CONT");
@@ -164,9 +209,17 @@ fn run(db: Db) {
         )
     });
     outcome.expect_each(&mut counts, SECTIONS_EACH);
+    // Evidence that the pauses reached holders: a section ended by its loss, resumed past its
+    // deadline, where the overlap the checker looks for could have been.
+    counts.expect(holder_pauses < 2 || verdict.lost >= 1, || {
+        format!(
+            "{holder_pauses} pauses of holders and no critical section ended by its loss: the \
+             faults missed the sections"
+        )
+    });
     eprintln!(
-        "{}: {} critical sections ({} ended by loss) per name {:?}, {} acquisition attempts, \
-         {} failed",
+        "{}: {} critical sections ({} ended by loss; {holder_pauses} of {pauses} pauses of a \
+         holder) per name {:?}, {} acquisition attempts, {} failed",
         counts.backend,
         verdict.sections,
         verdict.lost,
