@@ -54,6 +54,20 @@ macro_rules! catches_on {
 }
 
 catches!(
+    acquire_that_counts_a_lease_free_early_breaks_the_expiry,
+    AcquireEarly,
+    no_takeover_before_the_expiry,
+    "before the expiry the store reported for its holder"
+);
+
+catches!(
+    times_wrapped_at_32_bit_microseconds_break_the_longest_ttl,
+    TimesWrapAt32BitMicros,
+    longest_ttls_and_holds_are_kept_whole,
+    "taken for 7200s"
+);
+
+catches!(
     acquire_that_overwrites_the_holder_breaks_one_holder,
     AcquireIgnoresHolder,
     one_holder_among_contenders,

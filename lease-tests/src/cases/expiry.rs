@@ -3,9 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use lease_core::{HolderId, LeaseStore, Ttl};
+use lease_core::{HolderId, LeaseStore, Runtime, Ttl};
 
-use super::{SHORT_TTL, long_ttl, name, short_ttl, wait_until_expired};
+use super::{EXPIRY_WAIT, SHORT_TTL, long_ttl, name, short_ttl, wait_until_expired};
 use crate::failure::{ensure, ensure_eq};
 use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
 
@@ -391,6 +391,64 @@ pub async fn late_renewal_keeps_the_minimum_hold<B: TestBackend>(ctx: &Context<B
         store.try_acquire(&name, &other, long_ttl()).await?,
         None,
         "acquiring {name} within the minimum hold of its release, after late renewals"
+    );
+    Ok(Verdict::Passed)
+}
+
+/// A rival that tries a lease every few milliseconds as its holder's TTL runs out takes it no
+/// sooner than the expiry the store reported for that holder: the new holding begins (its
+/// `taken_at`, by the store's clock) at or after the old one's `expires_at`. A store that counts
+/// a lease free a little early (a tolerance for clock drift added the wrong way) lets two
+/// holders overlap on every takeover, which no case that first waits for the expiry can see.
+///
+/// # Errors
+/// A [`CaseFailure`] when the rival takes the lease before the holder's reported expiry, or not
+/// within [`EXPIRY_WAIT`], and, [as any case](crate::cases#errors), when a call it needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, `reports` stays taken
+/// until its TTL runs out: a second for its first holder, a minute once taken over.
+pub async fn no_takeover_before_the_expiry<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
+    let store = ctx.store().await?;
+    let (old, new) = (HolderId::generate(), HolderId::generate());
+    let name = name("reports");
+    store
+        .try_acquire(&name, &old, Ttl::from_secs(1)?)
+        .await?
+        .ok_or_else(|| CaseFailure::new(format!("a fresh store refused {name}")))?;
+    let held = store.inspect(&name).await?.ok_or_else(|| {
+        CaseFailure::new(format!(
+            "inspect({name}) reported nothing for a taken lease"
+        ))
+    })?;
+    let started = ctx.runtime().now();
+    let fence = loop {
+        if let Some(fence) = store.try_acquire(&name, &new, long_ttl()).await? {
+            break fence;
+        }
+        ensure!(
+            ctx.runtime().now().duration_since(started) < EXPIRY_WAIT,
+            "{name}, taken for a second, could still not be taken over after {EXPIRY_WAIT:?}"
+        );
+        ctx.sleep(Duration::from_millis(5)).await;
+    };
+    let taken = store.inspect(&name).await?.ok_or_else(|| {
+        CaseFailure::new(format!(
+            "inspect({name}) reported nothing after its takeover"
+        ))
+    })?;
+    ensure_eq!(
+        (&taken.holder, taken.fence),
+        (&new, fence),
+        "holder and fence of {name} after the takeover"
+    );
+    let early = held.expires_at.duration_since(taken.taken_at).ok();
+    ensure!(
+        taken.taken_at >= held.expires_at,
+        "{name} was taken over at {:?}, {early:?} before the expiry the store reported for its \
+         holder ({:?})",
+        taken.taken_at,
+        held.expires_at
     );
     Ok(Verdict::Passed)
 }

@@ -54,6 +54,7 @@ mod grant_witness;
 mod guard;
 mod input;
 mod listing;
+mod longest;
 mod observed;
 mod outage;
 mod pool;
@@ -82,8 +83,8 @@ pub use campaign::campaign_takes_over_when_the_leader_resigns;
 pub use exclusion::one_holder_among_contenders;
 pub use expiry::{
     expired_lease_cannot_be_renewed, expired_lease_is_taken_over,
-    late_renewal_keeps_the_minimum_hold, release_with_min_hold_keeps_the_lease,
-    renewed_lease_is_never_taken_over,
+    late_renewal_keeps_the_minimum_hold, no_takeover_before_the_expiry,
+    release_with_min_hold_keeps_the_lease, renewed_lease_is_never_taken_over,
 };
 pub use fence::fences_strictly_increase;
 pub use fenced::{
@@ -98,6 +99,7 @@ pub use guard::{
 };
 pub use input::names_round_trip_verbatim;
 pub use listing::inspect_and_list_agree;
+pub use longest::longest_ttls_and_holds_are_kept_whole;
 pub use observed::stats_and_health_follow_the_store;
 pub use outage::unreachable_store_returns_errors;
 pub use pool::no_connection_held;

@@ -93,6 +93,19 @@ pub enum Flaw {
     /// Prune deletes released rows only, and keeps the rows of leases that expired unreleased
     /// (here: takes them again for their holder first, out of its reach).
     PruneSkipsExpired,
+    /// Acquire counts a lease free [`EARLY`] before its expiry: a tolerance for clock drift
+    /// added the wrong way.
+    AcquireEarly,
+    /// TTLs and minimum holds are bound as 32-bit microseconds, which wrap at 71 minutes.
+    TimesWrapAt32BitMicros,
+}
+
+/// How early [`Flaw::AcquireEarly`] counts a lease free.
+const EARLY: Duration = Duration::from_millis(250);
+
+/// `length` as 32-bit microseconds keep it: wrapped at 2^32 µs.
+fn wrapped(length: Duration) -> Duration {
+    Duration::from_micros(length.as_micros() as u64 % (1 << 32))
 }
 
 /// Gives way to the other futures on the task once, so callers that read together write
@@ -207,6 +220,15 @@ impl BrokenStore {
         }
     }
 
+    /// `ttl` as the store keeps it.
+    fn ttl(&self, ttl: Ttl) -> Ttl {
+        if self.flaw == Flaw::TimesWrapAt32BitMicros {
+            Ttl::new(wrapped(ttl.get())).unwrap_or(Ttl::MIN)
+        } else {
+            ttl
+        }
+    }
+
     fn per_name_stores(&self) -> bool {
         matches!(self.flaw, Flaw::ReleaseResetsFence | Flaw::PruneResetsFence)
     }
@@ -254,6 +276,9 @@ impl LeaseStore for BrokenStore {
                 store.release(name, &info.holder, Duration::ZERO).await?;
             }
             (Flaw::AcquireIgnoresExpiry, Some(_)) => return Ok(None),
+            (Flaw::AcquireEarly, Some(info)) if !info.is_expired() && info.expires_in() < EARLY => {
+                store.release(name, &info.holder, Duration::ZERO).await?;
+            }
             (Flaw::TakeoverOverwrites, Some(info)) if info.is_expired() => {
                 YieldNow(false).await;
                 if let Some(now) = store.inspect(name).await? {
@@ -268,6 +293,7 @@ impl LeaseStore for BrokenStore {
             }
             _ => {}
         }
+        let ttl = self.ttl(ttl);
         let fence = store.try_acquire(name, holder, ttl).await?;
         if self.flaw == Flaw::AcquireMisreportsFence {
             return Ok(fence.map(|fence| Fence::new(fence.get() + 1)));
@@ -351,6 +377,7 @@ impl LeaseStore for BrokenStore {
             Flaw::ReleaseRoundsMinHoldDown => Duration::from_millis(
                 u64::try_from(min_hold.as_millis()).expect("a test's hold fits in u64"),
             ),
+            Flaw::TimesWrapAt32BitMicros => wrapped(min_hold),
             _ => min_hold,
         };
         let released = store.release(name, &holder, min_hold).await?;

@@ -1,0 +1,102 @@
+//! The longest TTL and minimum hold a store must keep, whole.
+
+use std::time::{Duration, SystemTime};
+
+use lease_core::{HolderId, LeaseInfo, LeaseStore, MAX_MIN_HOLD, Ttl};
+
+use super::{long_ttl, name};
+use crate::failure::ensure;
+use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
+
+/// How far a store's times may be from the exact length: SQLite's table keeps milliseconds.
+const PRECISION: Duration = Duration::from_millis(1);
+
+/// Leases taken for two hours and for [`Ttl::MAX`] (365 days) expire that long after they were
+/// taken, and a rival is refused them; released with [`MAX_MIN_HOLD`] (a thousand years), a
+/// lease stays taken that long after it was taken, and a rival is still refused. The other
+/// cases use TTLs of a minute at most: a store that binds a TTL as 32-bit microseconds (which
+/// wrap at 71 minutes) or whose date arithmetic overflows into a `NULL` expiry (a free lease)
+/// would pass them, and hand an hourly job's lease to the next instance at once.
+///
+/// # Errors
+/// A [`CaseFailure`] when a lease's expiry is not its TTL or hold after it was taken (within a
+/// millisecond), or a rival takes it, and, [as any case](crate::cases#errors), when a call it
+/// needs fails.
+///
+/// # Cancel safety
+/// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, `archive-2h` and
+/// `archive-year` stay taken for their TTLs, and `archive-held` for a thousand years, in the
+/// case's own fresh store.
+pub async fn longest_ttls_and_holds_are_kept_whole<B: TestBackend>(ctx: &Context<B>) -> CaseResult {
+    let store = ctx.store().await?;
+    let rival = HolderId::generate();
+    for (lease, ttl) in [
+        ("archive-2h", Ttl::from_secs(2 * 60 * 60)?),
+        ("archive-year", Ttl::MAX),
+    ] {
+        let (name, holder) = (name(lease), HolderId::generate());
+        store
+            .try_acquire(&name, &holder, ttl)
+            .await?
+            .ok_or_else(|| CaseFailure::new(format!("a fresh store refused {name}")))?;
+        let info = store.inspect(&name).await?;
+        held_for(
+            info.as_ref(),
+            ttl.get(),
+            &format!("{name}, taken for {ttl:?}"),
+        )?;
+        ensure!(
+            store
+                .try_acquire(&name, &rival, long_ttl())
+                .await?
+                .is_none(),
+            "a rival took {name}, taken for {ttl:?}"
+        );
+    }
+    let (name, holder) = (name("archive-held"), HolderId::generate());
+    store
+        .try_acquire(&name, &holder, long_ttl())
+        .await?
+        .ok_or_else(|| CaseFailure::new(format!("a fresh store refused {name}")))?;
+    ensure!(
+        store.release(&name, &holder, MAX_MIN_HOLD).await?,
+        "the release of {name} with the longest minimum hold failed"
+    );
+    let info = store.inspect(&name).await?;
+    held_for(
+        info.as_ref(),
+        MAX_MIN_HOLD,
+        &format!("{name}, released with the longest minimum hold"),
+    )?;
+    ensure!(
+        store
+            .try_acquire(&name, &rival, long_ttl())
+            .await?
+            .is_none(),
+        "a rival took {name} within the longest minimum hold"
+    );
+    Ok(Verdict::Passed)
+}
+
+/// Checks that `info`, the lease `what` says, expires `length` after it was taken, within
+/// [`PRECISION`].
+fn held_for(info: Option<&LeaseInfo>, length: Duration, what: &str) -> Result<(), CaseFailure> {
+    let info =
+        info.ok_or_else(|| CaseFailure::new(format!("inspect reported nothing for {what}")))?;
+    let held = info
+        .expires_at
+        .duration_since(info.taken_at)
+        .unwrap_or(Duration::ZERO);
+    ensure!(
+        held.abs_diff(length) <= PRECISION,
+        "{what} expires {held:?} after it was taken ({:?} to {:?}), not {length:?}",
+        info.taken_at,
+        info.expires_at
+    );
+    // Not expired already, as an expiry that wrapped into the past would be.
+    ensure!(
+        info.expires_at > SystemTime::UNIX_EPOCH && !info.is_expired(),
+        "{what} reads expired: {info:?}"
+    );
+    Ok(())
+}
