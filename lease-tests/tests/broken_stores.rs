@@ -218,6 +218,24 @@ catches!(
     "winners among 32 contenders"
 );
 catches!(
+    acquire_that_renews_its_holders_lease_breaks_taking_ones_own_lease,
+    AcquireByHolderRenews,
+    holder_cannot_take_its_own_lease_twice,
+    "time taken and expiry of alerts after its holder tried to take it again"
+);
+catches!(
+    takeover_that_starts_the_fences_over_breaks_takeover,
+    TakeoverResetsFence,
+    expired_lease_is_taken_over,
+    "is not above the expired holder's"
+);
+catches!(
+    renew_many_that_revives_breaks_renew_many,
+    RenewManyIgnoresExpiry,
+    renew_many_reports_exactly_the_lost,
+    "expected [true, false, true, false, false, true, false], got [true, true"
+);
+catches!(
     reentrant_acquire_breaks_taking_ones_own_lease,
     AcquireReentrant,
     holder_cannot_take_its_own_lease_twice,

@@ -98,6 +98,13 @@ pub enum Flaw {
     AcquireEarly,
     /// TTLs and minimum holds are bound as 32-bit microseconds, which wrap at 71 minutes.
     TimesWrapAt32BitMicros,
+    /// Acquire by the holder of a held lease answers `None`, and renews it on the way (an
+    /// upsert whose update runs before its condition is checked).
+    AcquireByHolderRenews,
+    /// The takeover of an expired lease starts its fences over (a row replaced, not updated).
+    TakeoverResetsFence,
+    /// `renew_many` revives a lease that expired unreleased, where `renew` does not.
+    RenewManyIgnoresExpiry,
 }
 
 /// How early [`Flaw::AcquireEarly`] counts a lease free.
@@ -230,7 +237,10 @@ impl BrokenStore {
     }
 
     fn per_name_stores(&self) -> bool {
-        matches!(self.flaw, Flaw::ReleaseResetsFence | Flaw::PruneResetsFence)
+        matches!(
+            self.flaw,
+            Flaw::ReleaseResetsFence | Flaw::PruneResetsFence | Flaw::TakeoverResetsFence
+        )
     }
 
     /// The error of an unreachable store with this flaw, for `operation` on `name`.
@@ -291,6 +301,19 @@ impl LeaseStore for BrokenStore {
                 store.renew(name, holder, ttl).await?;
                 return Ok(Some(info.fence));
             }
+            (Flaw::AcquireByHolderRenews, Some(info))
+                if info.holder == *holder && !info.is_expired() =>
+            {
+                store.renew(name, holder, ttl).await?;
+                return Ok(None);
+            }
+            (Flaw::TakeoverResetsFence, Some(info)) if info.is_expired() => {
+                self.per_name.lock().unwrap().remove(name);
+                return self
+                    .store(name)
+                    .try_acquire(name, holder, self.ttl(ttl))
+                    .await;
+            }
             _ => {}
         }
         let ttl = self.ttl(ttl);
@@ -344,6 +367,17 @@ impl LeaseStore for BrokenStore {
     ) -> Result<Vec<bool>, Error> {
         let mut renewed = Vec::with_capacity(leases.len());
         for (name, holder) in leases {
+            if self.flaw == Flaw::RenewManyIgnoresExpiry {
+                let name = &self.name(name);
+                let store = self.store(name);
+                if let Some(info) = store.inspect(name).await?
+                    && info.holder == *holder
+                    && info.is_expired()
+                {
+                    renewed.push(store.try_acquire(name, holder, ttl).await?.is_some());
+                    continue;
+                }
+            }
             let done = self.renew(name, holder, ttl).await?;
             renewed.push(done || self.flaw == Flaw::RenewManyReportsAllRenewed);
         }
