@@ -76,6 +76,26 @@ async fn listening_on_a_pooled_connection_breaks_listening_takes_no_connection()
     );
 }
 
+/// The same with the connection taken only when the stream is first read, as a stream that
+/// opens its `LISTEN` lazily would: the case reads the events while its statements run, so
+/// this store fails it too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listening_on_a_pooled_connection_when_read_breaks_listening_takes_no_connection() {
+    let result = run_case(
+        SimulatedPool::listening_on_the_pool_when_read(),
+        TokioRuntime,
+        |ctx| async move { cases::listening_takes_no_connection_of_the_pool(&*ctx).await },
+    )
+    .await;
+    let failure = result.expect_err("listening on a pooled connection when read passed the case");
+    assert!(
+        failure
+            .message()
+            .contains("the listening holds the pool's connection"),
+        "{failure}"
+    );
+}
+
 /// The honest pool passes the listening case rather than reporting it not applicable, so the
 /// control above fails for the connection it keeps and for nothing else.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

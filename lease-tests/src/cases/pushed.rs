@@ -146,7 +146,7 @@ pub async fn listening_takes_no_connection_of_the_pool<B: TestBackend>(
         )));
     };
     let store = pool.store();
-    let Some(events) = release_events(ctx, &**store).await? else {
+    let Some(mut events) = release_events(ctx, &**store).await? else {
         return Ok(not_pushed(ctx));
     };
     let lease: LeaseName = name("listened");
@@ -156,6 +156,19 @@ pub async fn listening_takes_no_connection_of_the_pool<B: TestBackend>(
         store.try_acquire(&lease, &holder, long_ttl()).await?;
         store.release(&lease, &holder, Duration::ZERO).await?;
         Ok::<_, CaseFailure>(())
+    };
+    // The events are read meanwhile, first and then whenever the statements wait, as a waiting
+    // acquisition reads them: a stream that takes a connection only when first read holds it
+    // from then on too.
+    let listening = async {
+        while events.next().await.is_some() {}
+        futures::future::pending::<()>().await;
+    };
+    let statements = async {
+        match futures::future::select(std::pin::pin!(listening), std::pin::pin!(statements)).await {
+            futures::future::Either::Right((done, _)) => done,
+            futures::future::Either::Left(((), _)) => unreachable!("listening never ends"),
+        }
     };
     ctx.within(STATEMENT_LIMIT, statements)
         .await

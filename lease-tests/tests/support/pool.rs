@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use lease_core::{
     BoxError, Error, Fence, HolderId, LeaseInfo, LeaseName, LeaseStore, MemoryStore, Operation,
     ReleaseEvents, Ttl,
@@ -37,6 +37,9 @@ enum Mode {
     PinningOnRenewal,
     /// Also a connection per subscription to releases, for as long as it listens.
     ListeningOnThePool,
+    /// Also a connection per subscription to releases, taken when the stream is first read
+    /// (where a waiting acquisition reads it) and kept while it listens.
+    ListeningOnThePoolWhenRead,
 }
 
 /// The backend of stores behind a simulated pool, honest or broken as its [`Mode`] says.
@@ -67,6 +70,12 @@ impl SimulatedPool {
             mode: Mode::ListeningOnThePool,
         }
     }
+
+    pub fn listening_on_the_pool_when_read() -> Self {
+        Self {
+            mode: Mode::ListeningOnThePoolWhenRead,
+        }
+    }
 }
 
 #[async_trait]
@@ -79,6 +88,7 @@ impl TestBackend for SimulatedPool {
             Mode::Pinning => "memory-pinning-pool",
             Mode::PinningOnRenewal => "memory-pool-pinning-on-renewal",
             Mode::ListeningOnThePool => "memory-pool-listening-on-the-pool",
+            Mode::ListeningOnThePoolWhenRead => "memory-pool-listening-on-the-pool-when-read",
         }
     }
 
@@ -210,11 +220,27 @@ impl LeaseStore for PooledMemory {
         let Some(events) = self.inner.release_events().await? else {
             return Ok(None);
         };
-        if self.mode != Mode::ListeningOnThePool {
-            return Ok(Some(events));
-        }
+        let connection = match self.mode {
+            Mode::ListeningOnThePool => self.connection(Operation::Subscribe, None).await?,
+            Mode::ListeningOnThePoolWhenRead => {
+                // Taken by the stream's first read, and kept by it from then on.
+                let connections = Arc::clone(&self.connections);
+                let first_read = async move {
+                    let connection = connections.acquire_owned().await.ok();
+                    futures::stream::pending::<LeaseName>()
+                        .map(move |name| {
+                            let _listening = &connection;
+                            name
+                        })
+                        .boxed()
+                };
+                return Ok(Some(
+                    futures::stream::select(events, first_read.flatten_stream()).boxed(),
+                ));
+            }
+            _ => return Ok(Some(events)),
+        };
         // The connection is kept by the stream, and given back when the stream is dropped.
-        let connection = self.connection(Operation::Subscribe, None).await?;
         Ok(Some(
             events
                 .map(move |name| {
