@@ -403,7 +403,7 @@ pub async fn late_renewal_keeps_the_minimum_hold<B: TestBackend>(ctx: &Context<B
 ///
 /// # Errors
 /// A [`CaseFailure`] when the rival takes the lease before the holder's reported expiry, or not
-/// within [`EXPIRY_WAIT`], and, [as any case](crate::cases#errors), when a call it needs fails.
+/// within ten seconds, and, [as any case](crate::cases#errors), when a call it needs fails.
 ///
 /// # Cancel safety
 /// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, `reports` stays taken

@@ -1,8 +1,8 @@
 //! The longest TTL and minimum hold a store must keep, whole.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use lease_core::{HolderId, LeaseInfo, LeaseStore, MAX_MIN_HOLD, Ttl};
+use lease_core::{HolderId, LeaseName, LeaseStore, MAX_MIN_HOLD, Ttl};
 
 use super::{long_ttl, name};
 use crate::failure::ensure;
@@ -39,19 +39,14 @@ pub async fn longest_ttls_and_holds_are_kept_whole<B: TestBackend>(ctx: &Context
             .try_acquire(&name, &holder, ttl)
             .await?
             .ok_or_else(|| CaseFailure::new(format!("a fresh store refused {name}")))?;
-        let info = store.inspect(&name).await?;
-        held_for(
-            info.as_ref(),
+        kept_whole(
+            &*store,
+            &name,
+            &rival,
             ttl.get(),
-            &format!("{name}, taken for {ttl:?}"),
-        )?;
-        ensure!(
-            store
-                .try_acquire(&name, &rival, long_ttl())
-                .await?
-                .is_none(),
-            "a rival took {name}, taken for {ttl:?}"
-        );
+            &format!("taken for {ttl:?}"),
+        )
+        .await?;
     }
     let (name, holder) = (name("archive-held"), HolderId::generate());
     store
@@ -62,41 +57,48 @@ pub async fn longest_ttls_and_holds_are_kept_whole<B: TestBackend>(ctx: &Context
         store.release(&name, &holder, MAX_MIN_HOLD).await?,
         "the release of {name} with the longest minimum hold failed"
     );
-    let info = store.inspect(&name).await?;
-    held_for(
-        info.as_ref(),
+    kept_whole(
+        &*store,
+        &name,
+        &rival,
         MAX_MIN_HOLD,
-        &format!("{name}, released with the longest minimum hold"),
-    )?;
-    ensure!(
-        store
-            .try_acquire(&name, &rival, long_ttl())
-            .await?
-            .is_none(),
-        "a rival took {name} within the longest minimum hold"
-    );
+        "released with the longest minimum hold",
+    )
+    .await?;
     Ok(Verdict::Passed)
 }
 
-/// Checks that `info`, the lease `what` says, expires `length` after it was taken, within
-/// [`PRECISION`].
-fn held_for(info: Option<&LeaseInfo>, length: Duration, what: &str) -> Result<(), CaseFailure> {
-    let info =
-        info.ok_or_else(|| CaseFailure::new(format!("inspect reported nothing for {what}")))?;
+/// Checks that the lease `name` (`what` says how it was taken) expires `length` after it was
+/// taken, within [`PRECISION`], reads held, and is refused to `rival`.
+async fn kept_whole<S: LeaseStore + ?Sized>(
+    store: &S,
+    name: &LeaseName,
+    rival: &HolderId,
+    length: Duration,
+    what: &str,
+) -> Result<(), CaseFailure> {
+    let info = store
+        .inspect(name)
+        .await?
+        .ok_or_else(|| CaseFailure::new(format!("inspect reported nothing for {name}, {what}")))?;
     let held = info
         .expires_at
         .duration_since(info.taken_at)
         .unwrap_or(Duration::ZERO);
     ensure!(
         held.abs_diff(length) <= PRECISION,
-        "{what} expires {held:?} after it was taken ({:?} to {:?}), not {length:?}",
+        "{name}, {what}, expires {held:?} after it was taken ({:?} to {:?}), not {length:?}",
         info.taken_at,
         info.expires_at
     );
     // Not expired already, as an expiry that wrapped into the past would be.
     ensure!(
-        info.expires_at > SystemTime::UNIX_EPOCH && !info.is_expired(),
-        "{what} reads expired: {info:?}"
+        !info.is_expired(),
+        "{name}, {what}, reads expired: {info:?}"
+    );
+    ensure!(
+        store.try_acquire(name, rival, long_ttl()).await?.is_none(),
+        "a rival took {name}, {what}"
     );
     Ok(())
 }
