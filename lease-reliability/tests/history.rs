@@ -69,24 +69,23 @@ fn signal(child: &Child, signal: &str) {
     assert!(status.success(), "kill {signal} {} failed", child.id());
 }
 
-/// A worker that holds one of the names now, as the table says (a holder id carries its
-/// process's id); `None` when none does (or the table does not answer within a second).
-fn a_holder(
-    rt: &tokio::runtime::Runtime,
-    reader: &DynLeaseStore,
-    workers: &Contenders,
-    rng: &mut impl rand::Rng,
-) -> Option<usize> {
+/// The process ids of the holders of unexpired leases, as the table says now (a holder id
+/// carries its process's id); none when the table does not answer within a second.
+fn holding(rt: &tokio::runtime::Runtime, reader: &DynLeaseStore) -> Vec<u32> {
     let listed =
         rt.block_on(async { tokio::time::timeout(Duration::from_secs(1), reader.list()).await });
-    let holding: Vec<u32> = match listed {
+    match listed {
         Ok(Ok(leases)) => leases
             .iter()
             .filter(|lease| !lease.is_expired())
             .filter_map(|lease| lease.holder.as_str().rsplit(':').nth(1)?.parse().ok())
             .collect(),
         _ => Vec::new(),
-    };
+    }
+}
+
+/// A worker among those whose process ids are in `holding`; `None` when none is.
+fn a_holder(holding: &[u32], workers: &Contenders, rng: &mut impl rand::Rng) -> Option<usize> {
     let holders: Vec<usize> = (0..PROCESSES)
         .filter(|&i| holding.contains(&workers.process(i).id()))
         .collect();
@@ -173,11 +172,13 @@ fn run(db: Db) {
             _ => {
                 // A holder, where one holds a name: a pause that lands in a critical section
                 // is what can cost a lease, and the overlap the checker looks for.
-                let holder = a_holder(&rt, &*reader, &workers, &mut rng);
-                holder_pauses += u64::from(holder.is_some());
+                let holder = a_holder(&holding(&rt, &*reader), &workers, &mut rng);
                 let worker =
                     workers.process(holder.unwrap_or_else(|| rng.random_range(0..PROCESSES)));
                 signal(worker, "-STOP");
+                // Counted as a pause of a holder where it still holds a name once stopped: its
+                // section cannot end meanwhile, and ends by its loss when it resumes.
+                holder_pauses += u64::from(holding(&rt, &*reader).contains(&worker.id()));
                 std::thread::sleep(Duration::from_millis(1_500));
                 signal(worker, "-CONT");
                 pauses += 1;

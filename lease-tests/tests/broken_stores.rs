@@ -68,6 +68,13 @@ catches!(
 );
 
 catches!(
+    renewals_wrapped_at_32_bit_microseconds_break_the_longest_ttl,
+    RenewalsWrapAt32BitMicros,
+    longest_ttls_and_holds_are_kept_whole,
+    "renewed by renew for 7200s"
+);
+
+catches!(
     acquire_that_overwrites_the_holder_breaks_one_holder,
     AcquireIgnoresHolder,
     one_holder_among_contenders,

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use lease_core::{HolderId, LeaseName, LeaseStore, MAX_MIN_HOLD, Ttl};
 
-use super::{long_ttl, name};
+use super::{acquire, long_ttl, name};
 use crate::failure::ensure;
 use crate::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
 
@@ -13,15 +13,17 @@ const PRECISION: Duration = Duration::from_millis(1);
 
 /// Leases taken for two hours and for [`Ttl::MAX`] (365 days) expire that long after they were
 /// taken, and a rival is refused them; released with [`MAX_MIN_HOLD`] (a thousand years), a
-/// lease stays taken that long after it was taken, and a rival is still refused. The other
-/// cases use TTLs of a minute at most: a store that binds a TTL as 32-bit microseconds (which
-/// wrap at 71 minutes) or whose date arithmetic overflows into a `NULL` expiry (a free lease)
-/// would pass them, and hand an hourly job's lease to the next instance at once.
+/// lease stays taken that long after it was taken, and a rival is still refused. Renewed by
+/// `renew` and by `renew_many` with the same TTLs, each lease expires that TTL from the
+/// renewal. The other cases use TTLs of ten minutes at most: a store that binds a TTL as
+/// 32-bit microseconds (which wrap at 71 minutes) or whose date arithmetic overflows into a
+/// `NULL` expiry (a free lease) would pass them, and hand an hourly job's lease to the next
+/// instance early.
 ///
 /// # Errors
 /// A [`CaseFailure`] when a lease's expiry is not its TTL or hold after it was taken (within a
-/// millisecond), or a rival takes it, and, [as any case](crate::cases#errors), when a call it
-/// needs fails.
+/// millisecond) or after its renewal, or a rival takes it, and, [as any
+/// case](crate::cases#errors), when a call it needs fails.
 ///
 /// # Cancel safety
 /// Not cancel safe, [as every case](crate::cases#cancel-safety): dropped, `archive-2h` and
@@ -47,6 +49,25 @@ pub async fn longest_ttls_and_holds_are_kept_whole<B: TestBackend>(ctx: &Context
             &format!("taken for {ttl:?}"),
         )
         .await?;
+        // Renewed with it, a lease taken for a minute expires that TTL from the renewal (a
+        // renewal never moves an expiry back, so one taken for the TTL would not show it).
+        for call in ["renew", "renew_many"] {
+            let renewed_name = super::name(&format!("{lease}-{call}"));
+            acquire(&*store, &renewed_name, &holder).await?;
+            let pair = [(renewed_name.clone(), holder.clone())];
+            let renewed = match call {
+                "renew" => store.renew(&renewed_name, &holder, ttl).await?,
+                _ => store.renew_many(&pair, ttl).await?.first() == Some(&true),
+            };
+            ensure!(renewed, "{call} of {renewed_name} for {ttl:?} failed");
+            renewed_whole(
+                &*store,
+                &renewed_name,
+                ttl.get(),
+                &format!("renewed by {call} for {ttl:?}"),
+            )
+            .await?;
+        }
     }
     let (name, holder) = (name("archive-held"), HolderId::generate());
     store
@@ -66,6 +87,36 @@ pub async fn longest_ttls_and_holds_are_kept_whole<B: TestBackend>(ctx: &Context
     )
     .await?;
     Ok(Verdict::Passed)
+}
+
+/// How long a renewal and the read after it may take, at most, for [`renewed_whole`]: a
+/// renewal's expiry is its TTL from the renewal's own time, before the read.
+const RENEWAL_TO_READ: Duration = Duration::from_secs(60);
+
+/// Checks that the lease `name`, just renewed (`what` says how), expires its `ttl` from the
+/// store's time of the renewal: no later than `ttl` after the read, and no more than
+/// [`RENEWAL_TO_READ`] earlier.
+async fn renewed_whole<S: LeaseStore + ?Sized>(
+    store: &S,
+    name: &LeaseName,
+    ttl: Duration,
+    what: &str,
+) -> Result<(), CaseFailure> {
+    let info = store
+        .inspect(name)
+        .await?
+        .ok_or_else(|| CaseFailure::new(format!("inspect reported nothing for {name}, {what}")))?;
+    let left = info
+        .expires_at
+        .duration_since(info.observed_at)
+        .unwrap_or(Duration::ZERO);
+    ensure!(
+        left <= ttl + PRECISION && left + RENEWAL_TO_READ >= ttl,
+        "{name}, {what}, expires {left:?} after it was read ({:?} to {:?}), not its TTL",
+        info.observed_at,
+        info.expires_at
+    );
+    Ok(())
 }
 
 /// Checks that the lease `name` (`what` says how it was taken) expires `length` after it was

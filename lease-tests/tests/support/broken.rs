@@ -98,6 +98,9 @@ pub enum Flaw {
     AcquireEarly,
     /// TTLs and minimum holds are bound as 32-bit microseconds, which wrap at 71 minutes.
     TimesWrapAt32BitMicros,
+    /// Renewals alone bind their TTL as 32-bit microseconds: a lease taken for two hours
+    /// keeps them, and its renewals cut them to 48 minutes.
+    RenewalsWrapAt32BitMicros,
     /// Acquire by the holder of a held lease answers `None`, and renews it on the way (an
     /// upsert whose update runs before its condition is checked).
     AcquireByHolderRenews,
@@ -227,9 +230,11 @@ impl BrokenStore {
         }
     }
 
-    /// `ttl` as the store keeps it.
-    fn ttl(&self, ttl: Ttl) -> Ttl {
-        if self.flaw == Flaw::TimesWrapAt32BitMicros {
+    /// `ttl` as the store keeps it, for a renewal or an acquisition.
+    fn ttl(&self, ttl: Ttl, renewal: bool) -> Ttl {
+        let wraps = self.flaw == Flaw::TimesWrapAt32BitMicros
+            || (renewal && self.flaw == Flaw::RenewalsWrapAt32BitMicros);
+        if wraps {
             Ttl::new(wrapped(ttl.get())).unwrap_or(Ttl::MIN)
         } else {
             ttl
@@ -311,12 +316,12 @@ impl LeaseStore for BrokenStore {
                 self.per_name.lock().unwrap().remove(name);
                 return self
                     .store(name)
-                    .try_acquire(name, holder, self.ttl(ttl))
+                    .try_acquire(name, holder, self.ttl(ttl, false))
                     .await;
             }
             _ => {}
         }
-        let ttl = self.ttl(ttl);
+        let ttl = self.ttl(ttl, false);
         let fence = store.try_acquire(name, holder, ttl).await?;
         if self.flaw == Flaw::AcquireMisreportsFence {
             return Ok(fence.map(|fence| Fence::new(fence.get() + 1)));
@@ -356,7 +361,7 @@ impl LeaseStore for BrokenStore {
                 store.release(name, holder, Duration::ZERO).await?;
                 Ok(store.try_acquire(name, holder, ttl).await?.is_some())
             }
-            _ => store.renew(name, holder, ttl).await,
+            _ => store.renew(name, holder, self.ttl(ttl, true)).await,
         }
     }
 
