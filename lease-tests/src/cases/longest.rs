@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use lease_core::{HolderId, LeaseName, LeaseStore, MAX_MIN_HOLD, Ttl};
+use lease_core::{HolderId, LeaseInfo, LeaseName, LeaseStore, MAX_MIN_HOLD, Ttl};
 
 use super::{acquire, long_ttl, name};
 use crate::failure::ensure;
@@ -93,6 +93,19 @@ pub async fn longest_ttls_and_holds_are_kept_whole<B: TestBackend>(ctx: &Context
 /// renewal's expiry is its TTL from the renewal's own time, before the read.
 const RENEWAL_TO_READ: Duration = Duration::from_secs(60);
 
+/// The lease `name` as the store reads it, or a failure saying it read nothing (`what` says how
+/// the lease was taken).
+async fn inspected<S: LeaseStore + ?Sized>(
+    store: &S,
+    name: &LeaseName,
+    what: &str,
+) -> Result<LeaseInfo, CaseFailure> {
+    store
+        .inspect(name)
+        .await?
+        .ok_or_else(|| CaseFailure::new(format!("inspect reported nothing for {name}, {what}")))
+}
+
 /// Checks that the lease `name`, just renewed (`what` says how), expires its `ttl` from the
 /// store's time of the renewal: no later than `ttl` after the read, and no more than
 /// [`RENEWAL_TO_READ`] earlier.
@@ -102,10 +115,7 @@ async fn renewed_whole<S: LeaseStore + ?Sized>(
     ttl: Duration,
     what: &str,
 ) -> Result<(), CaseFailure> {
-    let info = store
-        .inspect(name)
-        .await?
-        .ok_or_else(|| CaseFailure::new(format!("inspect reported nothing for {name}, {what}")))?;
+    let info = inspected(store, name, what).await?;
     let left = info
         .expires_at
         .duration_since(info.observed_at)
@@ -128,10 +138,7 @@ async fn kept_whole<S: LeaseStore + ?Sized>(
     length: Duration,
     what: &str,
 ) -> Result<(), CaseFailure> {
-    let info = store
-        .inspect(name)
-        .await?
-        .ok_or_else(|| CaseFailure::new(format!("inspect reported nothing for {name}, {what}")))?;
+    let info = inspected(store, name, what).await?;
     let held = info
         .expires_at
         .duration_since(info.taken_at)
