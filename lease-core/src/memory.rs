@@ -186,8 +186,11 @@ impl LeaseStore for MemoryStore {
             Some(row) if row.held_by(holder, now) => {
                 // Cut to `MAX_MIN_HOLD` as every store does; where even that would leave the
                 // platform's `Instant`, the lease is kept until it expires.
+                // Counted from the acquisition, or from now where the clock reads the
+                // acquisition ahead of it (a clock given to `with_clock` stepped back).
                 let hold_until = row
                     .taken_at
+                    .min(now)
                     .checked_add(min_hold.min(MAX_MIN_HOLD))
                     .unwrap_or(row.expires_at);
                 if hold_until > now {

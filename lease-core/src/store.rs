@@ -111,7 +111,9 @@ pub trait LeaseStore: Send + Sync + Debug + 'static {
     /// With a non-zero `min_hold` the lease stays taken until `min_hold` after it was taken (when
     /// that is still ahead), so the same work is not run again by the next instance straight
     /// away: at most once per period. A `min_hold` longer than [`MAX_MIN_HOLD`] is cut to it.
-    /// The fence is never reset.
+    /// Where the store's clock reads the acquisition ahead of it (the clock stepped back since
+    /// the lease was taken), the hold counts from now instead: it never lasts longer than
+    /// `min_hold`, and a release without one always frees the lease. The fence is never reset.
     ///
     /// # Errors
     /// [`Error::Store`] with [`Operation::Release`](crate::Operation::Release) and the name when

@@ -2,6 +2,8 @@
 
 mod common;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use common::{name, tokio_memory};
@@ -232,6 +234,59 @@ async fn a_minimum_hold_without_end_keeps_the_lease_taken_without_panicking() {
     let info = store.inspect(&sweep).await.unwrap().expect("held");
     let held_for = info.expires_at.duration_since(info.taken_at).unwrap();
     assert_eq!(held_for, lease_core::MAX_MIN_HOLD);
+}
+
+/// A lease taken while the store's clock was an hour ahead, released after the clock was
+/// stepped back: a release without a hold frees it at once (it does not wait for the hour to
+/// pass), and a hold counts from the release, not from the acquisition the clock reads ahead.
+#[tokio::test]
+async fn a_release_after_the_clock_stepped_back_frees_the_lease() {
+    let base = std::time::Instant::now();
+    let ahead = Arc::new(AtomicU64::new(3_600));
+    let store = MemoryStore::with_clock({
+        let ahead = Arc::clone(&ahead);
+        move || base + Duration::from_secs(ahead.load(Ordering::SeqCst))
+    });
+    let (sweep, mail) = (name("sweep"), name("mail-checks"));
+    let (a, b) = (HolderId::generate(), HolderId::generate());
+    for lease in [&sweep, &mail] {
+        store
+            .try_acquire(lease, &a, ttl(60_000))
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    ahead.store(0, Ordering::SeqCst);
+
+    assert!(store.release(&sweep, &a, Duration::ZERO).await.unwrap());
+    assert!(
+        store
+            .try_acquire(&sweep, &b, ttl(60_000))
+            .await
+            .unwrap()
+            .is_some(),
+        "released without a hold, the lease stayed taken until the acquisition the clock read ahead"
+    );
+
+    assert!(
+        store
+            .release(&mail, &a, Duration::from_secs(10))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.try_acquire(&mail, &b, ttl(60_000)).await.unwrap(),
+        None
+    );
+    ahead.store(10, Ordering::SeqCst);
+    assert!(
+        store
+            .try_acquire(&mail, &b, ttl(60_000))
+            .await
+            .unwrap()
+            .is_some(),
+        "a hold of 10 s lasted longer than 10 s after the release"
+    );
 }
 
 #[tokio::test]

@@ -95,12 +95,14 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         ),
         // expires_at becomes the end of the minimum hold when that is still ahead, or now;
         // holder stays only when the hold is still ahead. Each reads taken_at, which neither
-        // assigns, so the order of evaluation (above) does not matter.
+        // assigns, so the order of evaluation (above) does not matter. The hold counts from
+        // the acquisition, or from now where the clock reads the acquisition ahead of it (the
+        // clock stepped back since): without a hold the release always frees the lease.
         release: Template::new(
             format!(
                 "UPDATE {t} SET\n    \
-                     expires_at = GREATEST(taken_at + INTERVAL ? MICROSECOND, {NOW}),\n    \
-                     holder = IF(taken_at + INTERVAL ? MICROSECOND > {NOW}, holder, NULL)\n\
+                     expires_at = GREATEST(LEAST(taken_at, {NOW}) + INTERVAL ? MICROSECOND, {NOW}),\n    \
+                     holder = IF(LEAST(taken_at, {NOW}) + INTERVAL ? MICROSECOND > {NOW}, holder, NULL)\n\
                  WHERE name = ? AND holder = ? AND expires_at > {NOW}"
             ),
             &[Arg::Micros, Arg::Micros, Arg::Name, Arg::Holder],

@@ -143,11 +143,14 @@ pub(crate) fn sql(t: &str) -> DialectSql {
             ),
             &[Arg::Name, Arg::Holder, Arg::Micros],
         ),
+        // The minimum hold counts from the acquisition, or from now where the clock reads the
+        // acquisition ahead of it (the clock stepped back since): without a hold the release
+        // always frees the lease.
         release: Template::new(
             format!(
                 "UPDATE {t} SET\n    \
-                     expires_at = GREATEST(taken_at + {hold}, {NOW}),\n    \
-                     holder = CASE WHEN taken_at + {hold} > {NOW} THEN holder END\n\
+                     expires_at = GREATEST(LEAST(taken_at, {NOW}) + {hold}, {NOW}),\n    \
+                     holder = CASE WHEN LEAST(taken_at, {NOW}) + {hold} > {NOW} THEN holder END\n\
                  WHERE name = $1::text AND holder = $2::text AND expires_at > {NOW}",
                 hold = interval(3)
             ),

@@ -69,12 +69,14 @@ pub(crate) fn sql(t: &str) -> DialectSql {
             &[Arg::Name, Arg::Holder, Arg::Micros],
         ),
         // The minimum hold is rounded up to the table's millisecond: a minimum, never cut
-        // short (a hold of half a millisecond rounded down would free the lease at once).
+        // short (a hold of half a millisecond rounded down would free the lease at once). It
+        // counts from the acquisition, or from now where the clock reads the acquisition ahead
+        // of it (the clock stepped back since): without a hold the release always frees it.
         release: Template::new(
             format!(
                 "UPDATE {t} SET\n    \
-                     expires_at = max(taken_at + (?3 + 999) / 1000, {NOW}),\n    \
-                     holder = CASE WHEN taken_at + (?3 + 999) / 1000 > {NOW} THEN holder END\n\
+                     expires_at = max(min(taken_at, {NOW}) + (?3 + 999) / 1000, {NOW}),\n    \
+                     holder = CASE WHEN min(taken_at, {NOW}) + (?3 + 999) / 1000 > {NOW} THEN holder END\n\
                  WHERE name = ?1 AND holder = ?2 AND expires_at > {NOW}"
             ),
             &[Arg::Name, Arg::Holder, Arg::Micros],

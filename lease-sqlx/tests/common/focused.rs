@@ -1,9 +1,11 @@
 //! This crate's own cases, beside the conformance suite: setup run twice and at once, which
-//! the suite cannot reach (setup is not part of `LeaseStore`), and a pool whose sessions a
-//! demotion left read-only (`lease_tests::read_only`), which needs the store's executor.
+//! the suite cannot reach (setup is not part of `LeaseStore`), a pool whose sessions a
+//! demotion left read-only (`lease_tests::read_only`), which needs the store's executor, and a
+//! release after the database's clock stepped back, which needs the table's rows moved by SQL.
 
 use futures::future::join_all;
 use lease_core::{HolderId, LeaseName, LeaseStore, Ttl};
+use lease_sql::Dialect;
 use lease_sqlx::SqlxStore;
 use lease_tests::{CaseFailure, CaseResult, Context, TestBackend, Verdict};
 
@@ -28,6 +30,7 @@ macro_rules! focused_suite {
             $crate::focused_suite!(@cases $runtime, $backend;
                 setup_is_idempotent_and_concurrent,
                 demoted_sessions_cost_no_call,
+                a_release_after_the_clock_stepped_back_frees_the_lease,
             );
         }
     };
@@ -93,4 +96,72 @@ where
     Backend<DB>: TestBackend<Store = SqlxStore<DB>>,
 {
     lease_tests::read_only::demoted_sessions_cost_no_call(ctx).await
+}
+
+/// A lease taken while the database's clock read an hour later than it reads now (an NTP step
+/// back, a snapshot restored: here the row's times are moved an hour ahead instead): released
+/// without a hold, as `leasectl release` and a shutdown do, it is free at once, not an hour on;
+/// released with a hold, the hold counts from the release.
+pub async fn a_release_after_the_clock_stepped_back_frees_the_lease<DB: TestDb>(
+    ctx: &Context<Backend<DB>>,
+) -> CaseResult
+where
+    lease_sqlx::SqlxExecutor<DB>: lease_sqlx::Execute,
+    Backend<DB>: TestBackend<Store = SqlxStore<DB>>,
+{
+    let store = ctx.store().await?;
+    let (sweep, mail) = (name("sweep"), name("mail-checks"));
+    let (a, b) = (HolderId::generate(), HolderId::generate());
+    for lease in [&sweep, &mail] {
+        check!(
+            store.try_acquire(lease, &a, secs(60)).await?.is_some(),
+            "{lease} was taken"
+        );
+    }
+    let table = store.table();
+    let later = match store.statements().dialect() {
+        Dialect::Postgres => "taken_at + interval '1 hour'",
+        Dialect::MySql => "taken_at + INTERVAL 1 HOUR",
+        // Milliseconds since the epoch.
+        Dialect::Sqlite => "taken_at + 3600000",
+        other => {
+            return Err(CaseFailure::new(format!(
+                "no clock step written for {other:?}"
+            )));
+        }
+    };
+    let expires = later.replace("taken_at", "expires_at");
+    DB::execute(
+        store.executor().pool(),
+        format!("UPDATE {table} SET taken_at = {later}, expires_at = {expires}"),
+    )
+    .await?;
+
+    check!(
+        store.release(&sweep, &a, std::time::Duration::ZERO).await?,
+        "the release of {sweep} matched nothing"
+    );
+    check!(
+        store.try_acquire(&sweep, &b, secs(60)).await?.is_some(),
+        "released without a hold, {sweep} stayed taken until the acquisition the clock reads an \
+         hour ahead"
+    );
+    let hold = std::time::Duration::from_secs(5);
+    check!(
+        store.release(&mail, &a, hold).await?,
+        "the release of {mail} matched nothing"
+    );
+    let info = store
+        .inspect(&mail)
+        .await?
+        .ok_or_else(|| CaseFailure::new(format!("{mail} was freed despite its hold")))?;
+    let held_for = info
+        .expires_at
+        .duration_since(info.observed_at)
+        .unwrap_or_default();
+    check!(
+        held_for <= hold,
+        "a hold of {hold:?} keeps {mail} {held_for:?} after the release: {info:?}"
+    );
+    Ok(Verdict::Passed)
 }
