@@ -197,6 +197,14 @@ async fn postgres_nondeterministic_name_is_refused_then_altered() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn postgres_coarse_times_are_refused_then_upgraded() {
+    on_fresh_table::<Postgres, deadpool::Pool<AsyncPgConnection>, _>(
+        adoption::postgres_coarse_times_are_refused_then_upgraded,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn postgres_infinite_times_are_read() {
     on_fresh_table::<Postgres, deadpool::Pool<AsyncPgConnection>, _>(
         adoption::postgres_infinite_times_are_read,

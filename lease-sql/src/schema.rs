@@ -67,9 +67,11 @@ pub(crate) enum Fix {
     /// database's default collation, which is deterministic, in place of a nondeterministic
     /// one).
     BinaryHolder,
-    /// Store `taken_at` to the microsecond (MariaDB: `DATETIME(6)`).
+    /// Store `taken_at` to the microsecond (MariaDB: `DATETIME(6)`; PostgreSQL: `timestamptz`
+    /// without a coarser precision).
     PreciseTakenAt,
-    /// Store `expires_at` to the microsecond (MariaDB: `DATETIME(6)`).
+    /// Store `expires_at` to the microsecond (MariaDB: `DATETIME(6)`; PostgreSQL:
+    /// `timestamptz`).
     PreciseExpiresAt,
     /// Store `taken_at` as a UTC `DATETIME(6)` instead of a `TIMESTAMP` (MariaDB).
     UtcTakenAt,

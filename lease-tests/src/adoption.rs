@@ -1444,6 +1444,68 @@ pub async fn unsafe_storage_is_refused<X: Execute>(
     Ok(())
 }
 
+/// A PostgreSQL lease table whose times were declared in whole seconds (`timestamptz(0)`,
+/// which rounds every time written to it by up to half a second either way, so an expiry may
+/// be stored before the holder's deadline): `verify` refuses it, saying the store needs
+/// microseconds, with the `ALTER` that gives both columns theirs; `upgrade` runs it, keeping
+/// the lease held in the table with its holder and fence, and `verify` then accepts the table.
+/// `store` is on `table`, which the case creates and leaves for the caller to drop.
+///
+/// # Errors
+/// A description of the first thing that went otherwise, or that the store is not
+/// PostgreSQL's.
+///
+/// # Cancel safety
+/// Dropped, it leaves `table` as far as it got, for the caller to drop as after the case.
+pub async fn postgres_coarse_times_are_refused_then_upgraded<X: Execute>(
+    store: &SqlStore<X>,
+    _table: &str,
+) -> Result<(), BoxError> {
+    if store.statements().dialect() != Dialect::Postgres {
+        return Err("times declared in whole seconds need a PostgreSQL store".into());
+    }
+    let create = store.statements().create_table();
+    let coarse = create.replace("timestamptz", "timestamptz(0)");
+    if coarse == create {
+        return Err(format!("the store's DDL names no timestamptz: {create}").into());
+    }
+    store.executor().batch(&coarse).await?;
+    let (report, holder) = (name("report"), HolderId::generate());
+    let fence = store
+        .try_acquire(&report, &holder, Ttl::from_secs(600)?)
+        .await?
+        .ok_or("report was held in a new table")?;
+    match store.verify().await {
+        Err(Error::SchemaMismatch {
+            mismatch,
+            upgrade: Some(sql),
+            other_kind: false,
+            ..
+        }) if mismatch.contains("the store needs microseconds")
+            && sql.contains("ALTER COLUMN taken_at TYPE timestamptz")
+            && sql.contains("ALTER COLUMN expires_at TYPE timestamptz")
+            && !sql.contains("timestamptz(") => {}
+        other => {
+            return Err(format!(
+                "verify answered {other:?}, where it should refuse times in whole seconds \
+                 with the SQL that gives them microseconds"
+            )
+            .into());
+        }
+    }
+    if !store.upgrade().await? {
+        return Err("upgrade found nothing to do on times in whole seconds".into());
+    }
+    store.verify().await?;
+    match store.inspect(&report).await? {
+        Some(info) if info.holder == holder && info.fence == fence => Ok(()),
+        other => Err(format!(
+            "after the upgrade report reads {other:?}, not held by {holder} with fence {fence}"
+        )
+        .into()),
+    }
+}
+
 /// `store`'s `verify` refuses its table with a mismatch that says `why`, and no SQL, as a
 /// table of another kind than a lease table when `other_kind`.
 async fn refused_for<X: Execute>(

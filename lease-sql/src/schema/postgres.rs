@@ -8,8 +8,9 @@ use super::{Column, Facts, Fit, Fix};
 /// column alone is the primary key or a unique index without a predicate, checked at once
 /// (not `DEFERRABLE`) and valid (not left half-built by a failed `CREATE INDEX CONCURRENTLY`):
 /// what `ON CONFLICT (name)` needs. A `varchar` carries its declared length
-/// (`character varying(36)`); other types are named without theirs (`timestamp with time
-/// zone` also for a `timestamptz(3)`). `storage` is the table's persistence, `permanent`,
+/// (`character varying(36)`), a `timestamptz` its declared precision (`timestamp(3) with time
+/// zone`; `timestamp with time zone` without one); other types are named without theirs.
+/// `storage` is the table's persistence, `permanent`,
 /// `unlogged` or `temporary`; the empty part before it is MariaDB's character set.
 /// `nondeterministic` is the column's collation where it is nondeterministic (an ICU collation
 /// created with `deterministic = false`, under which `Sweep` and `sweep`, or texts that differ
@@ -20,7 +21,7 @@ use super::{Column, Facts, Fit, Fix};
 pub(super) const COLUMNS: &str = "\
 SELECT a.attname::text,
        concat_ws(';',
-           format_type(a.atttypid, CASE WHEN a.atttypid = 'character varying'::regtype THEN a.atttypmod END),
+           format_type(a.atttypid, CASE WHEN a.atttypid IN ('character varying'::regtype, 'timestamptz'::regtype) THEN a.atttypmod END),
            CASE WHEN a.attnotnull THEN 'NO' ELSE 'YES' END,
            CASE WHEN a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> '' THEN '1' ELSE '0' END,
            CASE WHEN EXISTS (
@@ -96,7 +97,9 @@ pub(super) fn unfit_key(key: Option<&str>) -> Option<String> {
 }
 
 /// Which types fit, by the type without its length (the check reads a `varchar`'s length
-/// itself).
+/// itself). A `timestamptz` declared with fewer than six digits of a second rounds every time
+/// written to it, up or down, by up to half its unit: an expiry stored half a second early
+/// lets a takeover in while the holder's deadline, counted from the TTL, has not passed.
 pub(super) fn fit(column: Column, data_type: &str) -> Fit {
     let text = matches!(data_type, "text" | "character varying");
     match column {
@@ -107,8 +110,17 @@ pub(super) fn fit(column: Column, data_type: &str) -> Fit {
             "integer" | "smallint" => Fit::Upgrade(Fix::WidenFence),
             _ => Fit::Wrong("bigint"),
         },
-        Column::TakenAt | Column::ExpiresAt if data_type == "timestamp with time zone" => Fit::Fits,
-        Column::TakenAt | Column::ExpiresAt => Fit::Wrong("timestamptz"),
+        Column::TakenAt | Column::ExpiresAt => match data_type {
+            "timestamp with time zone" | "timestamp(6) with time zone" => Fit::Fits,
+            coarse if coarse.starts_with("timestamp(") && coarse.ends_with(") with time zone") => {
+                Fit::Upgrade(if column == Column::TakenAt {
+                    Fix::PreciseTakenAt
+                } else {
+                    Fix::PreciseExpiresAt
+                })
+            }
+            _ => Fit::Wrong("timestamptz"),
+        },
     }
 }
 
@@ -162,11 +174,12 @@ pub(super) fn upgrade(t: &str, fixes: &[Fix]) -> String {
             }
             Fix::TakenAtNotNull => actions.push("ALTER COLUMN taken_at SET NOT NULL"),
             Fix::ExpiresAtNotNull => actions.push("ALTER COLUMN expires_at SET NOT NULL"),
+            // More digits keep every time as it is: the table is not rewritten.
+            Fix::PreciseTakenAt => actions.push("ALTER COLUMN taken_at TYPE timestamptz"),
+            Fix::PreciseExpiresAt => actions.push("ALTER COLUMN expires_at TYPE timestamptz"),
             // MariaDB's alone.
             Fix::Utf8Name
             | Fix::Utf8Holder
-            | Fix::PreciseTakenAt
-            | Fix::PreciseExpiresAt
             | Fix::UtcTakenAt
             | Fix::UtcExpiresAt
             | Fix::NoOnUpdateTakenAt
