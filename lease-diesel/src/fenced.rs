@@ -2,10 +2,9 @@
 
 use diesel::connection::{TransactionDepthChange, TransactionManagerStatus};
 use diesel_async::{AsyncConnection, TransactionManager};
-use lease_core::{Error, LeaseHandle, StoreErrorKind};
+use lease_core::{Error, LeaseHandle};
 use lease_sql::{AfterCommit, CheckAt, FencedCommit};
 
-use crate::error_kind::error_kind;
 use crate::{DieselConnection, DieselPool, DieselStore};
 
 /// The transaction manager of the connections of `P`.
@@ -62,7 +61,11 @@ type Manager<P> = <<P as DieselPool>::Connection as AsyncConnection>::Transactio
 /// deadpool or bb8 closes it instead of reusing it, so that the pool's next connection reaches
 /// whatever server the URL names now; another transaction on it fails. A read-only refusal of
 /// `work`'s own statement is `work`'s error, which `fenced` cannot read: mark the connection
-/// yourself if you tell it apart, or leave it to the store's next statement on it.
+/// yourself if you tell it apart, or leave it to the store's next statement on it. `fenced`
+/// marks `connection` broken too where `work` ended the transaction itself (the answer's
+/// source is [`TransactionEnded`](lease_sql::TransactionEnded)): its session may keep locks no
+/// rollback releases (MariaDB's `LOCK TABLES`, which commits the transaction first), which
+/// would fail the store's next statement on it and hold other sessions back.
 ///
 /// # Errors
 /// `work`'s own error; [`Error::NotHeld`] when the check found the lease gone or it was lost
@@ -76,8 +79,10 @@ type Manager<P> = <<P as DieselPool>::Connection as AsyncConnection>::Transactio
 /// the writes after that committed on their own (that answer takes the place of
 /// [`Error::NotHeld`] where the lease was also lost: something was committed); diesel's
 /// [`AlreadyInTransaction`](diesel::result::Error::AlreadyInTransaction) for a `connection`
-/// already in a transaction (the fenced commit would commit it), and diesel's error when a
-/// rollback failed.
+/// already in a transaction (the fenced commit would commit it), and diesel's
+/// [`BrokenTransactionManager`](diesel::result::Error::BrokenTransactionManager) for a
+/// `connection` marked broken before (a rollback that failed is not answered: the connection
+/// is marked broken and the transaction's own answer stands).
 ///
 /// # Cancel safety
 /// Dropped before the commit, the transaction is left open on `connection`, which diesel-async
@@ -141,7 +146,7 @@ where
         Ok(commit) => commit,
         Err(error) => {
             let _ = Manager::<P>::rollback_transaction(connection).await;
-            discard_if_read_only(connection, &error);
+            discard_if_spoiled(connection, &error);
             return Err(error.into());
         }
     };
@@ -149,7 +154,7 @@ where
         && let Err(refused) = store.fence(&mut *connection, lease).await
     {
         let _ = Manager::<P>::rollback_transaction(connection).await;
-        discard_if_read_only(connection, &refused);
+        discard_if_spoiled(connection, &refused);
         return Err(refused.into());
     }
     let output = match work(&mut *connection).await {
@@ -166,6 +171,7 @@ where
         // broken, which the pool discards, and a failure of its own would hide that the work's
         // writes committed (`TransactionEnded`) behind an error a caller retries.
         let _ = Manager::<P>::rollback_transaction(connection).await;
+        discard_if_spoiled(connection, &answer);
         return Err(answer.into());
     }
     match store
@@ -178,26 +184,21 @@ where
         }
         Err(refused) => {
             let _ = Manager::<P>::rollback_transaction(connection).await;
-            discard_if_read_only(connection, &refused);
+            discard_if_spoiled(connection, &refused);
             Err(refused.into())
         }
     }
 }
 
-/// Marks `connection` broken when `error` says its server accepts no writes (a standby, a
-/// demoted primary, a MariaDB server set `read_only`), as the store's executor does with its
-/// own: deadpool and bb8 then close it instead of reusing it, and the pool's next connection
-/// reaches whatever server the URL names now.
-fn discard_if_read_only<C: DieselConnection>(
-    connection: &mut C,
-    error: &(dyn std::error::Error + Send + Sync + 'static),
-) {
-    let read_only = match error.downcast_ref::<Error>() {
-        Some(error) => error.store_error_kind() == Some(StoreErrorKind::ReadOnly),
-        None => error_kind(error) == StoreErrorKind::ReadOnly,
-    };
-    if read_only {
-        tracing::warn!(%error, "the server is read-only: closing its connection");
+/// Marks `connection` broken when `error` says it must not be used again
+/// ([`lease_sql::spoiled_connection`]): its server accepts no writes (a standby, a demoted
+/// primary, a MariaDB server set `read_only`), as the store's executor does with its own, or
+/// the work ended the transaction itself and its session may keep locks. deadpool and bb8 then
+/// close it instead of reusing it, and the pool's next connection reaches whatever server the
+/// URL names now.
+fn discard_if_spoiled<C: DieselConnection>(connection: &mut C, error: &Error) {
+    if let Some(why) = lease_sql::spoiled_connection(error) {
+        tracing::warn!(%error, "{why}: closing its connection");
         connection.discard();
     }
 }

@@ -28,6 +28,7 @@ mod query;
 mod rows;
 mod schema;
 mod snapshot_isolation;
+mod spoiled_connection;
 mod sqlite;
 mod statements;
 mod store;
@@ -66,6 +67,7 @@ pub use snapshot_isolation::{
     SNAPSHOT_MARKER, SNAPSHOT_PREDATES_MARKER, SnapshotIsolation, snapshot_isolation,
     snapshot_refusal,
 };
+pub use spoiled_connection::spoiled_connection;
 pub use sqlite::{SQLITE_BUSY_TIMEOUT, sqlite_pragmas};
 pub use statements::Statements;
 pub use store::{Attempt, CheckAt, FencedCommit, SqlStore};

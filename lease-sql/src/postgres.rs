@@ -64,16 +64,23 @@ pub(crate) fn sql(t: &str) -> DialectSql {
     // row or an expired one; the aggregates are not constants, so the planner cannot fold the
     // `ELSE` branch into an error of its own. `first` goes before that test: the prepared check
     // at the commit first fails when the work ended the transaction (`TransactionEnded`), in
-    // the same statement, so that the guard costs the commit no statement of its own.
-    let checked_after = |first: &str| {
+    // the same statement, so that the guard costs the commit no statement of its own. Its
+    // `UPDATE` runs first all the same, so there it is also gated on the transaction's being
+    // open (`gate`, a test without a column, which the planner runs once, before the scan):
+    // once the work ended the transaction, the check must not wait for the lease's row, held
+    // by a new holder, and answer a lock timeout as a failure that committed nothing.
+    let checked_after = |gate: &str, first: &str| {
         format!(
-            "WITH checked AS ({update} RETURNING {live} AS live)\n\
+            "WITH checked AS ({update}{gate} RETURNING {live} AS live)\n\
              SELECT CAST(CASE {first}WHEN count(*) = 1 AND bool_and(live) THEN '1' ELSE '{NOT_HELD_MARKER}' END AS int) \
              FROM checked"
         )
     };
-    let checked = checked_after("");
-    let checked_at_commit = checked_after(&format!("{} ", postgres_branch()));
+    let checked = checked_after("", "");
+    let checked_at_commit = checked_after(
+        " AND statement_timestamp() <> transaction_timestamp()",
+        &format!("{} ", postgres_branch()),
+    );
     // Why `fence` matched no row, asked in the same transaction: under `READ COMMITTED`, or
     // when the row holds a fence as great as the lease's (taken over or released: fences only
     // grow), the lease is gone; under a snapshot that shows an older fence, or no row, the

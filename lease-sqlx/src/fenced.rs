@@ -55,7 +55,11 @@ use crate::{NestedTransaction, SqlxDatabase, SqlxExecutor, SqlxStore};
 /// you took (`let mut conn = pool.acquire().await?; let tx = conn.begin().await?;`) and call
 /// `conn.close_on_drop()` after such an error, as [`fenced`] does with its own. A transaction
 /// from `pool.begin()` gives its connection back to the pool, where the store's next statement
-/// on it closes it.
+/// on it closes it. Close it too where the work ended the transaction itself (the error's
+/// source is [`TransactionEnded`](lease_sql::TransactionEnded)): its session may keep locks
+/// no rollback releases (MariaDB's `LOCK TABLES`, which commits the transaction first), and
+/// nothing else closes it: given back to the pool, it keeps them, and the store's next
+/// statement on it fails. [`lease_sql::spoiled_connection`] answers both cases.
 ///
 /// # Errors
 /// [`Error::NotHeld`] when the check found the lease gone (after marking it lost, so that its
@@ -190,7 +194,9 @@ fn ended_inside(error: &Error) -> bool {
 /// when it ends, unless the server refused the check, the commit or the transaction's begin as
 /// read-only (a standby, a demoted primary, a MariaDB server set `read_only`): that connection
 /// is closed, as the store's own statements close theirs, so the pool's next one reaches
-/// whatever server the URL names now. A read-only refusal of `work`'s own statement is `work`'s
+/// whatever server the URL names now. So is the connection of work that ended the transaction
+/// itself ([`TransactionEnded`](lease_sql::TransactionEnded)), whose session may keep locks no
+/// rollback releases (MariaDB's `LOCK TABLES`, which commits the transaction first). A read-only refusal of `work`'s own statement is `work`'s
 /// error, which `fenced` cannot read: that connection goes back to the pool, and the store's
 /// next statement on it closes it.
 ///
@@ -308,9 +314,9 @@ where
         Ok(done) => done,
         Err(error) => {
             // The transaction is gone by now; its connection must not go back to the pool
-            // when the server accepts no writes.
-            if error.store_error_kind() == Some(StoreErrorKind::ReadOnly) {
-                tracing::warn!(%error, "the server is read-only: closing its connection");
+            // when the server accepts no writes, or the work ended the transaction itself.
+            if let Some(why) = lease_sql::spoiled_connection(&error) {
+                tracing::warn!(%error, "{why}: closing its connection");
                 connection.close_on_drop();
             }
             Err(error.into())

@@ -307,6 +307,53 @@ async fn postgres_work_that_ended_its_transaction_is_not_told_it_committed() {
     fixture.drop_tables().await;
 }
 
+/// Work that ended its transaction while a new holder's transaction holds the lease's row:
+/// the check with the commit, the connection's prepared statement as much as its text, tests
+/// for the ended transaction before it touches the row, so it does not wait for the row's lock
+/// and then answer a lock timeout as a failure that committed nothing (the work's later write
+/// committed): it answers `TransactionEnded`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_work_that_ended_its_transaction_waits_for_no_row_lock() {
+    use lease_sqlx::sqlx::{self, Acquire, AssertSqlSafe};
+    use lease_sqlx::{CheckAt, LeaseClient, PgProtocol, runtime::TokioRuntime};
+
+    let Some(fixture) = PgNotes::new("ended_locked").await else {
+        return;
+    };
+    let PgNotes {
+        pool,
+        store: prepared,
+        table,
+        notes,
+    } = &fixture;
+    for protocol in [PgProtocol::Prepared, PgProtocol::SimpleInline] {
+        let store = prepared
+            .clone()
+            .map_executor(|executor| executor.with_protocol(protocol));
+        let client = LeaseClient::new(store.clone(), TokioRuntime);
+        let guard = client.try_acquire("notes").await.unwrap().expect("free");
+        // Another transaction holds the lease's row, as a new holder's check at its begin would.
+        let mut holding = pool.acquire().await.unwrap();
+        let mut other = holding.begin().await.unwrap();
+        sqlx::query(AssertSqlSafe(format!(
+            "SELECT 1 FROM {table} WHERE name = 'notes' FOR UPDATE"
+        )))
+        .execute(&mut *other)
+        .await
+        .unwrap();
+        let answer = lease_sqlx::fenced_with(&store, &guard, CheckAt::Commit, async |tx| {
+            // The setting outlives the transaction the work ended: a check that waited for the
+            // row would fail after it.
+            insert_end_insert::<Postgres>(tx, notes, "COMMIT; SET lock_timeout = '300ms'").await
+        })
+        .await;
+        other.rollback().await.unwrap();
+        assert_transaction_ended(answer, &format!("{protocol:?}"));
+        guard.release().await.unwrap();
+    }
+    fixture.drop_tables().await;
+}
+
 /// On MariaDB a statement can end the transaction inside the work without an error the work
 /// sees: `TRUNCATE` (as any data definition) commits it first, and the writes after it commit
 /// on their own. The fenced transaction must not answer that it committed under the lease (nor
@@ -363,6 +410,68 @@ async fn mariadb_work_that_ended_its_transaction_is_not_told_it_committed() {
     guard.release().await.unwrap();
     sqlx::raw_sql(AssertSqlSafe(format!(
         "DROP TABLE {notes}; DROP TABLE {scratch}; DROP TABLE {table}"
+    )))
+    .execute(&pool)
+    .await
+    .unwrap();
+}
+
+/// On MariaDB `LOCK TABLES` commits the transaction first, and its table locks outlive it: no
+/// rollback releases them. The connection of fenced work that took them is closed, not given
+/// back to the pool (of one connection here), where the store's next statement on it would
+/// fail ("was not locked with LOCK TABLES") and other sessions would wait for the table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_work_that_locked_tables_leaves_no_lock_on_the_pool() {
+    use lease_sqlx::sqlx::mysql::MySqlPoolOptions;
+    use lease_sqlx::sqlx::{self, AssertSqlSafe};
+    use lease_sqlx::{CheckAt, LeaseClient, MySqlLeaseStore, runtime::TokioRuntime};
+
+    let connected = MySqlPoolOptions::new()
+        .max_connections(1)
+        .connect(&env::mysql_url())
+        .await;
+    let pool = match connected {
+        Ok(pool) => pool,
+        Err(error) => return env::skip_or_fail("mariadb", &error.to_string()),
+    };
+    let table = env::unique_table("locked");
+    let store = MySqlLeaseStore::with_table(pool.clone(), &table).unwrap();
+    store.setup().await.unwrap();
+    let notes = format!("{table}_notes");
+    sqlx::raw_sql(AssertSqlSafe(format!("CREATE TABLE {notes} (v int)")))
+        .execute(&pool)
+        .await
+        .unwrap();
+    let client = LeaseClient::new(store.clone(), TokioRuntime);
+    let guard = client.try_acquire("notes").await.unwrap().expect("free");
+    for at in [CheckAt::Begin, CheckAt::Commit] {
+        let answer = lease_sqlx::fenced_with(&store, &guard, at, async |tx| {
+            for statement in [
+                format!("LOCK TABLES {notes} WRITE"),
+                format!("INSERT INTO {notes} VALUES (1)"),
+            ] {
+                sqlx::raw_sql(AssertSqlSafe(statement))
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            Ok::<_, lease_core::BoxError>(())
+        })
+        .await;
+        assert_transaction_ended(answer, &format!("{at:?}"));
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            lease_core::LeaseStore::inspect(&store, guard.name()),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{at:?}: the store's next statement did not answer"));
+        assert!(
+            matches!(&read, Ok(Some(info)) if info.holder == *guard.holder()),
+            "{at:?}: the store's next statement, on the pool's one connection: {read:?}"
+        );
+    }
+    guard.release().await.unwrap();
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "DROP TABLE {notes}; DROP TABLE {table}"
     )))
     .execute(&pool)
     .await
