@@ -22,16 +22,19 @@ OPTIONS:
     --postgres-url URL   use this PostgreSQL server instead of a private one
                          (WAL figures are only taken on a private server)
     --mysql-url URL      use this MariaDB server instead of a private one
-    --repetitions N      repetitions of every measurement; figures are medians (default 3)
-    --seconds S          length of one throughput measurement (default 2)
+    --repetitions N      repetitions of every throughput measurement (the cycles,
+                         contended, fenced and growth scenarios); figures are medians
+                         (default 3); handover and many take fixed samples
+    --seconds S          length of one throughput measurement, 0.001 to 86400
+                         (default 2)
     --leases LIST        lease counts of the many-leases scenario (default 1000,10000,100000)
     --markdown FILE      also write every table, the machine and the command as Markdown
     --chart FILE         write the cycles-per-second chart as SVG (needs the cycles
                          scenario)
     --delay-ms MS        delay every chunk to and from the PostgreSQL and MariaDB servers
-                         by MS milliseconds through a proxy, as across a network (a round
-                         trip takes 2 x MS longer); a URL given with it must name
-                         127.0.0.1 or localhost, where the proxy forwards
+                         by MS milliseconds (0.001 to 60000) through a proxy, as across
+                         a network (a round trip takes 2 x MS longer); a URL given with
+                         it must name 127.0.0.1 or localhost, where the proxy forwards
     --smoke              a seconds-long run of every scenario, to check the program works:
                          shortens --repetitions, --seconds and --leases where they are
                          not given; its figures mean nothing
@@ -49,7 +52,8 @@ pub struct Options {
     pub postgres_url: Option<String>,
     /// An existing MariaDB server, instead of a private one.
     pub mysql_url: Option<String>,
-    /// Repetitions of every measurement.
+    /// Repetitions of every throughput measurement (the cycles, contended, fenced and growth
+    /// scenarios; handover and many take samples of fixed counts).
     pub repetitions: usize,
     /// The length of one throughput measurement.
     pub measure: Duration,
@@ -94,13 +98,27 @@ pub enum Command {
     Help,
 }
 
-/// `text`, the value of `flag`, as a positive, finite number.
-fn positive(flag: &str, text: &str) -> Result<f64, String> {
+/// Reads `text`, given with `flag`, as a length of time: a number of `unit`s from `shortest` to
+/// `longest`, so that no length rounds to nothing or overflows the clock.
+fn length(
+    flag: &str,
+    text: &str,
+    unit: Duration,
+    (shortest, longest): (f64, f64),
+) -> Result<Duration, String> {
     text.parse()
         .ok()
-        .filter(|number: &f64| number.is_finite() && *number > 0.0)
-        .ok_or_else(|| format!("{flag} takes a positive number, not {text:?}"))
+        .filter(|number: &f64| (shortest..=longest).contains(number))
+        .map(|number| unit.mul_f64(number))
+        .ok_or_else(|| format!("{flag} takes a number from {shortest} to {longest}, not {text:?}"))
 }
+
+const SECOND: Duration = Duration::from_secs(1);
+const MILLISECOND: Duration = Duration::from_millis(1);
+/// The lengths `--seconds` takes: from a millisecond to a day.
+const MEASURE_SECONDS: (f64, f64) = (0.001, 86_400.0);
+/// The delays `--delay-ms` takes: from a microsecond to a minute.
+const DELAY_MS: (f64, f64) = (0.001, 60_000.0);
 
 /// Reads the arguments (without the program's name).
 ///
@@ -125,13 +143,11 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> 
                 repetitions_given = true;
             }
             "--seconds" => {
-                let seconds = positive(&arg, &value(&arg)?)?;
-                options.measure = Duration::from_secs_f64(seconds);
+                options.measure = length(&arg, &value(&arg)?, SECOND, MEASURE_SECONDS)?;
                 seconds_given = true;
             }
             "--delay-ms" => {
-                let ms = positive(&arg, &value(&arg)?)?;
-                options.delay = Some(Duration::from_secs_f64(ms / 1_000.0));
+                options.delay = Some(length(&arg, &value(&arg)?, MILLISECOND, DELAY_MS)?);
             }
             "--leases" => {
                 options.leases = list(&value(&arg)?, |text| number("--leases", text))?;
@@ -245,6 +261,26 @@ mod tests {
         assert_eq!(options.delay, Some(Duration::from_micros(250)));
         assert!(run(&["--delay-ms", "-1"]).is_err());
         assert!(run(&["--delay-ms", "x"]).is_err());
+        assert!(run(&["--delay-ms", "1e9"]).is_err());
+    }
+
+    #[test]
+    fn lengths_that_round_to_nothing_or_overflow_are_refused() {
+        assert_eq!(
+            run(&["--seconds", "0.5"]).unwrap().measure,
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            run(&["--seconds", "86400"]).unwrap().measure,
+            Duration::from_secs(86_400)
+        );
+        for seconds in ["1e20", "1e19", "1e-10", "0", "-1", "NaN", "inf"] {
+            let refused = run(&["--seconds", seconds]).unwrap_err();
+            assert!(
+                refused.contains("--seconds takes a number from 0.001 to 86400"),
+                "{seconds}: {refused}"
+            );
+        }
     }
 
     #[test]

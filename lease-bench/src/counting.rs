@@ -76,9 +76,20 @@ impl CountingStore {
     }
 
     /// The longest time any lease waited between two of its renewals (or its acquisition and
-    /// its first renewal), counted from when each call was sent.
-    pub fn worst_gap(&self) -> Duration {
-        Duration::from_nanos(self.worst_gap.load(Ordering::Relaxed))
+    /// its first renewal), counted from when each call was sent, or since its last renewal
+    /// until `now`: a lease the renewer stopped renewing counts for as long as it has waited,
+    /// though no renewal ends its wait.
+    pub fn worst_gap_until(&self, now: Instant) -> Duration {
+        let now = self.stamp(now);
+        let waiting = self
+            .last
+            .iter()
+            .map(|last| last.load(Ordering::Relaxed))
+            .filter(|&last| last != 0)
+            .map(|last| now.saturating_sub(last))
+            .max()
+            .unwrap_or(0);
+        Duration::from_nanos(self.worst_gap.load(Ordering::Relaxed).max(waiting))
     }
 
     /// The `renew_many` calls sent since `since`.
@@ -199,8 +210,22 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(30)).await;
         let leases = vec![(a.clone(), ha), (b, HolderId::generate())];
         assert_eq!(store.renew_many(&leases, ttl).await.unwrap(), [true, false]);
-        assert!(store.worst_gap() >= Duration::from_millis(30));
+        assert!(store.worst_gap_until(Instant::now()) >= Duration::from_millis(30));
         assert_eq!(store.calls_since(store.origin).len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_lease_no_longer_renewed_counts_until_now() {
+        let store = CountingStore::new(Arc::new(MemoryStore::new()), "n", 2);
+        let ttl = Ttl::from_secs(60).unwrap();
+        let (a, b) = (LeaseName::new("n0").unwrap(), LeaseName::new("n1").unwrap());
+        let (ha, hb) = (HolderId::generate(), HolderId::generate());
+        assert!(store.try_acquire(&a, &ha, ttl).await.unwrap().is_some());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(store.try_acquire(&b, &hb, ttl).await.unwrap().is_some());
+        assert_eq!(store.renew_many(&[(b, hb)], ttl).await.unwrap(), [true]);
+        // `n1` was renewed at once; `n0`, never renewed, has waited 50 ms and more.
+        assert!(store.worst_gap_until(Instant::now()) >= Duration::from_millis(50));
     }
 
     #[test]
