@@ -87,13 +87,20 @@ fn pool_kind(_: &(dyn std::error::Error + 'static)) -> Option<StoreErrorKind> {
     None
 }
 
-/// Phrases, lower case, of a connection the server refused for good: a wrong password or user
-/// (PostgreSQL 28P01, 28000; MariaDB 1045), a database or role that does not exist (3D000;
-/// MariaDB 1049), a SQLite file that cannot be opened, which waiting does not fix.
+/// Phrases, lower case, of a connection the server refused for good, as lease-sqlx reads their
+/// codes: a failed authentication of any method (PostgreSQL's class 28: a password, `peer`,
+/// `ident`, a `pg_hba.conf` line that rejects or is missing, a role that may not log in;
+/// MariaDB 1045), a database or role that does not exist (3D000; MariaDB 1049), a database
+/// the role may not connect to (42501), a host the server does not let in (MariaDB 1130), a
+/// SQLite file that cannot be opened, which waiting does not fix.
 #[cfg(any(feature = "deadpool", feature = "bb8"))]
 const REFUSED_FOR_GOOD: &[&str] = &[
-    "password authentication failed",
+    "authentication failed",
     "no pg_hba.conf entry",
+    "pg_hba.conf rejects connection",
+    "is not permitted to log in",
+    "permission denied for database",
+    "is not allowed to connect to this",
     "access denied",
     "unknown database",
     "does not exist",
@@ -335,6 +342,14 @@ mod tests {
             "Access denied for user 'app'@'localhost' (using password: YES)",
             "Unknown database 'app'",
             "unable to open database file",
+            // The other refusals lease-sqlx reads as permanent by their codes (PostgreSQL's
+            // class 28 and 42501, MariaDB 1130).
+            "error connecting to server: db error: FATAL: Peer authentication failed for user \"app\"",
+            "error connecting to server: db error: FATAL: Ident authentication failed for user \"app\"",
+            "error connecting to server: db error: FATAL: pg_hba.conf rejects connection for host \"10.0.0.5\", user \"app\", database \"app\", no encryption",
+            "error connecting to server: db error: FATAL: role \"app\" is not permitted to log in",
+            "error connecting to server: db error: FATAL: permission denied for database \"app\"",
+            "Host '10.0.0.5' is not allowed to connect to this MariaDB server",
         ] {
             for error in as_each_pool_answers(message) {
                 assert_eq!(error_kind(&*error), StoreErrorKind::Permanent, "{error:?}");
