@@ -22,7 +22,11 @@ pub struct ClientStats {
     pub skipped: u64,
     /// Acquisitions that failed: the store failed or did not answer in time.
     pub acquire_failed: u64,
-    /// Lease renewals sent (one per lease per round, however many a `renew_many` call carries).
+    /// Lease renewals sent (one per lease per round, however many a `renew_many` call carries),
+    /// counted as they are answered. One that succeeded or was refused after its lease was lost
+    /// meanwhile (its deadline passed, or it was found gone), or given back, counts nothing
+    /// here: the loss is counted once, under [`losses`](ClientStats::losses). One that failed
+    /// counts, under [`renewals_failed`](ClientStats::renewals_failed), also past the deadline.
     pub renewals: u64,
     /// Lease renewals whose call failed or timed out: the lease stays held until its deadline
     /// and is renewed again soon.

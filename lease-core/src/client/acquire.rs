@@ -26,7 +26,8 @@ impl LeaseClient {
     /// back, as a lease nobody held (no guard is made for it, and no loss counted), and the
     /// wait goes on: the guard returned is held. An attempt that starts before
     /// `timeout` runs may finish up to one
-    /// [store timeout](crate::LeaseConfig::store_timeout) after it.
+    /// [store timeout](crate::LeaseConfig::store_timeout) after it, and up to one more where
+    /// it gives back, on the caller's task, a lease answered past its deadline.
     ///
     /// # Errors
     /// [`Error::Timeout`] when the lease stayed held for the whole `timeout`; the last
