@@ -3,7 +3,7 @@
 use diesel::connection::{TransactionDepthChange, TransactionManagerStatus};
 use diesel_async::{AsyncConnection, TransactionManager};
 use lease_core::{Error, LeaseHandle};
-use lease_sql::{AfterCommit, CheckAt, FencedCommit};
+use lease_sql::{AfterCommit, CheckAt, Dialect, FencedCommit};
 
 use crate::{DieselConnection, DieselPool, DieselStore};
 
@@ -61,8 +61,9 @@ type Manager<P> = <<P as DieselPool>::Connection as AsyncConnection>::Transactio
 /// deadpool or bb8 closes it instead of reusing it, so that the pool's next connection reaches
 /// whatever server the URL names now; another transaction on it fails. A read-only refusal of
 /// `work`'s own statement is `work`'s error, which `fenced` cannot read: mark the connection
-/// yourself if you tell it apart, or leave it to the store's next statement on it. `fenced`
-/// marks `connection` broken too where `work` ended the transaction itself (the answer's
+/// yourself if you tell it apart, or leave it to the store's next statement on it. On
+/// PostgreSQL and MariaDB, `fenced` marks `connection` broken too where `work` ended the
+/// transaction itself (the answer's
 /// source is [`TransactionEnded`](lease_sql::TransactionEnded)): its session may keep locks no
 /// rollback releases (MariaDB's `LOCK TABLES`, which commits the transaction first), which
 /// would fail the store's next statement on it and hold other sessions back.
@@ -146,7 +147,7 @@ where
         Ok(commit) => commit,
         Err(error) => {
             let _ = Manager::<P>::rollback_transaction(connection).await;
-            discard_if_spoiled(connection, &error);
+            discard_if_spoiled(connection, store.statements().dialect(), &error);
             return Err(error.into());
         }
     };
@@ -154,7 +155,7 @@ where
         && let Err(refused) = store.fence(&mut *connection, lease).await
     {
         let _ = Manager::<P>::rollback_transaction(connection).await;
-        discard_if_spoiled(connection, &refused);
+        discard_if_spoiled(connection, store.statements().dialect(), &refused);
         return Err(refused.into());
     }
     let output = match work(&mut *connection).await {
@@ -171,7 +172,7 @@ where
         // broken, which the pool discards, and a failure of its own would hide that the work's
         // writes committed (`TransactionEnded`) behind an error a caller retries.
         let _ = Manager::<P>::rollback_transaction(connection).await;
-        discard_if_spoiled(connection, &answer);
+        discard_if_spoiled(connection, store.statements().dialect(), &answer);
         return Err(answer.into());
     }
     match store
@@ -184,7 +185,7 @@ where
         }
         Err(refused) => {
             let _ = Manager::<P>::rollback_transaction(connection).await;
-            discard_if_spoiled(connection, &refused);
+            discard_if_spoiled(connection, store.statements().dialect(), &refused);
             Err(refused.into())
         }
     }
@@ -196,8 +197,8 @@ where
 /// the work ended the transaction itself and its session may keep locks. deadpool and bb8 then
 /// close it instead of reusing it, and the pool's next connection reaches whatever server the
 /// URL names now.
-fn discard_if_spoiled<C: DieselConnection>(connection: &mut C, error: &Error) {
-    if let Some(why) = lease_sql::spoiled_connection(error) {
+fn discard_if_spoiled<C: DieselConnection>(connection: &mut C, dialect: Dialect, error: &Error) {
+    if let Some(why) = lease_sql::spoiled_connection(dialect, error) {
         tracing::warn!(%error, "{why}: closing its connection");
         connection.discard();
     }

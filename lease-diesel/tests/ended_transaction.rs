@@ -35,10 +35,15 @@ async fn mariadb_work_that_ended_its_transaction_is_not_told_it_committed() {
         .batch_execute(&format!("CREATE TABLE {scratch} (v int)"))
         .await
         .unwrap();
+    // Given back: each fenced transaction takes a connection of its own, and the store's
+    // statements need the other.
+    drop(connection);
     // Commits the transaction first.
     let truncate = format!("TRUNCATE TABLE {scratch}");
     ended_inside_work(&store, &pool, &table, &[&truncate]).await;
-    connection
+    pool.get()
+        .await
+        .unwrap()
         .batch_execute(&format!("DROP TABLE {scratch}"))
         .await
         .unwrap();

@@ -70,8 +70,8 @@ pub(crate) enum Fix {
     /// Store `taken_at` to the microsecond (MariaDB: `DATETIME(6)`; PostgreSQL: `timestamptz`
     /// without a coarser precision).
     PreciseTakenAt,
-    /// Store `expires_at` to the microsecond (MariaDB: `DATETIME(6)`; PostgreSQL:
-    /// `timestamptz`).
+    /// Store `expires_at` to the microsecond (MariaDB: `DATETIME(6)`; PostgreSQL: `timestamptz`
+    /// without a coarser precision).
     PreciseExpiresAt,
     /// Store `taken_at` as a UTC `DATETIME(6)` instead of a `TIMESTAMP` (MariaDB).
     UtcTakenAt,
@@ -708,6 +708,62 @@ mod tests {
             sql.unwrap()
                 .starts_with("CREATE TABLE IF NOT EXISTS \"leases\"")
         );
+    }
+
+    #[test]
+    fn postgres_times_coarser_than_microseconds_are_given_theirs() {
+        let check = SchemaCheck::new(Dialect::Postgres, &TableName::default());
+        let table = |taken_at: &str, expires_at: &str, fence: &str| {
+            rows(&[
+                ("name", "text;NO;0;1"),
+                ("holder", "text;YES;0;0"),
+                ("fence", fence),
+                ("taken_at", taken_at),
+                ("expires_at", expires_at),
+            ])
+        };
+        // Six digits, declared or by default, fit.
+        let declared = "timestamp(6) with time zone;NO;0;0";
+        assert!(
+            check
+                .verdict(&table(declared, &format!("{TZ};NO;0;0"), "bigint;NO;0;0"))
+                .is_ok()
+        );
+        // Fewer, on one column, beside a nullable time and fence: one ALTER TABLE, after the
+        // lock and the UPDATEs the NOT NULLs need.
+        let (why, sql) = mismatch(check.verdict(&table(
+            "timestamp(3) with time zone;YES;0;0",
+            declared,
+            "bigint;YES;0;0",
+        )));
+        assert!(
+            why.contains(
+                "column taken_at is timestamp(3) with time zone: the store needs microseconds"
+            ),
+            "{why}"
+        );
+        assert!(!why.contains("column expires_at is"), "{why}");
+        let sql = sql.expect("an upgrade");
+        assert_eq!(sql.matches("ALTER TABLE").count(), 1, "{sql}");
+        assert!(
+            sql.contains("ALTER COLUMN taken_at SET NOT NULL")
+                && sql.contains("ALTER COLUMN taken_at TYPE timestamptz")
+                && sql.contains("ALTER COLUMN fence SET NOT NULL")
+                && !sql.contains("expires_at TYPE"),
+            "{sql}"
+        );
+        assert!(
+            sql.find("LOCK TABLE") < sql.find("UPDATE")
+                && sql.find("UPDATE") < sql.find("ALTER TABLE"),
+            "{sql}"
+        );
+        // A time without a zone is another kind of column.
+        let (why, sql) = mismatch(check.verdict(&table(
+            "timestamp without time zone;NO;0;0",
+            declared,
+            "bigint;NO;0;0",
+        )));
+        assert_eq!(sql, None, "{why}");
     }
 
     #[test]

@@ -55,11 +55,12 @@ use crate::{NestedTransaction, SqlxDatabase, SqlxExecutor, SqlxStore};
 /// you took (`let mut conn = pool.acquire().await?; let tx = conn.begin().await?;`) and call
 /// `conn.close_on_drop()` after such an error, as [`fenced`] does with its own. A transaction
 /// from `pool.begin()` gives its connection back to the pool, where the store's next statement
-/// on it closes it. Close it too where the work ended the transaction itself (the error's
-/// source is [`TransactionEnded`](lease_sql::TransactionEnded)): its session may keep locks
-/// no rollback releases (MariaDB's `LOCK TABLES`, which commits the transaction first), and
-/// nothing else closes it: given back to the pool, it keeps them, and the store's next
-/// statement on it fails. [`lease_sql::spoiled_connection`] answers both cases.
+/// on it closes it. On PostgreSQL and MariaDB, close it too where the work ended the
+/// transaction itself (the error's source is [`TransactionEnded`](lease_sql::TransactionEnded)):
+/// its session may keep locks no rollback releases (MariaDB's `LOCK TABLES`, which commits the
+/// transaction first), and nothing else closes it: given back to the pool, it keeps them, and
+/// the store's next statement on it fails. [`lease_sql::spoiled_connection`] answers both
+/// cases.
 ///
 /// # Errors
 /// [`Error::NotHeld`] when the check found the lease gone (after marking it lost, so that its
@@ -194,9 +195,10 @@ fn ended_inside(error: &Error) -> bool {
 /// when it ends, unless the server refused the check, the commit or the transaction's begin as
 /// read-only (a standby, a demoted primary, a MariaDB server set `read_only`): that connection
 /// is closed, as the store's own statements close theirs, so the pool's next one reaches
-/// whatever server the URL names now. So is the connection of work that ended the transaction
-/// itself ([`TransactionEnded`](lease_sql::TransactionEnded)), whose session may keep locks no
-/// rollback releases (MariaDB's `LOCK TABLES`, which commits the transaction first). A read-only refusal of `work`'s own statement is `work`'s
+/// whatever server the URL names now. So is, on PostgreSQL and MariaDB, the connection of work
+/// that ended the transaction itself ([`TransactionEnded`](lease_sql::TransactionEnded)), whose
+/// session may keep locks no rollback releases (MariaDB's `LOCK TABLES`, which commits the
+/// transaction first). A read-only refusal of `work`'s own statement is `work`'s
 /// error, which `fenced` cannot read: that connection goes back to the pool, and the store's
 /// next statement on it closes it.
 ///
@@ -315,7 +317,7 @@ where
         Err(error) => {
             // The transaction is gone by now; its connection must not go back to the pool
             // when the server accepts no writes, or the work ended the transaction itself.
-            if let Some(why) = lease_sql::spoiled_connection(&error) {
+            if let Some(why) = lease_sql::spoiled_connection(DB::DIALECT, &error) {
                 tracing::warn!(%error, "{why}: closing its connection");
                 connection.close_on_drop();
             }
