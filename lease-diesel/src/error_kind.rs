@@ -258,6 +258,12 @@ const PHRASES: &[(&str, StoreErrorKind)] = &[
     // server's passing memory pressure would be the worse mistake.
     ("out of memory", StoreErrorKind::Transient),
     ("no space left on device", StoreErrorKind::Transient),
+    ("disk quota exceeded", StoreErrorKind::Transient),
+    // MariaDB 1114 (`The table 'leases' is full`: a tablespace that cannot grow) and 1021
+    // (`Disk full (...); waiting for someone to free some space...`), as lease-sqlx reads
+    // their numbers.
+    ("' is full", StoreErrorKind::Transient),
+    ("disk full", StoreErrorKind::Transient),
     ("could not extend file", StoreErrorKind::Transient),
     ("could not write to file", StoreErrorKind::Transient),
     // PostgreSQL's failures to read a block, as lease-sqlx reads their codes: one that reads
@@ -654,7 +660,9 @@ mod tests {
     /// its code, wherever the words tell the code.
     #[test]
     fn messages_read_as_lease_sqlx_reads_their_codes() {
-        use lease_sql::{mysql_error_kind, postgres_error_kind, sqlite_error_kind};
+        use lease_sql::{
+            mysql_error_kind, mysql_error_kind_with_message, postgres_error_kind, sqlite_error_kind,
+        };
 
         for (message, code_kind) in [
             // A table opened read-only, on a server that takes writes.
@@ -673,6 +681,34 @@ mod tests {
                 "Got error 30 \"Read-only file system\" from storage engine InnoDB",
                 mysql_error_kind(1030),
             ),
+            // Out of space, as PostgreSQL's 53100 and SQLite's SQLITE_FULL.
+            ("The table 'leases' is full", mysql_error_kind(1114)),
+            (
+                "Disk full (./test/leases.ibd); waiting for someone to free some space... (errno: 28 \"No space left on device\")",
+                mysql_error_kind(1021),
+            ),
+            (
+                "Got error 28 \"No space left on device\" from storage engine InnoDB",
+                mysql_error_kind_with_message(
+                    1030,
+                    "Got error 28 \"No space left on device\" from storage engine InnoDB",
+                ),
+            ),
+            (
+                "Error writing file './mysql-bin.000004' (Errcode: 122 \"Disk quota exceeded\")",
+                mysql_error_kind_with_message(
+                    3,
+                    "Error writing file './mysql-bin.000004' (Errcode: 122 \"Disk quota exceeded\")",
+                ),
+            ),
+            (
+                "Error writing file './mysql-bin.000004' (Errcode: 13 \"Permission denied\")",
+                mysql_error_kind_with_message(
+                    3,
+                    "Error writing file './mysql-bin.000004' (Errcode: 13 \"Permission denied\")",
+                ),
+            ),
+            ("database or disk is full", sqlite_error_kind(13)),
             ("attempt to write a readonly database", sqlite_error_kind(8)),
             (
                 "could not obtain lock on row in relation \"leases\"",

@@ -1,7 +1,8 @@
 //! Adopting an existing table through diesel-async (deadpool), on SQLite (always), the local
 //! PostgreSQL and MariaDB: the same cases as lease-sqlx's (`lease_tests::adoption`), MariaDB's
 //! port of the story's table, a name or holder declared too short, an upgrade that gives up on a
-//! table another transaction holds and SQLite times in seconds among them. And here: two
+//! table another transaction holds and SQLite times in seconds among them, and a MariaDB table
+//! that cannot grow answering a transient failure (`lease_tests::classified`). And here: two
 //! upgrades at once converge, and SQLite's printed upgrade runs as a diesel migration (inside
 //! diesel's transaction).
 
@@ -107,6 +108,14 @@ adoption_cases!(
     mariadb: MariaDb, AsyncMysqlConnection;
     sqlite: Sqlite, AsyncSqliteConnection
 );
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mariadb_full_table_is_transient() {
+    on_fresh_table::<MariaDb, deadpool::Pool<AsyncMysqlConnection>, _>(
+        classified::mariadb_full_table_is_transient,
+    )
+    .await;
+}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn mariadb_port_is_refused_then_upgraded_in_utc() {

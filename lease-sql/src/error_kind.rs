@@ -54,16 +54,49 @@ pub fn postgres_error_kind(sqlstate: &str) -> StoreErrorKind {
 ///   (statement timeouts), 4031 (disconnected for inactivity) and the client's 2002, 2003,
 ///   2006 and 2013 (cannot connect, server gone, connection lost) are
 ///   [`Transient`](StoreErrorKind::Transient);
+/// - 1021 (disk full) and 1114 (`The table 'leases' is full`: a tablespace that cannot grow)
+///   are [`Transient`](StoreErrorKind::Transient), as PostgreSQL's `53100` and SQLite's
+///   `SQLITE_FULL` are: they pass when space is freed;
 /// - everything else is [`Permanent`](StoreErrorKind::Permanent).
+///
+/// A few numbers wrap a failure of the operating system whose cause only the message tells (3
+/// and 1026, `Error writing file`; 1030, `Got error 28 "No space left on device" from storage
+/// engine`): [`mysql_error_kind_with_message`] reads them with it.
 pub fn mysql_error_kind(number: u16) -> StoreErrorKind {
     match number {
         1290 | 1792 | 1836 => StoreErrorKind::ReadOnly,
         1020 | 1213 => StoreErrorKind::Conflict,
-        1040 | 1047 | 1053 | 1180 | 1203 | 1205 | 1226 | 1317 | 1927 | 1969 | 2002 | 2003
-        | 2006 | 2013 | 3024 | 4031 => StoreErrorKind::Transient,
+        1021 | 1040 | 1047 | 1053 | 1114 | 1180 | 1203 | 1205 | 1226 | 1317 | 1927 | 1969
+        | 2002 | 2003 | 2006 | 2013 | 3024 | 4031 => StoreErrorKind::Transient,
         _ => StoreErrorKind::Permanent,
     }
 }
+
+/// The kind of a MariaDB or MySQL error, by its number and, where the number only wraps a
+/// failure of the operating system, its message: 3 and 1026 (`Error writing file '...'
+/// (Errcode: 28 "No space left on device")`) and 1030 (`Got error 28 "No space left on
+/// device" from storage engine InnoDB`) are [`Transient`](StoreErrorKind::Transient) when the
+/// failure is a full disk or an exhausted quota (`ENOSPC`, `EDQUOT`), as [`mysql_error_kind`]
+/// reads the server's own disk-full numbers, and [`Permanent`](StoreErrorKind::Permanent)
+/// otherwise (a read-only file system, a file's permissions). Every other number reads as
+/// [`mysql_error_kind`] reads it. For a driver that has both; one that has only the message
+/// reads the same words.
+pub fn mysql_error_kind_with_message(number: u16, message: &str) -> StoreErrorKind {
+    match number {
+        3 | 1026 | 1030 if out_of_space(message) => StoreErrorKind::Transient,
+        _ => mysql_error_kind(number),
+    }
+}
+
+/// Whether `message` names a failure of the operating system for want of space: `ENOSPC` or
+/// `EDQUOT`, as `strerror` words them (MariaDB quotes it in the messages that wrap them).
+fn out_of_space(message: &str) -> bool {
+    let lower = message.to_ascii_lowercase();
+    OUT_OF_SPACE.iter().any(|phrase| lower.contains(phrase))
+}
+
+/// `strerror`'s words for `ENOSPC` and `EDQUOT`, lower case.
+const OUT_OF_SPACE: &[&str] = &["no space left on device", "disk quota exceeded"];
 
 /// Whether a PostgreSQL error, by its SQLSTATE, may say that the server ended the session while
 /// the statement it answers was in flight, so that whether the statement took effect is
@@ -290,6 +323,62 @@ mod tests {
         assert_eq!(mysql_error_kind(1226), StoreErrorKind::Transient);
         assert_eq!(mysql_error_kind(1054), StoreErrorKind::Permanent);
         assert_eq!(mysql_error_kind(1142), StoreErrorKind::Permanent);
+        // Out of space, as PostgreSQL's 53100 and SQLite's SQLITE_FULL.
+        assert_eq!(mysql_error_kind(1021), StoreErrorKind::Transient);
+        assert_eq!(mysql_error_kind(1114), StoreErrorKind::Transient);
+    }
+
+    #[test]
+    fn mysql_numbers_that_wrap_a_system_error_read_its_words() {
+        for (number, message, kind) in [
+            (
+                1030,
+                "Got error 28 \"No space left on device\" from storage engine InnoDB",
+                StoreErrorKind::Transient,
+            ),
+            (
+                3,
+                "Error writing file './mysql-bin.000004' (Errcode: 28 \"No space left on device\")",
+                StoreErrorKind::Transient,
+            ),
+            (
+                1026,
+                "Error writing file '/tmp/MYfd=42' (errno: 122 \"Disk quota exceeded\")",
+                StoreErrorKind::Transient,
+            ),
+            (
+                1030,
+                "Got error 30 \"Read-only file system\" from storage engine InnoDB",
+                StoreErrorKind::Permanent,
+            ),
+            (
+                3,
+                "Error writing file './mysql-bin.000004' (Errcode: 13 \"Permission denied\")",
+                StoreErrorKind::Permanent,
+            ),
+            // The number decides where it says more than the words.
+            (
+                1213,
+                "Deadlock found; No space left on device",
+                StoreErrorKind::Conflict,
+            ),
+            (
+                1054,
+                "Unknown column 'no space left on device'",
+                StoreErrorKind::Permanent,
+            ),
+            (
+                1114,
+                "The table 'leases' is full",
+                StoreErrorKind::Transient,
+            ),
+        ] {
+            assert_eq!(
+                mysql_error_kind_with_message(number, message),
+                kind,
+                "{number}: {message}"
+            );
+        }
     }
 
     #[test]

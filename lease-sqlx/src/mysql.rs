@@ -36,7 +36,7 @@ impl SqlxDatabase for MySql {
         error
             .try_downcast_ref::<MySqlDatabaseError>()
             .map_or(StoreErrorKind::Permanent, |error| {
-                lease_sql::mysql_error_kind(error.number())
+                lease_sql::mysql_error_kind_with_message(error.number(), error.message())
             })
     }
 

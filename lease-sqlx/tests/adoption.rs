@@ -5,7 +5,8 @@
 //! refused without SQL; `verify` without a table names the DDL; MariaDB's port of the story's
 //! table (`TEXT` holder, `TIMESTAMP` times) is upgraded in UTC; a name or holder declared too
 //! short is widened; an upgrade gives up on a table another transaction holds rather than wait
-//! for it; SQLite times in seconds are made milliseconds (`lease_tests::adoption`).
+//! for it; SQLite times in seconds are made milliseconds (`lease_tests::adoption`); a MariaDB
+//! table that cannot grow answers a transient failure (`lease_tests::classified`).
 //!
 //! And here: upgrades run by two instances at once converge, the later one's SQL, made from the
 //! shape before the earlier one's, resetting no fence; the printed upgrade runs as a sqlx
@@ -126,6 +127,11 @@ macro_rules! adoption_cases {
 }
 
 adoption_cases!(postgres: Postgres, mariadb: MySql, sqlite: Sqlite);
+
+#[tokio::test]
+async fn mariadb_full_table_is_transient() {
+    on_fresh_table::<MySql, _>(classified::mariadb_full_table_is_transient).await;
+}
 
 #[tokio::test]
 async fn mariadb_port_is_refused_then_upgraded_in_utc() {

@@ -1,14 +1,17 @@
 //! Errors the database gives are classified as what they are: on a table nobody set up, the
 //! refusal is [`StoreErrorKind::Permanent`], and a client's wait ends on it at once, where it
-//! rides out a transient failure until its own timeout. Runs on any SQL store (lease-sql's
-//! [`SqlStore`] over a driver's [`Execute`]), so every driver and database runs the same case.
+//! rides out a transient failure until its own timeout; on MariaDB, a table that cannot grow
+//! (out of space) is [`StoreErrorKind::Transient`], as a full disk is on the other databases.
+//! Runs on any SQL store (lease-sql's [`SqlStore`] over a driver's [`Execute`]), so every driver
+//! runs the same case.
 
 use std::time::{Duration, Instant};
 
 use lease_core::{
-    BoxError, HolderId, LeaseClient, LeaseName, LeaseStore, Runtime, StoreErrorKind, Ttl,
+    BoxError, ErrorChain, HolderId, LeaseClient, LeaseName, LeaseStore, Runtime, StoreErrorKind,
+    Ttl,
 };
-use lease_sql::{Execute, SqlStore};
+use lease_sql::{Dialect, Execute, SqlStore};
 
 use crate::cases::severable::{Link, Severable};
 
@@ -92,4 +95,69 @@ where
         )
         .into()),
     }
+}
+
+/// How many leases the full table case takes at most before it must have failed: a `MEMORY`
+/// table of 16 KiB holds a few dozen rows.
+const FULL_AFTER: usize = 10_000;
+
+/// `store` is on MariaDB, on a fresh table `table`, which the case sets up. The table is made one that cannot
+/// grow (the `MEMORY` engine, at the least size the server allows), and leases are taken under
+/// new names until the server answers `The table '...' is full` (1114), which must read as
+/// [`Transient`](StoreErrorKind::Transient): the server's answer when the disk is full, which
+/// passes when space is freed, as PostgreSQL's `53100` and SQLite's `SQLITE_FULL` do.
+///
+/// # Errors
+/// The table never filled, the failure was another one, or it read as another kind.
+///
+/// # Cancel safety
+/// Cancel safe: the leases taken are the test table's own, dropped with it.
+pub async fn mariadb_full_table_is_transient<X: Execute>(
+    store: &SqlStore<X>,
+    table: &str,
+) -> Result<(), BoxError> {
+    if store.executor().dialect() != Dialect::MySql {
+        return Err("the full table case runs on MariaDB".into());
+    }
+    store.setup().await?;
+    store
+        .executor()
+        .batch(&format!(
+            "SET SESSION max_heap_table_size = 16384;\n\
+             ALTER TABLE {table} ENGINE = MEMORY;\n\
+             SET SESSION max_heap_table_size = DEFAULT"
+        ))
+        .await?;
+    let ttl = Ttl::new(Duration::from_secs(60))?;
+    for taken in 0..FULL_AFTER {
+        let name = LeaseName::new(format!("full-{taken}"))?;
+        match store.try_acquire(&name, &HolderId::generate(), ttl).await {
+            Ok(Some(_)) => {}
+            Ok(None) => return Err(format!("{name}, never taken before, was held").into()),
+            Err(error) if !ErrorChain(&error).to_string().contains("is full") => {
+                return Err(format!(
+                    "after {taken} leases the store failed with another error than a full \
+                     table: {}",
+                    ErrorChain(&error)
+                )
+                .into());
+            }
+            Err(error) if error.store_error_kind() == Some(StoreErrorKind::Transient) => {
+                return if taken == 0 {
+                    Err("the table was full before its first lease: the case tells nothing".into())
+                } else {
+                    Ok(())
+                };
+            }
+            Err(error) => {
+                return Err(format!(
+                    "a full table read as {:?}, not as transient: {}",
+                    error.store_error_kind(),
+                    ErrorChain(&error)
+                )
+                .into());
+            }
+        }
+    }
+    Err(format!("{FULL_AFTER} leases and the MEMORY table never filled").into())
 }
