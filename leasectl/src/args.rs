@@ -136,7 +136,7 @@ pub(crate) enum Command {
     )]
     Prune {
         /// How long a lease must have been free: `30m`, `12h`, `7d`.
-        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        #[arg(long, value_name = "DURATION", value_parser = parse_free_for)]
         released_for: Duration,
     },
 
@@ -210,11 +210,16 @@ pub(crate) const INTERVALS: (Duration, Duration) =
 
 /// A lease name, checked as the command line is read: an invalid one is a usage error before
 /// any connection is tried, not after a wait on a database that does not answer.
+/// The message names the reason alone: clap's own line around it quotes the value already.
 fn parse_lease_name(text: &str) -> Result<LeaseName, String> {
-    LeaseName::new(text).map_err(|error| error.to_string())
+    LeaseName::new(text).map_err(|error| match error {
+        lease_core::Error::InvalidName { reason, .. } => format!("invalid lease name: {reason}"),
+        error => error.to_string(),
+    })
 }
 
-/// `500ms`, `2s`, `1m`, `1h` or `7d` (a number alone is seconds).
+/// `500ms`, `2s`, `1m`, `1h` or `7d` (a number alone is seconds). The messages do not repeat
+/// the text: clap's own line around them quotes it.
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
@@ -223,7 +228,7 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     let (number, unit) = text.split_at(split);
     let number: u64 = number
         .parse()
-        .map_err(|_| format!("{text:?} is not a duration such as 500ms, 2s, 1m, 1h or 7d"))?;
+        .map_err(|_| "not a duration such as 500ms, 2s, 1m, 1h or 7d".to_owned())?;
     let secs = |factor: u64| Duration::from_secs(number.saturating_mul(factor));
     Ok(match unit {
         "ms" => Duration::from_millis(number),
@@ -235,13 +240,25 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     })
 }
 
+/// `--released-for`: more than zero. Zero deletes every free row, the one freed this instant
+/// too, and with it the margin the README asks of the database's clock (days, not seconds).
+fn parse_free_for(text: &str) -> Result<Duration, String> {
+    let free_for = parse_duration(text)?;
+    if free_for.is_zero() {
+        return Err(
+            "must be more than 0 (free rows are pruned after days, not at once)".to_owned(),
+        );
+    }
+    Ok(free_for)
+}
+
 /// A duration within [`INTERVALS`].
 fn parse_interval(text: &str) -> Result<Duration, String> {
     let interval = parse_duration(text)?;
     let (shortest, longest) = INTERVALS;
     if interval < shortest || interval > longest {
         return Err(format!(
-            "the interval must be from {shortest:?} to {longest:?}, not {interval:?}"
+            "the interval must be from {shortest:?} to {longest:?}"
         ));
     }
     Ok(interval)
@@ -303,6 +320,9 @@ mod tests {
         assert_eq!(parse_interval("3"), Ok(Duration::from_secs(3)));
         assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86_400)));
         assert!(parse_duration("-1s").is_err());
+        assert!(parse_free_for("0").is_err());
+        assert!(parse_free_for("0ms").is_err());
+        assert_eq!(parse_free_for("1ms"), Ok(Duration::from_millis(1)));
         assert!(parse("prune").is_err());
     }
 

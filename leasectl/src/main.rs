@@ -341,8 +341,14 @@ async fn release(
     )
     .await
     {
-        Ok(released) => released
-            .map_err(|error| Failure::Failed(format!("not released: {}", ErrorChain(&error))))?,
+        Ok(released) => released.map_err(|error| {
+            let cause = ErrorChain(&error).to_string();
+            Failure::Failed(render::release_failed(
+                &shown,
+                error.store_error_kind(),
+                &cause,
+            ))
+        })?,
         Err(_) => {
             return Err(Failure::Failed(format!(
                 "no answer to the release of lease {name:?} within {} s: it may or may not have \

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use lease_core::LeaseInfo;
+use lease_core::{LeaseInfo, StoreErrorKind};
 
 use crate::time::{rfc3339, span};
 
@@ -141,6 +141,21 @@ pub(crate) fn show(info: &LeaseInfo) -> String {
     out
 }
 
+/// What a failed release says: "not released" only where nothing can have changed. A failure
+/// that may come after the statement reached the database (a connection lost or ended with it
+/// in flight, a timeout: transient, or an answer known lost) says the release may or may not
+/// have taken effect, as no answer at all does; a refusal (permissions, a read-only server, a
+/// conflict that rolled it back) says it was not released. The cause is `cause`, printed once.
+pub(crate) fn release_failed(shown: &str, kind: Option<StoreErrorKind>, cause: &str) -> String {
+    match kind {
+        Some(StoreErrorKind::Transient | StoreErrorKind::OutcomeUnknown) => format!(
+            "the release of {shown} failed, and may or may not have taken effect: {cause}; see \
+             `leasectl show {shown}`"
+        ),
+        _ => format!("not released: {cause}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, UNIX_EPOCH};
@@ -238,5 +253,31 @@ mod tests {
             expired.contains("or released it with a minimum hold"),
             "{expired}"
         );
+    }
+
+    #[test]
+    fn a_release_that_may_have_reached_the_database_is_not_called_failed() {
+        for kind in [StoreErrorKind::Transient, StoreErrorKind::OutcomeUnknown] {
+            let said = release_failed("sweep", Some(kind), "connection reset by peer");
+            assert!(!said.starts_with("not released"), "{kind:?}: {said}");
+            assert!(said.contains("may or may not"), "{kind:?}: {said}");
+            assert_eq!(
+                said.matches("connection reset by peer").count(),
+                1,
+                "{said}"
+            );
+        }
+        for kind in [
+            Some(StoreErrorKind::Permanent),
+            Some(StoreErrorKind::ReadOnly),
+            Some(StoreErrorKind::Conflict),
+            None,
+        ] {
+            let said = release_failed("sweep", kind, "permission denied for table leases");
+            assert_eq!(
+                said, "not released: permission denied for table leases",
+                "{kind:?}"
+            );
+        }
     }
 }

@@ -424,6 +424,10 @@ async fn exercise_check_and_prune<X: Execute + Clone>(store: &SqlStore<X>, url: 
     assert_eq!(left[0].holder, held);
     let bad = run(url, Some(&pruned), &["prune", "--released-for", "soon"]);
     assert_eq!(bad.code, 2, "{bad:?}");
+    assert_eq!(bad.stderr.matches("soon").count(), 1, "{bad:?}");
+    let zero = run(url, Some(&pruned), &["prune", "--released-for", "0"]);
+    assert_eq!(zero.code, 2, "{zero:?}");
+    assert!(zero.stderr.contains("must be more than 0"), "{zero:?}");
     // The pruned row's fence is gone with it; the next one is still greater.
     leases
         .try_acquire(&name("released"), &HolderId::generate(), minute)
@@ -877,6 +881,16 @@ fn usage_errors_exit_2_and_help_exits_0() {
     let name = run("sqlite::memory:", None, &["show", ""]);
     assert_eq!(name.code, 2, "{name:?}");
     assert!(name.stderr.contains("invalid lease name"), "{name:?}");
+
+    // The rejected value is quoted once, by clap's line; the reason does not repeat it.
+    let long = "x".repeat(300);
+    let name = run("sqlite::memory:", None, &["show", &long]);
+    assert_eq!(name.code, 2, "{name:?}");
+    assert!(name.stderr.contains("invalid lease name"), "{name:?}");
+    assert_eq!(name.stderr.matches(&long).count(), 1, "{name:?}");
+    let interval = run("sqlite::memory:", None, &["watch", "-i", "10ms"]);
+    assert_eq!(interval.code, 2, "{interval:?}");
+    assert_eq!(interval.stderr.matches("10ms").count(), 1, "{interval:?}");
 }
 
 /// A SQLite file with the store's table, and its URL for the tool.
