@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use lease_core::BoxError;
 use lease_sqlx::sqlx::postgres::{PgPool, PgPoolOptions};
+use lease_sqlx::sqlx::{Connection, PgConnection};
 
 pub use self::report::{Report, Side, Write};
 
@@ -74,6 +75,23 @@ pub async fn run(url: &str) -> Result<Report, BoxError> {
     let report = result?;
     dropped?;
     Ok(report)
+}
+
+/// How long a connection of the example's own (its tables, the operator's view) may take to
+/// open: sqlx's `PgConnection::connect` has no bound of its own, and a server that accepts and
+/// never answers would hold the example for ever.
+pub const CONNECT_BOUND: Duration = Duration::from_secs(5);
+
+/// A connection outside the instance's pool, opened within [`CONNECT_BOUND`].
+async fn connect(url: &str) -> Result<PgConnection, BoxError> {
+    match tokio::time::timeout(CONNECT_BOUND, PgConnection::connect(url)).await {
+        Ok(connected) => Ok(connected?),
+        Err(_) => Err(format!(
+            "the database did not answer within {} s of connecting",
+            CONNECT_BOUND.as_secs()
+        )
+        .into()),
+    }
 }
 
 /// A pool like the instance's: [`POOL_SIZE`] connections, waiting at most [`READINESS_BOUND`]

@@ -42,6 +42,11 @@ const REPLACEMENT: &str = "d";
 /// (shorter than its period) ends before 0:00.
 const START_LEAD: Duration = Duration::from_millis(250);
 
+/// The shortest and the longest a simulated minute may take ([`Settings::minute`]): a minute
+/// of no time would make every simulated time infinite, and the demo, which runs in real time,
+/// should end the same day.
+pub const MINUTE_BOUNDS: (Duration, Duration) = (Duration::from_millis(1), Duration::from_secs(60));
+
 /// How long a graceful shutdown lets running rounds finish, in simulated time: longer than any
 /// job's work.
 const GRACE: Duration = minutes(5);
@@ -92,13 +97,21 @@ impl Settings {
 /// returns the summary. The SQLite file lives in a temporary directory removed at the end.
 ///
 /// # Errors
-/// When the SQLite file cannot be created or opened.
+/// When the settings are out of order or [`Settings::minute`] is outside [`MINUTE_BOUNDS`],
+/// or when the SQLite file cannot be created or opened.
 pub async fn run(
     settings: Settings,
     out: impl Write + Send + 'static,
 ) -> Result<Summary, BoxError> {
     if settings.kill_at >= settings.restart_at || settings.restart_at >= settings.length {
         return Err("the kill must come before the restart, and both before the end".into());
+    }
+    let (fastest, slowest) = MINUTE_BOUNDS;
+    if settings.minute < fastest || settings.minute > slowest {
+        return Err(format!(
+            "a simulated minute must take from {fastest:?} to {slowest:?} of real time"
+        )
+        .into());
     }
     let dir = TempDir::new("lease-quickstart")?;
     let database = SqliteConnectOptions::new()

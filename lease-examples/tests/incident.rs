@@ -87,3 +87,32 @@ fn the_url_comes_from_the_argument_then_the_environment() {
     assert!(usage.contains(URL_VAR), "{usage}");
     assert!(usage.contains("cargo run --example incident --"), "{usage}");
 }
+
+/// A server that accepts and never answers ends the example with an error within its connect
+/// bound, not never: its own connections had no timeout.
+#[tokio::test]
+async fn a_server_that_never_answers_ends_the_example_with_an_error() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Accepts every connection and keeps it open, silent, until the test ends.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().take(8) {
+            match stream {
+                Ok(stream) => held.push(stream),
+                Err(_) => break,
+            }
+        }
+        std::thread::sleep(Duration::from_secs(60));
+    });
+    let url = format!("postgres://nobody@127.0.0.1:{port}/nothing");
+    let limit = incident::CONNECT_BOUND * 3;
+    let ran = tokio::time::timeout(limit, incident::run(&url))
+        .await
+        .unwrap_or_else(|_| panic!("the example still ran {limit:?} after it began"));
+    let error = ran.expect_err("a silent server gives no report");
+    assert!(
+        error.to_string().contains("did not answer within"),
+        "{error}"
+    );
+}

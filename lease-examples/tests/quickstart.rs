@@ -98,3 +98,17 @@ async fn runs_every_job_takes_over_after_the_kill_and_never_runs_a_round_twice()
     assert!(printed.contains("shuts down gracefully"), "{printed}");
     assert!(summary.errors.is_empty(), "{printed}");
 }
+
+/// A simulated minute of no time, or of hours, is refused before anything starts (a minute of
+/// zero made every simulated time infinite, and the demo panicked converting it).
+#[tokio::test]
+async fn a_minute_out_of_bounds_is_refused() {
+    for minute in [Duration::ZERO, Duration::from_secs(3600)] {
+        let refused = quickstart::run(Settings::with_minute(minute), std::io::sink()).await;
+        let error = refused.expect_err("an out-of-bounds minute must be refused");
+        assert!(
+            error.to_string().contains("a simulated minute must take"),
+            "{minute:?}: {error}"
+        );
+    }
+}

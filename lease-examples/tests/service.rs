@@ -663,3 +663,23 @@ fn an_invalid_node_stops_the_service_before_it_starts_a_job() {
         "the database was opened before the node's name was checked"
     );
 }
+
+/// An empty `NODE` (a variable passed on unset) stops the service before it starts anything,
+/// as an invalid one does: every node started so would share the lease `uptime:`, and the
+/// per-node job would run on one of them only.
+#[test]
+fn an_empty_node_stops_the_service_before_it_starts_a_job() {
+    let file = std::env::temp_dir().join(format!(
+        "lease-service-empty-node-{}.db",
+        std::process::id()
+    ));
+    let url = format!("sqlite:{}?mode=rwc", file.display());
+    let (status, stderr) = exit_of(&[("DATABASE_URL", &url), ("NODE", "")]);
+    let opened = file.exists();
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+    }
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("node's name is empty"), "{stderr:?}");
+    assert!(!opened, "the database was opened with an empty node name");
+}

@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use lease_core::BoxError;
-use lease_sqlx::sqlx::{self, Connection, PgConnection};
+use lease_sqlx::sqlx::{self, Connection};
 
 use super::report::{Side, Write};
 use super::table::Tables;
@@ -67,7 +67,7 @@ pub(crate) async fn run(url: &str, tables: &Tables) -> Result<Side, BoxError> {
 /// What the operator's query showed: each advisory lock of these backends, with the backend's
 /// state, from a connection outside the pool.
 async fn operator_view(url: &str, pids: &[i32]) -> Result<Vec<String>, BoxError> {
-    let mut conn = PgConnection::connect(url).await?;
+    let mut conn = super::connect(url).await?;
     let rows: Vec<(i32, Option<String>)> = sqlx::query_as(
         "SELECT l.pid, a.state FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
          WHERE l.locktype = 'advisory' AND l.pid = ANY($1) ORDER BY l.pid",

@@ -3,7 +3,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use lease_core::BoxError;
-use lease_sqlx::sqlx::{self, Connection, PgConnection};
+use lease_sqlx::sqlx::{self, Connection};
 
 /// The tables one run makes, dropped at its end.
 #[derive(Debug)]
@@ -27,7 +27,7 @@ impl Tables {
             readiness: format!("lease_incident_ready_{suffix}"),
             leases: format!("lease_incident_leases_{suffix}"),
         };
-        let mut conn = PgConnection::connect(url).await?;
+        let mut conn = super::connect(url).await?;
         sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
             "CREATE TABLE {} (instance text PRIMARY KEY, ready_at timestamptz NOT NULL)",
             tables.readiness
@@ -49,7 +49,7 @@ impl Tables {
 
     /// Drops both tables, on a connection of its own.
     pub(crate) async fn drop_all(self) -> Result<(), BoxError> {
-        let mut conn = PgConnection::connect(&self.url).await?;
+        let mut conn = super::connect(&self.url).await?;
         sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
             "DROP TABLE IF EXISTS {}; DROP TABLE IF EXISTS {}",
             self.readiness, self.leases

@@ -45,6 +45,15 @@ pub const JOBS: [Job; 4] = [
 /// # Errors
 /// When it is no valid lease name (a node's name of more than 248 bytes).
 pub(super) fn uptime_name(node: &str) -> Result<LeaseName, BoxError> {
+    // `uptime:` alone is a valid name, shared by every node whose name is empty (`NODE=` from
+    // an unset variable): the checks would run on one of them only, and nothing would say so.
+    if node.trim().is_empty() {
+        return Err(
+            "the node's name is empty (NODE set to nothing?): every such node would \
+                    share one uptime lease; set NODE, or unset it for the host name"
+                .into(),
+        );
+    }
     let [.., uptime] = JOBS;
     Ok(LeaseName::new(format!("{}:{node}", uptime.name))?)
 }
