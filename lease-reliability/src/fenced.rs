@@ -9,9 +9,10 @@
 //! and transactions commit in another order). [`FencedWrites::write`] runs one such
 //! transaction, checked by the driver's fenced function when asked to;
 //! [`check`] reads the history and finds every write a holder committed after a greater
-//! fence's first one, or in a transaction that read a greater fence in the lease's row (a
-//! holder that took the lease and had not written yet), and every fence written by two
-//! workers.
+//! fence's first one, in a transaction that read a greater fence in the lease's row (a
+//! holder that took the lease and had not written yet), or after a greater fence was taken
+//! ([`Taken`]: what the counter read right after an acquisition), and every fence written by
+//! two workers.
 
 use async_trait::async_trait;
 use lease_core::{BoxError, Error, LeaseHandle, StoreErrorKind};
@@ -92,9 +93,10 @@ impl Protected {
     /// Reads the fence in the row of the lease `lease` in the lease table `table`, with a plain
     /// read (no lock: a locking read would hold the holder's renewals and the takeovers up, as
     /// the fenced check does, and so fence the control). Read after the counter's bump, so that
-    /// a transaction held up there reads the row as it is when it goes on; on PostgreSQL and in
-    /// SQLite that is the row's latest committed state, on MariaDB the transaction's snapshot
-    /// (which may only miss a later acquisition).
+    /// a transaction held up there reads the row as it is when it goes on; on PostgreSQL at
+    /// `READ COMMITTED` and in SQLite that is the row's latest committed state, on MariaDB and
+    /// under a serializable transaction the transaction's snapshot (which may only miss a later
+    /// acquisition).
     fn read_seen(table: &str, lease: &str) -> String {
         // `table` and `lease` are names the scenario made, plain identifiers.
         format!("SELECT fence FROM {table} WHERE name = '{lease}'")
@@ -131,6 +133,21 @@ pub struct Write {
     pub seen: Option<i64>,
 }
 
+/// An acquisition, as the holder saw it: its fence, and the counter's committed value read
+/// with a plain read (no lock, in a transaction of its own) right after the store answered.
+/// Every write with a greater `seq` committed after that read, so after the acquisition: a
+/// write under a lesser fence among them committed after another holder took the lease, which
+/// the check in its transaction must have kept out. It catches what the fences of the writes
+/// cannot show: the new holder's first write waits for the counter's row, which a late
+/// transaction holds, so in commit order it comes after the late write whatever that did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Taken {
+    /// The acquisition's fence.
+    pub fence: i64,
+    /// The counter's committed value read right after it.
+    pub after: i64,
+}
+
 /// Writes to a [`Protected`] table through a factory's stores.
 #[async_trait]
 pub trait FencedWrites: StoreFactory {
@@ -159,6 +176,11 @@ pub trait FencedWrites: StoreFactory {
         store: &Self::Store,
         protected: &Protected,
     ) -> Result<Vec<Write>, BoxError>;
+
+    /// The counter's committed value, read in a statement of its own without a lock (it
+    /// waits for no writer's transaction): the `seq` of the last write committed
+    /// ([`Taken::after`]).
+    async fn committed(&self, store: &Self::Store, protected: &Protected) -> Result<i64, BoxError>;
 }
 
 /// Whether `error` is the fenced check's refusal.
@@ -239,6 +261,16 @@ macro_rules! sqlx_writes {
                         seen,
                     })
                     .collect())
+            }
+
+            async fn committed(
+                &self,
+                store: &SqlxStore<$db>,
+                protected: &Protected,
+            ) -> Result<i64, BoxError> {
+                Ok(sqlx::query_scalar(AssertSqlSafe(protected.read_counter()))
+                    .fetch_one(store.executor().pool())
+                    .await?)
             }
         }
     };
@@ -341,6 +373,18 @@ macro_rules! diesel_writes {
                     })
                     .collect())
             }
+
+            async fn committed(
+                &self,
+                store: &DieselStore<deadpool::Pool<$conn>>,
+                protected: &Protected,
+            ) -> Result<i64, BoxError> {
+                let mut conn = store.pool().get().await?;
+                let counter: Counter = diesel::sql_query(protected.read_counter())
+                    .get_result(&mut *conn)
+                    .await?;
+                Ok(counter.n)
+            }
         }
     };
 }
@@ -349,34 +393,54 @@ diesel_writes!(AsyncPgConnection);
 diesel_writes!(AsyncMysqlConnection);
 diesel_writes!(AsyncSqliteConnection);
 
-/// A write committed, in commit order, after the first committed write of a greater fence, or
-/// in a transaction that read a greater fence in the lease's row.
+/// A write committed, in commit order, after the first committed write of a greater fence, in
+/// a transaction that read a greater fence in the lease's row, or after a greater fence was
+/// taken.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StaleWrite {
     /// The stale write.
     pub write: Write,
-    /// The greatest fence committed before it, or read by its transaction in the lease's row
-    /// where that is greater.
+    /// The greatest fence it came after: written before it, read by its transaction in the
+    /// lease's row, or taken before it committed.
     pub behind: i64,
-    /// Whether `behind` is a fence that had written before it; otherwise one its transaction
-    /// read in the lease's row, taken and not written under yet.
-    pub written: bool,
+    /// How the greater fence came before it.
+    pub by: Behind,
+}
+
+/// How a [`StaleWrite`]'s greater fence came before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Behind {
+    /// The greater fence had written: a write of it came first in commit order.
+    Written,
+    /// The write's transaction read the greater fence in the lease's row: taken, and not
+    /// written under yet.
+    Read,
+    /// The greater fence was taken before the write committed: the counter read `after`
+    /// right after the acquisition ([`Taken`]), and the write's `seq` is greater.
+    Taken {
+        /// What the counter read right after the acquisition.
+        after: i64,
+    },
 }
 
 impl std::fmt::Display for StaleWrite {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (seq, fence, behind) = (self.write.seq, self.write.fence, self.behind);
-        if self.written {
-            write!(
+        match self.by {
+            Behind::Written => write!(
                 f,
                 "write {seq} under fence {fence} committed after fence {behind} had written"
-            )
-        } else {
-            write!(
+            ),
+            Behind::Read => write!(
                 f,
                 "write {seq} under fence {fence} committed in a transaction that read fence \
                  {behind} in the lease's row"
-            )
+            ),
+            Behind::Taken { after } => write!(
+                f,
+                "write {seq} under fence {fence} committed after fence {behind} was taken (the \
+                 last write committed then was {after})"
+            ),
         }
     }
 }
@@ -419,17 +483,22 @@ pub struct Verdict {
     pub shared: Vec<SharedFence>,
 }
 
-/// Checks a history of writes: taken in `seq` order, no write's fence may be below the
-/// greatest fence of an earlier write, nor below the fence its transaction read in the lease's
-/// row (a greater one there was taken by another holder before this write committed), and
-/// every write of one fence comes from one worker.
+/// Checks a history of writes against the acquisitions `taken`: taken in `seq` order, no
+/// write's fence may be below the greatest fence of an earlier write, nor below the fence its
+/// transaction read in the lease's row (a greater one there was taken by another holder before
+/// this write committed), nor below the fence of an acquisition whose [`Taken::after`] is less
+/// than its `seq` (it committed after that acquisition); and every write of one fence comes
+/// from one worker. `taken` may be empty (a scenario that does not record its acquisitions):
+/// the first two rules still hold.
 ///
-/// The second rule holds because each acquisition hands out a fence of its own (fences strictly
+/// The last rule holds because each acquisition hands out a fence of its own (fences strictly
 /// increase per name with every acquisition) and a worker label names one process, which never
 /// gives its guard to another: a fence written by two labels is two writers under one lease.
-pub fn check(writes: &[Write]) -> Verdict {
+pub fn check(writes: &[Write], taken: &[Taken]) -> Verdict {
     let mut sorted = writes.to_vec();
     sorted.sort_by_key(|w| w.seq);
+    let mut taken = taken.to_vec();
+    taken.sort_by_key(|t| t.after);
     // Each fence's workers, in the order of their first write.
     let mut by_fence: std::collections::BTreeMap<i64, SharedFence> = Default::default();
     for write in &sorted {
@@ -455,15 +524,32 @@ pub fn check(writes: &[Write]) -> Verdict {
             .collect(),
     };
     let mut greatest = i64::MIN;
+    // The greatest fence taken before the current write committed, and the counter's reading
+    // after that acquisition; `next` is the first acquisition not yet before it.
+    let mut taken_before: Option<Taken> = None;
+    let mut next = 0;
     for write in sorted {
+        while let Some(&acquisition) = taken.get(next).filter(|t| t.after < write.seq) {
+            if taken_before.is_none_or(|before| acquisition.fence > before.fence) {
+                taken_before = Some(acquisition);
+            }
+            next += 1;
+        }
         let fence = write.fence;
         let seen = write.seen.unwrap_or(i64::MIN);
-        if fence < greatest.max(seen) {
-            verdict.stale.push(StaleWrite {
-                write,
-                behind: greatest.max(seen),
-                written: greatest >= seen,
-            });
+        let taken_fence = taken_before.map_or(i64::MIN, |t| t.fence);
+        let behind = greatest.max(seen).max(taken_fence);
+        if fence < behind {
+            let by = if greatest == behind {
+                Behind::Written
+            } else if seen == behind {
+                Behind::Read
+            } else {
+                Behind::Taken {
+                    after: taken_before.map_or(0, |t| t.after),
+                }
+            };
+            verdict.stale.push(StaleWrite { write, behind, by });
         }
         greatest = greatest.max(fence);
     }
@@ -493,7 +579,7 @@ mod tests {
 
     #[test]
     fn increasing_fences_pass() {
-        let verdict = check(&history(&[(1, 3), (2, 3), (3, 4), (4, 7), (5, 7)]));
+        let verdict = check(&history(&[(1, 3), (2, 3), (3, 4), (4, 7), (5, 7)]), &[]);
         assert_eq!(verdict.writes, 5);
         assert_eq!(verdict.fences, 3);
         assert!(verdict.stale.is_empty());
@@ -502,19 +588,19 @@ mod tests {
 
     #[test]
     fn a_write_after_a_greater_fence_is_stale() {
-        let verdict = check(&history(&[(1, 3), (2, 4), (3, 3), (4, 4), (5, 2)]));
+        let verdict = check(&history(&[(1, 3), (2, 4), (3, 3), (4, 4), (5, 2)]), &[]);
         assert_eq!(
             verdict.stale,
             [
                 StaleWrite {
                     write: write(3, 3, "w3"),
                     behind: 4,
-                    written: true,
+                    by: Behind::Written,
                 },
                 StaleWrite {
                     write: write(5, 2, "w2"),
                     behind: 4,
-                    written: true,
+                    by: Behind::Written,
                 },
             ]
         );
@@ -533,19 +619,22 @@ mod tests {
         unread.seen = None;
         let mut earlier = write(5, 5, "w5");
         earlier.seen = Some(4);
-        let verdict = check(&[
-            write(1, 3, "w3"),
-            late.clone(),
-            write(3, 4, "w4"),
-            unread,
-            earlier,
-        ]);
+        let verdict = check(
+            &[
+                write(1, 3, "w3"),
+                late.clone(),
+                write(3, 4, "w4"),
+                unread,
+                earlier,
+            ],
+            &[],
+        );
         assert_eq!(
             verdict.stale,
             [StaleWrite {
                 write: late,
                 behind: 4,
-                written: false,
+                by: Behind::Read,
             }]
         );
         assert_eq!(
@@ -556,9 +645,9 @@ mod tests {
 
     #[test]
     fn order_is_by_seq_not_by_position() {
-        let verdict = check(&history(&[(3, 5), (1, 4), (2, 5)]));
+        let verdict = check(&history(&[(3, 5), (1, 4), (2, 5)]), &[]);
         assert!(verdict.stale.is_empty());
-        let verdict = check(&history(&[(3, 4), (1, 4), (2, 5)]));
+        let verdict = check(&history(&[(3, 4), (1, 4), (2, 5)]), &[]);
         assert_eq!(verdict.stale.len(), 1);
         assert_eq!(verdict.stale[0].write.seq, 3);
     }
@@ -574,7 +663,7 @@ mod tests {
             write(5, 7, "w0"),
             write(6, 7, "w0"),
         ];
-        let verdict = check(&writes);
+        let verdict = check(&writes, &[]);
         assert!(verdict.stale.is_empty());
         assert_eq!(verdict.fences, 3);
         assert_eq!(
@@ -594,8 +683,52 @@ mod tests {
     #[test]
     fn one_worker_under_many_fences_shares_none() {
         // A worker that takes the lease again writes under each of its fences alone.
-        let verdict = check(&[write(1, 3, "w0"), write(2, 5, "w0"), write(3, 8, "w0")]);
+        let verdict = check(
+            &[write(1, 3, "w0"), write(2, 5, "w0"), write(3, 8, "w0")],
+            &[],
+        );
         assert!(verdict.shared.is_empty());
         assert!(verdict.stale.is_empty());
+    }
+
+    /// A holder held up in its transaction commits after another took the lease, before the
+    /// new holder's first write (which waits for the counter's row the late one holds) and in a
+    /// transaction that read the lease's row before the takeover: neither the written fences
+    /// nor the fence read show it, the acquisition's reading of the counter does. A write
+    /// committed before that reading, and the new holder's own, are not stale.
+    #[test]
+    fn a_write_committed_after_a_greater_fence_was_taken_is_stale() {
+        let writes = [write(1, 3, "w3"), write(2, 3, "w3"), write(3, 4, "w4")];
+        let taken = [Taken { fence: 3, after: 0 }, Taken { fence: 4, after: 1 }];
+        let verdict = check(&writes, &taken);
+        assert_eq!(
+            verdict.stale,
+            [StaleWrite {
+                write: write(2, 3, "w3"),
+                behind: 4,
+                by: Behind::Taken { after: 1 },
+            }]
+        );
+        assert_eq!(
+            verdict.stale[0].to_string(),
+            "write 2 under fence 3 committed after fence 4 was taken (the last write committed \
+             then was 1)"
+        );
+        // Without the acquisitions the same history passes: what the rule adds.
+        assert!(check(&writes, &[]).stale.is_empty());
+        // Taken after the late write committed, fence 4 makes nothing stale.
+        let verdict = check(&writes, &[Taken { fence: 4, after: 2 }]);
+        assert!(verdict.stale.is_empty());
+        // Acquisitions in any order; a lesser one taken later changes nothing.
+        let verdict = check(
+            &writes,
+            &[
+                Taken { fence: 4, after: 1 },
+                Taken { fence: 2, after: 1 },
+                Taken { fence: 3, after: 0 },
+            ],
+        );
+        assert_eq!(verdict.stale.len(), 1);
+        assert_eq!(verdict.stale[0].write.seq, 2);
     }
 }

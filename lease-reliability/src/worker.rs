@@ -230,6 +230,10 @@ async fn critical_section(guard: LeaseGuard, worker: &str) -> Option<Section> {
 /// a scenario injects.
 const WRITE_LIMIT: Duration = Duration::from_secs(15);
 
+/// How long the read of the counter after an acquisition may take: it waits for no lock, so
+/// only a fault holds it up.
+const COMMITTED_LIMIT: Duration = Duration::from_secs(2);
+
 /// `mode=fenced`: for `secs=` seconds, takes the lease `name=` on `table=` at `url=` with
 /// `ttl_ms=` whenever it can, and while holding it writes to the [`Protected`] tables
 /// `protected=` every `step_ms=`, each write in a transaction of its own that begins with the
@@ -238,7 +242,9 @@ const WRITE_LIMIT: Duration = Duration::from_secs(15);
 /// *before* the worker looks at `is_held()`: a holder resumed after a pause writes first, as
 /// work that was already past its check would. A line `stop` on standard input makes it stop
 /// itself with `SIGSTOP` (printing `stopping`) just before its next write or acquisition, so
-/// that the pause lands between two transactions and never inside one. Prints `acquired <fence>`, `wrote <seq>
+/// that the pause lands between two transactions and never inside one. Prints `acquired <fence>
+/// <after>` (`after`: the counter's committed value read right after the acquisition, `-`
+/// where that read failed; see `fenced::Taken`), `wrote <seq>
 /// <fence>` after each commit, `refused <fence> check` when the database's check refused a
 /// write (`refused <fence> guard` when the guard knew the lease lost before it), `failed
 /// <error>` when a call failed otherwise, then `stats
@@ -299,7 +305,21 @@ pub async fn fenced<F: StoreFactory + FencedWrites>(
             }
         };
         acquisitions += 1;
-        println!("acquired {}", guard.fence());
+        // Where commit order stood right after the acquisition (`fenced::Taken`); `-` when the
+        // read failed or did not answer in time (a fault), which leaves the rule unasked for
+        // this acquisition.
+        let committed =
+            tokio::time::timeout(COMMITTED_LIMIT, factory.committed(&store, &protected)).await;
+        let after = match committed {
+            Ok(Ok(after)) => after.to_string(),
+            Ok(Err(error)) => {
+                errors += 1;
+                println!("failed {}", one_line(&ErrorChain(&*error).to_string()));
+                "-".to_owned()
+            }
+            Err(_) => "-".to_owned(),
+        };
+        println!("acquired {} {after}", guard.fence());
         while tokio::time::Instant::now() < until {
             stop_if_asked(&stop)?;
             let not_held = client.stats().fenced_checks.not_held;

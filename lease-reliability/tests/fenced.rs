@@ -12,8 +12,9 @@
 //! in the lease's row (see `lease_reliability::fenced`); the checker proves that no holder
 //! committed a write after the first committed write of a greater fence, nor in a transaction
 //! that read a greater fence in the lease's row (a holder held up in its transaction commits
-//! before the new holder's first write, which waits for the row it locked), and that no fence
-//! was written by two workers. The fenced runs of a database and driver together must count at
+//! before the new holder's first write, which waits for the row it locked), nor after a greater
+//! fence was taken (each holder reads where commit order stood right after its acquisition:
+//! `fenced::Taken`), and that no fence was written by two workers. The fenced runs of a database and driver together must count at
 //! least one write refused by the database's check itself (not only by a guard that already
 //! knew) whenever they made two forced releases or more, and each run alone that made four. A renewal can learn of a forced release
 //! before the holder's next write (about one in ten), so in a fenced run every fault after the
@@ -36,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use lease_reliability::db::{Db, Target};
 use lease_reliability::factory::StoreFactory;
-use lease_reliability::fenced::{self, FencedWrites, Protected, Verdict};
+use lease_reliability::fenced::{self, Behind, FencedWrites, Protected, Taken, Verdict};
 use lease_reliability::reaped::Reaped;
 use lease_reliability::report::Counts;
 use lease_reliability::scenario::runtime;
@@ -121,6 +122,10 @@ struct Follow {
     events: Receiver<Event>,
     holder: Option<(usize, u64)>,
     stats: HashMap<usize, String>,
+    /// Every acquisition whose holder read the counter right after it.
+    taken: Vec<Taken>,
+    /// Acquisitions whose read of the counter failed (a fault): not in `taken`.
+    taken_unread: u64,
     /// Each kind of failure the workers reported, with how often.
     failures: HashMap<String, u64>,
     /// Writes the database's check refused, as the workers saw them.
@@ -140,6 +145,13 @@ impl Follow {
                 let fence = event.number(1);
                 if self.holder.is_none_or(|(_, held)| fence > held) {
                     self.holder = Some((event.worker, fence));
+                }
+                match event.words.get(2).and_then(|after| after.parse().ok()) {
+                    Some(after) => self.taken.push(Taken {
+                        fence: i64::try_from(fence).unwrap(),
+                        after,
+                    }),
+                    None => self.taken_unread += 1,
                 }
             }
             "stats" => {
@@ -222,6 +234,8 @@ struct Outcome {
     checks_not_held: u64,
     errors: u64,
     takeovers: u64,
+    /// Acquisitions with the counter's reading after them, and without (a fault).
+    taken: (usize, u64),
     failures: HashMap<String, u64>,
     problems: Vec<String>,
 }
@@ -337,6 +351,8 @@ fn run_once<F: StoreFactory + FencedWrites>(
         events,
         holder: None,
         stats: HashMap::new(),
+        taken: Vec::new(),
+        taken_unread: 0,
         failures: HashMap::new(),
         refused_by_check: 0,
         refused_for_snapshot: 0,
@@ -484,7 +500,16 @@ fn run_once<F: StoreFactory + FencedWrites>(
         factory.close(&store).await;
         writes
     });
-    let verdict = fenced::check(&writes);
+    let verdict = fenced::check(&writes, &follow.taken);
+    // The acquisitions' readings are what shows a late commit before the new holder's first
+    // write: a run whose every reading failed would leave that rule unasked.
+    if follow.taken.is_empty() && verdict.fences >= 2 {
+        problems.push(format!(
+            "no acquisition read the counter after it ({} reads failed): the late commits \
+             after a takeover went unchecked",
+            follow.taken_unread
+        ));
+    }
     // A serializable session's `fenced` checks with the `BEGIN` by itself: a check with the
     // commit refused for the snapshot means it did not, and the run checked nothing.
     if follow.refused_for_snapshot > 0 {
@@ -507,6 +532,7 @@ fn run_once<F: StoreFactory + FencedWrites>(
         checks_not_held,
         errors,
         takeovers,
+        taken: (follow.taken.len(), follow.taken_unread),
         failures: follow.failures,
         problems,
     }
@@ -618,25 +644,25 @@ fn run(db: Db, driver: Driver) {
     .filter_map(|(run, outcome)| Some((run, outcome?)))
     {
         let [pauses, stalls, cuts, releases] = outcome.kinds;
+        let stale_by = |by: Behind| outcome.verdict.stale.iter().filter(|s| s.by == by).count();
         eprintln!(
-            "{backend} {run}: {} writes under {} fences, {} stale ({} only by the fence read \
-             in the lease's row), {} fences shared, {} refused ({} by the database's check), {} \
-             failed; {pauses} pauses, {stalls} stalls, {cuts} cuts, {releases} forced releases, \
-             {} takeovers",
+            "{backend} {run}: {} writes under {} fences, {} stale ({} by the fence read in \
+             the lease's row, {} by an acquisition before the commit), {} fences shared, {} \
+             refused ({} by the database's check), {} failed; {pauses} pauses, {stalls} \
+             stalls, {cuts} cuts, {releases} forced releases, {} takeovers; {} acquisitions \
+             read the counter after them ({} reads failed)",
             outcome.verdict.writes,
             outcome.verdict.fences,
             outcome.verdict.stale.len(),
-            outcome
-                .verdict
-                .stale
-                .iter()
-                .filter(|stale| !stale.written)
-                .count(),
+            stale_by(Behind::Read),
+            outcome.verdict.stale.len() - stale_by(Behind::Read) - stale_by(Behind::Written),
             outcome.verdict.shared.len(),
             outcome.refused,
             outcome.checks_not_held,
             outcome.errors,
-            outcome.takeovers
+            outcome.takeovers,
+            outcome.taken.0,
+            outcome.taken.1,
         );
         for (what, n) in &outcome.failures {
             eprintln!("  {n} x {what}");
