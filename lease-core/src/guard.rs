@@ -195,9 +195,12 @@ impl LeaseGuard {
     }
 
     /// Renews a lease [given back](LeaseGuard::mark_given_back) once, while the work under it
-    /// may still run: see [`Renewer::renew_given_back`].
-    pub(crate) async fn renew_given_back(&self) -> bool {
-        self.renewer.renew_given_back(&self.handle.held).await
+    /// may still run, until it has `stopped`: see [`Renewer::renew_given_back`]. Whether the
+    /// work stopped.
+    pub(crate) async fn renew_given_back(&self, stopped: impl Future<Output = bool>) -> bool {
+        self.renewer
+            .renew_given_back(&self.handle.held, stopped)
+            .await
     }
 
     /// Lets the lease lapse after its TTL instead of releasing it: renewal stops and nothing is

@@ -547,6 +547,8 @@ impl<'a> Term<'a> {
     /// While work may still run, the lease is renewed once as the wait begins (the renewer
     /// renews no lease given back): with little of its TTL left, it would otherwise lapse
     /// within the wait, and the next leader's work would run beside the work still running.
+    /// Work that stops while that renewal still waits for a round of the renewer in flight
+    /// needs none: the lease is released without waiting for the round.
     ///
     /// The guard stays in the term while it waits: dropped then, the term lets the lease lapse
     /// under work that has not stopped.
@@ -567,9 +569,9 @@ impl<'a> Term<'a> {
                     // row may still be ours: waited for all the same.
                     self.work.stopped(clock, bound).await
                 } else {
-                    future::join(guard.renew_given_back(), self.work.stopped(clock, bound))
+                    guard
+                        .renew_given_back(self.work.stopped(clock, bound))
                         .await
-                        .1
                 }
             }
         };

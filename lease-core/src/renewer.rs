@@ -228,10 +228,45 @@ impl Renewer {
 
     /// Renews `held` once, given back while work under it may still run (the renewer renews
     /// no lease given back): its TTL counts from now, so it does not lapse while its holder
-    /// waits for the work to stop (at most the store timeout, shorter than the TTL) before it
-    /// frees it, or leaves it to lapse. Counted as no renewal; whether the store renewed it.
-    pub(crate) async fn renew_given_back(&self, held: &Held) -> bool {
-        let in_flight = self.in_flight.lock().await;
+    /// waits for the work to stop (`stopped`, at most the store timeout, shorter than the TTL)
+    /// before it frees it, or leaves it to lapse. Answers `stopped`'s answer, whether the work
+    /// stopped. Counted as no renewal.
+    ///
+    /// The renewal waits for a round of the renewer in flight to end (a renewal statement of
+    /// this lease's must not race its release): where the work stops first, nothing is sent,
+    /// as the lease is released next and needs no renewal through a wait, and the release does
+    /// not wait for that round (many leases whose renewals wait on locked rows could hold it
+    /// for several store timeouts, and the lease past a shutdown's settling). Where the work
+    /// did not stop in time either, the renewal still goes out once the round ends: the lease
+    /// is left to lapse, a TTL from then rather than sooner, under work that may still run.
+    pub(crate) async fn renew_given_back(
+        &self,
+        held: &Held,
+        stopped: impl Future<Output = bool>,
+    ) -> bool {
+        let mut stopped = std::pin::pin!(stopped);
+        let lock = std::pin::pin!(self.in_flight.lock());
+        let in_flight = match future::select(lock, stopped.as_mut()).await {
+            Either::Left((in_flight, _)) => in_flight,
+            Either::Right((true, _)) => return true,
+            Either::Right((false, lock)) => {
+                let in_flight = lock.await;
+                self.send_given_back(held, in_flight).await;
+                return false;
+            }
+        };
+        future::join(self.send_given_back(held, in_flight), stopped)
+            .await
+            .1
+    }
+
+    /// The renewal of [`renew_given_back`](Renewer::renew_given_back), sent holding the
+    /// renewer's `in_flight` lock: whether the store renewed it.
+    async fn send_given_back(
+        &self,
+        held: &Held,
+        in_flight: futures::lock::MutexGuard<'_, ()>,
+    ) -> bool {
         let leases = [(held.name().clone(), held.holder().clone())];
         let answer = self.store.renew_many(&leases, self.ttl).await;
         drop(in_flight);

@@ -718,3 +718,47 @@ async fn a_campaign_answered_past_its_deadline_counts_no_loss() {
     );
     leader.resign().await;
 }
+
+/// A leader whose work stops at once when told, resigning while a renewal round of the client
+/// waits on another lease's locked row (cut only by the 800 ms store timeout): the lease is
+/// released as soon as the work has stopped. Before, the give-back's renewal of the lease
+/// waited for that round to end, and the release with it: with many such leases, several
+/// store timeouts, past a shutdown's settling.
+#[tokio::test(start_paused = true)]
+async fn a_release_after_the_work_stopped_waits_for_no_renewal_round_in_flight() {
+    let store = Faulty::new(tokio_memory());
+    let client = common::lapsing_client(Arc::clone(&store), Duration::from_millis(800));
+    let stuck = client.try_acquire("stuck").await.unwrap().expect("free");
+    let leader = client.campaign("alerts").unwrap();
+    let mut changes = leader.changes();
+    assert_eq!(changes.next().await, Some(true));
+    let (lease, working) = leader.lease_for_work().expect("leading");
+    let work = tokio::spawn(async move {
+        let reason = lease.lost().await;
+        drop(working);
+        reason
+    });
+    store.lock_row("stuck");
+    let sent = store.renew_manys.load(std::sync::atomic::Ordering::SeqCst);
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while store.renew_manys.load(std::sync::atomic::Ordering::SeqCst) == sent {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the renewer sent no renewal");
+    let asked = tokio::time::Instant::now();
+    tokio::time::timeout(Duration::from_secs(10), leader.resign())
+        .await
+        .expect("resign never returned");
+    let took = asked.elapsed();
+    assert_eq!(work.await.unwrap(), LossReason::Resigned);
+    let row = store.inner.inspect(&common::name("alerts")).await.unwrap();
+    assert!(row.is_none(), "the lease was not released: {row:?}");
+    assert!(
+        took < Duration::from_millis(400),
+        "the release came {took:?} after the resignation, though the work stopped at once: it \
+         waited for the renewal round held up on another lease's row"
+    );
+    drop(stuck);
+}

@@ -185,7 +185,10 @@ impl Scheduled {
     /// the round that runs, if one does, has ended and given its lease back (kept until the
     /// round's [hold](crate::Schedule::hold) ends). Awaited by the round's own work, it would
     /// wait for itself: the work stops its schedule with [`Scheduled::stop`] on a task of its
-    /// own, or by dropping every handle.
+    /// own, or by dropping every handle. A schedule whose loop runs on the caller's task
+    /// ([`schedule_on_this_task`](crate::LeaseClient::schedule_on_this_task)) ends when that
+    /// loop is polled to its end or dropped: a loop kept but no longer polled (left in a
+    /// finished `select!`) keeps this waiting; bound the wait with a timeout there.
     ///
     /// # Cancel safety
     /// Cancel safe: once polled, the schedule stops whatever happens; cancelling only stops the
