@@ -257,8 +257,6 @@ const PHRASES: &[(&str, StoreErrorKind)] = &[
     // transient here: the message cannot tell them apart, and a campaign that stopped on a
     // server's passing memory pressure would be the worse mistake.
     ("out of memory", StoreErrorKind::Transient),
-    ("no space left on device", StoreErrorKind::Transient),
-    ("disk quota exceeded", StoreErrorKind::Transient),
     // MariaDB 1114 (`The table 'leases' is full`: a tablespace that cannot grow) and 1021
     // (`Disk full (...); waiting for someone to free some space...`), as lease-sqlx reads
     // their numbers.
@@ -290,6 +288,9 @@ fn message_kind(message: &str) -> StoreErrorKind {
         // PostgreSQL 25P03 and 25P04: the transaction was rolled back before the statement
         // came, so nothing committed and a new session may succeed, as lease-sqlx reads their
         // codes; `ends_session` leaves them out (the statement never ran: no answer lost).
+        // A disk full or a quota exhausted, as lease-sqlx reads PostgreSQL's 53100 and
+        // MariaDB's numbers that wrap it (`lease_sql::mysql_error_kind_with_message`).
+        None if lease_sql::out_of_space(message) => StoreErrorKind::Transient,
         None if lease_sql::ends_session(message) || lease_sql::rolled_back_first(message) => {
             StoreErrorKind::Transient
         }

@@ -89,8 +89,10 @@ pub fn mysql_error_kind_with_message(number: u16, message: &str) -> StoreErrorKi
 }
 
 /// Whether `message` names a failure of the operating system for want of space: `ENOSPC` or
-/// `EDQUOT`, as `strerror` words them (MariaDB quotes it in the messages that wrap them).
-fn out_of_space(message: &str) -> bool {
+/// `EDQUOT`, as `strerror` words them (MariaDB and PostgreSQL quote it in the messages that
+/// wrap them). For a driver that reads messages only; one with MariaDB's number reads it
+/// through [`mysql_error_kind_with_message`].
+pub fn out_of_space(message: &str) -> bool {
     let lower = message.to_ascii_lowercase();
     OUT_OF_SPACE.iter().any(|phrase| lower.contains(phrase))
 }

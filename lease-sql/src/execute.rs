@@ -44,7 +44,7 @@ pub trait Execute: std::fmt::Debug + Send + Sync + 'static {
 
     /// What an error this executor answered means to whoever would try again, from the
     /// driver's error code ([`postgres_error_kind`](crate::postgres_error_kind),
-    /// [`mysql_error_kind`](crate::mysql_error_kind),
+    /// [`mysql_error_kind_with_message`](crate::mysql_error_kind_with_message),
     /// [`sqlite_error_kind`](crate::sqlite_error_kind)) or its own failures (a pool timeout is
     /// [`Transient`](StoreErrorKind::Transient)). An error of another origin is
     /// [`Permanent`](StoreErrorKind::Permanent).

@@ -45,8 +45,8 @@ pub use dialect::Dialect;
 pub use ended_probe::EndedProbe;
 pub use error_kind::{
     ends_session, mysql_ends_session, mysql_error_kind, mysql_error_kind_with_message,
-    postgres_ends_session, postgres_error_ends_session, postgres_error_kind, rolled_back_first,
-    sqlite_ends_session, sqlite_error_kind,
+    out_of_space, postgres_ends_session, postgres_error_ends_session, postgres_error_kind,
+    rolled_back_first, sqlite_ends_session, sqlite_error_kind,
 };
 pub use execute::{Connect, ConnectWith, CountedOnConnection, Execute, ExecuteOn, OnConnection};
 pub use fenced_begin::FencedBegin;
