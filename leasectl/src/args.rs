@@ -240,8 +240,9 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     })
 }
 
-/// `--released-for`: more than zero. Zero deletes every free row, the one freed this instant
-/// too, and with it the margin the README asks of the database's clock (days, not seconds).
+/// `--released-for`: more than zero. Zero, surely a slip, deletes every free row, the one
+/// freed this instant too; the README advises days (the margin a clock set back needs), which
+/// the tool leaves to the operator above zero.
 fn parse_free_for(text: &str) -> Result<Duration, String> {
     let free_for = parse_duration(text)?;
     if free_for.is_zero() {

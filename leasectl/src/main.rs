@@ -343,11 +343,7 @@ async fn release(
     {
         Ok(released) => released.map_err(|error| {
             let cause = ErrorChain(&error).to_string();
-            Failure::Failed(render::release_failed(
-                &shown,
-                error.store_error_kind(),
-                &cause,
-            ))
+            Failure::Failed(render::release_failed(error.store_error_kind(), &cause))
         })?,
         Err(_) => {
             return Err(Failure::Failed(format!(

@@ -145,13 +145,13 @@ pub(crate) fn show(info: &LeaseInfo) -> String {
 /// that may come after the statement reached the database (a connection lost or ended with it
 /// in flight, a timeout: transient, or an answer known lost) says the release may or may not
 /// have taken effect, as no answer at all does; a refusal (permissions, a read-only server, a
-/// conflict that rolled it back) says it was not released. The cause is `cause`, printed once.
-pub(crate) fn release_failed(shown: &str, kind: Option<StoreErrorKind>, cause: &str) -> String {
+/// conflict that rolled it back) says it was not released. The cause, the store's error, names
+/// the lease: it is named once.
+pub(crate) fn release_failed(kind: Option<StoreErrorKind>, cause: &str) -> String {
     match kind {
-        Some(StoreErrorKind::Transient | StoreErrorKind::OutcomeUnknown) => format!(
-            "the release of {shown} failed, and may or may not have taken effect: {cause}; see \
-             `leasectl show {shown}`"
-        ),
+        Some(StoreErrorKind::Transient | StoreErrorKind::OutcomeUnknown) => {
+            format!("the release may or may not have taken effect: {cause}; see `leasectl show`")
+        }
         _ => format!("not released: {cause}"),
     }
 }
@@ -257,8 +257,16 @@ mod tests {
 
     #[test]
     fn a_release_that_may_have_reached_the_database_is_not_called_failed() {
+        let name = lease_core::LeaseName::new("sweep").unwrap();
         for kind in [StoreErrorKind::Transient, StoreErrorKind::OutcomeUnknown] {
-            let said = release_failed("sweep", Some(kind), "connection reset by peer");
+            // The cause as the tool prints it: the store's error, which names the lease.
+            let error = lease_core::Error::store_of_kind(
+                lease_core::Operation::Release,
+                Some(&name),
+                kind,
+                "connection reset by peer",
+            );
+            let said = release_failed(Some(kind), &lease_core::ErrorChain(&error).to_string());
             assert!(!said.starts_with("not released"), "{kind:?}: {said}");
             assert!(said.contains("may or may not"), "{kind:?}: {said}");
             assert_eq!(
@@ -266,6 +274,7 @@ mod tests {
                 1,
                 "{said}"
             );
+            assert_eq!(said.matches("sweep").count(), 1, "{said}");
         }
         for kind in [
             Some(StoreErrorKind::Permanent),
@@ -273,7 +282,7 @@ mod tests {
             Some(StoreErrorKind::Conflict),
             None,
         ] {
-            let said = release_failed("sweep", kind, "permission denied for table leases");
+            let said = release_failed(kind, "permission denied for table leases");
             assert_eq!(
                 said, "not released: permission denied for table leases",
                 "{kind:?}"
