@@ -178,8 +178,11 @@ pub trait FencedWrites: StoreFactory {
     ) -> Result<Vec<Write>, BoxError>;
 
     /// The counter's committed value, read in a statement of its own without a lock (it
-    /// waits for no writer's transaction): the `seq` of the last write committed
-    /// ([`Taken::after`]).
+    /// waits for no writer's transaction), outside any transaction: the `seq` of the last write
+    /// committed ([`Taken::after`]).
+    ///
+    /// # Errors
+    /// Any error of the database or the connection; the reading is then missing.
     async fn committed(&self, store: &Self::Store, protected: &Protected) -> Result<i64, BoxError>;
 }
 
@@ -483,6 +486,32 @@ pub struct Verdict {
     pub shared: Vec<SharedFence>,
 }
 
+/// A write its worker was told had committed (`wrote <seq> <fence>`): `fenced_with` answered
+/// `Ok` with its `seq`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Acknowledged {
+    /// The worker's label (`w0`, `w1`, ...).
+    pub worker: String,
+    /// The `seq` it was answered.
+    pub seq: i64,
+    /// The fence it was written under.
+    pub fence: i64,
+}
+
+/// The acknowledged writes the table does not hold as acknowledged (same `seq`, fence and
+/// worker): a write answered as committed that did not commit, or committed as another. In
+/// the order given.
+pub fn unrecorded<'a>(acknowledged: &'a [Acknowledged], writes: &[Write]) -> Vec<&'a Acknowledged> {
+    let recorded: std::collections::HashSet<(i64, i64, &str)> = writes
+        .iter()
+        .map(|write| (write.seq, write.fence, write.worker.as_str()))
+        .collect();
+    acknowledged
+        .iter()
+        .filter(|ack| !recorded.contains(&(ack.seq, ack.fence, ack.worker.as_str())))
+        .collect()
+}
+
 /// Checks a history of writes against the acquisitions `taken`: taken in `seq` order, no
 /// write's fence may be below the greatest fence of an earlier write, nor below the fence its
 /// transaction read in the lease's row (a greater one there was taken by another holder before
@@ -730,5 +759,31 @@ mod tests {
         );
         assert_eq!(verdict.stale.len(), 1);
         assert_eq!(verdict.stale[0].write.seq, 2);
+    }
+
+    /// A write answered as committed must be in the table as answered: one missing (rolled
+    /// back after an `Ok`), or there under another fence or worker, is found; the others not.
+    #[test]
+    fn acknowledged_writes_missing_from_the_table_are_found() {
+        let ack = |worker: &str, seq, fence| Acknowledged {
+            worker: worker.to_owned(),
+            seq,
+            fence,
+        };
+        let writes = [write(1, 3, "w0"), write(2, 3, "w0"), write(3, 4, "w1")];
+        let acknowledged = [
+            ack("w0", 1, 3),
+            ack("w0", 2, 3),
+            ack("w1", 3, 4),
+            ack("w1", 4, 4),
+            ack("w0", 3, 4),
+            ack("w1", 2, 5),
+        ];
+        let missing = unrecorded(&acknowledged, &writes);
+        assert_eq!(
+            missing,
+            [&acknowledged[3], &acknowledged[4], &acknowledged[5]]
+        );
+        assert!(unrecorded(&acknowledged[..3], &writes).is_empty());
     }
 }

@@ -14,7 +14,8 @@
 //! that read a greater fence in the lease's row (a holder held up in its transaction commits
 //! before the new holder's first write, which waits for the row it locked), nor after a greater
 //! fence was taken (each holder reads where commit order stood right after its acquisition:
-//! `fenced::Taken`), and that no fence was written by two workers. The fenced runs of a database and driver together must count at
+//! `fenced::Taken`), that no fence was written by two workers, and that every write a worker
+//! was answered as committed is in the table as answered. The fenced runs of a database and driver together must count at
 //! least one write refused by the database's check itself (not only by a guard that already
 //! knew) whenever they made two forced releases or more, and each run alone that made four. A renewal can learn of a forced release
 //! before the holder's next write (about one in ten), so in a fenced run every fault after the
@@ -37,7 +38,9 @@ use std::time::{Duration, Instant};
 
 use lease_reliability::db::{Db, Target};
 use lease_reliability::factory::StoreFactory;
-use lease_reliability::fenced::{self, Behind, FencedWrites, Protected, Taken, Verdict};
+use lease_reliability::fenced::{
+    self, Acknowledged, Behind, FencedWrites, Protected, Taken, Verdict,
+};
 use lease_reliability::reaped::Reaped;
 use lease_reliability::report::Counts;
 use lease_reliability::scenario::runtime;
@@ -124,6 +127,8 @@ struct Follow {
     stats: HashMap<usize, String>,
     /// Every acquisition whose holder read the counter right after it.
     taken: Vec<Taken>,
+    /// Every write a worker was told had committed.
+    acknowledged: Vec<Acknowledged>,
     /// Acquisitions whose read of the counter failed (a fault): not in `taken`.
     taken_unread: u64,
     /// Each kind of failure the workers reported, with how often.
@@ -157,6 +162,11 @@ impl Follow {
             "stats" => {
                 self.stats.insert(event.worker, event.words[1..].join(" "));
             }
+            "wrote" => self.acknowledged.push(Acknowledged {
+                worker: format!("w{}", event.worker),
+                seq: i64::try_from(event.number(1)).unwrap(),
+                fence: i64::try_from(event.number(2)).unwrap(),
+            }),
             "failed" => {
                 if event.words[1..].join(" ").contains(SNAPSHOT_REFUSAL) {
                     self.refused_for_snapshot += 1;
@@ -352,6 +362,7 @@ fn run_once<F: StoreFactory + FencedWrites>(
         holder: None,
         stats: HashMap::new(),
         taken: Vec::new(),
+        acknowledged: Vec::new(),
         taken_unread: 0,
         failures: HashMap::new(),
         refused_by_check: 0,
@@ -501,6 +512,14 @@ fn run_once<F: StoreFactory + FencedWrites>(
         writes
     });
     let verdict = fenced::check(&writes, &follow.taken);
+    // Every write answered as committed is in the table as answered: an `Ok` for a write that
+    // rolled back would let the job believe a write done that nobody made.
+    for missing in fenced::unrecorded(&follow.acknowledged, &writes) {
+        problems.push(format!(
+            "{} was told write {} under fence {} committed; the table holds no such write",
+            missing.worker, missing.seq, missing.fence
+        ));
+    }
     // The acquisitions' readings are what shows a late commit before the new holder's first
     // write: a run whose every reading failed would leave that rule unasked.
     if follow.taken.is_empty() && verdict.fences >= 2 {
