@@ -232,8 +232,8 @@ impl Renewer {
     /// before it frees it, or leaves it to lapse. Answers `stopped`'s answer, whether the work
     /// stopped. Counted as no renewal.
     ///
-    /// The renewal waits for a round of the renewer in flight to end (a renewal statement of
-    /// this lease's must not race its release): where the work stops first, nothing is sent,
+    /// The renewal waits for a round of the renewer in flight to end (the rounds' statements
+    /// go one at a time): where the work stops first, nothing is sent,
     /// as the lease is released next and needs no renewal through a wait, and the release does
     /// not wait for that round (many leases whose renewals wait on locked rows could hold it
     /// for several store timeouts, and the lease past a shutdown's settling). Where the work

@@ -669,14 +669,9 @@ async fn a_campaign_that_drives_the_renewer_resigns_with_a_renewal_on_its_way() 
         reason
     });
     store.delay_renewals(Duration::from_millis(300));
-    let sent = store.renew_manys.load(std::sync::atomic::Ordering::SeqCst);
-    tokio::time::timeout(Duration::from_secs(5), async {
-        while store.renew_manys.load(std::sync::atomic::Ordering::SeqCst) == sent {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .expect("the campaign's renewer sent no renewal");
+    store
+        .next_renewal_sent("the campaign's renewer sent no renewal")
+        .await;
     tokio::time::timeout(Duration::from_secs(10), leader.resign())
         .await
         .expect("resign never returned: the give-back waited for a renewal nobody ran");
@@ -739,14 +734,7 @@ async fn a_release_after_the_work_stopped_waits_for_no_renewal_round_in_flight()
         reason
     });
     store.lock_row("stuck");
-    let sent = store.renew_manys.load(std::sync::atomic::Ordering::SeqCst);
-    tokio::time::timeout(Duration::from_secs(5), async {
-        while store.renew_manys.load(std::sync::atomic::Ordering::SeqCst) == sent {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    .expect("the renewer sent no renewal");
+    store.next_renewal_sent("the renewer sent no renewal").await;
     let asked = tokio::time::Instant::now();
     tokio::time::timeout(Duration::from_secs(10), leader.resign())
         .await

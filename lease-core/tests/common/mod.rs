@@ -117,6 +117,19 @@ impl Faulty {
         self.mode.store(mode as u8, Ordering::SeqCst);
     }
 
+    /// Waits until the renewer sends its next `renew_many` (counted as it is sent, before any
+    /// delay or lock holds it up), at most 5 s; fails the test, saying `what`, otherwise.
+    pub async fn next_renewal_sent(&self, what: &str) {
+        let sent = self.renew_manys.load(Ordering::SeqCst);
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while self.renew_manys.load(Ordering::SeqCst) == sent {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{what}"));
+    }
+
     pub fn delay_renewals(&self, delay: Duration) {
         self.renew_delay
             .store(delay.as_millis() as u64, Ordering::SeqCst);
