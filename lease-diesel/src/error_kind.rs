@@ -285,12 +285,12 @@ fn message_kind(message: &str) -> StoreErrorKind {
     let lower = message.to_ascii_lowercase();
     match PHRASES.iter().find(|(phrase, _)| lower.contains(phrase)) {
         Some(&(_, kind)) => kind,
-        // PostgreSQL 25P03 and 25P04: the transaction was rolled back before the statement
-        // came, so nothing committed and a new session may succeed, as lease-sqlx reads their
-        // codes; `ends_session` leaves them out (the statement never ran: no answer lost).
         // A disk full or a quota exhausted, as lease-sqlx reads PostgreSQL's 53100 and
         // MariaDB's numbers that wrap it (`lease_sql::mysql_error_kind_with_message`).
         None if lease_sql::out_of_space(message) => StoreErrorKind::Transient,
+        // PostgreSQL 25P03 and 25P04: the transaction was rolled back before the statement
+        // came, so nothing committed and a new session may succeed, as lease-sqlx reads their
+        // codes; `ends_session` leaves them out (the statement never ran: no answer lost).
         None if lease_sql::ends_session(message) || lease_sql::rolled_back_first(message) => {
             StoreErrorKind::Transient
         }
