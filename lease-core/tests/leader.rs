@@ -175,6 +175,17 @@ async fn resign_returns_when_the_campaign_future_was_never_polled() {
         .expect("resign waited for a campaign that never ran");
 }
 
+/// Work under the leader's term, on a task of its own, that stops as soon as it is told (its
+/// lease is lost or given back): the task answers how.
+fn work_that_stops_when_told(leader: &Leader) -> tokio::task::JoinHandle<LossReason> {
+    let (lease, working) = leader.lease_for_work().expect("leading");
+    tokio::spawn(async move {
+        let reason = lease.lost().await;
+        drop(working);
+        reason
+    })
+}
+
 /// The lease of the term `leader` leads in, once it leads.
 async fn term(leader: &Leader) -> LeaseHandle {
     let leading = tokio::time::timeout(Duration::from_secs(10), leader.changes().next()).await;
@@ -662,12 +673,7 @@ async fn a_campaign_that_drives_the_renewer_resigns_with_a_renewal_on_its_way() 
     let campaign = tokio::spawn(campaign);
     let mut changes = leader.changes();
     assert_eq!(changes.next().await, Some(true));
-    let (lease, working) = leader.lease_for_work().expect("leading");
-    let work = tokio::spawn(async move {
-        let reason = lease.lost().await;
-        drop(working);
-        reason
-    });
+    let work = work_that_stops_when_told(&leader);
     store.delay_renewals(Duration::from_millis(300));
     store
         .next_renewal_sent("the campaign's renewer sent no renewal")
@@ -727,12 +733,7 @@ async fn a_release_after_the_work_stopped_waits_for_no_renewal_round_in_flight()
     let leader = client.campaign("alerts").unwrap();
     let mut changes = leader.changes();
     assert_eq!(changes.next().await, Some(true));
-    let (lease, working) = leader.lease_for_work().expect("leading");
-    let work = tokio::spawn(async move {
-        let reason = lease.lost().await;
-        drop(working);
-        reason
-    });
+    let work = work_that_stops_when_told(&leader);
     store.lock_row("stuck");
     store.next_renewal_sent("the renewer sent no renewal").await;
     let asked = tokio::time::Instant::now();
