@@ -213,20 +213,20 @@ impl Statements {
     }
 
     /// The fenced check: inside the caller's transaction, one statement that succeeds only while
-    /// the row still names `holder` and `fence` and has not expired by the database's clock (on
-    /// PostgreSQL the statement's time, not the transaction's), locks the row until the
-    /// transaction ends (a takeover or a forced release then waits for it), and writes it: on
-    /// PostgreSQL and MariaDB it moves `expires_at` a microsecond later, so that the database
-    /// sees a change (a certifying multi-primary cluster such as Galera sees the conflict); on
-    /// SQLite it assigns `expires_at` its own value, which takes the write lock at once (a step
-    /// of SQLite's millisecond per check would add up faster than the clock at a few thousand
-    /// checks a second, as a renewal never moves an expiry back). Parameters: name, holder, fence.
-    /// Answers with its affected rows: 1 while held, else 0. On PostgreSQL it matches the row
-    /// on holder and fence and reads the expiry after locking it, so that under a snapshot it
-    /// never reports a lease still held as gone (see [`SqlStore::fence`](crate::SqlStore::fence)):
-    /// a row it matched past its expiry fails it with an error whose message carries
-    /// [`NOT_HELD_MARKER`](crate::NOT_HELD_MARKER), and no row matched calls for
-    /// [`unmatched_fence`](Statements::unmatched_fence).
+    /// the row still names `holder` and `fence` and has not expired by the database's clock (the
+    /// time it holds the row's lock, which it may have waited for; never the transaction's start),
+    /// locks the row until the transaction ends (a takeover or a forced release then waits for it),
+    /// and writes it: on PostgreSQL and MariaDB it moves `expires_at` a microsecond later, so that
+    /// the database sees a change (a certifying multi-primary cluster such as Galera sees the
+    /// conflict); on SQLite it assigns `expires_at` its own value, which takes the write lock at
+    /// once (a step of SQLite's millisecond per check would add up faster than the clock at a few
+    /// thousand checks a second, as a renewal never moves an expiry back). Parameters: name,
+    /// holder, fence. Answers with its affected rows: 1 while held, else 0. On PostgreSQL it
+    /// matches the row on holder and fence and reads the expiry after locking it, so that under a
+    /// snapshot it never reports a lease still held as gone (see
+    /// [`SqlStore::fence`](crate::SqlStore::fence)): a row it matched past its expiry fails it with
+    /// an error whose message carries [`NOT_HELD_MARKER`](crate::NOT_HELD_MARKER), and no row
+    /// matched calls for [`unmatched_fence`](Statements::unmatched_fence).
     pub fn fence<'a>(
         &'a self,
         name: &'a LeaseName,
@@ -445,7 +445,8 @@ impl Statements {
         }
     }
 
-    /// List every held lease, ordered by name (bytewise). No parameters.
+    /// List every lease with a holder, expired or not (the rows read show which), ordered by name
+    /// (bytewise). No parameters.
     pub fn list(&self) -> Query<'_> {
         Query {
             sql: Cow::Borrowed(&self.sql.list),
