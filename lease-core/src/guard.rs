@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::backoff::Backoff;
+use crate::clock::ticks;
 use crate::held::Held;
 use crate::renewer::Renewer;
 use crate::shutdown::{Kind, Token};
@@ -155,9 +156,13 @@ impl LeaseGuard {
     /// tries have failed or the client's shutdown ends its grace period: one
     /// that failed would leave the row to expire one TTL after the last renewal, short of the
     /// hold, and another instance could run the work again within the period. When a try
-    /// whose answer was lost is followed by one that finds the row no longer this holder's,
-    /// the row is read once more: free, or this holder's and lapsed, the lost try released it
-    /// (`Ok`); another holder's, the lease was taken over (`Error::Lost`).
+    /// whose answer was lost is followed by one that finds the row no longer this holder's
+    /// before the hold could have ended, no try reached the row in time (one would have kept it
+    /// this holder's until then): the lease lapsed short of the hold, or was released by force
+    /// (`Error::Lost`). Found so later, the row is read once more: free, or this holder's and
+    /// lapsed, the lost try released it (`Ok`); another holder's, taken before the first try
+    /// went out, the lease was taken over while the work ran (`Error::Lost`), and taken after
+    /// it, the lease was released or lapsed once the work was over (`Ok`).
     ///
     /// # Errors
     /// As [`release`](LeaseGuard::release), the last try's.
@@ -300,8 +305,11 @@ impl LeaseGuard {
                 .release(held.name(), held.holder(), min_hold)
                 .await;
             let Err(error) = &released else {
-                if matches!(released, Ok(false)) && may_have_released {
-                    return self.released_by_an_earlier_try(first_sent).await;
+                if matches!(released, Ok(false))
+                    && may_have_released
+                    && !self.answered_within_the_hold(min_hold)
+                {
+                    return self.released_by_an_earlier_try(first_sent, min_hold).await;
                 }
                 return released;
             };
@@ -328,27 +336,56 @@ impl LeaseGuard {
         }
     }
 
-    /// After a try of a release with a minimum hold failed without an answer and a later try
-    /// matched no row: whether the lease was released (`Ok(true)`), rather than taken over
-    /// while the work ran (`Ok(false)`). A try that reached the row after the hold had ended
-    /// freed it (no holder), and one within the hold kept this holder on it (the next try
-    /// matches again). So a row with no holder, or this holder's lapsed, was released or left to
-    /// lapse by this holder, and nobody took it since. A row another holder took after the
-    /// first try went out (`first_sent`, in clock ticks; its `taken_at` compared by the store's
-    /// clock, from when the row was read back by the time since) was taken after the work was
-    /// over, freed by that try or lapsed: released, no overlap. Only one taken before says the
-    /// lease was taken over while the work ran.
-    async fn released_by_an_earlier_try(&self, first_sent: u64) -> Result<bool, Error> {
+    /// Whether a try of the release answered just now reached the row before the hold's end:
+    /// less than `min_hold` after the acquisition's statement went out, as the store took the
+    /// lease no earlier. An earlier try that reached the row then would have kept it this
+    /// holder's until the hold's end, and this one would have matched it; one that matched
+    /// nothing says no try did, whatever their answers: the row lapsed short of the hold (or
+    /// was released by force), and another instance may run the work again within it.
+    fn answered_within_the_hold(&self, min_hold: Duration) -> bool {
+        let since_sent = self
+            .store
+            .clock()
+            .now()
+            .saturating_sub(self.handle.held.taken().sent);
+        Duration::from_nanos(since_sent) < min_hold
+    }
+
+    /// After a try of a release with a minimum hold failed without an answer and a later try,
+    /// answered once the hold may have ended, matched no row: whether the lease was released
+    /// (`Ok(true)`), rather than taken over while the work ran or within the hold
+    /// (`Ok(false)`). A try that reached the row after the hold had ended freed it (no holder),
+    /// and one within the hold kept this holder on it (the next try matches again). So a row
+    /// with no holder, or this holder's lapsed, was released or left to lapse by this holder,
+    /// and nobody took it since. A row another holder took once the work was over (the first
+    /// try went out at `first_sent`, in clock ticks) and the hold had ended (`min_hold` after
+    /// the acquisition's answer at the latest) was freed by a try or lapsed after the hold:
+    /// released, no overlap, the hold kept. One taken before either (its `taken_at` compared by
+    /// the store's clock, from when the row was read back by the time since) was taken over
+    /// while the work ran, or took a row that lapsed short of the hold: no try freed it then.
+    async fn released_by_an_earlier_try(
+        &self,
+        first_sent: u64,
+        min_hold: Duration,
+    ) -> Result<bool, Error> {
         let held = &self.handle.held;
         let clock = self.store.clock();
-        // Read before the row is: the row's time is then at least this long after the first
-        // try went out, so a takeover just after it errs towards a loss, never towards a release.
-        let since_first = Duration::from_nanos(clock.now().saturating_sub(first_sent));
+        let hold_ended = held.taken().answered.saturating_add(ticks(min_hold));
+        let boundary = first_sent.max(hold_ended);
+        // Read before the row is: the row's time is then at least this long after the
+        // boundary, so a takeover just after it errs towards a loss, never towards a release.
+        // A boundary still ahead (the hold ends later) is ahead by the store's clock too.
+        let now = clock.now();
+        let since = Duration::from_nanos(now.saturating_sub(boundary));
+        let ahead = Duration::from_nanos(boundary.saturating_sub(now));
         let row = self.store.inspect(held.name()).await?;
         let taken_over = row.is_some_and(|row| {
-            let first_sent_by_the_store = row.observed_at.checked_sub(since_first);
+            let boundary_by_the_store = row
+                .observed_at
+                .checked_sub(since)
+                .and_then(|at| at.checked_add(ahead));
             row.holder != *held.holder()
-                && first_sent_by_the_store.is_none_or(|sent| row.taken_at <= sent)
+                && boundary_by_the_store.is_none_or(|at| row.taken_at <= at)
         });
         if !taken_over {
             tracing::debug!(lease = %held.name(), fence = %held.fence(), "lease released by a try whose answer was lost");

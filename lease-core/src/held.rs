@@ -54,6 +54,14 @@ fn loss_reason(code: u8) -> Option<LossReason> {
     }
 }
 
+/// When the statement that took a lease went out and when its answer came, in clock ticks: the
+/// store took the lease between the two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Taken {
+    pub(crate) sent: u64,
+    pub(crate) answered: u64,
+}
+
 /// One held lease, shared by its guard, its handles and the renewer.
 ///
 /// The renewer moves `deadline` and `next_renewal` forward; anybody may mark the lease lost, once,
@@ -70,6 +78,8 @@ pub(crate) struct Held {
     clock: Clock,
     /// Counts its loss.
     stats: Arc<Stats>,
+    /// When the statement that took it went out, and when its answer came.
+    taken: Taken,
     /// Clock ticks after which this process no longer believes it holds the lease.
     deadline: AtomicU64,
     /// Clock ticks at which the renewer should next renew it.
@@ -96,7 +106,8 @@ pub(crate) struct Held {
 }
 
 impl Held {
-    /// A lease held until `deadline`, to be renewed at `next_renewal`, both in clock ticks.
+    /// A lease taken as `taken` tells, held until `deadline`, to be renewed at `next_renewal`,
+    /// both in clock ticks.
     pub(crate) fn new(
         id: u64,
         name: LeaseName,
@@ -104,7 +115,7 @@ impl Held {
         fence: Fence,
         clock: Clock,
         stats: Arc<Stats>,
-        (deadline, next_renewal): (u64, u64),
+        (taken, deadline, next_renewal): (Taken, u64, u64),
     ) -> Self {
         let (notify, lost) = oneshot::channel();
         stats.holding(&name, true);
@@ -115,6 +126,7 @@ impl Held {
             fence,
             clock,
             stats,
+            taken,
             deadline: AtomicU64::new(deadline),
             next_renewal: AtomicU64::new(next_renewal),
             alone: AtomicU8::new(TOGETHER),
@@ -166,6 +178,11 @@ impl Held {
 
     pub(crate) fn fence(&self) -> Fence {
         self.fence
+    }
+
+    /// When the statement that took it went out, and when its answer came.
+    pub(crate) fn taken(&self) -> Taken {
+        self.taken
     }
 
     pub(crate) fn deadline(&self) -> u64 {

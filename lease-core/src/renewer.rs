@@ -11,7 +11,7 @@ use futures::future::{self, Either, FutureExt};
 
 use crate::clock::{Clock, ticks};
 use crate::health::Health;
-use crate::held::Held;
+use crate::held::{Held, Taken};
 use crate::stats::Renewed;
 use crate::timed_store::TimedStore;
 use crate::{Error, Fence, HolderId, LeaseConfig, LeaseName, LossReason, Operation, Ttl};
@@ -188,7 +188,14 @@ impl Renewer {
             fence,
             self.clock().clone(),
             Arc::clone(self.store.stats()),
-            (sent.saturating_add(self.validity), next_renewal),
+            (
+                Taken {
+                    sent,
+                    answered: self.clock().now(),
+                },
+                sent.saturating_add(self.validity),
+                next_renewal,
+            ),
         ));
         self.leases().insert(id, Arc::clone(&held));
         if self.must_wake_for(next_renewal) {

@@ -36,6 +36,27 @@ async fn take_over_behind(store: &Faulty, guard: &LeaseGuard) {
     );
 }
 
+/// Another instance trying to take `invoices` every millisecond, on the store behind the
+/// client, for up to 2 s: whether it took it.
+async fn take_once_free(store: Arc<Faulty>) -> bool {
+    for _ in 0..2_000 {
+        let taken = store
+            .inner
+            .try_acquire(
+                &name("invoices"),
+                &HolderId::generate(),
+                Ttl::from_secs(60).unwrap(),
+            )
+            .await
+            .unwrap();
+        if taken.is_some() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    false
+}
+
 /// Whether the row of `invoices` names no holder.
 async fn is_free(store: &Faulty) -> bool {
     store
@@ -113,25 +134,7 @@ async fn a_release_whose_freed_lease_was_taken_before_the_next_try_is_a_release(
     tokio::time::sleep(Duration::from_millis(200)).await;
     store.lose_release_answers(1);
     store.delay_releases(Duration::from_millis(50));
-    let waiting = Arc::clone(&store);
-    let other = tokio::spawn(async move {
-        for _ in 0..1_000 {
-            let taken = waiting
-                .inner
-                .try_acquire(
-                    &name("invoices"),
-                    &HolderId::generate(),
-                    Ttl::from_secs(60).unwrap(),
-                )
-                .await
-                .unwrap();
-            if taken.is_some() {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        false
-    });
+    let other = tokio::spawn(take_once_free(Arc::clone(&store)));
     guard
         .release_after(Duration::from_millis(100))
         .await
@@ -139,6 +142,64 @@ async fn a_release_whose_freed_lease_was_taken_before_the_next_try_is_a_release(
     assert!(other.await.unwrap(), "the other instance took the lease");
     let stats = client.stats();
     assert_eq!(stats.losses.total(), 0, "{stats:?}");
+}
+
+/// A release with a hold of `min_hold` whose tries fail at once until 720 ms (they may have
+/// reached the store, for all the guard knows), and the next one reaches the store `late` after
+/// it goes out (between 750 and 900 ms: the pauses double from 100 ms, and the last try goes
+/// out by the local deadline at 900 ms), past the row's expiry at 1 s, when another instance
+/// has taken the lease.
+async fn released_once_the_row_lapsed(min_hold: Duration, late: Duration) -> Result<(), Error> {
+    let store = Faulty::new(tokio_memory());
+    let client = common::fast_client_timing_out_after(Arc::clone(&store), Duration::from_secs(2));
+    let guard = client.try_acquire("invoices").await.unwrap().unwrap();
+    store.set(Mode::Fail);
+    store.delay_releases(late);
+    let passing = Arc::clone(&store);
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(720)).await;
+        passing.set(Mode::Pass);
+    });
+    let other = tokio::spawn(take_once_free(Arc::clone(&store)));
+    let released = guard.release_after(min_hold).await;
+    assert!(other.await.unwrap(), "the other instance took the lease");
+    assert_eq!(
+        store.releases.load(std::sync::atomic::Ordering::SeqCst),
+        5,
+        "four tries failed, the fifth reached the row"
+    );
+    let stats = client.stats();
+    if released.is_ok() {
+        assert_eq!(stats.released, 1, "{stats:?}");
+    } else {
+        assert_eq!(stats.released, 0, "{stats:?}");
+    }
+    released
+}
+
+/// A release whose tries failed until the row lapsed short of the hold, the lease then taken
+/// by another instance, which may run the work again within the hold: not a release, though
+/// any try may have reached the store for all the guard knows. Found by a try answered within
+/// the hold, which would have matched the row had an earlier one reached it; and by one answered
+/// later, from the row: taken before the hold's end, when no try could have freed it.
+#[tokio::test(start_paused = true)]
+async fn a_release_whose_tries_failed_until_the_row_lapsed_within_the_hold_is_a_loss() {
+    let answered_within =
+        released_once_the_row_lapsed(Duration::from_secs(10), Duration::from_millis(300)).await;
+    assert_eq!(lost(answered_within), LossReason::Rejected);
+    let answered_after =
+        released_once_the_row_lapsed(Duration::from_millis(1_200), Duration::from_millis(500))
+            .await;
+    assert_eq!(lost(answered_after), LossReason::Rejected);
+}
+
+/// The control: the same tries, the hold over before the row lapsed (at 500 ms): the lease
+/// lapsed once the hold was kept, and another instance took it after: a release.
+#[tokio::test(start_paused = true)]
+async fn a_release_whose_row_lapsed_after_the_hold_is_a_release() {
+    released_once_the_row_lapsed(Duration::from_millis(500), Duration::from_millis(300))
+        .await
+        .expect("released: the row lapsed after the hold");
 }
 
 /// The control of the cases above: a try whose answer was lost, on a lease already taken over,
