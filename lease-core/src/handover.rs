@@ -36,7 +36,9 @@ struct State {
     subscribed: bool,
     /// The store said it has no release events: only polling is left.
     unsupported: bool,
-    /// When the subscription last opened (began to).
+    /// When the subscription last opened (its events began to come): `None` while it is being
+    /// opened, and after an opening that failed, which lived no time at all however long it
+    /// took (a store that hangs until the store timeout).
     opened_at: Option<Instant>,
     /// How many subscriptions in a row ended before they had lived [`State::SHORT_LIFE`].
     short_lived: u32,
@@ -155,11 +157,16 @@ impl Releases {
                 return None;
             }
             state.subscribed = true;
-            state.opened_at = Some(now);
+            state.opened_at = None;
             // Unlocked while spawning: a task the runtime drops at once clears `subscribed`.
             drop(state);
             let ends = Unsubscribes(Arc::downgrade(self), Arc::clone(runtime));
-            let task = subscribe(Arc::downgrade(self), store.clone(), self.closed.clone());
+            let task = subscribe(
+                Arc::downgrade(self),
+                store.clone(),
+                Arc::clone(runtime),
+                self.closed.clone(),
+            );
             // A runtime that cannot spawn hands the task back: dropped here, still unlocked, as
             // its `Unsubscribes` locks the state.
             let spawned = runtime
@@ -188,11 +195,15 @@ impl Releases {
         }
     }
 
-    /// Wakes every waiter, whatever its lease: the subscription has just opened, and a release
-    /// between a waiter's attempt and that moment was pushed to nobody. Each waiter tries once
-    /// more, then waits with the subscription live.
-    fn subscribed(&self) {
-        let waiters = std::mem::take(&mut self.state().waiters);
+    /// Wakes every waiter, whatever its lease: the subscription has just opened (at `now`), and
+    /// a release between a waiter's attempt and that moment was pushed to nobody. Each waiter
+    /// tries once more, then waits with the subscription live.
+    fn subscribed(&self, now: Instant) {
+        let waiters = {
+            let mut state = self.state();
+            state.opened_at = Some(now);
+            std::mem::take(&mut state.waiters)
+        };
         for waiter in waiters.into_values().flatten() {
             let _ = waiter.send(());
         }
@@ -213,10 +224,12 @@ pub(crate) async fn pause(released: Released, sleep: impl Future<Output = ()>) {
 /// Forwards the store's release events to the waiters until the stream or the client ends
 /// (its task's [`Unsubscribes`] then lets the next waiter subscribe again).
 /// Opening the subscription is a store call like the others: in a `lease.store` span, bounded
-/// by the store timeout and counted in the client's statistics.
+/// by the store timeout and counted in the client's statistics. Its life counts from when it
+/// opened, on `runtime`'s clock.
 async fn subscribe(
     releases: Weak<Releases>,
     store: TimedStore,
+    runtime: Arc<dyn Runtime>,
     closed: Shared<oneshot::Receiver<()>>,
 ) {
     let events = match future::select(store.release_events().boxed(), closed.clone()).await {
@@ -226,7 +239,7 @@ async fn subscribe(
     let mut events = match events {
         Ok(Some(events)) => {
             match releases.upgrade() {
-                Some(releases) => releases.subscribed(),
+                Some(releases) => releases.subscribed(runtime.now()),
                 None => return,
             }
             events

@@ -608,6 +608,29 @@ async fn release_events_that_keep_ending_are_not_reopened_in_a_loop() {
     assert!(attempts <= 60, "{attempts} attempts in 30 s");
 }
 
+/// Release events whose opening hangs until the store timeout (a database that takes the
+/// connection and never answers): each failed opening counted as a subscription that lived
+/// the timeout, long enough to start the pauses again, so a waiter opened them again at once,
+/// back to back for the whole outage. A failed opening lives no time now, and the openings
+/// are spaced out as those that end at once: over 300 s about 9, where the timeout alone
+/// allowed 20.
+#[tokio::test(start_paused = true)]
+async fn release_events_whose_opening_times_out_are_not_reopened_back_to_back() {
+    let store = Faulty::new(tokio_memory());
+    // Each opening outlives the waiter's store timeout of 15 s.
+    store.push_releases_after(Duration::from_secs(20));
+    let holder = fast_client(store.clone());
+    let waiter = common::fast_client_timing_out_after(store.clone(), Duration::from_secs(15));
+    let _guard = holder.try_acquire("sweep").await.unwrap().unwrap();
+    let waited = waiter.acquire("sweep", Duration::from_secs(300)).await;
+    assert!(waited.is_err(), "took a lease still held: {waited:?}");
+    let opened = store.subscribes.load(Ordering::SeqCst);
+    assert!(
+        (2..=12).contains(&opened),
+        "release events opened {opened} times in 300 s"
+    );
+}
+
 /// An acquisition answered after the lease's local deadline (here a store timeout longer than
 /// the TTL lets an answer 950 ms late through, past the 900 ms the lease is believed for): the
 /// guard would be lost before `acquire` returned it. `acquire` gives it back and goes on, and
