@@ -198,9 +198,10 @@ fn ended_inside(error: &Error) -> bool {
 /// whatever server the URL names now. So is, on PostgreSQL and MariaDB, the connection of work
 /// that ended the transaction itself ([`TransactionEnded`](lease_sql::TransactionEnded)), whose
 /// session may keep locks no rollback releases (MariaDB's `LOCK TABLES`, which commits the
-/// transaction first). A read-only refusal of `work`'s own statement is `work`'s
-/// error, which `fenced` cannot read: that connection goes back to the pool, and the store's
-/// next statement on it closes it.
+/// transaction first); SQLite's goes back to the pool, outside any transaction (an in-memory
+/// database lives only as long as its connections). A read-only refusal of `work`'s own
+/// statement is `work`'s error, which `fenced` cannot read: that connection goes back to the
+/// pool, and the store's next statement on it closes it.
 ///
 /// ```no_run
 /// # async fn example(store: lease_sqlx::PgLeaseStore, guard: lease_core::LeaseGuard) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
@@ -431,21 +432,16 @@ where
         let _ = transaction.rollback().await;
         return Err(answer);
     }
-    let checked_first = commit == FencedCommit::CheckFirst || commit.checked_at_begin();
-    if checked_first && store.statements().commit_after_check().is_none() {
-        transaction
-            .commit()
-            .await
-            .map_err(|e| store.commit_failed(handle, e.into()))?;
-    } else {
-        // Through the store: with the check, or with `commit_after_check`, the guard that fails
-        // when the work ended the transaction (and, on PostgreSQL, in a transaction a failed
-        // statement aborted, where sqlx's `commit` would answer `Ok` for writes thrown away).
-        let committed = store
-            .end_fenced(&mut *transaction, lease, commit, AfterCommit::Begin)
-            .await;
-        end(store, transaction, committed).await?;
-    }
+    // Through the store, not sqlx's `commit`: with the check, or with `commit_after_check`, the
+    // guard that fails when the work ended the transaction (and, on PostgreSQL, in a
+    // transaction a failed statement aborted, where sqlx's `commit` would answer `Ok` for
+    // writes thrown away); on SQLite a bare `COMMIT`, which fails when the transaction had
+    // ended, and whose failure `end` leaves sqlx counting no transaction (a failed `commit`
+    // of sqlx's own would leave it counting one, and the connection would be closed).
+    let committed = store
+        .end_fenced(&mut *transaction, lease, commit, AfterCommit::Begin)
+        .await;
+    end(store, transaction, committed).await?;
     Ok(Ok(output))
 }
 

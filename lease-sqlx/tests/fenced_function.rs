@@ -481,7 +481,9 @@ async fn mariadb_work_that_locked_tables_leaves_no_lock_on_the_pool() {
 /// SQLite may roll a transaction back by itself on a full disk, an I/O error or a busy database,
 /// and work that goes on after that writes on its own (here a `ROLLBACK` of the work's own
 /// stands in for it). The fenced transaction's `COMMIT` then finds no transaction: it answers
-/// `OutcomeUnknown` (`TransactionEnded`), not that nothing was committed.
+/// `OutcomeUnknown` (`TransactionEnded`), not that nothing was committed; and its connection
+/// goes back to the pool, not closed (an in-memory database lives only as long as its
+/// connections).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_work_whose_transaction_ended_is_not_told_nothing_committed() {
     use lease_core::BoxError;
@@ -502,7 +504,8 @@ async fn sqlite_work_whose_transaction_ended_is_not_told_nothing_committed() {
         .unwrap();
     let store = SqliteLeaseStore::new(pool.clone());
     store.setup().await.unwrap();
-    sqlx::raw_sql("CREATE TABLE notes (v int)")
+    // A temporary table lives only on the connection that made it: the pool's one connection.
+    sqlx::raw_sql("CREATE TABLE notes (v int); CREATE TEMP TABLE kept (v int)")
         .execute(&pool)
         .await
         .unwrap();
@@ -521,6 +524,7 @@ async fn sqlite_work_whose_transaction_ended_is_not_told_nothing_committed() {
     assert_transaction_ended(answer, "fenced");
     assert!(guard.is_held(), "the ended transaction cost the lease");
     assert_no_transaction_left(&pool, "after `fenced`").await;
+    assert_connection_kept(&pool, "after `fenced`").await;
 
     // The same through the caller's own transaction and `commit_fenced`.
     let mut tx = pool.begin().await.unwrap();
@@ -535,6 +539,7 @@ async fn sqlite_work_whose_transaction_ended_is_not_told_nothing_committed() {
     assert_transaction_ended(answer, "commit_fenced");
     assert!(guard.is_held(), "the ended transaction cost the lease");
     assert_no_transaction_left(&pool, "after `commit_fenced`").await;
+    assert_connection_kept(&pool, "after `commit_fenced`").await;
     guard.release().await.unwrap();
 
     // The lease lost while the work ran, after its transaction ended: the later write committed
@@ -553,6 +558,7 @@ async fn sqlite_work_whose_transaction_ended_is_not_told_nothing_committed() {
     .await;
     assert_transaction_ended(answer, "fenced, then the lease lost");
     assert_no_transaction_left(&pool, "after `fenced` whose lease was lost").await;
+    assert_connection_kept(&pool, "after `fenced` whose lease was lost").await;
     // And the lease taken over while the work ran: the check at the commit, which ran on its
     // own, finds it gone.
     let taken = client.try_acquire("taken").await.unwrap().expect("free");
@@ -571,6 +577,7 @@ async fn sqlite_work_whose_transaction_ended_is_not_told_nothing_committed() {
         .map_err(BoxError::from);
     assert_transaction_ended(answer, "commit_fenced after the lease was taken");
     assert_no_transaction_left(&pool, "after `commit_fenced` whose lease was taken").await;
+    assert_connection_kept(&pool, "after `commit_fenced` whose lease was taken").await;
     let written: i64 = sqlx::query_scalar("SELECT count(*) FROM notes WHERE v IN (6, 8)")
         .fetch_one(&pool)
         .await
@@ -578,6 +585,18 @@ async fn sqlite_work_whose_transaction_ended_is_not_told_nothing_committed() {
     assert_eq!(written, 2, "the writes after the ended transactions");
     pool.close().await;
     let _ = std::fs::remove_file(&file);
+}
+
+/// Asserts that the one connection of `pool` is still the one that made its temporary table
+/// `kept`: not closed and replaced by a new one.
+async fn assert_connection_kept(pool: &lease_sqlx::sqlx::SqlitePool, context: &str) {
+    let kept = lease_sqlx::sqlx::query_scalar::<_, i64>("SELECT count(*) FROM temp.kept")
+        .fetch_one(pool)
+        .await;
+    assert!(
+        kept.is_ok(),
+        "{context}: the pool's connection was closed: {kept:?}"
+    );
 }
 
 /// Asserts that the connections of `pool` (of one connection) are outside any transaction, as
