@@ -66,7 +66,9 @@ type Manager<P> = <<P as DieselPool>::Connection as AsyncConnection>::Transactio
 /// transaction itself (the answer's
 /// source is [`TransactionEnded`](lease_sql::TransactionEnded)): its session may keep locks no
 /// rollback releases (MariaDB's `LOCK TABLES`, which commits the transaction first), which
-/// would fail the store's next statement on it and hold other sessions back.
+/// would fail the store's next statement on it and hold other sessions back. On SQLite it is
+/// left usable, outside any transaction, for its pool to keep (an in-memory database lives only
+/// as long as its connections).
 ///
 /// # Errors
 /// `work`'s own error; [`Error::NotHeld`] when the check found the lease gone or it was lost
@@ -76,8 +78,9 @@ type Manager<P> = <<P as DieselPool>::Connection as AsyncConnection>::Transactio
 /// [`OutcomeUnknown`](lease_core::StoreErrorKind::OutcomeUnknown) when the commit's answer was
 /// lost (it may have committed: find out before running `work` again) or, its source
 /// [`TransactionEnded`](lease_sql::TransactionEnded), when `work` ended the transaction itself
-/// (a `COMMIT` or `ROLLBACK` of its own; on MariaDB, also a statement that commits by itself):
-/// the writes after that committed on their own (that answer takes the place of
+/// (a `COMMIT` or `ROLLBACK` of its own; on MariaDB, also a statement that commits by itself) or
+/// SQLite rolled it back by itself (a full disk, an I/O error, a busy database): the writes after
+/// that committed on their own (that answer takes the place of
 /// [`Error::NotHeld`] where the lease was also lost: something was committed); diesel's
 /// [`AlreadyInTransaction`](diesel::result::Error::AlreadyInTransaction) for a `connection`
 /// already in a transaction (the fenced commit would commit it), and diesel's
@@ -184,11 +187,25 @@ where
             Ok(output)
         }
         Err(refused) => {
-            let _ = Manager::<P>::rollback_transaction(connection).await;
+            if ended_inside(&refused) {
+                // The work ended the transaction: there is none left to roll back, and SQLite
+                // refuses a `ROLLBACK` without one, after which diesel would mark the connection
+                // broken. diesel is told instead, as after a commit.
+                let _ = change_depth::<P>(connection, TransactionDepthChange::DecreaseDepth);
+            } else {
+                let _ = Manager::<P>::rollback_transaction(connection).await;
+            }
             discard_if_spoiled(connection, store.statements().dialect(), &refused);
             Err(refused.into())
         }
     }
+}
+
+/// Whether `error` says the work ended its transaction itself
+/// ([`TransactionEnded`](lease_sql::TransactionEnded)).
+fn ended_inside(error: &Error) -> bool {
+    std::error::Error::source(error)
+        .is_some_and(|source| source.is::<lease_sql::TransactionEnded>())
 }
 
 /// Marks `connection` broken when `error` says it must not be used again

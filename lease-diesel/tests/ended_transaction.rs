@@ -3,17 +3,22 @@
 //! sends itself ends it; the writes after it commit on their own. Through
 //! `lease_diesel::fenced_with`, with the check at the `BEGIN` or with the commit, the fenced
 //! transaction must not answer that it committed under the lease (nor that nothing committed):
-//! it answers `OutcomeUnknown`, whose source says why, and the lease is not lost by it; and it
-//! marks the connection broken, so that its pool closes it: its session may keep locks no
-//! rollback releases (MariaDB's `LOCK TABLES`).
-#![cfg(all(feature = "deadpool", any(feature = "mysql", feature = "postgres")))]
+//! it answers `OutcomeUnknown`, whose source says why, and the lease is not lost by it; and on
+//! PostgreSQL and MariaDB it marks the connection broken, so that its pool closes it: its
+//! session may keep locks no rollback releases (MariaDB's `LOCK TABLES`). On SQLite (where SQLite
+//! may also roll the transaction back by itself) the connection stays usable and goes back to
+//! its pool: an in-memory database lives only as long as its connections.
+#![cfg(all(
+    feature = "deadpool",
+    any(feature = "mysql", feature = "postgres", feature = "sqlite")
+))]
 
 use diesel_async::SimpleAsyncConnection;
 use diesel_async::pooled_connection::AsyncDieselConnectionManager;
 use diesel_async::pooled_connection::deadpool::Pool;
 use lease_core::runtime::TokioRuntime;
 use lease_core::{BoxError, LeaseClient, StoreErrorKind};
-use lease_diesel::{CheckAt, DieselPool, DieselStore, TransactionEnded};
+use lease_diesel::{CheckAt, Dialect, DieselPool, DieselStore, TransactionEnded};
 use lease_tests::env;
 
 #[cfg(feature = "mysql")]
@@ -126,11 +131,35 @@ async fn postgres_work_that_ended_its_transaction_is_not_told_it_committed() {
     ended_inside_work(&store, &pool, &table, &["COMMIT", "ROLLBACK"]).await;
 }
 
+/// A pool of one connection, as an in-memory database would need: the ended transaction's
+/// connection must come back to it, neither broken nor closed.
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_work_that_ended_its_transaction_keeps_its_connection() {
+    use lease_diesel::{AsyncSqliteConnection, sqlite_manager};
+
+    let table = env::unique_table("ended");
+    let file = std::env::temp_dir().join(format!("{table}.sqlite3"));
+    let manager = sqlite_manager(file.to_string_lossy());
+    let pool: Pool<AsyncSqliteConnection> = Pool::builder(manager).max_size(1).build().unwrap();
+    let store = DieselStore::with_table(pool.clone(), &table).unwrap();
+    store.setup().await.unwrap();
+    ended_inside_work(&store, &pool, &table, &["COMMIT", "ROLLBACK"]).await;
+    pool.close();
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut path = file.clone().into_os_string();
+        path.push(suffix);
+        let _ = std::fs::remove_file(path);
+    }
+}
+
 /// For each statement of `endings` and wherever the check goes, each on a connection of its own
 /// from `pool`: fenced work that inserts, ends its transaction with the statement and inserts
-/// again is answered `OutcomeUnknown` (`TransactionEnded`), its connection is marked broken,
-/// and the lease stays held; so is such work whose lease is lost before it ends (the answer is
-/// not "not held": a write committed). Drops `table` and its notes at the end.
+/// again is answered `OutcomeUnknown` (`TransactionEnded`), and the lease stays held; so is such
+/// work whose lease is lost before it ends (the answer is not "not held": a write committed).
+/// On PostgreSQL and MariaDB its connection is marked broken; on SQLite (`pool` of one
+/// connection) it takes the next fenced transaction and goes back to the pool, which keeps it.
+/// Drops `table` and its notes at the end.
 async fn ended_inside_work<P: DieselPool>(
     store: &DieselStore<P>,
     pool: &P,
@@ -138,12 +167,21 @@ async fn ended_inside_work<P: DieselPool>(
     endings: &[&str],
 ) {
     let notes = format!("{table}_notes");
-    pool.connection()
-        .await
-        .unwrap()
+    let kept = format!("{table}_kept");
+    let sqlite = store.statements().dialect() == Dialect::Sqlite;
+    let mut connection = pool.connection().await.unwrap();
+    connection
         .batch_execute(&format!("CREATE TABLE {notes} (v int)"))
         .await
         .unwrap();
+    if sqlite {
+        // Lives only on the connection that made it: the pool's one connection.
+        connection
+            .batch_execute(&format!("CREATE TEMP TABLE {kept} (v int)"))
+            .await
+            .unwrap();
+    }
+    drop(connection);
     let client = LeaseClient::new(store.clone(), TokioRuntime);
     let guard = client.try_acquire("notes").await.unwrap().expect("free");
     for (n, ending) in endings.iter().enumerate() {
@@ -175,17 +213,44 @@ async fn ended_inside_work<P: DieselPool>(
                     })
                     .await;
                 assert_transaction_ended(answer, &context);
-                assert!(
-                    lease_diesel::fenced_with(store, &mut *connection, lease, at, async |_| {
-                        Ok::<_, BoxError>(())
-                    })
-                    .await
-                    .is_err_and(|error| matches!(
-                        error.downcast_ref::<diesel::result::Error>(),
-                        Some(diesel::result::Error::BrokenTransactionManager)
-                    )),
-                    "{context}: the connection was not marked broken"
-                );
+                if sqlite {
+                    let next = lease_diesel::fenced_with(
+                        store,
+                        &mut *connection,
+                        &guard,
+                        at,
+                        async |_| Ok::<_, BoxError>(()),
+                    )
+                    .await;
+                    assert!(
+                        next.is_ok(),
+                        "{context}: the connection cannot take the next fenced transaction: \
+                         {next:?}"
+                    );
+                    drop(connection);
+                    let read = pool
+                        .connection()
+                        .await
+                        .unwrap()
+                        .batch_execute(&format!("SELECT v FROM {kept}"))
+                        .await;
+                    assert!(
+                        read.is_ok(),
+                        "{context}: the pool closed the connection: {read:?}"
+                    );
+                } else {
+                    assert!(
+                        lease_diesel::fenced_with(store, &mut *connection, lease, at, async |_| {
+                            Ok::<_, BoxError>(())
+                        })
+                        .await
+                        .is_err_and(|error| matches!(
+                            error.downcast_ref::<diesel::result::Error>(),
+                            Some(diesel::result::Error::BrokenTransactionManager)
+                        )),
+                        "{context}: the connection was not marked broken"
+                    );
+                }
                 assert!(
                     guard.is_held(),
                     "{context}: the ended transaction cost the lease"
