@@ -187,7 +187,7 @@ where
             Ok(output)
         }
         Err(refused) => {
-            if ended_inside(&refused) {
+            if lease_sql::TransactionEnded::caused(&refused) {
                 // The work ended the transaction: there is none left to roll back, and SQLite
                 // refuses a `ROLLBACK` without one, after which diesel would mark the connection
                 // broken. diesel is told instead, as after a commit.
@@ -199,13 +199,6 @@ where
             Err(refused.into())
         }
     }
-}
-
-/// Whether `error` says the work ended its transaction itself
-/// ([`TransactionEnded`](lease_sql::TransactionEnded)).
-fn ended_inside(error: &Error) -> bool {
-    std::error::Error::source(error)
-        .is_some_and(|source| source.is::<lease_sql::TransactionEnded>())
 }
 
 /// Marks `connection` broken when `error` says it must not be used again

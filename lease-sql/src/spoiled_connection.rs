@@ -22,9 +22,7 @@ use crate::{Dialect, TransactionEnded};
 pub fn spoiled_connection(dialect: Dialect, error: &Error) -> Option<&'static str> {
     if error.store_error_kind() == Some(StoreErrorKind::ReadOnly) {
         Some("the server is read-only")
-    } else if dialect != Dialect::Sqlite
-        && std::error::Error::source(error).is_some_and(|source| source.is::<TransactionEnded>())
-    {
+    } else if dialect != Dialect::Sqlite && TransactionEnded::caused(error) {
         Some("the work ended its transaction itself, and its session may hold locks")
     } else {
         None

@@ -98,6 +98,14 @@ impl fmt::Display for TransactionEnded {
 
 impl std::error::Error for TransactionEnded {}
 
+impl TransactionEnded {
+    /// Whether `error`, a fenced transaction's answer, says its work ended the transaction
+    /// itself: its source is a `TransactionEnded`.
+    pub fn caused(error: &lease_core::Error) -> bool {
+        std::error::Error::source(error).is_some_and(|source| source.is::<Self>())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

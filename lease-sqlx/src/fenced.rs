@@ -149,7 +149,10 @@ where
             let _ = transaction.rollback().await;
             Err(error)
         }
-        Err(error) if ended_inside(&error) && store.statements().dialect() == Dialect::Sqlite => {
+        Err(error)
+            if TransactionEnded::caused(&error)
+                && store.statements().dialect() == Dialect::Sqlite =>
+        {
             let begun = store
                 .executor()
                 .batch_on(&mut *transaction, "BEGIN".to_owned())
@@ -164,11 +167,6 @@ where
             committed
         }
     }
-}
-
-/// Whether `error` says the work ended its transaction itself.
-fn ended_inside(error: &Error) -> bool {
-    std::error::Error::source(error).is_some_and(|source| source.is::<TransactionEnded>())
 }
 
 /// Runs `work` in a fenced transaction of its own: it commits when `work` answers `Ok` and the
