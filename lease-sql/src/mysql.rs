@@ -33,14 +33,17 @@ pub(crate) fn sql(t: &str) -> DialectSql {
     // The expiry is compared with the time the row is read, once locked, not with the
     // statement's start (`UTC_TIMESTAMP` and `NOW` stay there): a check that waited for the
     // row's lock must find the lease expired if it expired meanwhile. `SYSDATE` is that time,
-    // in the session's zone, as `NOW` is: their difference moves the statement's UTC time on.
-    // Both drivers set the session's zone to UTC; in a zone with summer time, a difference
-    // across the autumn's change would be negative, and is taken as none (the statement's
-    // start, never earlier). A server started with `--sysdate-is-now` compares with the start.
+    // in the session's zone, so the statement sets the zone to UTC for itself: the check runs
+    // on the caller's connection, whose zone may have summer time (two local times read across
+    // its change are an hour off). It is the server's clock even where the session set
+    // `@@timestamp` (which `UTC_TIMESTAMP` follows), and never earlier than the statement's
+    // start (a clock stepped back, a `@@timestamp` ahead: the lease is found gone sooner, never
+    // later). A server started with `--sysdate-is-now` compares with the start.
     let fence = format!(
-        "UPDATE {t} SET expires_at = expires_at + INTERVAL 1 MICROSECOND\n\
+        "SET STATEMENT time_zone = '+00:00' FOR\n\
+         UPDATE {t} SET expires_at = expires_at + INTERVAL 1 MICROSECOND\n\
          WHERE name = ? AND holder = ? AND fence = ?\n    \
-             AND expires_at > ({NOW} + INTERVAL GREATEST(0, TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6))) MICROSECOND)"
+             AND expires_at > GREATEST({NOW}, SYSDATE(6))"
     );
     let columns = format!(
         "CONVERT(name USING utf8mb4), CONVERT(holder USING utf8mb4), fence, {}, {}, {}",
