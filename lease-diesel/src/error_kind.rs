@@ -107,6 +107,12 @@ const REFUSED_FOR_GOOD: &[&str] = &[
     // SQLite's SQLITE_CANTOPEN (a directory missing, a path it may not open), which lease-sqlx
     // reads as permanent by its code: there is no other server to find.
     "unable to open database file",
+    // tokio-postgres's own refusals, before any server answers: a URL it cannot read (a port
+    // that is no number), and settings it cannot use (no password where the server asks for
+    // one). lease-sqlx reads the first as a configuration error, and its empty password
+    // draws the server's 28P01.
+    "invalid connection string",
+    "invalid configuration",
 ];
 
 /// What a connection the pool's manager could not make (or whose check failed) means:
@@ -357,6 +363,9 @@ mod tests {
             "error connecting to server: db error: FATAL: role \"app\" is not permitted to log in",
             "error connecting to server: db error: FATAL: permission denied for database \"app\"",
             "Host '10.0.0.5' is not allowed to connect to this MariaDB server",
+            // tokio-postgres's, as lease-diesel's connection words them with their causes.
+            "invalid connection string: invalid port",
+            "invalid configuration: password missing",
         ] {
             for error in as_each_pool_answers(message) {
                 assert_eq!(error_kind(&*error), StoreErrorKind::Permanent, "{error:?}");
