@@ -1,7 +1,8 @@
 //! Errors that are not the database's, classified through a store as lease-sqlx classifies
 //! them: a closed deadpool pool never opens again, and lease-sql's own refusal of a row it
 //! cannot read reads the same on every try, so both are `Permanent` (a client's campaign stops
-//! on them rather than retry for ever). On SQLite, which needs no server.
+//! on them rather than retry for ever); so is a PostgreSQL URL tokio-postgres cannot read. On
+//! SQLite, which needs no server, and on a URL no server is asked for.
 #![cfg(all(feature = "sqlite", feature = "deadpool"))]
 
 use std::path::PathBuf;
@@ -90,6 +91,26 @@ async fn rows_the_store_cannot_read_are_permanent() {
         .unwrap();
     drop(connection);
     let error = store.list().await.expect_err("an empty name");
+    assert_eq!(
+        error.store_error_kind(),
+        Some(StoreErrorKind::Permanent),
+        "{}",
+        ErrorChain(&error)
+    );
+}
+
+/// A PostgreSQL URL tokio-postgres cannot read (a port that is no number) is refused before
+/// any server answers, in its own words, and never reads otherwise: `Permanent`, as lease-sqlx
+/// reads the same URL. It read as transient, and a campaign retried it for ever.
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn a_postgres_url_that_cannot_be_read_is_permanent() {
+    let manager = lease_diesel::postgres_manager("postgres://postgres@127.0.0.1:notaport/test");
+    let store = DieselStore::new(Pool::builder(manager).max_size(1).build().unwrap());
+    let error = store
+        .inspect(&LeaseName::new("report").unwrap())
+        .await
+        .expect_err("no connection from a URL that cannot be read");
     assert_eq!(
         error.store_error_kind(),
         Some(StoreErrorKind::Permanent),
