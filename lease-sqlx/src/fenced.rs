@@ -301,10 +301,10 @@ where
     // Until here a dropped future closes the connection (a begin in flight leaves the server's
     // transaction open where sqlx does not see it); from here it goes back to the pool.
     connection.ended();
-    // A transaction sqlx still counts after its end (on SQLite, one whose `ROLLBACK` failed
-    // because the server had rolled it back by itself, on a full disk or an I/O error) would
-    // make the connection's next transaction a savepoint, whose rollback ends nothing: such a
-    // connection is closed rather than given back.
+    // A transaction sqlx still counts after its end (a `ROLLBACK` that failed otherwise than
+    // for a transaction already ended, to which the paths above give one to end on SQLite)
+    // would make the connection's next transaction a savepoint, whose rollback ends nothing:
+    // such a connection is closed rather than given back.
     if connection.connection().is_in_transaction() {
         tracing::warn!(
             "a fenced transaction's connection is still counted in a transaction: closing it"
@@ -392,6 +392,25 @@ where
         .await;
 }
 
+/// Rolls back `transaction`, whose work failed. On SQLite the work's failure may follow the end
+/// of its transaction (SQLite's own rollback on a full disk or an I/O error, a `ROLLBACK` of
+/// the work's), and sqlx's `ROLLBACK` would then fail and leave sqlx counting the transaction,
+/// whose connection [`fenced_with`] closes (an in-memory database with it): a `BEGIN` first,
+/// which succeeds only where no transaction is open, gives the rollback one to end.
+async fn roll_back_failed_work<DB>(store: &SqlxStore<DB>, mut transaction: Transaction<'_, DB>)
+where
+    DB: SqlxDatabase,
+    SqlxExecutor<DB>: for<'c> ExecuteOn<&'c mut DB::Connection>,
+{
+    if store.statements().dialect() == Dialect::Sqlite {
+        let _ = store
+            .executor()
+            .batch_on(&mut *transaction, "BEGIN".to_owned())
+            .await;
+    }
+    let _ = transaction.rollback().await;
+}
+
 /// `work` in the begun `transaction`, checked and committed as `commit` says.
 async fn run<DB, T, E, F>(
     store: &SqlxStore<DB>,
@@ -417,7 +436,7 @@ where
     let output = match work(&mut *transaction).await {
         Ok(output) => output,
         Err(error) => {
-            let _ = transaction.rollback().await;
+            roll_back_failed_work(store, transaction).await;
             return Ok(Err(error));
         }
     };

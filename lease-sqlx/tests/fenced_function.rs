@@ -483,7 +483,7 @@ async fn mariadb_work_that_locked_tables_leaves_no_lock_on_the_pool() {
 /// stands in for it). The fenced transaction's `COMMIT` then finds no transaction: it answers
 /// `OutcomeUnknown` (`TransactionEnded`), not that nothing was committed; and its connection
 /// goes back to the pool, not closed (an in-memory database lives only as long as its
-/// connections).
+/// connections), also when the work then fails.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_work_whose_transaction_ended_is_not_told_nothing_committed() {
     use lease_core::BoxError;
@@ -583,6 +583,41 @@ async fn sqlite_work_whose_transaction_ended_is_not_told_nothing_committed() {
         .await
         .unwrap();
     assert_eq!(written, 2, "the writes after the ended transactions");
+
+    // Work whose transaction ended, and which then fails: its own error, and its connection
+    // back in the pool, though sqlx's `ROLLBACK` of the transaction would find none to end.
+    let failing = client.try_acquire("failing").await.unwrap().expect("free");
+    let answer = lease_sqlx::fenced(&store, &failing, async |tx| {
+        sqlx::raw_sql("ROLLBACK").execute(&mut *tx).await?;
+        Err::<(), BoxError>("the work failed".into())
+    })
+    .await;
+    assert_eq!(
+        answer.map_err(|e| e.to_string()),
+        Err("the work failed".to_owned())
+    );
+    assert!(failing.is_held(), "the failed work cost the lease");
+    assert_no_transaction_left(&pool, "after failed work whose transaction ended").await;
+    assert_connection_kept(&pool, "after failed work whose transaction ended").await;
+    // And work that fails inside its transaction: its writes rolled back, its connection kept.
+    let answer = lease_sqlx::fenced(&store, &failing, async |tx| {
+        sqlx::raw_sql("INSERT INTO notes VALUES (9)")
+            .execute(&mut *tx)
+            .await?;
+        Err::<(), BoxError>("the work failed".into())
+    })
+    .await;
+    assert_eq!(
+        answer.map_err(|e| e.to_string()),
+        Err("the work failed".to_owned())
+    );
+    let kept: i64 = sqlx::query_scalar("SELECT count(*) FROM notes WHERE v = 9")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(kept, 0, "the failed work's write was kept");
+    assert_no_transaction_left(&pool, "after failed work").await;
+    assert_connection_kept(&pool, "after failed work").await;
     pool.close().await;
     let _ = std::fs::remove_file(&file);
 }
