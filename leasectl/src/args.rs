@@ -91,8 +91,10 @@ pub(crate) enum Command {
         output: OutputArg,
     },
 
-    /// Give a lease back on its holder's behalf (only if that holder still holds it), so the
-    /// next instance can take it at once. Its holder finds out at its next renewal and stops.
+    /// Give a lease back on its holder's behalf (only if that holder still holds it)
+    ///
+    /// The next instance can take it at once. Its holder finds out at its next renewal and
+    /// stops.
     #[command(
         after_help = "Examples:\n  leasectl release sweep                 (shows the lease; nothing is released)\n  leasectl release sweep --fence 7 --yes (releases it if fence 7 still holds it)"
     )]
@@ -128,7 +130,9 @@ pub(crate) enum Command {
         output: OutputArg,
     },
 
-    /// Delete the rows of leases that have been free (released or expired) for longer than
+    /// Delete the rows of leases free for longer than `--released-for`
+    ///
+    /// Deletes the rows of leases that have been free (released or expired) for longer than
     /// `--released-for`, by the database's clock; held leases are never touched. Needs the
     /// `DELETE` privilege on the table. Fences keep increasing for a name taken again.
     #[command(
@@ -140,14 +144,18 @@ pub(crate) enum Command {
         released_for: Duration,
     },
 
-    /// Check that the table has the columns, types and key the store needs; when it does not,
-    /// say what differs and print the SQL that fixes it (an earlier lease table is upgraded in
-    /// place, keeping its leases).
+    /// Check that the table fits the store; if not, print the SQL that fixes it
+    ///
+    /// Checks that the table has the columns, types and key the store needs; when it does not,
+    /// says what differs and prints the SQL that fixes it (an earlier lease table is upgraded
+    /// in place, keeping its leases).
     #[command(after_help = "Example:\n  leasectl --table leases check")]
     Check,
 
-    /// Print the lease table's migration (up and down) for a migration tool, or write its
-    /// files into a migrations directory. Needs no database.
+    /// Print the lease table's migration (up and down), or write its files
+    ///
+    /// Prints the migration for a migration tool, or writes its files into a migrations
+    /// directory. Needs no database.
     #[command(
         after_help = "Examples:\n  leasectl migrations --dialect postgres --layout sqlx\n  leasectl --table jobs_leases migrations --dialect mariadb --layout diesel --dir migrations"
     )]

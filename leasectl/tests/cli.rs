@@ -1548,3 +1548,24 @@ fn a_migration_whose_write_fails_leaves_nothing_behind() {
         std::fs::read_dir(&migrations).map(|entries| entries.flatten().count())
     );
 }
+
+/// The README quotes `leasectl -h` from its usage line to its options, as the tool prints it:
+/// a command renamed or described anew shows here.
+#[test]
+fn the_readmes_help_is_the_tools() {
+    let readme = include_str!("../README.md");
+    let block = "```text\nUsage: leasectl";
+    let start = readme.find(block).expect("the README quotes the help") + "```text\n".len();
+    let end = start + readme[start..].find("```").expect("a closed block");
+    let quoted = &readme[start..end];
+    let help = leasectl(&["-h"]);
+    assert_eq!(help.code, 0, "{help:?}");
+    let usage = help.stdout.find("Usage: leasectl").expect("a usage line");
+    // Usage, commands and options: the three paragraphs before the database URLs.
+    let printed: Vec<&str> = help.stdout[usage..].split("\n\n").take(3).collect();
+    let printed = format!("{}\n", printed.join("\n\n"));
+    assert_eq!(
+        quoted, printed,
+        "the README's help differs from `leasectl -h`"
+    );
+}
