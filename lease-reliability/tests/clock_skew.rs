@@ -140,9 +140,10 @@ fn suites() -> [(&'static str, String); 6] {
 const PROBE: &str = "skewed_wall_clock_is_off";
 
 /// At least this many cases of a suite must really run (pass, neither skipped nor not
-/// applicable) unless its backend was skipped: the suite had sixteen when this was written, and
-/// only grew. Fewer means tests were filtered away.
-const CASES_AT_LEAST: u64 = 16;
+/// applicable) unless its backend was skipped: every suite ran 31 of the suite's 42 cases (11
+/// not applicable to the stores the skewed run builds) when this was last set. Fewer means
+/// tests were filtered away, or a store lost a capability; raise it as the suite grows.
+const CASES_AT_LEAST: u64 = 31;
 
 /// What the skewed run did with one suite.
 #[derive(Debug, Default)]
