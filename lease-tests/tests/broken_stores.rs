@@ -439,3 +439,9 @@ catches_fenced!(
     expired_lease_fails_fenced_check,
     "the guard still believes it holds the lease"
 );
+catches_fenced!(
+    fenced_check_that_moves_the_expiry_breaks_the_held_write,
+    MovesTheExpiry,
+    fenced_write_commits_while_held,
+    "three fenced checks moved the expiry of a lease taken for 60 s"
+);

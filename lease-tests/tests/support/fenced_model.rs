@@ -30,6 +30,9 @@ pub enum FencedFlaw {
     IgnoresExpiry,
     /// The check refuses a lease that is gone, and leaves its guard believing it holds it.
     KeepsTheGuard,
+    /// The check locks the row by touching it, stepping the expiry on by a millisecond each
+    /// time: a holder that checks often keeps its lease long after it stopped renewing.
+    MovesTheExpiry,
 }
 
 /// A backend whose stores are the model, its fenced writes with `flaw`.
@@ -175,12 +178,24 @@ impl ModelWrites {
             lease.outcome = tracing::field::Empty,
         );
         let row = self.store.rows.inspect(lease.name()).await?;
-        let held = row.is_some_and(|row| {
+        let held = row.as_ref().is_some_and(|row| {
             row.holder == *lease.holder()
                 && row.fence == lease.fence()
                 && (self.flaw == FencedFlaw::IgnoresExpiry || !row.is_expired())
         });
         if held {
+            if let (FencedFlaw::MovesTheExpiry, Some(row)) = (self.flaw, &row) {
+                let left = row
+                    .expires_at
+                    .duration_since(row.observed_at)
+                    .unwrap_or_default();
+                // A TTL keeps whole milliseconds: two more, cut to those, are one more at least.
+                let ttl = Ttl::new(left + Duration::from_millis(2))?;
+                self.store
+                    .rows
+                    .renew(lease.name(), lease.holder(), ttl)
+                    .await?;
+            }
             span.record("lease.outcome", "ok");
             lease.record_fenced_check(FencedCheck::Passed);
             return Ok(());
