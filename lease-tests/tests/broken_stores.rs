@@ -370,6 +370,14 @@ catches!(
     schedule_runs_each_round_on_one_instance,
     "some round ran twice"
 );
+// A schedule whose acquisitions overrun several periods runs a round or none, and counts the
+// rest missed: within the count of runs the case allows, yet too few to compare.
+catches!(
+    acquisitions_that_overrun_the_period_leave_too_few_scheduled_rounds,
+    AcquireAnswersLate,
+    schedule_runs_each_round_on_one_instance,
+    "too few to tell whether a round ran twice"
+);
 
 /// Asserts that the fenced case fails on the model whose check has `flaw`, with a message
 /// containing `expected`.

@@ -92,8 +92,9 @@ fn client<S: LeaseStore, B: TestBackend>(
 /// which names its own lease, and in fence order each lease was taken at least the minimum hold
 /// after the one before, by the store's clock (one round run twice breaks that, however the
 /// instances' ticks fell); four to seven runs, the rounds the schedules report missed counting
-/// toward the four. Each run has a fence of its own, the schedules' counts agree with the
-/// runs, and once both are stopped the lease is free.
+/// toward the four, and two at least, for which the watch goes on up to six more periods (with
+/// fewer, no two runs are compared). Each run has a fence of its own, the schedules' counts
+/// agree with the runs, and once both are stopped the lease is free.
 ///
 /// # Errors
 /// A [`CaseFailure`] when too few runs happen or some round runs twice (a run finds another
@@ -131,14 +132,16 @@ pub async fn schedule_runs_each_round_on_one_instance<B: TestBackend>(
             }
         })?);
     }
-    let (stats, runs, _) = watch(
+    // Two runs at least, or the checks that no round ran twice compare nothing: the watch goes
+    // on past its six periods, up to six more, until it has seen two.
+    let (stats, runs, periods) = watch(
         ctx,
         scheduled,
         &runs,
         Watch {
             length: PERIOD * PERIODS,
             period: PERIOD,
-            at_least: 0,
+            at_least: 2,
         },
     )
     .await;
@@ -169,6 +172,11 @@ pub async fn schedule_runs_each_round_on_one_instance<B: TestBackend>(
             "the leases of fences {first} and {next} were taken {apart:?} apart by the store's clock, within the minimum hold of {HOLD:?}: some round ran twice ({taken:?})"
         );
     }
+    ensure!(
+        runs.len() >= 2,
+        "{} runs in {periods} periods between two instances: too few to tell whether a round ran twice ({stats:?})",
+        runs.len()
+    );
     // Counted, not timed: on a busy machine a run's answer can reach its instance late, so the
     // local times of two rounds' runs can fall close together while the store kept them apart.
     // There, too, an acquisition can take longer than a period: the rounds that fell meanwhile

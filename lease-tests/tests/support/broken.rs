@@ -108,10 +108,17 @@ pub enum Flaw {
     TakeoverResetsFence,
     /// `renew_many` revives a lease that expired unreleased, where `renew` does not.
     RenewManyIgnoresExpiry,
+    /// Acquire answers only after [`LATE`], within the schedules' store timeout: every round's
+    /// acquisition overruns several periods, which the schedules count as missed, and hardly a
+    /// round runs.
+    AcquireAnswersLate,
 }
 
 /// How early [`Flaw::AcquireEarly`] counts a lease free.
 const EARLY: Duration = Duration::from_millis(250);
+
+/// How long the acquisitions of [`Flaw::AcquireAnswersLate`] take.
+const LATE: Duration = Duration::from_millis(2500);
 
 /// `length` as 32-bit microseconds keep it: wrapped at 2^32 µs.
 fn wrapped(length: Duration) -> Duration {
@@ -278,6 +285,9 @@ impl LeaseStore for BrokenStore {
         ttl: Ttl,
     ) -> Result<Option<Fence>, Error> {
         self.unreachable_error(Operation::Acquire, Some(name))?;
+        if self.flaw == Flaw::AcquireAnswersLate {
+            tokio::time::sleep(LATE).await;
+        }
         let name = &self.name(name);
         let store = self.store(name);
         let current = store.inspect(name).await?;
