@@ -378,6 +378,30 @@ catches!(
     schedule_runs_each_round_on_one_instance,
     "too few to tell whether a round ran twice"
 );
+catches!(
+    acquire_that_overwrites_the_holder_breaks_the_stats,
+    AcquireIgnoresHolder,
+    stats_and_health_follow_the_store,
+    "a second client took the held"
+);
+catches!(
+    a_halved_ttl_breaks_losing_the_lease_when_the_store_refuses,
+    TtlHalved,
+    guard_loses_lease_when_store_refuses,
+    "the store no longer held it for the guard"
+);
+catches!(
+    a_halved_ttl_breaks_losing_the_lease_when_the_store_hangs,
+    TtlHalved,
+    guard_loses_lease_when_store_hangs,
+    "the store no longer held it for the guard"
+);
+catches!(
+    release_events_that_never_yield_break_the_wake_up,
+    ReleaseEventsNeverYield,
+    release_wakes_a_waiter,
+    "the release did not wake it"
+);
 
 /// Asserts that the fenced case fails on the model whose check has `flaw`, with a message
 /// containing `expected`.

@@ -108,6 +108,13 @@ pub enum Flaw {
     TakeoverResetsFence,
     /// `renew_many` revives a lease that expired unreleased, where `renew` does not.
     RenewManyIgnoresExpiry,
+    /// Acquire and renewal keep the lease for half the TTL they were given (a TTL bound at the
+    /// wrong scale): the row expires while its guard, counting the whole TTL, still believes
+    /// it holds the lease.
+    TtlHalved,
+    /// Release events open a stream that never yields: a wrapper store that subscribes to
+    /// nothing, and waiters wait for their next poll.
+    ReleaseEventsNeverYield,
     /// Acquire answers only after [`LATE`], within the schedules' store timeout: every round's
     /// acquisition overruns several periods, which the schedules count as missed, and hardly a
     /// round runs.
@@ -243,6 +250,8 @@ impl BrokenStore {
             || (renewal && self.flaw == Flaw::RenewalsWrapAt32BitMicros);
         if wraps {
             Ttl::new(wrapped(ttl.get())).unwrap_or(Ttl::MIN)
+        } else if self.flaw == Flaw::TtlHalved {
+            Ttl::new(ttl.get() / 2).unwrap_or(Ttl::MIN)
         } else {
             ttl
         }
@@ -505,6 +514,9 @@ impl LeaseStore for BrokenStore {
     async fn release_events(&self) -> Result<Option<ReleaseEvents>, Error> {
         if self.flaw == Flaw::ReleaseEventsNotForwarded {
             return Ok(None);
+        }
+        if self.flaw == Flaw::ReleaseEventsNeverYield {
+            return Ok(Some(futures::stream::pending().boxed()));
         }
         if self.flaw == Flaw::ReleasePushesUnfreed {
             let (subscriber, events) = futures::channel::mpsc::unbounded();
