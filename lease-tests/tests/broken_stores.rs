@@ -379,6 +379,12 @@ catches!(
     "too few to tell whether a round ran twice"
 );
 catches!(
+    a_connection_that_recovers_late_breaks_riding_out_an_outage,
+    ConnectionRecoversLate,
+    acquire_rides_out_a_store_outage,
+    "after an outage of 1s (Refusing), more than"
+);
+catches!(
     acquire_that_overwrites_the_holder_breaks_the_stats,
     AcquireIgnoresHolder,
     stats_and_health_follow_the_store,

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -108,6 +108,11 @@ pub enum Flaw {
     TakeoverResetsFence,
     /// `renew_many` revives a lease that expired unreleased, where `renew` does not.
     RenewManyIgnoresExpiry,
+    /// After a spell of more than [`IDLE`] without calls (a connection the server closed while
+    /// idle, or one an outage broke), every call fails as a transient store error for
+    /// [`RECOVERY`] while the store reconnects: an outage that ended lasts seconds longer for
+    /// its callers.
+    ConnectionRecoversLate,
     /// Acquire and renewal keep the lease for half the TTL they were given (a TTL bound at the
     /// wrong scale): the row expires while its guard, counting the whole TTL, still believes
     /// it holds the lease.
@@ -124,8 +129,22 @@ pub enum Flaw {
 /// How early [`Flaw::AcquireEarly`] counts a lease free.
 const EARLY: Duration = Duration::from_millis(250);
 
+/// How long the store of [`Flaw::ConnectionRecoversLate`] may go without calls before its
+/// connection is gone.
+const IDLE: Duration = Duration::from_millis(500);
+/// How long the store of [`Flaw::ConnectionRecoversLate`] takes to reconnect.
+const RECOVERY: Duration = Duration::from_secs(6);
 /// How long the acquisitions of [`Flaw::AcquireAnswersLate`] take.
 const LATE: Duration = Duration::from_millis(2500);
+
+/// The connection of [`Flaw::ConnectionRecoversLate`]'s store.
+#[derive(Debug, Clone, Copy)]
+struct Connection {
+    /// When the last call that went through was made.
+    last_call: Instant,
+    /// Until when calls fail, while the store reconnects.
+    down_until: Option<Instant>,
+}
 
 /// `length` as 32-bit microseconds keep it: wrapped at 2^32 µs.
 fn wrapped(length: Duration) -> Duration {
@@ -205,6 +224,8 @@ pub struct BrokenStore {
     pushed_to: Mutex<Vec<UnboundedSender<LeaseName>>>,
     /// Whether [`Flaw::AcquireIgnoresHolderOnce`] has taken a held lease.
     overwrote: AtomicBool,
+    /// The connection of [`Flaw::ConnectionRecoversLate`].
+    connection: Mutex<Connection>,
 }
 
 impl fmt::Debug for BrokenStore {
@@ -223,6 +244,10 @@ impl BrokenStore {
             per_name: Mutex::new(HashMap::new()),
             pushed_to: Mutex::new(Vec::new()),
             overwrote: AtomicBool::new(false),
+            connection: Mutex::new(Connection {
+                last_call: Instant::now(),
+                down_until: None,
+            }),
         }
     }
 
@@ -264,8 +289,9 @@ impl BrokenStore {
         )
     }
 
-    /// The error of an unreachable store with this flaw, for `operation` on `name`.
-    fn unreachable_error(
+    /// The error of an unreachable store with this flaw, or of one whose connection is still
+    /// recovering, for `operation` on `name`.
+    fn connection_error(
         &self,
         operation: Operation,
         name: Option<&LeaseName>,
@@ -280,8 +306,31 @@ impl BrokenStore {
                 StoreErrorKind::Permanent,
                 "connection refused",
             )),
+            Flaw::ConnectionRecoversLate => self.recovering(operation, name),
             _ => Ok(()),
         }
+    }
+
+    /// For [`Flaw::ConnectionRecoversLate`]: fails the call while the store reconnects, which
+    /// it starts on the first call after more than [`IDLE`] without one.
+    fn recovering(&self, operation: Operation, name: Option<&LeaseName>) -> Result<(), Error> {
+        let now = Instant::now();
+        let mut connection = self.connection.lock().unwrap();
+        let down = match connection.down_until {
+            Some(until) => now < until,
+            None => now.duration_since(connection.last_call) > IDLE,
+        };
+        if down {
+            connection.down_until.get_or_insert(now + RECOVERY);
+            return Err(Error::store(
+                operation,
+                name,
+                "connection reset; reconnecting",
+            ));
+        }
+        connection.down_until = None;
+        connection.last_call = now;
+        Ok(())
     }
 }
 
@@ -293,7 +342,7 @@ impl LeaseStore for BrokenStore {
         holder: &HolderId,
         ttl: Ttl,
     ) -> Result<Option<Fence>, Error> {
-        self.unreachable_error(Operation::Acquire, Some(name))?;
+        self.connection_error(Operation::Acquire, Some(name))?;
         if self.flaw == Flaw::AcquireAnswersLate {
             tokio::time::sleep(LATE).await;
         }
@@ -349,7 +398,7 @@ impl LeaseStore for BrokenStore {
     }
 
     async fn renew(&self, name: &LeaseName, holder: &HolderId, ttl: Ttl) -> Result<bool, Error> {
-        self.unreachable_error(Operation::Renew, Some(name))?;
+        self.connection_error(Operation::Renew, Some(name))?;
         let name = &self.name(name);
         let store = self.store(name);
         let info = store.inspect(name).await?;
@@ -414,7 +463,7 @@ impl LeaseStore for BrokenStore {
         holder: &HolderId,
         min_hold: Duration,
     ) -> Result<bool, Error> {
-        self.unreachable_error(Operation::Release, Some(name))?;
+        self.connection_error(Operation::Release, Some(name))?;
         if self.flaw == Flaw::ReleaseKeepsLease {
             return Ok(true);
         }
@@ -446,13 +495,13 @@ impl LeaseStore for BrokenStore {
     }
 
     async fn inspect(&self, name: &LeaseName) -> Result<Option<LeaseInfo>, Error> {
-        self.unreachable_error(Operation::Inspect, Some(name))?;
+        self.connection_error(Operation::Inspect, Some(name))?;
         let name = &self.name(name);
         self.store(name).inspect(name).await
     }
 
     async fn list(&self) -> Result<Vec<LeaseInfo>, Error> {
-        self.unreachable_error(Operation::List, None)?;
+        self.connection_error(Operation::List, None)?;
         let mut listed = if self.per_name_stores() {
             let stores: Vec<MemoryStore> =
                 self.per_name.lock().unwrap().values().cloned().collect();
@@ -475,7 +524,7 @@ impl LeaseStore for BrokenStore {
     }
 
     async fn prune(&self, released_for: Duration) -> Result<u64, Error> {
-        self.unreachable_error(Operation::Prune, None)?;
+        self.connection_error(Operation::Prune, None)?;
         match self.flaw {
             Flaw::PruneIgnoresBound => self.inner.prune(Duration::ZERO).await,
             Flaw::PruneDoesNothing => Ok(0),
