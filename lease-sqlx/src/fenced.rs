@@ -301,11 +301,12 @@ where
     // Until here a dropped future closes the connection (a begin in flight leaves the server's
     // transaction open where sqlx does not see it); from here it goes back to the pool.
     connection.ended();
-    // A transaction sqlx still counts after its end (a `ROLLBACK` that failed otherwise than
-    // for a transaction already ended, to which the paths above give one to end on SQLite)
-    // would make the connection's next transaction a savepoint, whose rollback ends nothing:
-    // such a connection is closed rather than given back.
-    if connection.connection().is_in_transaction() {
+    // A transaction sqlx still counts after its end would make the connection's next
+    // transaction a savepoint, whose rollback ends nothing: such a connection is brought back
+    // outside it where it can be, else closed rather than given back.
+    if connection.connection().is_in_transaction()
+        && !leave_ended_transaction(store, connection.connection()).await
+    {
         tracing::warn!(
             "a fenced transaction's connection is still counted in a transaction: closing it"
         );
@@ -392,23 +393,31 @@ where
         .await;
 }
 
-/// Rolls back `transaction`, whose work failed. On SQLite the work's failure may follow the end
-/// of its transaction (SQLite's own rollback on a full disk or an I/O error, a `ROLLBACK` of
-/// the work's), and sqlx's `ROLLBACK` would then fail and leave sqlx counting the transaction,
-/// whose connection [`fenced_with`] closes (an in-memory database with it): a `BEGIN` first,
-/// which succeeds only where no transaction is open, gives the rollback one to end.
-async fn roll_back_failed_work<DB>(store: &SqlxStore<DB>, mut transaction: Transaction<'_, DB>)
+/// Brings `connection`, which sqlx counts in a transaction after its fenced transaction ended,
+/// back outside any where the server has none open: on SQLite, whose transaction may end
+/// without sqlx seeing it (a `COMMIT` or `ROLLBACK` of the work's, SQLite's own rollback on a
+/// full disk or an I/O error), after which sqlx's `COMMIT` or `ROLLBACK` fails and leaves it
+/// counted. A `BEGIN`, which succeeds only where no transaction is open, gives sqlx's rollback
+/// one to end. Whether the connection is outside any transaction now, as sqlx counts it and as
+/// the server has it (an in-memory database lives only as long as its connections, so it is
+/// worth keeping).
+async fn leave_ended_transaction<DB>(store: &SqlxStore<DB>, connection: &mut DB::Connection) -> bool
 where
     DB: SqlxDatabase,
     SqlxExecutor<DB>: for<'c> ExecuteOn<&'c mut DB::Connection>,
 {
-    if store.statements().dialect() == Dialect::Sqlite {
-        let _ = store
-            .executor()
-            .batch_on(&mut *transaction, "BEGIN".to_owned())
-            .await;
+    if store.statements().dialect() != Dialect::Sqlite {
+        return false;
     }
-    let _ = transaction.rollback().await;
+    let begun = store
+        .executor()
+        .batch_on(&mut *connection, "BEGIN".to_owned())
+        .await;
+    begun.is_ok()
+        && DB::TransactionManager::rollback(&mut *connection)
+            .await
+            .is_ok()
+        && !connection.is_in_transaction()
 }
 
 /// `work` in the begun `transaction`, checked and committed as `commit` says.
@@ -436,7 +445,7 @@ where
     let output = match work(&mut *transaction).await {
         Ok(output) => output,
         Err(error) => {
-            roll_back_failed_work(store, transaction).await;
+            let _ = transaction.rollback().await;
             return Ok(Err(error));
         }
     };
@@ -449,16 +458,23 @@ where
         let _ = transaction.rollback().await;
         return Err(answer);
     }
-    // Through the store, not sqlx's `commit`: with the check, or with `commit_after_check`, the
-    // guard that fails when the work ended the transaction (and, on PostgreSQL, in a
-    // transaction a failed statement aborted, where sqlx's `commit` would answer `Ok` for
-    // writes thrown away); on SQLite a bare `COMMIT`, which fails when the transaction had
-    // ended, and whose failure `end` leaves sqlx counting no transaction (a failed `commit`
-    // of sqlx's own would leave it counting one, and the connection would be closed).
-    let committed = store
-        .end_fenced(&mut *transaction, lease, commit, AfterCommit::Begin)
-        .await;
-    end(store, transaction, committed).await?;
+    let checked_first = commit == FencedCommit::CheckFirst || commit.checked_at_begin();
+    if checked_first && store.statements().commit_after_check().is_none() {
+        // SQLite: sqlx's own `COMMIT`, which fails when the transaction had ended (and leaves
+        // sqlx counting it: `fenced_with` brings the connection back outside it).
+        transaction
+            .commit()
+            .await
+            .map_err(|e| store.commit_failed(handle, e.into()))?;
+    } else {
+        // Through the store: with the check, or with `commit_after_check`, the guard that fails
+        // when the work ended the transaction (and, on PostgreSQL, in a transaction a failed
+        // statement aborted, where sqlx's `commit` would answer `Ok` for writes thrown away).
+        let committed = store
+            .end_fenced(&mut *transaction, lease, commit, AfterCommit::Begin)
+            .await;
+        end(store, transaction, committed).await?;
+    }
     Ok(Ok(output))
 }
 
