@@ -161,8 +161,9 @@ impl LeaseGuard {
     /// this holder's until then): the lease lapsed short of the hold, or was released by force
     /// (`Error::Lost`). Found so later, the row is read once more: free, or this holder's and
     /// lapsed, the lost try released it (`Ok`); another holder's, taken before the first try
-    /// went out, the lease was taken over while the work ran (`Error::Lost`), and taken after
-    /// it, the lease was released or lapsed once the work was over (`Ok`).
+    /// went out or before the hold ended, the lease was taken over while the work ran or lapsed
+    /// short of the hold (`Error::Lost`), and taken after both, it was released or lapsed once
+    /// the hold was kept (`Ok`).
     ///
     /// # Errors
     /// As [`release`](LeaseGuard::release), the last try's.
