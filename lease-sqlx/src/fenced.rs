@@ -133,8 +133,8 @@ where
 /// still counts one, which PostgreSQL's and MariaDB's drivers let go of as the transaction is
 /// dropped; SQLite's counts a transaction ended only when its `ROLLBACK` succeeds, and would
 /// begin the connection's next transaction with a savepoint, whose rollback ends nothing: there
-/// a `BEGIN` sqlx does not see gives its `ROLLBACK` a transaction to end, so that the
-/// connection goes back to its pool counted as outside any.
+/// [`leave_ended_transaction`] brings the connection back outside it, so that it goes back to
+/// its pool counted as outside any.
 async fn end<DB, T>(
     store: &SqlxStore<DB>,
     mut transaction: Transaction<'_, DB>,
@@ -149,17 +149,10 @@ where
             let _ = transaction.rollback().await;
             Err(error)
         }
-        Err(error)
-            if TransactionEnded::caused(&error)
-                && store.statements().dialect() == Dialect::Sqlite =>
-        {
-            let begun = store
-                .executor()
-                .batch_on(&mut *transaction, "BEGIN".to_owned())
-                .await;
-            if begun.is_ok() {
-                let _ = transaction.rollback().await;
-            }
+        Err(error) if TransactionEnded::caused(&error) => {
+            // On SQLite, sqlx still counts the transaction the work ended.
+            leave_ended_transaction(store, &mut *transaction).await;
+            drop(transaction);
             Err(error)
         }
         committed => {
