@@ -612,8 +612,8 @@ async fn release_events_that_keep_ending_are_not_reopened_in_a_loop() {
 /// connection and never answers): each failed opening counted as a subscription that lived
 /// the timeout, long enough to start the pauses again, so a waiter opened them again at once,
 /// back to back for the whole outage. A failed opening lives no time now, and the openings
-/// are spaced out as those that end at once: over 300 s about 9, where the timeout alone
-/// allowed 20.
+/// are spaced out as those that end at once: over 300 s, by the pauses' arithmetic, about 9,
+/// where one opening every 15 s makes 20 (the bound of 12 failed before the change).
 #[tokio::test(start_paused = true)]
 async fn release_events_whose_opening_times_out_are_not_reopened_back_to_back() {
     let store = Faulty::new(tokio_memory());
