@@ -1,12 +1,14 @@
 //! What both servers need: a scratch directory, a free port, a binary, a user to run as, and a
 //! wait until the server answers.
 
+use std::collections::BTreeSet;
 use std::io::{self, Read};
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// A directory under the system's temporary directory, removed when dropped.
@@ -96,10 +98,51 @@ pub(crate) fn is_root() -> bool {
     std::fs::metadata("/proc/self").is_ok_and(|meta| meta.uid() == 0)
 }
 
-/// A port on 127.0.0.1 that nothing listened on a moment ago.
+/// The lowest port [`free_port`] hands out: above the ports well-known services use.
+const LOWEST_PORT: u16 = 15_000;
+
+/// A port on 127.0.0.1 that nothing listened on a moment ago, that this process has not
+/// handed out before, and that lies below the range the kernel gives to outgoing connections
+/// and to a bind to port 0.
+///
+/// A server that is stopped and started again on its port (a restart, a demoted primary that
+/// follows the new one) needs that port to stay free while it is down. A port from the
+/// kernel's range need not: any connection another test opens in between may get it as its
+/// own local port, and the server then cannot bind it. Below that range only this function
+/// hands ports out, each once per process. When the range leaves too little room below it,
+/// the kernel's choice is taken.
+///
+/// # Errors
+/// The operating system's error when no port could be bound.
 pub(crate) fn free_port() -> io::Result<u16> {
+    static HANDED_OUT: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    let below = kernel_port_range_start();
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(PoisonError::into_inner);
+    if below > LOWEST_PORT.saturating_add(1_000) {
+        for _ in 0..200 {
+            let port = rand::random_range(LOWEST_PORT..below);
+            if handed_out.contains(&port) {
+                continue;
+            }
+            if TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port)).is_ok() {
+                handed_out.insert(port);
+                return Ok(port);
+            }
+        }
+    }
     let listener = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))?;
-    Ok(listener.local_addr()?.port())
+    let port = listener.local_addr()?.port();
+    handed_out.insert(port);
+    Ok(port)
+}
+
+/// The first port of the range the kernel chooses local ports from
+/// (`net.ipv4.ip_local_port_range`), or Linux's default when it cannot be read.
+fn kernel_port_range_start() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768)
 }
 
 /// Runs `start` with a free port, up to three times: a port can be taken between finding it and
@@ -240,4 +283,27 @@ pub(crate) fn log_tail(path: &Path) -> String {
     let log = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = log.lines().collect();
     lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_ports_lie_below_the_kernels_range_and_are_handed_out_once() {
+        let below = kernel_port_range_start();
+        assert!(
+            below > LOWEST_PORT + 1_000,
+            "this machine's local port range starts at {below}: nothing to test here"
+        );
+        let ports: Vec<u16> = (0..50).map(|_| free_port().unwrap()).collect();
+        for port in &ports {
+            assert!(
+                (LOWEST_PORT..below).contains(port),
+                "port {port} is outside {LOWEST_PORT}..{below}"
+            );
+        }
+        let distinct: BTreeSet<u16> = ports.iter().copied().collect();
+        assert_eq!(distinct.len(), ports.len(), "a port was handed out twice");
+    }
 }
