@@ -19,6 +19,7 @@ mod holder;
 mod info;
 mod into_lease_name;
 mod leader;
+mod lease_label;
 mod memory;
 #[cfg(feature = "metrics")]
 mod metrics;
@@ -47,6 +48,7 @@ pub use holder::HolderId;
 pub use info::LeaseInfo;
 pub use into_lease_name::IntoLeaseName;
 pub use leader::Leader;
+pub use lease_label::LeaseLabel;
 pub use memory::MemoryStore;
 pub use name::LeaseName;
 pub use runtime::Runtime;

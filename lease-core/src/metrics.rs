@@ -6,7 +6,7 @@ use std::time::Duration;
 use metrics::{counter, gauge, histogram};
 
 use crate::stats::{Acquired, CallOutcome, Renewed, operation_label};
-use crate::{FencedCheck, LeaseName, LossReason, Operation};
+use crate::{FencedCheck, LossReason, Operation};
 
 /// `lease_acquisitions_total{lease, store, result}`: result `won`, `skipped` or `failed`.
 pub(crate) const ACQUISITIONS: &str = "lease_acquisitions_total";
@@ -51,7 +51,7 @@ pub(crate) fn call(store: &str, operation: Operation, took: Duration, outcome: C
     .record(took.as_secs_f64());
 }
 
-pub(crate) fn acquired(store: &str, name: &LeaseName, acquired: Acquired) {
+pub(crate) fn acquired(store: &str, lease: &str, acquired: Acquired) {
     let result = match acquired {
         Acquired::Won => "won",
         Acquired::Skipped => "skipped",
@@ -59,14 +59,14 @@ pub(crate) fn acquired(store: &str, name: &LeaseName, acquired: Acquired) {
     };
     counter!(
         ACQUISITIONS,
-        "lease" => name.as_str().to_owned(),
+        "lease" => lease.to_owned(),
         "store" => store.to_owned(),
         "result" => result,
     )
     .increment(1);
 }
 
-pub(crate) fn renewed(store: &str, name: &LeaseName, renewed: Renewed) {
+pub(crate) fn renewed(store: &str, lease: &str, renewed: Renewed) {
     let result = match renewed {
         Renewed::InTime => "renewed",
         Renewed::Late => "late",
@@ -75,46 +75,46 @@ pub(crate) fn renewed(store: &str, name: &LeaseName, renewed: Renewed) {
     };
     counter!(
         RENEWALS,
-        "lease" => name.as_str().to_owned(),
+        "lease" => lease.to_owned(),
         "store" => store.to_owned(),
         "result" => result,
     )
     .increment(1);
 }
 
-pub(crate) fn released(store: &str, name: &LeaseName) {
+pub(crate) fn released(store: &str, lease: &str) {
     counter!(
         RELEASES,
-        "lease" => name.as_str().to_owned(),
+        "lease" => lease.to_owned(),
         "store" => store.to_owned(),
     )
     .increment(1);
 }
 
-pub(crate) fn lost(store: &str, name: &LeaseName, reason: LossReason) {
+pub(crate) fn lost(store: &str, lease: &str, reason: LossReason) {
     counter!(
         LOSSES,
-        "lease" => name.as_str().to_owned(),
+        "lease" => lease.to_owned(),
         "store" => store.to_owned(),
         "reason" => reason_label(reason),
     )
     .increment(1);
 }
 
-pub(crate) fn fenced_check(store: &str, name: &LeaseName, check: FencedCheck) {
+pub(crate) fn fenced_check(store: &str, lease: &str, check: FencedCheck) {
     counter!(
         FENCED_CHECKS,
-        "lease" => name.as_str().to_owned(),
+        "lease" => lease.to_owned(),
         "store" => store.to_owned(),
         "result" => check.label(),
     )
     .increment(1);
 }
 
-pub(crate) fn holding(store: &str, name: &LeaseName, holding: bool) {
+pub(crate) fn holding(store: &str, lease: &str, holding: bool) {
     gauge!(
         HELD,
-        "lease" => name.as_str().to_owned(),
+        "lease" => lease.to_owned(),
         "store" => store.to_owned(),
     )
     .increment(if holding { 1.0 } else { -1.0 });

@@ -686,9 +686,9 @@ fn retry_at(now: u64, deadline: u64, period: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::MemoryStore;
     use crate::runtime::TokioRuntime;
     use crate::stats::Stats;
+    use crate::{LeaseLabel, MemoryStore};
     use std::time::Duration;
 
     #[test]
@@ -708,7 +708,7 @@ mod tests {
             Arc::new(MemoryStore::new()),
             Clock::new(Arc::new(TokioRuntime)),
             config.store_timeout,
-            Arc::new(Stats::new("test")),
+            Arc::new(Stats::new("test", LeaseLabel::Name)),
         );
         Arc::new(Renewer::new(store, &config))
     }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::{FencedCheck, LeaseName, LossReason, Operation};
+use crate::{FencedCheck, LeaseLabel, LeaseName, LossReason, Operation};
 
 /// What a [`LeaseClient`](crate::LeaseClient) has done since it was built; from
 /// [`LeaseClient::stats`](crate::LeaseClient::stats). Counters only grow.
@@ -222,6 +222,9 @@ impl Calls {
 pub(crate) struct Stats {
     /// The `store` label of every metric.
     store: Arc<str>,
+    /// What the `lease` label of a metric carries (read only to emit metrics).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    lease_label: LeaseLabel,
     acquired: AtomicU64,
     skipped: AtomicU64,
     acquire_failed: AtomicU64,
@@ -248,9 +251,10 @@ fn bump(counter: &AtomicU64) {
 }
 
 impl Stats {
-    pub(crate) fn new(store: impl Into<Arc<str>>) -> Self {
+    pub(crate) fn new(store: impl Into<Arc<str>>, lease_label: LeaseLabel) -> Self {
         Self {
             store: store.into(),
+            lease_label,
             acquired: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
             acquire_failed: AtomicU64::new(0),
@@ -300,7 +304,7 @@ impl Stats {
             Acquired::Failed => &self.acquire_failed,
         });
         #[cfg(feature = "metrics")]
-        crate::metrics::acquired(&self.store, name, acquired);
+        crate::metrics::acquired(&self.store, self.lease_label.of(name), acquired);
         let _ = name;
     }
 
@@ -313,7 +317,7 @@ impl Stats {
             Renewed::Failed => bump(&self.renewals_failed),
         }
         #[cfg(feature = "metrics")]
-        crate::metrics::renewed(&self.store, name, renewed);
+        crate::metrics::renewed(&self.store, self.lease_label.of(name), renewed);
         let _ = name;
     }
 
@@ -321,7 +325,7 @@ impl Stats {
     pub(crate) fn released(&self, name: &LeaseName) {
         bump(&self.released);
         #[cfg(feature = "metrics")]
-        crate::metrics::released(&self.store, name);
+        crate::metrics::released(&self.store, self.lease_label.of(name));
         let _ = name;
     }
 
@@ -336,7 +340,7 @@ impl Stats {
             LossReason::Resigned => return,
         });
         #[cfg(feature = "metrics")]
-        crate::metrics::lost(&self.store, name, reason);
+        crate::metrics::lost(&self.store, self.lease_label.of(name), reason);
         let _ = name;
     }
 
@@ -349,14 +353,14 @@ impl Stats {
             FencedCheck::Unknown => &self.fenced_unknown,
         });
         #[cfg(feature = "metrics")]
-        crate::metrics::fenced_check(&self.store, name, check);
+        crate::metrics::fenced_check(&self.store, self.lease_label.of(name), check);
         let _ = name;
     }
 
     /// One more holding of `name` by this client (taken), or one fewer (given back or lost).
     pub(crate) fn holding(&self, name: &LeaseName, holding: bool) {
         #[cfg(feature = "metrics")]
-        crate::metrics::holding(&self.store, name, holding);
+        crate::metrics::holding(&self.store, self.lease_label.of(name), holding);
         let _ = (name, holding);
     }
 

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{Faulty, Mode, billing_client, paused_runtime, tokio_memory};
-use lease_core::{FencedCheck, LeaseName};
+use lease_core::runtime::TokioRuntime;
+use lease_core::{FencedCheck, LeaseClient, LeaseLabel, LeaseName};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
 /// A metric by name and labels, sorted, such as `lease_held{lease=sweep,store=billing}`.
@@ -29,7 +30,7 @@ fn statistics_are_emitted_under_their_documented_names_and_labels() {
         .expect("the only recorder of this binary");
 
     let runtime = paused_runtime();
-    let relay_held = runtime.block_on(async {
+    let (relay_held, checks_held, audit_held) = runtime.block_on(async {
         let store = Faulty::new(tokio_memory());
         let client = billing_client(Arc::clone(&store));
         let sweep = client.try_acquire("sweep").await.unwrap().unwrap();
@@ -94,7 +95,27 @@ fn statistics_are_emitted_under_their_documented_names_and_labels() {
         drop(lost);
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert!(again.is_held());
-        again
+        // Leases named per entity, labelled by their kind: one set of series for all of them.
+        let checks = LeaseClient::builder(tokio_memory(), TokioRuntime)
+            .store_label("checks")
+            .lease_label(LeaseLabel::Kind)
+            .build()
+            .unwrap();
+        let mut kept = Vec::new();
+        for customer in 0..40 {
+            let check = checks
+                .try_acquire(format!("check:{customer}"))
+                .await
+                .unwrap()
+                .unwrap();
+            if customer < 3 {
+                kept.push(check);
+            } else {
+                check.release().await.unwrap();
+            }
+        }
+        let plain = checks.try_acquire("audit").await.unwrap().unwrap();
+        (again, kept, plain)
     });
 
     let metrics: HashMap<String, DebugValue> = snapshotter
@@ -211,6 +232,22 @@ fn statistics_are_emitted_under_their_documented_names_and_labels() {
     );
     assert!(relay_held.is_held());
     assert_eq!(gauge("lease_held", &report), 0.0, "lost");
+    let checks = [("lease", "check"), ("store", "checks")];
+    assert_eq!(counter(acquisitions, &with(&checks, ("result", "won"))), 40);
+    assert_eq!(counter("lease_releases_total", &checks), 37);
+    assert_eq!(gauge("lease_held", &checks), 3.0, "the kind's leases held");
+    assert_eq!(checks_held.len(), 3);
+    assert_eq!(
+        gauge("lease_held", &[("lease", "audit"), ("store", "checks")]),
+        1.0,
+        "a name without a kind is its own"
+    );
+    assert!(audit_held.is_held());
+    let per_entity: Vec<&String> = metrics.keys().filter(|k| k.contains("check:")).collect();
+    assert!(
+        per_entity.is_empty(),
+        "series per entity under the kind label: {per_entity:#?}"
+    );
     match metrics.get(&key(
         "lease_store_call_duration_seconds",
         &[

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::{LeaseConfig, OnLoss};
-use crate::{Error, LeaseClient, LeaseStore, Runtime, Ttl};
+use crate::{Error, LeaseClient, LeaseLabel, LeaseStore, Runtime, Ttl};
 
 /// The `store` label of a client's metrics and spans unless
 /// [`LeaseClientBuilder::store_label`] sets another.
@@ -38,6 +38,7 @@ pub struct LeaseClientBuilder {
     acquire_backoff: Option<(Duration, Duration)>,
     on_loss: Option<OnLoss>,
     store_label: String,
+    lease_label: LeaseLabel,
 }
 
 impl LeaseClientBuilder {
@@ -55,6 +56,7 @@ impl LeaseClientBuilder {
             acquire_backoff: None,
             on_loss: None,
             store_label: DEFAULT_STORE_LABEL.to_owned(),
+            lease_label: LeaseLabel::Name,
         }
     }
 
@@ -139,6 +141,15 @@ impl LeaseClientBuilder {
         self
     }
 
+    /// What the `lease` label of this client's metrics carries: the whole name (the
+    /// default) or, for leases named per entity, the [kind](LeaseLabel::Kind) of work, so
+    /// that the series a recorder keeps stay as few as the kinds. Spans carry the whole name
+    /// either way.
+    pub fn lease_label(mut self, label: LeaseLabel) -> Self {
+        self.lease_label = label;
+        self
+    }
+
     /// The client.
     ///
     /// # Errors
@@ -176,6 +187,7 @@ impl LeaseClientBuilder {
             self.runtime,
             config,
             &self.store_label,
+            self.lease_label,
         ))
     }
 }

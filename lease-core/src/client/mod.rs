@@ -27,7 +27,8 @@ use crate::shutdown::{Kind, Shutdown, Token};
 use crate::stats::{Acquired, ClientStats, Stats};
 use crate::timed_store::TimedStore;
 use crate::{
-    Error, HolderId, IntoLeaseName, LeaseName, LeaseStore, Operation, Runtime, StoreErrorKind,
+    Error, HolderId, IntoLeaseName, LeaseLabel, LeaseName, LeaseStore, Operation, Runtime,
+    StoreErrorKind,
 };
 
 /// Takes leases from a [`LeaseStore`] and keeps the ones it holds alive.
@@ -84,6 +85,7 @@ impl LeaseClient {
             Arc::new(runtime),
             LeaseConfig::default(),
             builder::DEFAULT_STORE_LABEL,
+            LeaseLabel::Name,
         )
     }
 
@@ -105,6 +107,7 @@ impl LeaseClient {
             Arc::new(runtime),
             config,
             builder::DEFAULT_STORE_LABEL,
+            LeaseLabel::Name,
         ))
     }
 
@@ -114,14 +117,15 @@ impl LeaseClient {
     }
 
     /// A client on `store` and `runtime` with a validated `config`, its metrics labelled
-    /// `store_label`.
+    /// `store_label` and by `lease_label`.
     fn from_parts(
         store: Arc<dyn LeaseStore>,
         runtime: Arc<dyn Runtime>,
         config: LeaseConfig,
         store_label: &str,
+        lease_label: LeaseLabel,
     ) -> Self {
-        let stats = Arc::new(Stats::new(store_label));
+        let stats = Arc::new(Stats::new(store_label, lease_label));
         let store = TimedStore::new(store, Clock::new(runtime), config.store_timeout, stats);
         let renewer = Arc::new(Renewer::new(store.clone(), &config));
         Self {
