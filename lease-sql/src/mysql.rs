@@ -137,7 +137,10 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         ended_probe: crate::EndedProbe::FailsWhenEnded(ended_probe),
         fence,
         prune: Template::new(
-            format!("DELETE FROM {t} WHERE expires_at < {NOW} - INTERVAL ? MICROSECOND"),
+            format!(
+                "DELETE FROM {t} WHERE expires_at < {NOW} - INTERVAL ? MICROSECOND AND fence < {}",
+                micros(NOW)
+            ),
             &[Arg::Micros],
         ),
     }

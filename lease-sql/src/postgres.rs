@@ -187,7 +187,11 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         fence,
         unmatched_fence: Some(unmatched_fence),
         prune: Template::new(
-            format!("DELETE FROM {t} WHERE expires_at < {NOW} - {}", interval(1)),
+            format!(
+                "DELETE FROM {t} WHERE expires_at < {NOW} - {} AND fence < {}",
+                interval(1),
+                micros(NOW)
+            ),
             &[Arg::Micros],
         ),
     }

@@ -459,7 +459,8 @@ impl SchemaCheck {
                 Column::ExpiresAt if facts.nullable => fixes.push((
                     Fix::ExpiresAtNotNull,
                     "column expires_at may be NULL: a lease without an expiry could never be \
-                     taken over"
+                     taken over (the upgrade frees such leases at once: stop the service that \
+                     holds them first)"
                         .to_owned(),
                 )),
                 _ => {}

@@ -104,7 +104,9 @@ pub(crate) fn sql(t: &str) -> DialectSql {
         commit_after_check: None,
         ended_probe: crate::EndedProbe::BeginsWhenEnded,
         prune: Template::new(
-            format!("DELETE FROM {t} WHERE expires_at < {NOW} - ?1 / 1000"),
+            format!(
+                "DELETE FROM {t} WHERE expires_at < {NOW} - ?1 / 1000 AND fence < {NOW} * 1000"
+            ),
             &[Arg::Micros],
         ),
     }

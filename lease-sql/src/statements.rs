@@ -418,6 +418,11 @@ impl Statements {
     /// time (or to the end of a minimum hold). Parameter: `released_for` in microseconds,
     /// capped as a minimum hold is (about 1,000 years). Answers with its affected rows.
     ///
+    /// A row whose fence is not below the clock in microseconds stays: the fence a name gets
+    /// when its row is gone is the clock's ([`try_acquire`](Statements::try_acquire)), so
+    /// deleting it would let fences go back (a table adopted from a service whose fences were
+    /// nanoseconds, or a clock set back since).
+    ///
     /// It reads the whole table (no index on `expires_at`): an operator's occasional statement,
     /// not one of the lease operations.
     pub fn prune(&self, released_for: Duration) -> Query<'_> {
