@@ -139,7 +139,7 @@ pub(crate) enum Command {
         after_help = "Examples:\n  leasectl prune --released-for 7d\n  leasectl prune --released-for 12h"
     )]
     Prune {
-        /// How long a lease must have been free: `30m`, `12h`, `7d`.
+        /// How long a lease must have been free, with its unit: `30m`, `12h`, `7d`.
         #[arg(long, value_name = "DURATION", value_parser = parse_free_for)]
         released_for: Duration,
     },
@@ -248,10 +248,14 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     })
 }
 
-/// `--released-for`: more than zero. Zero, surely a slip, deletes every free row, the one
-/// freed this instant too; the README advises days (the margin a clock set back needs), which
-/// the tool leaves to the operator above zero.
+/// `--released-for`: with a unit, and more than zero. A number alone, seconds elsewhere, is
+/// refused here: `7` meant as days would delete the rows freed seven seconds ago. Zero, surely
+/// a slip, deletes every free row, the one freed this instant too; the README advises days
+/// (the margin a clock set back needs), which the tool leaves to the operator above zero.
 fn parse_free_for(text: &str) -> Result<Duration, String> {
+    if !text.trim().is_empty() && text.trim().bytes().all(|byte| byte.is_ascii_digit()) {
+        return Err("needs a unit, such as 30m, 12h or 7d".to_owned());
+    }
     let free_for = parse_duration(text)?;
     if free_for.is_zero() {
         return Err(
@@ -280,6 +284,22 @@ mod tests {
 
     fn parse(line: &str) -> Result<Cli, clap::Error> {
         Cli::try_parse_from(std::iter::once("leasectl").chain(line.split_whitespace()))
+    }
+
+    #[test]
+    fn a_prune_needs_a_unit_and_more_than_zero() {
+        assert_eq!(parse_free_for("7d"), Ok(Duration::from_secs(7 * 86_400)));
+        assert_eq!(parse_free_for("10ms"), Ok(Duration::from_millis(10)));
+        for bare in ["7", " 7 ", "0"] {
+            assert_eq!(
+                parse_free_for(bare),
+                Err("needs a unit, such as 30m, 12h or 7d".to_owned()),
+                "{bare:?}"
+            );
+        }
+        assert!(parse_free_for("0d").unwrap_err().contains("more than 0"));
+        // Elsewhere a number alone is seconds.
+        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
     }
 
     #[test]

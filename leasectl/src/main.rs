@@ -118,6 +118,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             })?;
         }
         Command::Release { name, fence, yes } => {
+            let what = format!("cannot release lease {name:?} in table {table}");
+            fits(&opened, &what).await?;
             let fence = fence.map(Fence::new);
             print(&release(store, &name, &table, fence, yes).await?)?;
         }
@@ -127,6 +129,11 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             output,
         } => watch::run(store, &table, interval, count, output.output).await?,
         Command::Prune { released_for } => {
+            fits(
+                &opened,
+                &format!("cannot prune the leases in table {table}"),
+            )
+            .await?;
             // The statement may still be waiting on the server, and delete when it runs.
             let deleted = answered_or(
                 format!("cannot prune the leases in table {table}"),
@@ -288,6 +295,36 @@ fn no_answer_text(what: &str) -> String {
         "{what}: the database did not answer within {} s (a lock held by another session?)",
         store::ANSWER_TIMEOUT.as_secs()
     )
+}
+
+/// Refuses `what`, a change to the table, unless the table fits the store. On a table that
+/// does not (an earlier service's, a table of another kind) the store's statements may read
+/// the rows wrong: times in Unix seconds, for one, read as milliseconds, are decades past, so
+/// a prune would delete every row, leases held now among them, and a release would call a
+/// held lease expired. `check` says what differs and prints the SQL that fixes it.
+async fn fits(opened: &store::Store, what: &str) -> Result<(), Failure> {
+    match tokio::time::timeout(store::ANSWER_TIMEOUT, opened.verify()).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(Error::SchemaMismatch {
+            table,
+            mismatch,
+            other_kind,
+            ..
+        })) => {
+            // Without the SQL, which `check` prints on its own.
+            let differs = Error::SchemaMismatch {
+                table,
+                mismatch,
+                upgrade: None,
+                other_kind,
+            };
+            Err(Failure::Failed(format!(
+                "{what}: {differs}; nothing was changed (`leasectl check` says more)"
+            )))
+        }
+        Ok(Err(error)) => Err(Failure::Failed(format!("{what}: {}", ErrorChain(&error)))),
+        Err(_) => Err(no_answer(what)),
+    }
 }
 
 fn unknown(name: &LeaseName, table: &str) -> Failure {

@@ -11,8 +11,9 @@ use crate::{json, render};
 
 /// Lists every `interval`, `count` times or until Ctrl-C. Each round prints the list (text: the
 /// screen cleared first on a terminal, else a blank line between rounds; JSON: one document a
-/// line), or its error on standard error; the answer is the last round's, or a failure to
-/// write the list (a reader that went away ends the watch as the last round answered).
+/// line), or its error on standard error; the answer is the last round's (a failure when
+/// interrupted before the first answered), or a failure to write the list (a reader that went
+/// away ends the watch as the last round answered).
 pub(crate) async fn run(
     store: &DynLeaseStore,
     table: &str,
@@ -27,7 +28,10 @@ pub(crate) async fn run(
     // process by the signal's default action, not cleanly.
     let interrupted = tokio::signal::ctrl_c();
     tokio::pin!(interrupted);
-    let mut last = Ok(());
+    // Interrupted before any list answered, the watch showed nothing: not a success.
+    let mut last = Err(Failure::Failed(format!(
+        "interrupted before the leases in table {table} were listed"
+    )));
     let mut round = 0u64;
     loop {
         round += 1;

@@ -293,8 +293,9 @@ async fn exercise(store: Arc<DynLeaseStore>, url: &str, table: Option<&str>) {
 /// `check`, the environment and `prune` on `store`'s database, each on a table of its own
 /// beside `store`'s (which is set up, and `check` finds fitting): the story's table is refused
 /// with the upgrade SQL the store gives, and listing it fails with the database's answer said
-/// once, without the driver's decorations; `prune` deletes the free rows, keeps the held one,
-/// and a lease acquired again after its row was pruned gets a greater fence than before.
+/// once, without the driver's decorations; `prune` deletes the free rows, keeps the held one
+/// and a free one whose fence is ahead of the clock, and a lease acquired again after its row
+/// was pruned gets a greater fence than before.
 /// Drops the tables it made.
 async fn exercise_check_and_prune<X: Execute + Clone>(store: &SqlStore<X>, url: &str) {
     let dialect = store.statements().dialect();
@@ -397,6 +398,28 @@ async fn exercise_check_and_prune<X: Execute + Clone>(store: &SqlStore<X>, url: 
             .await
             .unwrap()
     );
+    // A free row whose fence is ahead of the clock (an adopted table's fences in nanoseconds):
+    // pruned, its name would next get the clock's fence, far below it.
+    let ahead = HolderId::generate();
+    leases
+        .try_acquire(&name("ahead"), &ahead, minute)
+        .await
+        .unwrap()
+        .expect("free");
+    assert!(
+        leases
+            .release(&name("ahead"), &ahead, Duration::ZERO)
+            .await
+            .unwrap()
+    );
+    const AHEAD: u64 = 4_000_000_000_000_000_000;
+    store
+        .executor()
+        .batch(&format!(
+            "UPDATE {pruned} SET fence = {AHEAD} WHERE name = 'ahead'"
+        ))
+        .await
+        .unwrap();
     leases
         .try_acquire(
             &name("expired"),
@@ -413,6 +436,7 @@ async fn exercise_check_and_prune<X: Execute + Clone>(store: &SqlStore<X>, url: 
         kept.stdout,
         "deleted 0 lease rows free for longer than 1h 00m 00s\n"
     );
+    // The released and the expired rows; not the one ahead of the clock.
     let deleted = run(url, Some(&pruned), &["prune", "--released-for", "10ms"]);
     assert_eq!(deleted.code, 0, "{deleted:?}");
     assert_eq!(
@@ -425,9 +449,13 @@ async fn exercise_check_and_prune<X: Execute + Clone>(store: &SqlStore<X>, url: 
     let bad = run(url, Some(&pruned), &["prune", "--released-for", "soon"]);
     assert_eq!(bad.code, 2, "{bad:?}");
     assert_eq!(bad.stderr.matches("soon").count(), 1, "{bad:?}");
-    let zero = run(url, Some(&pruned), &["prune", "--released-for", "0"]);
+    let zero = run(url, Some(&pruned), &["prune", "--released-for", "0s"]);
     assert_eq!(zero.code, 2, "{zero:?}");
     assert!(zero.stderr.contains("must be more than 0"), "{zero:?}");
+    // A number alone would be seconds: `7` meant as days would delete what was freed just now.
+    let bare = run(url, Some(&pruned), &["prune", "--released-for", "7"]);
+    assert_eq!(bare.code, 2, "{bare:?}");
+    assert!(bare.stderr.contains("needs a unit"), "{bare:?}");
     // The pruned row's fence is gone with it; the next one is still greater.
     leases
         .try_acquire(&name("released"), &HolderId::generate(), minute)
@@ -438,6 +466,16 @@ async fn exercise_check_and_prune<X: Execute + Clone>(store: &SqlStore<X>, url: 
     assert!(
         after > before,
         "fence {after} after the prune, {before} before"
+    );
+    leases
+        .try_acquire(&name("ahead"), &HolderId::generate(), minute)
+        .await
+        .unwrap()
+        .expect("free");
+    let after = fence_of("ahead");
+    assert!(
+        after > AHEAD,
+        "fence {after} after the prune, {AHEAD} before: the row ahead of the clock was pruned"
     );
 
     for table in [&story, &pruned] {
@@ -601,6 +639,26 @@ async fn a_locked_table_is_reported_not_waited_for() {
             .await
             .unwrap();
     }
+    // A watch interrupted while its first list waits showed nothing: it fails, saying so.
+    let watch = Command::new(env!("CARGO_BIN_EXE_leasectl"))
+        .args(["--database-url", &url, "--table", &table, "watch"])
+        .env_remove("DATABASE_URL")
+        .env_remove("LEASE_TABLE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Connected and waiting on the lock by then, well short of its 10 s.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let killed = Command::new("kill")
+        .args(["-INT", &watch.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let watched = tokio::task::spawn_blocking(move || watch.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
     let started = std::time::Instant::now();
     let outcome = run(&url, Some(&table), &["list"]);
     let waited = started.elapsed();
@@ -613,6 +671,14 @@ async fn a_locked_table_is_reported_not_waited_for() {
     pool.execute(sqlx::AssertSqlSafe(format!("DROP TABLE {table}")))
         .await
         .unwrap();
+    let watch_said = String::from_utf8_lossy(&watched.stderr);
+    assert_eq!(watched.status.code(), Some(1), "{watched:?}");
+    assert_eq!(
+        watch_said,
+        format!("leasectl: interrupted before the leases in table {table} were listed\n"),
+        "{watched:?}"
+    );
+    assert!(watched.stdout.is_empty(), "{watched:?}");
     assert_eq!(outcome.code, 1, "{outcome:?}");
     assert!(
         outcome.stderr.contains("did not answer within 10 s"),
@@ -817,18 +883,24 @@ async fn a_missing_table_is_an_error_and_an_empty_one_says_so() {
         "{missing:?}"
     );
     assert!(missing.stderr.contains("no such table"), "{missing:?}");
-    // `show` and `release` name the lease once: the store's error names it.
-    for command in [&["show", "sweep"][..], &["release", "sweep", "--yes"]] {
+    // `show` and `release` name the lease once: the store's error names it, and `release`
+    // checks the table first.
+    for (command, said) in [
+        (
+            &["show", "sweep"][..],
+            "leasectl: cannot read table leases: lease store failed to inspect lease \"sweep\": no \
+             such table: leases",
+        ),
+        (
+            &["release", "sweep", "--yes"],
+            "leasectl: cannot release lease \"sweep\" in table leases: lease table leases does not \
+             fit the store: the table does not exist; nothing was changed",
+        ),
+    ] {
         let missing = run(&url, None, command);
         assert_eq!(missing.code, 1, "{missing:?}");
         assert_eq!(missing.stderr.matches("sweep").count(), 1, "{missing:?}");
-        assert!(
-            missing.stderr.starts_with(
-                "leasectl: cannot read table leases: lease store failed to inspect lease \"sweep\": \
-                 no such table: leases"
-            ),
-            "{missing:?}"
-        );
+        assert!(missing.stderr.starts_with(said), "{missing:?}");
     }
 
     store.setup().await.unwrap();
@@ -1244,6 +1316,62 @@ async fn check_says_whether_the_table_fits_and_prints_the_upgrade() {
             .starts_with("CREATE TABLE IF NOT EXISTS \"nope\""),
         "{missing:?}"
     );
+}
+
+#[tokio::test]
+async fn a_table_that_does_not_fit_is_neither_pruned_nor_released_from() {
+    let dir = TempDir::new();
+    let (store, url) = sqlite_table(&dir).await;
+    // An earlier service's table, its times in Unix seconds: read as milliseconds, its lease
+    // held for another hour expired in 1970.
+    store
+        .executor()
+        .batch(
+            "CREATE TABLE seconds (name TEXT NOT NULL PRIMARY KEY, holder TEXT, \
+             fence INTEGER NOT NULL, taken_at INTEGER NOT NULL, expires_at INTEGER NOT NULL); \
+             INSERT INTO seconds VALUES ('sweep', 'old-service', 7, unixepoch(), \
+             unixepoch() + 3600)",
+        )
+        .await
+        .unwrap();
+    let row = || async {
+        sqlx::query_as::<_, (i64, i64)>(
+            "SELECT count(*), coalesce(max(expires_at), 0) FROM seconds \
+             WHERE holder = 'old-service'",
+        )
+        .fetch_one(store.executor().pool())
+        .await
+        .unwrap()
+    };
+    let before = row().await;
+    let pruned = run(&url, Some("seconds"), &["prune", "--released-for", "1h"]);
+    let released = run(&url, Some("seconds"), &["release", "sweep", "--yes"]);
+    assert_eq!(row().await, before, "the held row was changed");
+    assert_eq!(before.0, 1);
+    for (outcome, what) in [
+        (&pruned, "cannot prune the leases in table seconds"),
+        (&released, "cannot release lease \"sweep\" in table seconds"),
+    ] {
+        assert_eq!(outcome.code, 1, "{outcome:?}");
+        assert!(
+            outcome.stderr.starts_with(&format!(
+                "leasectl: {what}: lease table seconds does not fit the store: the times look \
+                 like Unix seconds"
+            )),
+            "{outcome:?}"
+        );
+        assert!(
+            outcome.stderr.contains("nothing was changed"),
+            "{outcome:?}"
+        );
+        assert_eq!(outcome.stdout, "", "{outcome:?}");
+    }
+    // The store's own table is pruned and released from as before.
+    take(&store, "sweep").await;
+    let fits = run(&url, None, &["release", "sweep", "--yes"]);
+    assert_eq!(fits.code, 0, "{fits:?}");
+    let fits = run(&url, None, &["prune", "--released-for", "1h"]);
+    assert_eq!(fits.code, 0, "{fits:?}");
 }
 
 /// The `sqlite3` shell, or `None` when it is missing (and skipping is allowed).
