@@ -149,7 +149,14 @@ impl<S: LeaseStore + Clone> Leg<S> {
         let mut renewed = false;
         while started.elapsed() < timing().ttl {
             if !self.keeper.is_held() {
-                let reason = self.keeper.lost().await;
+                // A guard no longer held has its loss to report at once.
+                let Ok(reason) =
+                    tokio::time::timeout(Duration::from_millis(100), self.keeper.lost()).await
+                else {
+                    self.counts
+                        .violation("the long-held lease is not held but its guard reports no loss");
+                    return;
+                };
                 eprintln!(
                     "{}: the long-held lease was lost: {reason:?}",
                     self.counts.backend
