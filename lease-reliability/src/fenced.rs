@@ -23,7 +23,7 @@ use lease_diesel::diesel_async::{
 };
 use lease_diesel::{AsyncSqliteConnection, DieselStore};
 use lease_sqlx::sqlx::{self, AssertSqlSafe, MySql, Postgres, Sqlite};
-use lease_sqlx::{CheckAt, SqlxStore};
+use lease_sqlx::{CheckAt, Execute, SqlxStore};
 
 use crate::diesel::Diesel;
 use crate::factory::{Sqlx, StoreFactory};
@@ -184,6 +184,28 @@ pub trait FencedWrites: StoreFactory {
     /// # Errors
     /// Any error of the database or the connection; the reading is then missing.
     async fn committed(&self, store: &Self::Store, protected: &Protected) -> Result<i64, BoxError>;
+
+    /// Whether the database's fenced check passes for `lease` now: the store's own check
+    /// statement, sent alone outside a transaction, without asking the guard first (the
+    /// drivers' fenced functions refuse a lease the guard already knows lost before any
+    /// statement). For a scenario that must show the database itself refusing a holder.
+    ///
+    /// # Errors
+    /// Any error of the database or the connection; the check's own error when the row names
+    /// the holder and fence but has expired.
+    async fn check_alone(&self, store: &Self::Store, lease: &LeaseHandle)
+    -> Result<bool, BoxError>;
+}
+
+/// [`FencedWrites::check_alone`] on any SQL store: one driver's as the other's.
+async fn check_alone<X: Execute>(
+    store: &lease_sqlx::SqlStore<X>,
+    lease: &LeaseHandle,
+) -> Result<bool, BoxError> {
+    let check = store
+        .statements()
+        .fence(lease.name(), lease.holder(), lease.fence());
+    Ok(store.executor().affected(check).await? > 0)
 }
 
 /// Whether `error` is the fenced check's refusal.
@@ -274,6 +296,14 @@ macro_rules! sqlx_writes {
                 Ok(sqlx::query_scalar(AssertSqlSafe(protected.read_counter()))
                     .fetch_one(store.executor().pool())
                     .await?)
+            }
+
+            async fn check_alone(
+                &self,
+                store: &SqlxStore<$db>,
+                lease: &LeaseHandle,
+            ) -> Result<bool, BoxError> {
+                check_alone(store, lease).await
             }
         }
     };
@@ -387,6 +417,14 @@ macro_rules! diesel_writes {
                     .get_result(&mut *conn)
                     .await?;
                 Ok(counter.n)
+            }
+
+            async fn check_alone(
+                &self,
+                store: &DieselStore<deadpool::Pool<$conn>>,
+                lease: &LeaseHandle,
+            ) -> Result<bool, BoxError> {
+                check_alone(store, lease).await
             }
         }
     };

@@ -6,8 +6,10 @@
 //! under its fence; once the standby has replayed that, its stream is cut. The holder releases,
 //! a second holder takes the lease and writes (both acknowledged, neither replicated), and the
 //! primary crashes; the standby is promoted with the older row. Then:
-//! - the second holder learns of its loss at its next renewal (`Rejected`: the row names the
-//!   first holder), and its fenced transaction is refused;
+//! - the database's check statement, sent alone, refuses the second holder (on the synchronous
+//!   run, its control, it passes for the kept holder); the second holder learns of its loss at
+//!   its next renewal (`Rejected`: the row names the first holder), and its fenced transaction
+//!   is refused;
 //! - the next holder's fence exceeds every fence granted before the crash (the fences are the
 //!   database's clock, and the promoted standby's clock is past the lost acquisition's time);
 //! - the writes committed under the fences hold no stale write (`lease_reliability::fenced`).
@@ -374,6 +376,13 @@ impl<F: FencedWrites> Leg<F> {
         self.counts.expect(renewed && latest.is_held(), || {
             format!("renewals did not resume on the new primary: {before:?} then {after:?}")
         });
+        // The control of the asynchronous run's check alone: it passes for a kept holder.
+        match self.check_settled(latest).await {
+            Ok(true) => {}
+            other => self.counts.violation(format!(
+                "the database's check, alone, answered {other:?} for the kept holder"
+            )),
+        }
         match self.write_settled(latest).await {
             Ok(()) => self.written += 1,
             Err(error) => self.counts.violation(format!(
@@ -386,6 +395,15 @@ impl<F: FencedWrites> Leg<F> {
     /// and then its fenced transaction is refused.
     async fn learns_of_loss(&mut self, latest: &LeaseGuard) {
         let timing = timing();
+        // The database itself refuses it, whatever the guard knows yet: its check statement,
+        // sent alone, matches no row on the new primary (which names the earlier holder).
+        match self.check_settled(latest).await {
+            Ok(false) => {}
+            other => self.counts.violation(format!(
+                "the database's check, alone, answered {other:?} for the holder whose \
+                 acquisition was lost, not a refusal"
+            )),
+        }
         let waited = Instant::now();
         let lost = tokio::time::timeout(timing.ttl, latest.lost()).await;
         self.counts.operations += 1;
@@ -509,6 +527,23 @@ impl<F: FencedWrites> Leg<F> {
 
     /// A fenced write under `guard`, tried again while the pool still meets the crashed
     /// server: its answer once the new primary gave one.
+    /// The database's fenced check for `guard`, alone ([`FencedWrites::check_alone`]), tried
+    /// until the new primary answers.
+    async fn check_settled(&mut self, guard: &LeaseGuard) -> Result<bool, lease_core::BoxError> {
+        let started = Instant::now();
+        loop {
+            self.counts.operations += 1;
+            let check = self.factory.check_alone(&self.store, guard.as_ref());
+            let left = STEP_LIMIT.saturating_sub(started.elapsed());
+            match tokio::time::timeout(left, check).await {
+                Ok(Ok(passed)) => return Ok(passed),
+                Ok(Err(error)) if started.elapsed() > STEP_LIMIT => return Err(error),
+                Err(_) => return Err(format!("no answer within {STEP_LIMIT:?}").into()),
+                Ok(Err(_)) => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+    }
+
     async fn write_settled(&mut self, guard: &LeaseGuard) -> Result<(), lease_core::BoxError> {
         let started = Instant::now();
         loop {
