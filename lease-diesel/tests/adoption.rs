@@ -158,6 +158,14 @@ async fn sqlite_times_in_seconds_are_refused_then_converted() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn sqlite_times_finer_than_milliseconds_are_refused() {
+    on_fresh_table::<Sqlite, deadpool::Pool<AsyncSqliteConnection>, _>(
+        adoption::sqlite_times_finer_than_milliseconds_are_refused,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn sqlite_real_times_are_read() {
     on_fresh_table::<Sqlite, deadpool::Pool<AsyncSqliteConnection>, _>(
         adoption::sqlite_real_times_are_read,

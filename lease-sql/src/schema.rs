@@ -290,9 +290,10 @@ impl SchemaCheck {
     /// The statement the check needs besides [`columns`](SchemaCheck::columns), given its
     /// rows: on SQLite, where times are integers of no declared unit, how many rows hold a
     /// `taken_at`, and how many an `expires_at`, that looks like Unix seconds (above zero and
-    /// below 10^11) rather than the store's milliseconds: one row of two integers
-    /// ([`Execute::int_pairs`](crate::Execute::int_pairs)), for
-    /// [`verdict_with_seconds`](SchemaCheck::verdict_with_seconds). It reads the table itself.
+    /// below 10^11) rather than the store's milliseconds, then the same for times that look
+    /// finer than milliseconds (10^14 and above: microseconds, nanoseconds): two rows of two
+    /// integers ([`Execute::int_pairs`](crate::Execute::int_pairs)), for
+    /// [`verdict_with_times`](SchemaCheck::verdict_with_times). It reads the table itself.
     /// `None` on PostgreSQL and MariaDB, and when the table lacks either time column or it is
     /// not an integer.
     pub fn times_in_seconds(&self, rows: &[(String, String)]) -> Option<Query<'static>> {
@@ -339,6 +340,25 @@ impl SchemaCheck {
         rows: &[(String, String)],
         seconds: Option<(i64, i64)>,
     ) -> Result<(), Error> {
+        self.verdict_with_times(rows, seconds.as_slice())
+    }
+
+    /// The verdict on the rows of [`columns`](SchemaCheck::columns) and, on SQLite, the rows of
+    /// [`times_in_seconds`](SchemaCheck::times_in_seconds) (empty where it was not asked): how
+    /// many rows hold each time in seconds, as for
+    /// [`verdict_with_seconds`](SchemaCheck::verdict_with_seconds), then how many hold it
+    /// finer than milliseconds. Such times are refused without SQL: the store would read every
+    /// such lease as held for millennia, and only who wrote them knows their unit.
+    ///
+    /// # Errors
+    /// As [`verdict_with_seconds`](SchemaCheck::verdict_with_seconds), and
+    /// [`Error::SchemaMismatch`] without SQL when times are finer than milliseconds.
+    pub fn verdict_with_times(
+        &self,
+        rows: &[(String, String)],
+        times: &[(i64, i64)],
+    ) -> Result<(), Error> {
+        let seconds = times.first().copied();
         if rows.is_empty() {
             return Err(self.mismatch(
                 "the table does not exist".to_owned(),
@@ -490,6 +510,27 @@ impl SchemaCheck {
                 ));
             }
         }
+        let finer = match times.get(1) {
+            Some(&(taken_at, expires_at)) if self.dialect == Dialect::Sqlite => {
+                let counted: Vec<String> = [("taken_at", taken_at), ("expires_at", expires_at)]
+                    .into_iter()
+                    .filter(|(_, rows)| *rows > 0)
+                    .map(|(column, rows)| {
+                        format!("{column} in {rows} row{}", if rows == 1 { "" } else { "s" })
+                    })
+                    .collect();
+                (!counted.is_empty()).then(|| {
+                    format!(
+                        "the times look finer than milliseconds ({}: 10^14 and above, \
+                         microseconds or nanoseconds), and the store keeps milliseconds: it \
+                         would read every such lease as held for millennia; convert them by \
+                         hand, as their unit says, once no service writes them",
+                        counted.join(", ")
+                    )
+                })
+            }
+            _ => None,
+        };
         // How the table keeps its rows: every column's facts say the same.
         let storage = found.iter().find_map(|(_, facts)| facts.storage.as_deref());
         let mut unfit: Vec<String> = match self.dialect {
@@ -498,6 +539,7 @@ impl SchemaCheck {
             Dialect::Sqlite => None,
         }
         .into_iter()
+        .chain(finer)
         .collect();
         // A unique index on the name beside the key that calls other names equal: no change of
         // the column's type changes it (PostgreSQL's alone).
@@ -1610,8 +1652,14 @@ mod tests {
             .expect("SQLite counts its times");
         assert_eq!(
             query.sql(),
-            "SELECT coalesce(sum((taken_at > 0 AND taken_at < 100000000000)), 0), \
-             coalesce(sum((expires_at > 0 AND expires_at < 100000000000)), 0) FROM \"leases\""
+            "SELECT taken_at, expires_at FROM (\n    \
+             SELECT 0 AS k, coalesce(sum((taken_at > 0 AND taken_at < 100000000000)), 0) AS \
+             taken_at, coalesce(sum((expires_at > 0 AND expires_at < 100000000000)), 0) AS \
+             expires_at FROM \"leases\"\n    \
+             UNION ALL\n    \
+             SELECT 1, coalesce(sum((taken_at >= 100000000000000)), 0), \
+             coalesce(sum((expires_at >= 100000000000000)), 0) FROM \"leases\"\n\
+             ) ORDER BY k"
         );
         assert!(query.params().is_empty());
         // Elsewhere the catalog says the unit; without the times, nothing to count.
@@ -1620,6 +1668,20 @@ mod tests {
         assert!(check.times_in_seconds(&ours[..4]).is_none());
 
         assert!(check.verdict_with_seconds(&ours, Some((0, 0))).is_ok());
+        assert!(check.verdict_with_times(&ours, &[(0, 0), (0, 0)]).is_ok());
+        // Finer than milliseconds: refused, without SQL (only who wrote them knows the unit),
+        // beside times in seconds too.
+        for times in [[(0, 0), (0, 2)], [(1, 0), (0, 2)]] {
+            let (why, sql) = mismatch(check.verdict_with_times(&ours, &times));
+            assert!(
+                why.contains(
+                    "the times look finer than milliseconds (expires_at in 2 rows: 10^14 and \
+                     above, microseconds or nanoseconds)"
+                ),
+                "{why}"
+            );
+            assert_eq!(sql, None, "{why}");
+        }
         let (why, sql) = mismatch(check.verdict_with_seconds(&ours, Some((3, 1))));
         assert!(
             why.contains(

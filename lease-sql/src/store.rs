@@ -276,11 +276,11 @@ impl<X: Execute> SqlStore<X> {
             .text_pairs(check.columns())
             .await
             .map_err(failed)?;
-        let seconds = match check.times_in_seconds(&rows) {
+        let times = match check.times_in_seconds(&rows) {
             Some(query) => self.executor.int_pairs(query).await.map_err(failed)?,
             None => Vec::new(),
         };
-        check.verdict_with_seconds(&rows, seconds.first().copied())
+        check.verdict_with_times(&rows, &times)
     }
 
     /// Upgrades an earlier shape of a lease table in place, with the SQL that

@@ -1392,6 +1392,78 @@ pub async fn sqlite_times_in_seconds_are_refused_then_converted<X: Execute>(
     story_leases_survived(store, ttl).await
 }
 
+/// SQLite: a lease table whose service wrote its times in Unix microseconds, with `report`
+/// expired a minute ago by that service's reading. The control: the store's statements,
+/// comparing milliseconds, read it as held for millennia and never hand it over. `setup` and
+/// `verify` refuse the table, saying its times look finer than milliseconds, without SQL (only
+/// who wrote them knows their unit), and accept it once they are milliseconds. `store` is on
+/// `table`, which the case creates and leaves for the caller to drop.
+///
+/// # Errors
+/// A description of the first thing that went otherwise, or that the store is not SQLite's.
+///
+/// # Cancel safety
+/// Dropped, it leaves `table` as far as it got, for the caller to drop as after the case.
+pub async fn sqlite_times_finer_than_milliseconds_are_refused<X: Execute>(
+    store: &SqlStore<X>,
+    table: &str,
+) -> Result<(), BoxError> {
+    if store.statements().dialect() != Dialect::Sqlite {
+        return Err("times without a declared unit are SQLite's".into());
+    }
+    let run = |sql: String| async move { store.executor().batch(&sql).await };
+    run(format!(
+        "CREATE TABLE {table} (name TEXT NOT NULL PRIMARY KEY, holder TEXT, \
+         fence INTEGER NOT NULL, taken_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);\n\
+         INSERT INTO {table} VALUES ('report', 'old-instance', 1, \
+         (unixepoch() - 120) * 1000000, (unixepoch() - 60) * 1000000);"
+    ))
+    .await?;
+    let ttl = Ttl::from_secs(30)?;
+    if store
+        .try_acquire(&name("report"), &HolderId::generate(), ttl)
+        .await?
+        .is_some()
+    {
+        return Err(
+            "the control: the expired lease in microseconds was taken, so the case could not \
+             tell a check of the unit from none"
+                .into(),
+        );
+    }
+    for (what, result) in [
+        ("setup", store.setup().await),
+        ("verify", store.verify().await),
+    ] {
+        match result {
+            Err(Error::SchemaMismatch {
+                mismatch,
+                upgrade: None,
+                other_kind: false,
+                ..
+            }) if mismatch.contains(
+                "the times look finer than milliseconds (taken_at in 1 row, expires_at in 1 row",
+            ) => {}
+            other => {
+                return Err(format!("{what} of times in microseconds answered {other:?}").into());
+            }
+        }
+    }
+    // Converted by hand, as the message says: accepted, and the expired lease is taken.
+    run(format!(
+        "UPDATE {table} SET taken_at = taken_at / 1000, expires_at = expires_at / 1000"
+    ))
+    .await?;
+    store.verify().await?;
+    match store
+        .try_acquire(&name("report"), &HolderId::generate(), ttl)
+        .await?
+    {
+        Some(_) => Ok(()),
+        None => Err("the lease expired a minute ago was not taken once converted".into()),
+    }
+}
+
 /// A table with the store's columns and key that keeps its rows where the store's guarantees do
 /// not hold is refused, without SQL to run, and accepted once converted, which shows that the
 /// storage alone was refused. On PostgreSQL an `UNLOGGED` table (a crash empties it, a standby

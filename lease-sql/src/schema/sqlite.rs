@@ -64,14 +64,33 @@ fn in_seconds(column: &str) -> String {
     format!("({column} > 0 AND {column} < {SECONDS_BELOW})")
 }
 
+/// The smallest time that the check reads as finer than milliseconds: 10^14 milliseconds is
+/// the year 5138, 10^14 microseconds May 1973. A time from it on is in microseconds or
+/// nanoseconds, which the store's statements would read as millennia ahead: such a lease
+/// would never expire, and a pruned name's next fence would fall below its last.
+const FINER_FROM: i64 = 100_000_000_000_000;
+
+/// Whether `column` holds a time that looks finer than milliseconds, as SQL.
+fn finer(column: &str) -> String {
+    format!("({column} >= {FINER_FROM})")
+}
+
 /// How many rows of the table `quoted` hold a `taken_at`, and how many an `expires_at`, that
-/// looks like seconds: one row of two integers. It reads the table, not the catalog (SQLite
-/// keeps no unit), and only where both columns are there.
+/// looks like seconds, then the same for times that look finer than milliseconds: two rows of
+/// two integers, in that order. It reads the table, not the catalog (SQLite keeps no unit),
+/// and only where both columns are there.
 pub(super) fn seconds(quoted: &str) -> String {
     format!(
-        "SELECT coalesce(sum({}), 0), coalesce(sum({}), 0) FROM {quoted}",
+        "SELECT taken_at, expires_at FROM (\n    \
+             SELECT 0 AS k, coalesce(sum({}), 0) AS taken_at, coalesce(sum({}), 0) AS expires_at \
+             FROM {quoted}\n    \
+             UNION ALL\n    \
+             SELECT 1, coalesce(sum({}), 0), coalesce(sum({}), 0) FROM {quoted}\n\
+         ) ORDER BY k",
         in_seconds("taken_at"),
-        in_seconds("expires_at")
+        in_seconds("expires_at"),
+        finer("taken_at"),
+        finer("expires_at")
     )
 }
 
