@@ -5,7 +5,12 @@
 //! fails its check and sends nothing.
 //!
 //! The notices table stands for the outbox a mail relay reads: a row in it is a mail sent.
-//! Runs on SQLite in a temporary directory.
+//! The mail itself goes out from the relay, never from the closure: on PostgreSQL and MariaDB
+//! the check comes with the `COMMIT`, so a stale holder's closure runs before it is refused.
+//! The fence keeps a stale holder out; a holder that committed and crashed before giving the
+//! lease back is the next round's to see, by a key of the notice's own in the outbox (here one
+//! notice per customer is the story, so the table keeps none, and the unfenced run can show the
+//! second). Runs on SQLite in a temporary directory.
 
 use std::fmt;
 use std::time::Duration;

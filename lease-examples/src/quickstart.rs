@@ -9,7 +9,7 @@
 mod clock;
 mod instance;
 mod jobs;
-mod killable;
+pub(crate) mod killable;
 mod ledger;
 mod summary;
 mod tempdir;

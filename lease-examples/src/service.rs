@@ -1,5 +1,5 @@
 //! A small HTTP service a user could copy: the four jobs of the design story on schedules,
-//! `/health/ready` from the client's health, `/metrics` for Prometheus, and a graceful shutdown
+//! `/health/ready` from the client's shutdown, `/metrics` for Prometheus, and a graceful shutdown
 //! that hands every lease back on SIGTERM.
 //!
 //! `cargo run -p lease-examples --bin lease-service` runs [`run`] with a [`Config`] read from
