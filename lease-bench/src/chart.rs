@@ -36,7 +36,7 @@ pub fn svg(points: &[ChartPoint]) -> String {
     );
     let _ = writeln!(
         out,
-        r#"<line x1="10" y1="30" x2="30" y2="30" stroke="{LIBRARY}" stroke-width="2"/><text x="34" y="34">library</text><line x1="90" y1="30" x2="110" y2="30" stroke="{BARE}" stroke-width="2" stroke-dasharray="5,3"/><text x="114" y="34">bare statements, same pool</text>"#
+        r#"<line x1="10" y1="30" x2="30" y2="30" stroke="{LIBRARY}" stroke-width="2"/><text x="34" y="34">library</text><line x1="90" y1="30" x2="110" y2="30" stroke="{BARE}" stroke-width="2" stroke-dasharray="5,3"/><text x="114" y="34">bare statements (prepared where the driver can), same pool</text>"#
     );
     for (i, backend) in backends.iter().enumerate() {
         let x0 = PANEL_WIDTH * (i % COLUMNS) as f64;

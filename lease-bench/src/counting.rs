@@ -104,18 +104,27 @@ impl CountingStore {
     }
 }
 
-/// Groups `calls` into rounds: calls less than `pause` apart belong to one round.
+/// When the last call of `round` to end ended: not always the last to start, as the renewer
+/// sends later batches while a held-up one still runs.
+///
+/// # Panics
+/// When `round` is empty, which [`rounds`] never makes.
+pub fn round_end(round: &[Call]) -> Instant {
+    round
+        .iter()
+        .map(|call| call.end)
+        .max()
+        .expect("a round has a call")
+}
+
+/// Groups `calls` into rounds: a call that starts less than `pause` after every earlier call
+/// of the round ended belongs to it.
 pub fn rounds(mut calls: Vec<Call>, pause: Duration) -> Vec<Vec<Call>> {
     calls.sort_by_key(|call| call.start);
     let mut rounds: Vec<Vec<Call>> = Vec::new();
     for call in calls {
         match rounds.last_mut() {
-            Some(round)
-                if call
-                    .start
-                    .saturating_duration_since(round[round.len() - 1].end)
-                    < pause =>
-            {
+            Some(round) if call.start.saturating_duration_since(round_end(round)) < pause => {
                 round.push(call);
             }
             _ => rounds.push(vec![call]),
@@ -241,5 +250,31 @@ mod tests {
             Duration::from_millis(100),
         );
         assert_eq!(grouped.iter().map(Vec::len).collect::<Vec<_>>(), [3, 1]);
+    }
+
+    /// A held-up batch that ends after the later ones: the round lasts until it ends, and a
+    /// call that starts while it still runs belongs to the round.
+    #[test]
+    fn a_round_ends_with_its_slowest_call() {
+        let t = Instant::now();
+        let call = |start_ms: u64, end_ms: u64| Call {
+            start: t + Duration::from_millis(start_ms),
+            end: t + Duration::from_millis(end_ms),
+            leases: 1,
+        };
+        let grouped = rounds(
+            vec![
+                call(0, 8_000),
+                call(10, 20),
+                call(30, 40),
+                call(7_950, 7_960),
+            ],
+            Duration::from_millis(100),
+        );
+        assert_eq!(grouped.iter().map(Vec::len).collect::<Vec<_>>(), [4]);
+        assert_eq!(
+            round_end(&grouped[0]) - grouped[0][0].start,
+            Duration::from_secs(8)
+        );
     }
 }

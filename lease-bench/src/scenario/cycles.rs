@@ -178,7 +178,9 @@ pub async fn run(
                     backend: backend.key().to_owned(),
                     tasks,
                     library: library_rate,
-                    bare: bare_rate,
+                    // The like-for-like baseline: diesel's prepared statements where it has
+                    // them (its plain `sql_query` prepares nothing, which no library would).
+                    bare: prepared_rate.unwrap_or(bare_rate),
                 });
             }
         }

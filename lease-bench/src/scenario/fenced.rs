@@ -66,7 +66,10 @@ pub async fn run(
         return Ok(());
     };
     protected.create().await?;
-    let ttl = Ttl::from_secs(60)?;
+    // Long enough that the client renews none of the leases while the scenario runs: a
+    // renewal waits for the lease rows the fenced transactions lock, which would slow those
+    // alone.
+    let ttl = Ttl::from_secs(3_600)?;
     let client = LeaseClient::builder(Arc::clone(&target.store), TokioRuntime)
         .ttl(ttl)
         .build()?;
@@ -180,28 +183,41 @@ pub async fn run(
     );
     let renewals_per_hold = if options.smoke { 1 } else { RENEWALS };
     let guard = &guards[0];
+    // Every connection of the pool prepares the renewal statement before one is timed: sent
+    // from as many tasks at once as the pool has connections.
+    let warm_up = (0..POOL_SIZE).map(|_| {
+        let (store, guard) = (Arc::clone(&target.store), Arc::clone(guard));
+        async move { Ok(store.renew(guard.name(), guard.holder(), ttl).await?) }
+    });
+    tasks::all(warm_up).await?;
     let mut holds = vec![Duration::ZERO];
     holds.extend(HOLDS);
+    let fencings = [Fencing::AtStart, Fencing::Fenced, Fencing::FencedAtBegin];
     for open in holds {
         let mut row = vec![if open.is_zero() {
             "no transaction open".to_owned()
         } else {
             stats::ms(open)
         }];
-        let mut samples = 0;
-        for fencing in [Fencing::AtStart, Fencing::Fenced, Fencing::FencedAtBegin] {
-            let mut times = Vec::new();
-            for _ in 0..options.repetitions * renewals_per_hold {
-                times.push(renewal(&target.store, &protected, guard, ttl, fencing, open).await?);
+        // The three interleaved, the order rotated at each renewal, as the rates' sides are.
+        let mut times: [Vec<Duration>; 3] = Default::default();
+        for turn in 0..options.repetitions * renewals_per_hold {
+            for step in 0..fencings.len() {
+                let side = (turn + step) % fencings.len();
+                let took =
+                    renewal(&target.store, &protected, guard, ttl, fencings[side], open).await?;
+                times[side].push(took);
             }
-            samples = times.len();
+        }
+        let samples = times[0].len();
+        for mut times in times {
             row.push(stats::percentile(&mut times, 50.0).map_or("-".to_owned(), stats::ms));
             row.push(stats::percentile(&mut times, 100.0).map_or("-".to_owned(), stats::ms));
         }
         row.push(samples.to_string());
         renewals.row(row);
     }
-    renewals.note("The holder's renewal statement (`LeaseStore::renew`), from another connection of the same pool, sent once the transaction is open (after its check, when it checks first) and timed until it answers; the transaction inserts and commits after `open for`. Checked first, the renewal waits for the row lock the check took, so about as long as the transaction stays open; through `fenced()` on PostgreSQL and MariaDB the row is locked only at the commit, so it does not wait (on SQLite `fenced()` checks first); checked at the begin, it waits as when checked first.");
+    renewals.note("The holder's renewal statement (`LeaseStore::renew`), prepared on every connection of the pool first, the three columns interleaved with their order rotated at each renewal; from another connection of the same pool, sent once the transaction is open (after its check, when it checks first) and timed until it answers; the transaction inserts and commits after `open for`. Checked first, the renewal waits for the row lock the check took, so about as long as the transaction stays open; through `fenced()` on PostgreSQL and MariaDB the row is locked only at the commit, so it does not wait (on SQLite `fenced()` checks first); checked at the begin, it waits as when checked first.");
 
     for guard in guards {
         if let Ok(guard) = Arc::try_unwrap(guard) {

@@ -176,7 +176,8 @@ async fn hold(
         },
         rounds
             .iter()
-            .map(|round| round[round.len() - 1].end - round[0].start)
+            // To the end of the slowest call: a held-up batch may end after later ones.
+            .map(|round| counting::round_end(round) - round[0].start)
             .max()
             .map_or("-".to_owned(), stats::ms),
         format!(
