@@ -488,44 +488,27 @@ impl SchemaCheck {
         }
         if self.dialect == Dialect::Sqlite
             && let Some((taken_at, expires_at)) = seconds
+            && let Some(counted) = rows_counted(taken_at, expires_at)
         {
-            let counted: Vec<String> = [("taken_at", taken_at), ("expires_at", expires_at)]
-                .into_iter()
-                .filter(|(_, rows)| *rows > 0)
-                .map(|(column, rows)| {
-                    format!("{column} in {rows} row{}", if rows == 1 { "" } else { "s" })
-                })
-                .collect();
-            if !counted.is_empty() {
-                fixes.push((
-                    Fix::MillisecondTimes,
-                    format!(
-                        "the times look like Unix seconds ({}: above zero and below 10^11), and \
-                         {}: it would read every such lease as long expired and hand it to \
-                         another holder; convert them once no service writes seconds into the \
-                         table any more",
-                        counted.join(", "),
-                        describe(Fix::MillisecondTimes)
-                    ),
-                ));
-            }
+            fixes.push((
+                Fix::MillisecondTimes,
+                format!(
+                    "the times look like Unix seconds ({counted}: above zero and below 10^11), \
+                     and {}: it would read every such lease as long expired and hand it to \
+                     another holder; convert them once no service writes seconds into the \
+                     table any more",
+                    describe(Fix::MillisecondTimes)
+                ),
+            ));
         }
         let finer = match times.get(1) {
             Some(&(taken_at, expires_at)) if self.dialect == Dialect::Sqlite => {
-                let counted: Vec<String> = [("taken_at", taken_at), ("expires_at", expires_at)]
-                    .into_iter()
-                    .filter(|(_, rows)| *rows > 0)
-                    .map(|(column, rows)| {
-                        format!("{column} in {rows} row{}", if rows == 1 { "" } else { "s" })
-                    })
-                    .collect();
-                (!counted.is_empty()).then(|| {
+                rows_counted(taken_at, expires_at).map(|counted| {
                     format!(
-                        "the times look finer than milliseconds ({}: 10^14 and above, \
+                        "the times look finer than milliseconds ({counted}: 10^14 and above, \
                          microseconds or nanoseconds), and the store keeps milliseconds: it \
                          would read every such lease as held for millennia; convert them by \
-                         hand, as their unit says, once no service writes them",
-                        counted.join(", ")
+                         hand, as their unit says, once no service writes them"
                     )
                 })
             }
@@ -647,6 +630,17 @@ impl SchemaCheck {
             other_kind,
         }
     }
+}
+
+/// `taken_at in 3 rows, expires_at in 1 row`: the time columns that many rows of the table hold
+/// in a wrong unit, those with none left out; `None` when neither has any.
+fn rows_counted(taken_at: i64, expires_at: i64) -> Option<String> {
+    let counted: Vec<String> = [("taken_at", taken_at), ("expires_at", expires_at)]
+        .into_iter()
+        .filter(|(_, rows)| *rows > 0)
+        .map(|(column, rows)| format!("{column} in {rows} row{}", if rows == 1 { "" } else { "s" }))
+        .collect();
+    (!counted.is_empty()).then(|| counted.join(", "))
 }
 
 /// The `UPDATE` that gives every row both times before they become `NOT NULL`, `now` (the
