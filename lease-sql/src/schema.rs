@@ -13,7 +13,7 @@
 //! holder declared shorter than the store writes them is widened (PostgreSQL's `varchar(n)`,
 //! MariaDB's `VARBINARY(n)`; SQLite ignores lengths). On SQLite, whose times are integers of no
 //! declared unit, a second statement counts the times that look like seconds
-//! ([`SchemaCheck::times_in_seconds`]), which are made milliseconds.
+//! ([`SchemaCheck::times_in_other_units`]), which are made milliseconds.
 
 use std::borrow::Cow;
 
@@ -296,7 +296,7 @@ impl SchemaCheck {
     /// [`verdict_with_times`](SchemaCheck::verdict_with_times). It reads the table itself.
     /// `None` on PostgreSQL and MariaDB, and when the table lacks either time column or it is
     /// not an integer.
-    pub fn times_in_seconds(&self, rows: &[(String, String)]) -> Option<Query<'static>> {
+    pub fn times_in_other_units(&self, rows: &[(String, String)]) -> Option<Query<'static>> {
         if self.dialect != Dialect::Sqlite {
             return None;
         }
@@ -308,51 +308,36 @@ impl SchemaCheck {
             })
         };
         (integer(Column::TakenAt) && integer(Column::ExpiresAt)).then(|| Query {
-            sql: Cow::Owned(sqlite::seconds(&self.quoted)),
+            sql: Cow::Owned(sqlite::time_units(&self.quoted)),
             params: Vec::new(),
         })
     }
 
-    /// The verdict on the rows of [`columns`](SchemaCheck::columns) alone: without the count of
-    /// [`times_in_seconds`](SchemaCheck::times_in_seconds), so on SQLite it cannot tell times
-    /// in seconds (use [`verdict_with_seconds`](SchemaCheck::verdict_with_seconds), as
-    /// [`SqlStore::verify`](crate::SqlStore::verify) does).
+    /// The verdict on the rows of [`columns`](SchemaCheck::columns) alone: without the counts of
+    /// [`times_in_other_units`](SchemaCheck::times_in_other_units), so on SQLite it cannot
+    /// tell times in another unit (use [`verdict_with_times`](SchemaCheck::verdict_with_times),
+    /// as [`SqlStore::verify`](crate::SqlStore::verify) does).
     ///
     /// # Errors
     /// [`Error::SchemaMismatch`] when the table does not exist (with the SQL that creates it),
     /// is an earlier shape of a lease table (with the SQL that upgrades it, keeping its rows),
     /// or is a table of another kind (without SQL).
     pub fn verdict(&self, rows: &[(String, String)]) -> Result<(), Error> {
-        self.verdict_with_seconds(rows, None)
-    }
-
-    /// The verdict on the rows of [`columns`](SchemaCheck::columns) and, on SQLite, the answer
-    /// of [`times_in_seconds`](SchemaCheck::times_in_seconds): `(taken_at, expires_at)`, how
-    /// many rows hold each in seconds (`None` where it was not asked). Times in seconds are an
-    /// earlier lease table's: the store would read every lease as long expired, and hand a
-    /// lease held now to another holder; the upgrade multiplies them by 1000, row by row.
-    ///
-    /// # Errors
-    /// As [`verdict`](SchemaCheck::verdict), and [`Error::SchemaMismatch`] with the SQL that
-    /// makes them milliseconds when times are in seconds.
-    pub fn verdict_with_seconds(
-        &self,
-        rows: &[(String, String)],
-        seconds: Option<(i64, i64)>,
-    ) -> Result<(), Error> {
-        self.verdict_with_times(rows, seconds.as_slice())
+        self.verdict_with_times(rows, &[])
     }
 
     /// The verdict on the rows of [`columns`](SchemaCheck::columns) and, on SQLite, the rows of
-    /// [`times_in_seconds`](SchemaCheck::times_in_seconds) (empty where it was not asked): how
-    /// many rows hold each time in seconds, as for
-    /// [`verdict_with_seconds`](SchemaCheck::verdict_with_seconds), then how many hold it
-    /// finer than milliseconds. Such times are refused without SQL: the store would read every
-    /// such lease as held for millennia, and only who wrote them knows their unit.
+    /// [`times_in_other_units`](SchemaCheck::times_in_other_units) (empty where it was not
+    /// asked), each `(taken_at, expires_at)`: first how many rows hold each time in seconds,
+    /// then how many hold it finer than milliseconds. Times in seconds are an earlier lease
+    /// table's: the store would read every lease as long expired, and hand a lease held now to
+    /// another holder; the upgrade multiplies them by 1000, row by row. Times finer than
+    /// milliseconds are refused without SQL: the store would read every such lease as held for
+    /// millennia, and only who wrote them knows their unit.
     ///
     /// # Errors
-    /// As [`verdict_with_seconds`](SchemaCheck::verdict_with_seconds), and
-    /// [`Error::SchemaMismatch`] without SQL when times are finer than milliseconds.
+    /// As [`verdict`](SchemaCheck::verdict); [`Error::SchemaMismatch`] with the SQL that makes
+    /// them milliseconds when times are in seconds, and without SQL when they are finer.
     pub fn verdict_with_times(
         &self,
         rows: &[(String, String)],
@@ -1459,7 +1444,7 @@ mod tests {
         sqlite.verdict(&upper("integer", "integer")).unwrap();
         assert!(
             sqlite
-                .times_in_seconds(&upper("integer", "integer"))
+                .times_in_other_units(&upper("integer", "integer"))
                 .is_some()
         );
         let mut binary = upper("bigint", "datetime(6)");
@@ -1631,7 +1616,7 @@ mod tests {
     }
 
     #[test]
-    fn sqlite_times_in_seconds_are_counted_and_made_milliseconds() {
+    fn sqlite_times_in_other_units_are_counted_and_made_milliseconds() {
         let check = SchemaCheck::new(Dialect::Sqlite, &TableName::default());
         let ours = rows(&[
             ("name", "text;NO;0;1"),
@@ -1642,7 +1627,7 @@ mod tests {
             ("note", "text;YES;0;0"),
         ]);
         let query = check
-            .times_in_seconds(&ours)
+            .times_in_other_units(&ours)
             .expect("SQLite counts its times");
         assert_eq!(
             query.sql(),
@@ -1658,10 +1643,10 @@ mod tests {
         assert!(query.params().is_empty());
         // Elsewhere the catalog says the unit; without the times, nothing to count.
         let postgres = SchemaCheck::new(Dialect::Postgres, &TableName::default());
-        assert!(postgres.times_in_seconds(&ours).is_none());
-        assert!(check.times_in_seconds(&ours[..4]).is_none());
+        assert!(postgres.times_in_other_units(&ours).is_none());
+        assert!(check.times_in_other_units(&ours[..4]).is_none());
 
-        assert!(check.verdict_with_seconds(&ours, Some((0, 0))).is_ok());
+        assert!(check.verdict_with_times(&ours, &[(0, 0)]).is_ok());
         assert!(check.verdict_with_times(&ours, &[(0, 0), (0, 0)]).is_ok());
         // Finer than milliseconds: refused, without SQL (only who wrote them knows the unit),
         // beside times in seconds too.
@@ -1676,7 +1661,7 @@ mod tests {
             );
             assert_eq!(sql, None, "{why}");
         }
-        let (why, sql) = mismatch(check.verdict_with_seconds(&ours, Some((3, 1))));
+        let (why, sql) = mismatch(check.verdict_with_times(&ours, &[(3, 1)]));
         assert!(
             why.contains(
                 "the times look like Unix seconds (taken_at in 3 rows, expires_at in 1 row: above \
@@ -1698,7 +1683,7 @@ mod tests {
         );
         // With a missing fence, in the same transaction.
         let no_fence: Vec<_> = ours.iter().filter(|(c, _)| c != "fence").cloned().collect();
-        let (_, sql) = mismatch(check.verdict_with_seconds(&no_fence, Some((0, 2))));
+        let (_, sql) = mismatch(check.verdict_with_times(&no_fence, &[(0, 2)]));
         let sql = sql.unwrap();
         assert!(
             sql.starts_with(
@@ -1710,7 +1695,7 @@ mod tests {
         // With a rebuild, before the rows are copied.
         let mut rebuilt = no_fence[..4].to_vec();
         rebuilt[1].1 = "text;NO;0;0".to_owned();
-        let (_, sql) = mismatch(check.verdict_with_seconds(&rebuilt, Some((1, 1))));
+        let (_, sql) = mismatch(check.verdict_with_times(&rebuilt, &[(1, 1)]));
         let sql = sql.unwrap();
         let update = sql.find("UPDATE \"leases\" SET taken_at").expect(&sql);
         assert!(update < sql.find("INSERT INTO").unwrap(), "{sql}");
@@ -1722,10 +1707,6 @@ mod tests {
             ("taken_at", &format!("{TZ};NO;0;0")),
             ("expires_at", &format!("{TZ};NO;0;0")),
         ]);
-        assert!(
-            postgres
-                .verdict_with_seconds(&pg_ours, Some((1, 1)))
-                .is_ok()
-        );
+        assert!(postgres.verdict_with_times(&pg_ours, &[(1, 1)]).is_ok());
     }
 }

@@ -258,7 +258,7 @@ impl<X: Execute> SqlStore<X> {
     /// without changing anything: for applications that create the table in their own
     /// migrations, and for a store without DDL rights. It reads the database's catalog (one
     /// statement, [`SchemaCheck::columns`]; on SQLite a second one reads the table's times,
-    /// [`SchemaCheck::times_in_seconds`], as SQLite declares no unit), so a table that does not
+    /// [`SchemaCheck::times_in_other_units`], as SQLite declares no unit), so a table that does not
     /// fit is refused before any lease statement runs on it.
     ///
     /// # Errors
@@ -276,7 +276,7 @@ impl<X: Execute> SqlStore<X> {
             .text_pairs(check.columns())
             .await
             .map_err(failed)?;
-        let times = match check.times_in_seconds(&rows) {
+        let times = match check.times_in_other_units(&rows) {
             Some(query) => self.executor.int_pairs(query).await.map_err(failed)?,
             None => Vec::new(),
         };

@@ -79,7 +79,7 @@ fn finer(column: &str) -> String {
 /// looks like seconds, then the same for times that look finer than milliseconds: two rows of
 /// two integers, in that order. It reads the table, not the catalog (SQLite keeps no unit),
 /// and only where both columns are there.
-pub(super) fn seconds(quoted: &str) -> String {
+pub(super) fn time_units(quoted: &str) -> String {
     format!(
         "SELECT taken_at, expires_at FROM (\n    \
              SELECT 0 AS k, coalesce(sum({}), 0) AS taken_at, coalesce(sum({}), 0) AS expires_at \
