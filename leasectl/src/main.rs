@@ -153,22 +153,22 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Check => {
             let what = format!("cannot check table {table}");
-            match tokio::time::timeout(store::ANSWER_TIMEOUT, opened.verify()).await {
-                Ok(Ok(())) => print(&format!("table {table} fits the store\n"))?,
+            match schema_mismatch(&opened, &what).await? {
+                None => print(&format!("table {table} fits the store\n"))?,
                 // The SQL on standard output, to save and run (`leasectl check > fix.sql`);
                 // what differs on standard error, once.
-                Ok(Err(Error::SchemaMismatch {
+                Some(Error::SchemaMismatch {
                     table,
                     mismatch,
                     upgrade: Some(sql),
-                    ..
-                })) => {
+                    other_kind,
+                }) => {
                     print(&format!("{sql}\n"))?;
                     let differs = Error::SchemaMismatch {
                         table,
                         mismatch,
                         upgrade: None,
-                        other_kind: false,
+                        other_kind,
                     };
                     // PostgreSQL's upgrade bounds its lock waits with `SET LOCAL`, which holds
                     // only inside a transaction. SQLite's may rebuild the table: past a failed
@@ -189,13 +189,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                         "{differs}; the SQL that fixes it is on standard output{how}"
                     )));
                 }
-                Ok(Err(error @ Error::SchemaMismatch { .. })) => {
-                    return Err(Failure::Failed(error.to_string()));
-                }
-                Ok(Err(error)) => {
-                    return Err(Failure::Failed(format!("{what}: {}", ErrorChain(&error))));
-                }
-                Err(_) => return Err(no_answer(&what)),
+                Some(mismatch) => return Err(Failure::Failed(mismatch.to_string())),
             }
         }
         // Answered above, before connecting.
@@ -297,20 +291,32 @@ fn no_answer_text(what: &str) -> String {
     )
 }
 
+/// The store's schema check, within the tool's answer time: `None` when the table fits, the
+/// check's [`Error::SchemaMismatch`] when it does not; any other failure, or no answer, as
+/// `what` failed.
+async fn schema_mismatch(opened: &store::Store, what: &str) -> Result<Option<Error>, Failure> {
+    match tokio::time::timeout(store::ANSWER_TIMEOUT, opened.verify()).await {
+        Ok(Ok(())) => Ok(None),
+        Ok(Err(mismatch @ Error::SchemaMismatch { .. })) => Ok(Some(mismatch)),
+        Ok(Err(error)) => Err(Failure::Failed(format!("{what}: {}", ErrorChain(&error)))),
+        Err(_) => Err(no_answer(what)),
+    }
+}
+
 /// Refuses `what`, a change to the table, unless the table fits the store. On a table that
 /// does not (an earlier service's, a table of another kind) the store's statements may read
 /// the rows wrong: times in Unix seconds, for one, read as milliseconds, are decades past, so
 /// a prune would delete every row, leases held now among them, and a release would call a
 /// held lease expired. `check` says what differs and prints the SQL that fixes it.
 async fn fits(opened: &store::Store, what: &str) -> Result<(), Failure> {
-    match tokio::time::timeout(store::ANSWER_TIMEOUT, opened.verify()).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(Error::SchemaMismatch {
+    match schema_mismatch(opened, what).await? {
+        None => Ok(()),
+        Some(Error::SchemaMismatch {
             table,
             mismatch,
             other_kind,
             ..
-        })) => {
+        }) => {
             // Without the SQL, which `check` prints on its own.
             let differs = Error::SchemaMismatch {
                 table,
@@ -322,8 +328,7 @@ async fn fits(opened: &store::Store, what: &str) -> Result<(), Failure> {
                 "{what}: {differs}; nothing was changed (`leasectl check` says more)"
             )))
         }
-        Ok(Err(error)) => Err(Failure::Failed(format!("{what}: {}", ErrorChain(&error)))),
-        Err(_) => Err(no_answer(what)),
+        Some(error) => Err(Failure::Failed(format!("{what}: {}", ErrorChain(&error)))),
     }
 }
 
