@@ -525,41 +525,46 @@ impl<F: FencedWrites> Leg<F> {
         }
     }
 
-    /// A fenced write under `guard`, tried again while the pool still meets the crashed
-    /// server: its answer once the new primary gave one.
     /// The database's fenced check for `guard`, alone ([`FencedWrites::check_alone`]), tried
     /// until the new primary answers.
     async fn check_settled(&mut self, guard: &LeaseGuard) -> Result<bool, lease_core::BoxError> {
-        let started = Instant::now();
-        loop {
-            self.counts.operations += 1;
-            let check = self.factory.check_alone(&self.store, guard.as_ref());
-            let left = STEP_LIMIT.saturating_sub(started.elapsed());
-            match tokio::time::timeout(left, check).await {
-                Ok(Ok(passed)) => return Ok(passed),
-                Ok(Err(error)) if started.elapsed() > STEP_LIMIT => return Err(error),
-                Err(_) => return Err(format!("no answer within {STEP_LIMIT:?}").into()),
-                Ok(Err(_)) => tokio::time::sleep(Duration::from_millis(200)).await,
-            }
-        }
+        let check = async |leg: &Self| leg.factory.check_alone(&leg.store, guard.as_ref()).await;
+        self.settled(check, |_| false).await
     }
 
+    /// A fenced write under `guard`, tried again while the pool still meets the crashed
+    /// server: its answer once the new primary gave one.
     async fn write_settled(&mut self, guard: &LeaseGuard) -> Result<(), lease_core::BoxError> {
+        let write = async |leg: &Self| {
+            let written = leg.factory.write(
+                &leg.store,
+                guard.as_ref(),
+                Some(CheckAt::Commit),
+                &leg.protected,
+                "w",
+            );
+            written.await.map(drop)
+        };
+        self.settled(write, fenced::is_refusal).await
+    }
+
+    /// `call`, tried again every 200 ms while it fails (the pool still meets the crashed
+    /// server), for [`STEP_LIMIT`] at most: its answer, or at once an error `settles` accepts
+    /// as one (a refusal is the database's answer, not a failure to reach it).
+    async fn settled<T>(
+        &mut self,
+        call: impl AsyncFn(&Self) -> Result<T, lease_core::BoxError>,
+        settles: fn(&lease_core::BoxError) -> bool,
+    ) -> Result<T, lease_core::BoxError> {
         let started = Instant::now();
         loop {
             self.counts.operations += 1;
-            let write = self.factory.write(
-                &self.store,
-                guard.as_ref(),
-                Some(CheckAt::Commit),
-                &self.protected,
-                "w",
-            );
             let left = STEP_LIMIT.saturating_sub(started.elapsed());
-            match tokio::time::timeout(left, write).await {
-                Ok(Ok(_)) => return Ok(()),
-                Ok(Err(error)) if fenced::is_refusal(&error) => return Err(error),
-                Ok(Err(error)) if started.elapsed() > STEP_LIMIT => return Err(error),
+            match tokio::time::timeout(left, call(self)).await {
+                Ok(Ok(answer)) => return Ok(answer),
+                Ok(Err(error)) if settles(&error) || started.elapsed() > STEP_LIMIT => {
+                    return Err(error);
+                }
                 Err(_) => return Err(format!("no answer within {STEP_LIMIT:?}").into()),
                 Ok(Err(_)) => tokio::time::sleep(Duration::from_millis(200)).await,
             }
